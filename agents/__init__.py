@@ -1,0 +1,1 @@
+"""Placement agents. Each depends on `placement_gym`; `placement_gym` never imports them."""

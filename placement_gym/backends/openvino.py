@@ -1,0 +1,165 @@
+"""The real backend: compile the placement with OpenVINO's HETERO plugin and time inference.
+
+Per measurement:
+1. every op of the model gets an ``affinity`` rt_info entry (compute ops from the placement, Constants /
+   Parameters / Results from the compute op they are attached to; HETERO refuses a partial map);
+2. the model is compiled on ``HETERO:<devices used>`` (or directly on the one device a single-device placement
+   uses), with each device's properties under ``DEVICE_PROPERTIES``;
+3. ``warmup`` untimed inferences (the first after compile is several times slower), then ``repeats`` timed
+   synchronous inferences; the latency is their median, the spread their interquartile range.
+Compile time is reported on its own. Results are cached by placement.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import weakref
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+import openvino as ov
+
+from ..devices import Device, DeviceSpec, compile_properties, open_devices, shared_core
+from ..graph import ComputationGraph
+from .base import Measurement
+
+
+@dataclass
+class _PreparedGraph:
+    """Per-graph state computed once: which compute op each IR op follows, and input tensors."""
+
+    ops: list  # every op of graph.model
+    follows: np.ndarray  # (len(ops),) index of the compute op whose device each op takes
+    inputs: dict  # input index -> ov.Tensor with random data
+
+
+class OpenVINOBackend:
+    """Real compile-and-benchmark measurements on OpenVINO devices (see module docstring).
+
+    Args:
+        devices: device specs (``"CPU"``, ``"CPU[INFERENCE_NUM_THREADS=1]"``, ...) or ``"auto"``.
+        warmup: untimed inferences after each compile.
+        repeats: timed inferences; the latency is their median.
+        cache: reuse the measurement of a placement seen before (``measure(..., use_cache=False)`` forces).
+        input_seed: seed of the random input data.
+    """
+
+    name = "openvino"
+    simulated = False
+
+    def __init__(
+        self,
+        devices: "str | Sequence[str | DeviceSpec]" = "auto",
+        *,
+        warmup: int = 3,
+        repeats: int = 20,
+        cache: bool = True,
+        input_seed: int = 0,
+        core: ov.Core | None = None,
+    ) -> None:
+        if warmup < 0 or repeats < 1:
+            raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+        self.core = core or shared_core()
+        self.devices: list[Device] = open_devices(devices, self.core)
+        self.warmup, self.repeats, self.use_cache, self.input_seed = warmup, repeats, cache, input_seed
+        # Keyed by the graph object itself (weakly), so a graph that is gone takes its entries with it.
+        self._prepared: "weakref.WeakKeyDictionary[ComputationGraph, _PreparedGraph]" = weakref.WeakKeyDictionary()
+        self._cache: "weakref.WeakKeyDictionary[ComputationGraph, dict[bytes, Measurement]]" = weakref.WeakKeyDictionary()
+
+    @property
+    def device_names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    @property
+    def virtual_devices(self) -> list[bool]:
+        return [d.virtual for d in self.devices]
+
+    def describe(self) -> dict:
+        return {
+            "backend": self.name,
+            "openvino": ov.get_version(),
+            "devices": [str(d) for d in self.devices],
+            "device_full_names": {d.name: self.core.get_property(d.ov_name, "FULL_DEVICE_NAME") for d in self.devices},
+            "warmup": self.warmup,
+            "repeats": self.repeats,
+        }
+
+    # --------------------------------------------------------------------------------------- measure
+    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool | None = None) -> Measurement:
+        placement = np.asarray(placement, dtype=np.int64)
+        key = hashlib.blake2b(placement.tobytes(), digest_size=16).digest()
+        cache = self._cache.setdefault(graph, {})
+        if (self.use_cache if use_cache is None else use_cache) and key in cache:
+            return replace(cache[key], cached=True)
+        result = self._measure_uncached(graph, placement)
+        cache[key] = result
+        return result
+
+    def _measure_uncached(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
+        compile_s = 0.0
+        try:
+            prepared = self._prepare(graph)
+            used = sorted(set(placement.tolist()))
+            used_devices = [self.devices[d] for d in used]
+            if len(used) == 1:
+                # A single-device placement is compiled on that device directly: what a user would run.
+                device_name, config = used_devices[0].ov_name, used_devices[0].properties
+            else:
+                ov_names = np.array([d.ov_name for d in self.devices], dtype=object)
+                for op, device in zip(prepared.ops, ov_names[placement[prepared.follows]]):
+                    op.get_rt_info()["affinity"] = device
+                device_name = "HETERO:" + ",".join(d.ov_name for d in used_devices)
+                config = {"DEVICE_PROPERTIES": compile_properties(used_devices)}
+            start = time.perf_counter()
+            compiled = self.core.compile_model(graph.model, device_name, config)
+            compile_s = time.perf_counter() - start
+            n_submodels = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS")) if len(used) > 1 else 1
+            samples = self._time_inference(compiled, prepared.inputs)
+            del compiled  # release the compiled weights before the next placement
+        except Exception as exc:  # a failing placement is a measured outcome, not a crash
+            lines = [l for l in str(exc).strip().splitlines() if l.strip()]
+            return Measurement.failure(f"{type(exc).__name__}: {' '.join(lines[:3])[:500]}", compile_s=compile_s)
+        return Measurement(
+            latency_s=float(np.median(samples)),
+            samples=tuple(samples),
+            compile_s=compile_s,
+            n_submodels=n_submodels,
+        )
+
+    def _time_inference(self, compiled: ov.CompiledModel, inputs: dict) -> list[float]:
+        request = compiled.create_infer_request()
+        for index, tensor in inputs.items():
+            request.set_input_tensor(index, tensor)
+        for _ in range(self.warmup):
+            request.infer()
+        samples = []
+        for _ in range(self.repeats):
+            start = time.perf_counter()
+            request.infer()
+            samples.append(time.perf_counter() - start)
+        return samples
+
+    def _prepare(self, graph: ComputationGraph) -> _PreparedGraph:
+        prepared = self._prepared.get(graph)
+        if prepared is not None:
+            return prepared
+        if graph.model is None:
+            raise ValueError(f"graph {graph.name!r} has no ov.Model attached; the OpenVINO backend needs one")
+        from ..models import example_inputs  # imported here: the model zoo pulls in more than a backend needs
+
+        index = {name: i for i, name in enumerate(graph.op_names)}
+        ops = list(graph.model.get_ordered_ops())
+        follows = np.array(
+            [index[op.get_friendly_name()] if op.get_friendly_name() in index else graph.attached[op.get_friendly_name()]
+             for op in ops],
+            dtype=np.int64,
+        )
+        inputs = {i: ov.Tensor(a) for i, a in enumerate(example_inputs(graph.model, seed=self.input_seed).values())}
+        prepared = _PreparedGraph(ops, follows, inputs)
+        self._prepared[graph] = prepared
+        return prepared
+
+    def close(self) -> None:
+        self._prepared.clear()
+        self._cache.clear()

@@ -1,0 +1,226 @@
+"""`DevicePlacement-v0`: place every operator of a model on a device; the reward comes from its latency.
+
+One step = one complete placement (a device per compute op), measured by a backend: the real one compiles
+the model with OpenVINO HETERO and times inference, the simulated one runs a calibrated cost model.
+
+Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines3):
+    node_features  (N, F) float32   features of each compute op (`placement_gym.features`)
+    edge_index     (2, E) int64     producer -> consumer pairs, sources before targets in topological order
+    edge_features  (E, 1) float32   log10(1 + bytes) / 10 of the tensors on each edge
+    placement      (N,)   int64     the current placement (the reference placement after reset)
+Action: ``MultiDiscrete([D] * N)``: the device index of every compute op.
+Reward (``reward=``):
+    ``"speedup"``      reference latency / latency - 1 (0 for the reference placement; default)
+    ``"neg_latency"``  -latency in seconds
+    ``"inv_latency"``  1 / latency in seconds (the paper's reward)
+A placement that fails to compile or run counts as ``failure_penalty`` x the reference latency and is reported
+in ``info["ok"]`` / ``info["error"]``; the episode goes on. Episodes end after ``horizon`` placements.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .backends import Backend, Measurement, make_backend
+from .features import DEFAULT_FAMILIES, node_features
+from .graph import ComputationGraph
+
+logger = logging.getLogger(__name__)
+
+REWARDS = ("speedup", "neg_latency", "inv_latency")
+
+
+class DevicePlacementEnv(gym.Env):
+    """Device placement of a model's operators as a Gymnasium env (see the module docstring).
+
+    Args:
+        model: a zoo name (``"resnet"``, ``"inception"``, ``"bert"``, ``"tiny_branch"``, ...), a path to an
+            OpenVINO IR ``.xml`` or ONNX file, an ``ov.Model``, or a ready `ComputationGraph`.
+        devices: device specs (``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``) or ``"auto"``.
+        backend: ``"openvino"``, ``"simulated"``, ``"auto"``, or a `Backend` instance.
+        reward: one of ``REWARDS``.
+        horizon: placements per episode.
+        features: node-feature families (`placement_gym.features.FEATURE_FAMILIES`).
+        failure_penalty: a failed placement counts as this many times the reference latency.
+        warmup, repeats: real backend's untimed and timed inferences per placement.
+        backend_options: more keyword arguments for the backend.
+        render_mode: ``"ansi"`` (render returns text) or ``"human"`` (render prints it).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(
+        self,
+        model: Any = "resnet",
+        devices: "str | Sequence[str]" = "auto",
+        backend: "str | Backend" = "auto",
+        reward: str = "speedup",
+        horizon: int = 1,
+        features: Sequence[str] = DEFAULT_FAMILIES,
+        failure_penalty: float = 10.0,
+        warmup: int = 3,
+        repeats: int = 20,
+        backend_options: dict | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if reward not in REWARDS:
+            raise ValueError(f"unknown reward {reward!r}; choose one of {REWARDS}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {horizon}")
+        if failure_penalty <= 1.0:
+            raise ValueError(f"failure_penalty must be > 1 (a failure must be worse than the reference), got {failure_penalty}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
+        options = dict(backend_options or {})
+        if not isinstance(backend, str) or backend in ("openvino", "auto"):
+            options.setdefault("warmup", warmup)
+            options.setdefault("repeats", repeats)
+        self.backend = make_backend(backend, devices, **options)
+        self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
+        self.feature_families = tuple(features)
+        self.render_mode = render_mode
+
+        n, d = self.graph.n_ops, len(self.backend.device_names)
+        self._node_features = node_features(self.graph, self.feature_families)
+        self._edge_features = (np.log10(1.0 + self.graph.edge_bytes.astype(np.float32)) / 10.0)[:, None]
+        self.reference_placement = np.zeros(n, dtype=np.int64)  # everything on the first device
+
+        self.observation_space = spaces.Dict({
+            "node_features": spaces.Box(-np.inf, np.inf, self._node_features.shape, np.float32),
+            "edge_index": spaces.Box(0, max(n - 1, 0), (2, self.graph.n_edges), np.int64),
+            "edge_features": spaces.Box(0.0, np.inf, (self.graph.n_edges, 1), np.float32),
+            "placement": spaces.Box(0, d - 1, (n,), np.int64),
+        })
+        self.action_space = spaces.MultiDiscrete(np.full(n, d, dtype=np.int64))
+
+        self._placement = self.reference_placement.copy()
+        self._reference: Measurement | None = None
+        #: The last step's full `Measurement` (its ``cached`` flag says whether it was re-used). Kept out of
+        #: ``info`` with the running count below: gymnasium's checker requires the same info for the same
+        #: seed and action, and whether a result came from the cache depends on what ran before.
+        self.last_measurement: Measurement | None = None
+        self.placements_measured = 0
+        self._steps = 0
+
+    # ------------------------------------------------------------------------------------ properties
+    @property
+    def device_names(self) -> list[str]:
+        return list(self.backend.device_names)
+
+    @property
+    def n_devices(self) -> int:
+        return len(self.backend.device_names)
+
+    @property
+    def reference(self) -> Measurement:
+        """The reference placement's measurement (all ops on the first device), measured once on first use."""
+        if self._reference is None:
+            self._reference = self.backend.measure(self.graph, self.reference_placement)
+            if not self._reference.ok:
+                raise RuntimeError(
+                    f"the reference placement (all ops on {self.device_names[0]}) failed: {self._reference.error}"
+                )
+        return self._reference
+
+    # ---------------------------------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode from the reference placement (or ``options["placement"]``)."""
+        super().reset(seed=seed)
+        start = (options or {}).get("placement")
+        self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
+        self._steps = 0
+        self.last_measurement = None
+        return self._observation(), {"reference_latency_s": self.reference.latency_s, "devices": self.device_names}
+
+    def step(self, action):
+        placement = self.validate_action(action)
+        measurement = self.backend.measure(self.graph, placement)
+        self.placements_measured += 1
+        self._steps += 1
+        self._placement, self.last_measurement = placement, measurement
+        info = self._info(measurement)
+        terminated = self._steps >= self.horizon
+        return self._observation(), self._reward(info["latency_s"]), terminated, False, info
+
+    def render(self) -> str | None:
+        text = self.summary()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # ---------------------------------------------------------------------------------------- helpers
+    def validate_action(self, action) -> np.ndarray:
+        """(N,) int64 copy of `action`, or ``ValueError`` saying what is expected."""
+        array = np.asarray(action)
+        n, d = self.graph.n_ops, self.n_devices
+        expected = f"an integer array of shape ({n},) with values in 0..{d - 1} (one device per compute op)"
+        if array.shape != (n,):
+            raise ValueError(f"action has shape {array.shape}; expected {expected}")
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"action has dtype {array.dtype}; expected {expected}")
+        if array.size and (array.min() < 0 or array.max() >= d):
+            raise ValueError(f"action has values in {array.min()}..{array.max()}; expected {expected}")
+        return array.astype(np.int64, copy=True)
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        # Fresh arrays every call: agents (and gymnasium's checker) may keep or modify what they receive.
+        return {
+            "node_features": self._node_features.copy(),
+            "edge_index": self.graph.edge_index.copy(),
+            "edge_features": self._edge_features.copy(),
+            "placement": self._placement.copy(),
+        }
+
+    def _reward(self, latency_s: float) -> float:
+        if self.reward_name == "speedup":
+            return float(self.reference.latency_s / latency_s - 1.0)
+        if self.reward_name == "neg_latency":
+            return float(-latency_s)
+        return float(1.0 / latency_s)
+
+    def _info(self, m: Measurement) -> dict:
+        reference = self.reference.latency_s
+        # A failure is scored as if it were `failure_penalty` times slower than the reference.
+        latency = m.latency_s if m.ok else self.failure_penalty * reference
+        return {
+            "latency_s": latency,
+            "speedup": reference / latency,
+            "reference_latency_s": reference,
+            "spread_s": m.spread_s,
+            "compile_s": m.compile_s,
+            "n_submodels": m.n_submodels,
+            "ok": m.ok,
+            "error": m.error,
+            "simulated": m.simulated,
+            "breakdown": dict(m.breakdown),
+        }
+
+    def summary(self) -> str:
+        """A few lines describing the current placement and its last measurement."""
+        counts = np.bincount(self._placement, minlength=self.n_devices)
+        kind = "simulated" if self.backend.simulated else "measured"
+        lines = [f"{self.graph.name}: {self.graph.n_ops} ops on {self.n_devices} devices ({self.backend.name}, {kind})"]
+        for name, virtual, count in zip(self.device_names, self.backend.virtual_devices, counts):
+            lines.append(f"  {name}{' (virtual)' if virtual else ''}: {count} ops")
+        if self.last_measurement is not None:
+            m = self.last_measurement
+            status = f"latency {m.latency_s * 1e3:.2f} ms, speedup x{self.reference.latency_s / m.latency_s:.3f}, {m.n_submodels} submodels" if m.ok else f"FAILED: {m.error}"
+            lines.append("  last: " + status)
+        return "\n".join(lines)
+
+
+def load_graph(model: Any, name: str | None = None) -> ComputationGraph:
+    """`ComputationGraph` of a zoo name, a model file path or an `ov.Model` (see `placement_gym.models`)."""
+    from .models import load_model
+
+    ov_model = load_model(model)
+    return ComputationGraph.from_model(ov_model, name=name or ov_model.get_friendly_name())

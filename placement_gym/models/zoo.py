@@ -1,0 +1,321 @@
+"""The model zoo: names -> ``ov.Model``, plus loading user models from IR / ONNX files.
+
+The three benchmark models of the paper (ResNet-50, Inception-V3, BERT-base) are written in
+plain PyTorch, given random weights, converted with ``ov.convert_model`` once and cached as
+OpenVINO IR in :func:`model_cache_dir`; later loads read the IR (well under a second). The two
+tiny test models are built directly with ``openvino.opset13`` on every call (milliseconds).
+torch is imported only when a torch model has to be built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+import numpy as np
+import openvino as ov
+
+from . import tiny
+
+# Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
+ZOO_VERSION = "v1"
+
+CACHE_ENV_VAR = "PLACEMENT_GYM_CACHE"
+MODEL_SUFFIXES = (".xml", ".onnx")
+BERT_VOCAB_SIZE = 30522  # range of random ``*input_ids*`` in example_inputs()
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One zoo model. ``builder()`` returns a fresh ``ov.Model`` (for torch models: slow, cached)."""
+
+    builder: Callable[[], ov.Model]
+    description: str
+    inputs: str
+    kind: Literal["torch", "opset"]
+
+
+# --------------------------------------------------------------------------- torch models
+
+
+def _randomise_(module: Any) -> None:
+    """Give every parameter and BatchNorm statistic a random, non-trivial value, in place.
+
+    Default init makes norms identities (scale 1, shift 0, running stats 0/1), and OpenVINO then
+    deletes those ops, which would change the graph we want to place. Scales and variances are
+    drawn from U(0.5, 1.5) (positive, near 1 so activations stay finite through 50+ layers), shifts
+    and means from N(0, 0.1); weight matrices and embeddings are re-drawn with PyTorch's own
+    initialisers (fan-in scaled), which keeps activation magnitudes sane.
+    """
+    import torch
+    from torch import nn
+
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0.0, 0.1)
+                if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                    m.running_mean.normal_(0.0, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+            elif isinstance(m, (nn.Conv2d, nn.Linear)):
+                m.reset_parameters()  # random weights (kaiming-uniform)
+                if m.bias is not None:
+                    m.bias.normal_(0.0, 0.1)
+            elif isinstance(m, nn.Embedding):
+                m.weight.normal_(0.0, 1.0)
+
+
+def _convert_torch(build: Callable[[], tuple[Any, dict[str, Any], tuple[str, ...]]]) -> ov.Model:
+    """Build a torch module with seed 0, randomise it and convert it with static input shapes.
+
+    ``build()`` returns ``(module, example_inputs: {name: tensor}, output_names)``; the example's
+    order is the ``forward`` argument order. Inputs and outputs get those tensor names.
+    """
+    import torch
+
+    torch.manual_seed(0)
+    module, example, output_names = build()
+    _randomise_(module)
+    module.eval()
+    # Static shapes (from the example) so shape sub-graphs fold away and HETERO can split the model.
+    shapes = [(list(t.shape), ov.Type.i64 if t.dtype == torch.int64 else ov.Type.f32) for t in example.values()]
+    with torch.no_grad():
+        model = ov.convert_model(module, example_input=example, input=shapes)
+    for port, name in zip(model.inputs, example):
+        port.get_tensor().set_names({name})
+        port.get_node().set_friendly_name(name)
+    for port, name in zip(model.outputs, output_names):
+        port.get_tensor().set_names({name})
+    return model
+
+
+def _build_resnet50() -> ov.Model:
+    from . import resnet
+
+    return _convert_torch(resnet.build)
+
+
+def _build_inception_v3() -> ov.Model:
+    from . import inception
+
+    return _convert_torch(inception.build)
+
+
+def _build_bert_base() -> ov.Model:
+    from . import bert
+
+    return _convert_torch(bert.build)
+
+
+ZOO: dict[str, ZooEntry] = {
+    "resnet50": ZooEntry(
+        _build_resnet50, "ResNet-50 (torchvision architecture), random weights", "x: (1, 3, 224, 224) f32", "torch"
+    ),
+    "inception_v3": ZooEntry(
+        _build_inception_v3,
+        "Inception-V3 (torchvision architecture, eval mode), random weights",
+        "x: (1, 3, 299, 299) f32",
+        "torch",
+    ),
+    "bert_base": ZooEntry(
+        _build_bert_base,
+        "BERT-base encoder + pooler (HF BertModel structure, SDPA attention), random weights",
+        "input_ids: (1, 128) i64, attention_mask: (1, 128) i64",
+        "torch",
+    ),
+    "tiny_chain": ZooEntry(tiny.build_tiny_chain, "straight chain of 9 ops (MLP)", "x: (1, 64) f32", "opset"),
+    "tiny_branch": ZooEntry(
+        tiny.build_tiny_branch, "small conv net with 3 parallel branches, 24 ops", "x: (1, 3, 32, 32) f32", "opset"
+    ),
+}
+
+ALIASES: dict[str, str] = {"resnet": "resnet50", "inception": "inception_v3", "bert": "bert_base"}
+
+
+def zoo_names() -> list[str]:
+    """Canonical zoo names followed by the aliases."""
+    return list(ZOO) + list(ALIASES)
+
+
+def _canonical(name: str) -> str | None:
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    return key if key in ZOO else None
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def model_cache_dir() -> Path:
+    """``$PLACEMENT_GYM_CACHE`` if set, else ``$XDG_CACHE_HOME/placement_gym`` (default ``~/.cache``).
+
+    Created on demand.
+    """
+    if os.environ.get(CACHE_ENV_VAR):
+        path = Path(os.environ[CACHE_ENV_VAR]).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base).expanduser() / "placement_gym"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    """Exclusive lock on ``path`` so concurrent processes build a model once, not each."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locking; the atomic rename below still keeps readers safe
+        yield
+        return
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _save_ir_atomically(model: ov.Model, xml_path: Path) -> None:
+    """Write ``xml_path`` and its ``.bin`` so that no reader ever sees a half-written pair.
+
+    Both files are written under temporary names in the same directory and renamed into place,
+    ``.bin`` first: once the ``.xml`` exists, its complete ``.bin`` does too. (A reader that has
+    the old ``.bin`` memory-mapped keeps the old inode, so replacing it is safe.)
+    """
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{xml_path.stem}-", suffix=".xml", dir=xml_path.parent)
+    os.close(fd)
+    tmp_xml = Path(tmp_name)
+    tmp_bin = tmp_xml.with_suffix(".bin")
+    try:
+        ov.save_model(model, tmp_xml, compress_to_fp16=False)
+        os.replace(tmp_bin, xml_path.with_suffix(".bin"))
+        os.replace(tmp_xml, xml_path)
+    finally:
+        tmp_xml.unlink(missing_ok=True)
+        tmp_bin.unlink(missing_ok=True)
+
+
+def _load_zoo(name: str, rebuild: bool) -> ov.Model:
+    entry = ZOO[name]
+    if entry.kind == "opset":
+        return entry.builder()
+    cache = model_cache_dir()
+    xml_path = cache / f"{name}-{ZOO_VERSION}.xml"
+    if not rebuild and xml_path.exists():
+        return ov.Core().read_model(xml_path)
+    with _build_lock(cache / f".{name}-{ZOO_VERSION}.lock"):
+        # Another process may have built it while we waited for the lock.
+        if not rebuild and xml_path.exists():
+            return ov.Core().read_model(xml_path)
+        model = entry.builder()
+        _save_ir_atomically(model, xml_path)
+    return model
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_model_file(path: Path) -> ov.Model:
+    suffix = path.suffix.lower()
+    if suffix not in MODEL_SUFFIXES:
+        raise ValueError(
+            f"unsupported model file {str(path)!r}: expected an OpenVINO IR (.xml with its .bin) or an ONNX file (.onnx)"
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    if suffix == ".xml" and not path.with_suffix(".bin").is_file():
+        raise FileNotFoundError(f"weights file not found: {path.with_suffix('.bin')} (an OpenVINO IR .xml needs its .bin beside it)")
+    try:
+        return ov.Core().read_model(path)
+    except Exception as exc:  # OpenVINO raises RuntimeError with a long multi-line trace
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ValueError(f"could not read model {path}: {first}") from exc
+
+
+def _looks_like_path(text: str) -> bool:
+    return bool(Path(text).suffix) or "/" in text or os.sep in text or Path(text).exists()
+
+
+def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) -> ov.Model:
+    """Return an ``ov.Model`` for a zoo name, a model file, or an existing ``ov.Model``.
+
+    Args:
+        model: a zoo name (case-insensitive, aliases allowed, see :func:`zoo_names`); a path to an
+            OpenVINO IR ``.xml`` (with its ``.bin``) or an ``.onnx`` file; or an ``ov.Model``, which
+            is cloned so that later rt_info changes never touch the caller's object.
+        rebuild: for torch zoo models, ignore the cached IR and build (and re-cache) it again.
+
+    Raises:
+        FileNotFoundError: the file (or an IR's ``.bin``) does not exist.
+        ValueError: unknown zoo name, unsupported suffix, or a file OpenVINO cannot read.
+        TypeError: ``model`` is none of the accepted kinds.
+    """
+    if isinstance(model, ov.Model):
+        return model.clone()
+    if isinstance(model, str):
+        name = _canonical(model)
+        if name is not None:
+            loaded = _load_zoo(name, rebuild)
+            loaded.set_friendly_name(name)
+            return loaded
+        if not _looks_like_path(model):
+            raise ValueError(
+                f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; "
+                "a path to an OpenVINO IR (.xml) or ONNX (.onnx) file, or an ov.Model, is also accepted"
+            )
+    if isinstance(model, (str, os.PathLike)):
+        return _read_model_file(Path(model))
+    raise TypeError(
+        "model must be a zoo name (str), a path (str or os.PathLike) to an .xml/.onnx file, "
+        f"or an openvino.Model; got {type(model).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def example_inputs(model: ov.Model, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random input arrays for every input of a static-shape model, keyed by input tensor name.
+
+    Float inputs are standard normal; integer inputs named like ``*input_ids*`` are drawn from
+    ``[0, 30522)`` (BERT's vocabulary), ``*mask*`` inputs are all ones, other integer inputs
+    (e.g. token type ids) from ``[0, 2)``; boolean inputs are random. Inputs without a tensor name
+    are keyed by their Parameter's friendly name.
+
+    Raises:
+        ValueError: an input has a dynamic shape (name it; reshape the model first).
+    """
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {}
+    for port in model.inputs:
+        names = port.get_names()
+        name = port.get_any_name() if names else port.get_node().get_friendly_name()
+        pshape = port.get_partial_shape()
+        if pshape.is_dynamic:
+            raise ValueError(
+                f"input {name!r} has a dynamic shape {pshape}; reshape the model to static shapes "
+                "first (model.reshape({...}))"
+            )
+        shape = tuple(port.get_shape())
+        dtype = port.get_element_type().to_dtype()
+        if dtype == np.bool_:
+            arr = rng.integers(0, 2, size=shape).astype(np.bool_)
+        elif np.issubdtype(dtype, np.integer):
+            lowered = name.lower()
+            if "input_ids" in lowered:
+                arr = rng.integers(0, BERT_VOCAB_SIZE, size=shape)
+            elif "mask" in lowered:
+                arr = np.ones(shape)
+            else:
+                arr = rng.integers(0, 2, size=shape)
+            arr = arr.astype(dtype)
+        else:
+            arr = rng.standard_normal(shape).astype(dtype)
+        arrays[name] = arr
+    return arrays

@@ -1,0 +1,45 @@
+"""Device specs, discovery and virtual devices."""
+import pytest
+
+from placement_gym.devices import DeviceSpec, available_devices, compile_properties, open_devices
+
+
+def test_parse_specs():
+    spec = DeviceSpec.parse("cpu[inference_num_threads=1, PERFORMANCE_HINT=LATENCY]")
+    assert spec.base == "CPU"
+    assert spec.properties == (("INFERENCE_NUM_THREADS", 1), ("PERFORMANCE_HINT", "LATENCY"))
+    assert spec.name == "CPU[INFERENCE_NUM_THREADS=1,PERFORMANCE_HINT=LATENCY]"
+    assert DeviceSpec.parse(spec.name) == spec
+    assert DeviceSpec.parse("GPU.1").plugin == "GPU"
+
+
+@pytest.mark.parametrize("bad", ["CPU[", "CPU[x]", "", "C P U"])
+def test_unparseable_specs(bad):
+    with pytest.raises(ValueError, match="device"):
+        DeviceSpec.parse(bad)
+
+
+def test_cpu_is_present():
+    assert "CPU" in available_devices()
+
+
+def test_virtual_copy_of_cpu():
+    devices = open_devices(["CPU", "CPU[INFERENCE_NUM_THREADS=1]"])
+    assert [d.virtual for d in devices] == [False, True]
+    assert devices[1].ov_name != "CPU" and "." not in devices[1].ov_name
+    assert compile_properties(devices)[devices[1].ov_name] == {"INFERENCE_NUM_THREADS": 1}
+    # registering again (a second env in the same process) reuses the name
+    assert open_devices(["CPU", "CPU[INFERENCE_NUM_THREADS=1]"])[1].ov_name == devices[1].ov_name
+    assert "CPU" in available_devices() and devices[1].ov_name not in available_devices()
+
+
+def test_unknown_device_lists_what_exists():
+    with pytest.raises(ValueError, match=r"does not exist.*present: \['CPU'"):
+        open_devices(["CPU", "NOPE"])
+
+
+def test_unknown_property_and_duplicates():
+    with pytest.raises(ValueError, match="no property 'NOT_A_PROPERTY'"):
+        open_devices(["CPU[NOT_A_PROPERTY=1]"])
+    with pytest.raises(ValueError, match="listed twice"):
+        open_devices(["CPU", "CPU"])

@@ -95,11 +95,15 @@ class DeviceSpec:
 
 @dataclass(frozen=True)
 class Device:
-    """A device ready to compile on: the spec and the name this process's `ov.Core` knows it by."""
+    """A device ready to compile on: the spec and the name this process's `ov.Core` knows it by.
+
+    ``defaults`` are properties applied unless the spec sets them (e.g. the backend's inference precision).
+    """
 
     spec: DeviceSpec
     ov_name: str
     virtual: bool
+    defaults: tuple[tuple[str, PropertyValue], ...] = ()
 
     @property
     def name(self) -> str:
@@ -107,19 +111,26 @@ class Device:
 
     @property
     def properties(self) -> dict[str, PropertyValue]:
-        return dict(self.spec.properties)
+        """Properties passed at compile time: the defaults, overridden by the spec's own."""
+        return {**dict(self.defaults), **dict(self.spec.properties)}
 
     def __str__(self) -> str:
         return f"{self.name} (virtual {self.ov_name})" if self.virtual else self.name
 
 
-def open_devices(specs: "str | Sequence[str | DeviceSpec]" = "auto", core: ov.Core | None = None) -> list[Device]:
+def open_devices(
+    specs: "str | Sequence[str | DeviceSpec]" = "auto",
+    core: ov.Core | None = None,
+    defaults: dict[str, PropertyValue] | None = None,
+) -> list[Device]:
     """Resolve device specs against the devices present, registering virtual devices as needed.
 
     ``"auto"`` means every real device present. The first spec of each base device uses the real plugin;
-    later specs of the same base become virtual copies. Raises ``ValueError`` for an unknown device (listing
-    what exists), an unknown property, or the same spec twice.
+    later specs of the same base become virtual copies. `defaults` are properties every device gets unless its
+    spec sets them. Raises ``ValueError`` for an unknown device (listing what exists), an unknown property, or
+    the same spec twice.
     """
+    default_items = tuple(sorted((defaults or {}).items()))
     core = core or shared_core()
     present = available_devices(core)
     if isinstance(specs, str):
@@ -142,9 +153,9 @@ def open_devices(specs: "str | Sequence[str | DeviceSpec]" = "auto", core: ov.Co
         n_before = copies_of.get(spec.base, 0)
         copies_of[spec.base] = n_before + 1
         if n_before == 0:
-            devices.append(Device(spec, spec.base, virtual=False))
+            devices.append(Device(spec, spec.base, virtual=False, defaults=default_items))
         else:
-            devices.append(Device(spec, _register_virtual(core, spec, n_before), virtual=True))
+            devices.append(Device(spec, _register_virtual(core, spec, n_before), virtual=True, defaults=default_items))
     return devices
 
 

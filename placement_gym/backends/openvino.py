@@ -43,6 +43,9 @@ class OpenVINOBackend:
         repeats: timed inferences; the latency is their median.
         cache: reuse the measurement of a placement seen before (``measure(..., use_cache=False)`` forces).
         input_seed: seed of the random input data.
+        inference_precision: ``"f32"`` (default) pins every device's ``INFERENCE_PRECISION_HINT`` unless its spec
+            sets one, so latencies are comparable across processors (OpenVINO's CPU default is bf16 on CPUs with
+            AVX-512 BF16 or AMX and f32 elsewhere); None keeps OpenVINO's per-device default.
     """
 
     name = "openvino"
@@ -56,12 +59,14 @@ class OpenVINOBackend:
         repeats: int = 20,
         cache: bool = True,
         input_seed: int = 0,
+        inference_precision: str | None = "f32",
         core: ov.Core | None = None,
     ) -> None:
         if warmup < 0 or repeats < 1:
             raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
         self.core = core or shared_core()
-        self.devices: list[Device] = open_devices(devices, self.core)
+        defaults = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
+        self.devices: list[Device] = open_devices(devices, self.core, defaults)
         self.warmup, self.repeats, self.use_cache, self.input_seed = warmup, repeats, cache, input_seed
         # Keyed by the graph object itself (weakly), so a graph that is gone takes its entries with it.
         self._prepared: "weakref.WeakKeyDictionary[ComputationGraph, _PreparedGraph]" = weakref.WeakKeyDictionary()
@@ -81,6 +86,12 @@ class OpenVINOBackend:
             "openvino": ov.get_version(),
             "devices": [str(d) for d in self.devices],
             "device_full_names": {d.name: self.core.get_property(d.ov_name, "FULL_DEVICE_NAME") for d in self.devices},
+            # The CPU plugin's default precision depends on the processor (bf16 where AVX-512 BF16 / AMX
+            # exist, f32 otherwise): latencies are only comparable at the same precision.
+            "inference_precision": {
+                d.name: _type_name(d.properties.get("INFERENCE_PRECISION_HINT", self.core.get_property(d.ov_name, "INFERENCE_PRECISION_HINT")))
+                for d in self.devices
+            },
             "warmup": self.warmup,
             "repeats": self.repeats,
         }
@@ -96,30 +107,37 @@ class OpenVINOBackend:
         cache[key] = result
         return result
 
+    def compile_placement(self, graph: ComputationGraph, placement: np.ndarray) -> tuple[ov.CompiledModel, int]:
+        """Compile `graph` with op ``i`` on device ``placement[i]``; returns the compiled model and its number
+        of submodels. A single-device placement is compiled on that device directly (what a user would run)."""
+        prepared = self._prepare(graph)
+        used_devices = [self.devices[d] for d in sorted(set(np.asarray(placement).tolist()))]
+        if len(used_devices) == 1:
+            return self.core.compile_model(graph.model, used_devices[0].ov_name, used_devices[0].properties), 1
+        ov_names = np.array([d.ov_name for d in self.devices], dtype=object)
+        for op, device in zip(prepared.ops, ov_names[placement[prepared.follows]]):
+            op.get_rt_info()["affinity"] = device
+        compiled = self.core.compile_model(
+            graph.model,
+            "HETERO:" + ",".join(d.ov_name for d in used_devices),
+            {"DEVICE_PROPERTIES": compile_properties(used_devices)},
+        )
+        return compiled, int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+
+    def example_inputs(self, graph: ComputationGraph) -> dict[int, ov.Tensor]:
+        """The input tensors every measurement of `graph` uses, by input index."""
+        return self._prepare(graph).inputs
+
     def _measure_uncached(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
         compile_s = 0.0
         try:
-            prepared = self._prepare(graph)
-            used = sorted(set(placement.tolist()))
-            used_devices = [self.devices[d] for d in used]
-            if len(used) == 1:
-                # A single-device placement is compiled on that device directly: what a user would run.
-                device_name, config = used_devices[0].ov_name, used_devices[0].properties
-            else:
-                ov_names = np.array([d.ov_name for d in self.devices], dtype=object)
-                for op, device in zip(prepared.ops, ov_names[placement[prepared.follows]]):
-                    op.get_rt_info()["affinity"] = device
-                device_name = "HETERO:" + ",".join(d.ov_name for d in used_devices)
-                config = {"DEVICE_PROPERTIES": compile_properties(used_devices)}
             start = time.perf_counter()
-            compiled = self.core.compile_model(graph.model, device_name, config)
+            compiled, n_submodels = self.compile_placement(graph, placement)
             compile_s = time.perf_counter() - start
-            n_submodels = int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS")) if len(used) > 1 else 1
-            samples = self._time_inference(compiled, prepared.inputs)
+            samples = self._time_inference(compiled, self._prepare(graph).inputs)
             del compiled  # release the compiled weights before the next placement
         except Exception as exc:  # a failing placement is a measured outcome, not a crash
-            lines = [l for l in str(exc).strip().splitlines() if l.strip()]
-            return Measurement.failure(f"{type(exc).__name__}: {' '.join(lines[:3])[:500]}", compile_s=compile_s)
+            return Measurement.failure(f"{type(exc).__name__}: {openvino_error_text(exc)}", compile_s=compile_s)
         return Measurement(
             latency_s=float(np.median(samples)),
             samples=tuple(samples),
@@ -163,3 +181,16 @@ class OpenVINOBackend:
     def close(self) -> None:
         self._prepared.clear()
         self._cache.clear()
+
+
+def _type_name(value) -> str:
+    """``ov.Type.bf16`` -> ``"bf16"``; strings pass through."""
+    return value.get_type_name() if hasattr(value, "get_type_name") else str(value)
+
+
+def openvino_error_text(exc: BaseException, limit: int = 500) -> str:
+    """The informative part of an OpenVINO exception: its message without the "Exception from <file>:<line>"
+    location lines OpenVINO stacks in front of it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = [line for line in lines if not line.startswith("Exception from ")] or lines
+    return " ".join(message)[:limit]

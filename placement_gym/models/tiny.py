@@ -14,6 +14,8 @@ name, because placements are applied by name.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
@@ -39,7 +41,7 @@ def build_tiny_chain() -> ov.Model:
     x = _parameter([1, 64], "x")
     h = x
     sizes = [64, 64, 32, 10]
-    for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         # Scaled so activations stay O(1) through the chain.
         w = ops.constant((rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32), name=f"fc{i}/weight")
         b = ops.constant(rng.standard_normal((1, n_out)).astype(np.float32) * 0.1, name=f"fc{i}/bias_value")

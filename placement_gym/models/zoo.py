@@ -9,12 +9,16 @@ torch is imported only when a torch model has to be built.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
-import tempfile
+import re
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Literal
 
 import numpy as np
 import openvino as ov
@@ -84,14 +88,35 @@ def _convert_torch(build: Callable[[], tuple[Any, dict[str, Any], tuple[str, ...
     module.eval()
     # Static shapes (from the example) so shape sub-graphs fold away and HETERO can split the model.
     shapes = [(list(t.shape), ov.Type.i64 if t.dtype == torch.int64 else ov.Type.f32) for t in example.values()]
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # convert_model traces with torch.jit.trace, which torch 2.13 flags as deprecated; the
+        # warning is about OpenVINO's internals, nothing a user of this package can act on.
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace", category=DeprecationWarning)
         model = ov.convert_model(module, example_input=example, input=shapes)
     for port, name in zip(model.inputs, example):
         port.get_tensor().set_names({name})
         port.get_node().set_friendly_name(name)
     for port, name in zip(model.outputs, output_names):
         port.get_tensor().set_names({name})
+    _stable_names_(model)
     return model
+
+
+def _stable_names_(model: ov.Model) -> None:
+    """Rename ops whose friendly names OpenVINO took from a process-global counter.
+
+    E.g. a Convolution that absorbed its BatchNorm's scale is called ``Multiply_21366``, a
+    number that changes from process to process. Such ops get per-type indices in topological
+    order instead (``Convolution_0``, ``Constant_17``, ...), so every build of a model has the same
+    names (placements are applied by name). Names from torch modules contain ``/`` and never
+    match, so the new names cannot collide with them.
+    """
+    counters: collections.Counter[str] = collections.Counter()
+    for op in model.get_ordered_ops():
+        if re.fullmatch(r"[A-Za-z]+_\d+", op.get_friendly_name()):
+            kind = op.get_type_name()
+            op.set_friendly_name(f"{kind}_{counters[kind]}")
+            counters[kind] += 1
 
 
 def _build_resnet50() -> ov.Model:
@@ -188,9 +213,7 @@ def _save_ir_atomically(model: ov.Model, xml_path: Path) -> None:
     ``.bin`` first: once the ``.xml`` exists, its complete ``.bin`` does too. (A reader that has
     the old ``.bin`` memory-mapped keeps the old inode, so replacing it is safe.)
     """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{xml_path.stem}-", suffix=".xml", dir=xml_path.parent)
-    os.close(fd)
-    tmp_xml = Path(tmp_name)
+    tmp_xml = xml_path.with_name(f".{xml_path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp.xml")
     tmp_bin = tmp_xml.with_suffix(".bin")
     try:
         ov.save_model(model, tmp_xml, compress_to_fp16=False)
@@ -214,6 +237,7 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
         if not rebuild and xml_path.exists():
             return ov.Core().read_model(xml_path)
         model = entry.builder()
+        model.set_friendly_name(name)
         _save_ir_atomically(model, xml_path)
     return model
 
@@ -230,12 +254,19 @@ def _read_model_file(path: Path) -> ov.Model:
     if not path.is_file():
         raise FileNotFoundError(f"model file not found: {path}")
     if suffix == ".xml" and not path.with_suffix(".bin").is_file():
-        raise FileNotFoundError(f"weights file not found: {path.with_suffix('.bin')} (an OpenVINO IR .xml needs its .bin beside it)")
+        raise FileNotFoundError(
+            f"weights file not found: {path.with_suffix('.bin')} (an OpenVINO IR .xml needs its .bin beside it)"
+        )
     try:
-        return ov.Core().read_model(path)
+        model = ov.Core().read_model(path)
     except Exception as exc:  # OpenVINO raises RuntimeError with a long multi-line trace
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        # Skip OpenVINO's "Exception from src/...cpp:84:" source-location lines.
+        lines = [line.strip() for line in str(exc).splitlines()]
+        first = next((line for line in lines if line and not line.startswith("Exception from ")), type(exc).__name__)
         raise ValueError(f"could not read model {path}: {first}") from exc
+    if not model.outputs:  # e.g. an IR whose layers OpenVINO did not recognise reads as empty
+        raise ValueError(f"could not read model {path}: it has no outputs")
+    return model
 
 
 def _looks_like_path(text: str) -> bool:

@@ -1,0 +1,178 @@
+"""DevicePlacement-v0 on the real OpenVINO backend with two devices (the CPU and a virtual copy)."""
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import placement_gym  # noqa: F401  (registers the env ids)
+from placement_gym import DevicePlacementEnv
+
+from .conftest import TWO_DEVICES
+
+FAST = dict(backend="openvino", devices=TWO_DEVICES, warmup=1, repeats=3)
+
+
+@pytest.fixture()
+def env():
+    env = gym.make("DevicePlacement-v0", model="tiny_branch", **FAST)
+    yield env
+    env.close()
+
+
+def test_spaces_and_step(env):
+    obs, info = env.reset(seed=0)
+    graph = env.unwrapped.graph
+    n, e = graph.n_ops, graph.n_edges
+    assert obs["node_features"].shape[0] == n and obs["node_features"].dtype == np.float32
+    assert obs["edge_index"].shape == (2, e) and obs["edge_index"].dtype == np.int64
+    assert obs["edge_features"].shape == (e, 1)
+    assert np.array_equal(obs["placement"], np.zeros(n))
+    assert env.action_space.nvec.tolist() == [2] * n
+    assert info["devices"] == TWO_DEVICES and info["reference_latency_s"] > 0
+
+    env.action_space.seed(0)
+    action = env.action_space.sample()
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert terminated and not truncated  # horizon 1
+    assert np.array_equal(obs["placement"], action)
+    assert info["ok"] and info["latency_s"] > 0 and info["n_submodels"] >= 2 and not info["simulated"]
+    assert reward == pytest.approx(info["speedup"] - 1.0)
+    assert info["speedup"] == pytest.approx(info["reference_latency_s"] / info["latency_s"])
+    assert env.unwrapped.placements_measured == 1
+
+
+def test_reference_placement_has_zero_speedup_reward(env):
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.zeros(env.unwrapped.graph.n_ops, dtype=np.int64))
+    assert reward == 0.0 and info["speedup"] == 1.0 and env.unwrapped.last_measurement.cached
+
+
+@pytest.mark.parametrize("reward", ["neg_latency", "inv_latency"])
+def test_other_rewards(reward):
+    env = DevicePlacementEnv("tiny_chain", reward=reward, **FAST)
+    env.reset(seed=0)
+    _, r, _, _, info = env.step(np.ones(env.graph.n_ops, dtype=np.int64))
+    assert r == pytest.approx(-info["latency_s"] if reward == "neg_latency" else 1.0 / info["latency_s"])
+
+
+def test_horizon_and_observation_copies():
+    env = DevicePlacementEnv("tiny_chain", horizon=3, **FAST)
+    obs, _ = env.reset(seed=0)
+    obs["node_features"][:] = 123.0  # the agent scribbles on what it got
+    ones = np.ones(env.graph.n_ops, dtype=np.int64)
+    for step in range(3):
+        obs2, _, terminated, _, _ = env.step(ones)
+        assert terminated == (step == 2)
+    assert not np.any(obs2["node_features"] == 123.0)
+    assert obs2["placement"] is not env.step(ones)[0]["placement"]
+
+
+def test_checkers_pass(env):
+    gym_check_env(env.unwrapped, skip_render_check=False)
+    sb3_check_env(env.unwrapped, warn=False)
+
+
+def test_reset_is_deterministic_with_a_seed(env):
+    a, _ = env.reset(seed=7)
+    b, _ = env.reset(seed=7)
+    for key in a:
+        assert np.array_equal(a[key], b[key])
+    env.action_space.seed(3)
+    first = env.action_space.sample()
+    env.action_space.seed(3)
+    assert np.array_equal(first, env.action_space.sample())
+
+
+def test_reset_to_a_given_placement(env):
+    start = np.ones(env.unwrapped.graph.n_ops, dtype=np.int64)
+    obs, _ = env.reset(seed=0, options={"placement": start})
+    assert np.array_equal(obs["placement"], start)
+
+
+@pytest.mark.parametrize(
+    "make_bad, message",
+    [
+        (lambda n: np.zeros(n + 1, dtype=np.int64), r"shape \(\d+,\); expected"),
+        (lambda n: np.zeros((1, n), dtype=np.int64), r"shape \(1, \d+\)"),
+        (lambda n: np.zeros(n, dtype=np.float32), "dtype float32"),
+        (lambda n: np.full(n, 2, dtype=np.int64), r"values in 2\.\.2; expected .* 0\.\.1"),
+        (lambda n: np.full(n, -1, dtype=np.int64), r"values in -1\.\.-1"),
+    ],
+)
+def test_bad_actions_raise_and_leave_env_usable(env, make_bad, message):
+    env.reset(seed=0)
+    n = env.unwrapped.graph.n_ops
+    with pytest.raises(ValueError, match=message):
+        env.step(make_bad(n))
+    _, _, _, _, info = env.step(np.zeros(n, dtype=np.int64))
+    assert info["ok"]
+
+
+def test_failing_placement_is_penalised_not_raised():
+    # An invalid property value makes OpenVINO refuse to compile anything placed on the second device.
+    env = DevicePlacementEnv("tiny_chain", backend="openvino", devices=["CPU", "CPU[PERFORMANCE_HINT=NOT_A_HINT]"],
+                             warmup=0, repeats=1, failure_penalty=5.0)
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(np.ones(env.graph.n_ops, dtype=np.int64))
+    assert not info["ok"] and "NOT_A_HINT" in info["error"]
+    assert info["latency_s"] == pytest.approx(5.0 * info["reference_latency_s"])
+    assert reward == pytest.approx(1 / 5.0 - 1.0) and terminated
+    env.reset(seed=0)
+    assert env.step(np.zeros(env.graph.n_ops, dtype=np.int64))[4]["ok"]
+
+
+def test_render_describes_devices(env):
+    env.reset(seed=0)
+    env.step(np.arange(env.unwrapped.graph.n_ops) % 2)
+    text = env.unwrapped.render()
+    assert "tiny_branch" in text and "(virtual)" in text and "submodels" in text and "measured" in text
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown reward"):
+        DevicePlacementEnv("tiny_chain", reward="fast", **FAST)
+    with pytest.raises(ValueError, match="does not exist"):
+        DevicePlacementEnv("tiny_chain", backend="openvino", devices=["CPU", "TPU"])
+    with pytest.raises(ValueError, match="unknown backend"):
+        DevicePlacementEnv("tiny_chain", backend="cuda")
+    with pytest.raises(ValueError, match="horizon"):
+        DevicePlacementEnv("tiny_chain", horizon=0, **FAST)
+
+
+def test_unknown_model_lists_the_zoo():
+    with pytest.raises(ValueError, match="resnet"):
+        gym.make("DevicePlacement-v0", model="resnet-9000", **FAST)
+
+
+def test_model_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.xml"):
+        DevicePlacementEnv(str(tmp_path / "missing.xml"), **FAST)
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"this is not a model")
+    with pytest.raises(ValueError, match="corrupt.onnx"):
+        DevicePlacementEnv(str(corrupt), **FAST)
+
+
+def test_user_ir_file_and_ov_model(tmp_path, tiny_chain_graph):
+    import openvino as ov
+
+    from placement_gym.models import load_model
+
+    model = load_model("tiny_chain")
+    path = tmp_path / "mine.xml"
+    ov.save_model(model, path)
+    from_file = DevicePlacementEnv(str(path), **FAST)
+    from_object = DevicePlacementEnv(model, **FAST)
+    assert from_file.graph.op_names == from_object.graph.op_names == tiny_chain_graph.op_names
+    from_file.reset(seed=0)
+    assert from_file.step(np.ones(from_file.graph.n_ops, dtype=np.int64))[4]["ok"]
+
+
+@pytest.mark.slow
+def test_resnet_on_two_real_devices():
+    env = gym.make("DevicePlacement-v0", model="resnet", backend="openvino", devices=TWO_DEVICES, warmup=1, repeats=3)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    _, _, _, _, info = env.step(env.action_space.sample())
+    assert info["ok"] and info["n_submodels"] >= 2 and info["latency_s"] > 0

@@ -3,6 +3,7 @@ import gymnasium as gym
 
 ENV_IDS = {
     "DevicePlacement-v0": "placement_gym.env:DevicePlacementEnv",
+    "DevicePlacementNode-v0": "placement_gym.wrappers:make_node_env",
 }
 
 for env_id, entry_point in ENV_IDS.items():

@@ -46,8 +46,11 @@ class DevicePlacementEnv(gym.Env):
         horizon: placements per episode.
         features: node-feature families (`placement_gym.features.FEATURE_FAMILIES`).
         failure_penalty: a failed placement counts as this many times the reference latency.
-        warmup, repeats: real backend's untimed and timed inferences per placement.
+        warmup, repeats: real backend's untimed and timed inferences per placement (OpenVINO backend only).
         backend_options: more keyword arguments for the backend.
+        profile: the simulated backend's profile: a preset name (``"paper"``), a profile JSON file from
+            ``placement-gym calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with
+            ``backend="auto"`` selects the simulated backend.
         render_mode: ``"ansi"`` (render returns text) or ``"human"`` (render prints it).
     """
 
@@ -66,6 +69,7 @@ class DevicePlacementEnv(gym.Env):
         repeats: int = 20,
         backend_options: dict | None = None,
         render_mode: str | None = None,
+        profile: Any = None,
     ) -> None:
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of {REWARDS}")
@@ -79,7 +83,9 @@ class DevicePlacementEnv(gym.Env):
         options = dict(backend_options or {})
         if not isinstance(backend, str) or backend in ("openvino", "auto"):
             options.setdefault("warmup", warmup)
-            options.setdefault("repeats", repeats)
+            options.setdefault("repeats", repeats)  # make_backend drops them if "auto" picks the simulator
+        if profile is not None:
+            options["profile"] = profile
         self.backend = make_backend(backend, devices, **options)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         self.feature_families = tuple(features)
@@ -207,8 +213,8 @@ class DevicePlacementEnv(gym.Env):
     def summary(self) -> str:
         """A few lines describing the current placement and its last measurement."""
         counts = np.bincount(self._placement, minlength=self.n_devices)
-        kind = "simulated" if self.backend.simulated else "measured"
-        lines = [f"{self.graph.name}: {self.graph.n_ops} ops on {self.n_devices} devices ({self.backend.name}, {kind})"]
+        kind = "simulated" if self.backend.simulated else f"measured with {self.backend.name}"
+        lines = [f"{self.graph.name}: {self.graph.n_ops} ops on {self.n_devices} devices ({kind})"]
         for name, virtual, count in zip(self.device_names, self.backend.virtual_devices, counts):
             lines.append(f"  {name}{' (virtual)' if virtual else ''}: {count} ops")
         if self.last_measurement is not None:

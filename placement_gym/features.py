@@ -73,6 +73,78 @@ def cost(graph: ComputationGraph) -> np.ndarray:
     return (np.stack([np.log10(1.0 + graph.flops), np.log10(1.0 + graph.bytes_out)], axis=1) / 10.0).astype(np.float32)
 
 
+# ----------------------------------------------------------------------------------- graph structure
+# Both structural families work on hop distances over the compute-op DAG, computed with scipy's BFS in chunks of
+# source nodes (memory O(chunk x N), not O(N^2)).
+_DISTANCE_CHUNK = 512
+
+
+def _adjacency(graph: ComputationGraph):
+    from scipy.sparse import csr_matrix
+
+    n = graph.n_ops
+    src, dst = graph.edge_index
+    return csr_matrix((np.ones(src.shape[0], dtype=np.float64), (src, dst)), shape=(n, n))
+
+
+def _hop_distances(adjacency, directed: bool):
+    """Yield (sources, (len(sources), N) hop distances, inf where unreachable) over all nodes, chunk by chunk."""
+    from scipy.sparse.csgraph import shortest_path
+
+    n = adjacency.shape[0]
+    for start in range(0, n, _DISTANCE_CHUNK):
+        sources = np.arange(start, min(n, start + _DISTANCE_CHUNK))
+        yield sources, shortest_path(adjacency, method="D", directed=directed, unweighted=True, indices=sources)
+
+
+def fractal_dimension(graph: ComputationGraph) -> np.ndarray:
+    """(N, 1): each node's fractal (box-growth) dimension: the least-squares slope of log(number of nodes within
+    r hops) against log(r), for r = 1 .. the node's eccentricity, over the graph taken as undirected (as the
+    HSDAG paper's features; 0 when fewer than two radii exist). Chain-like neighbourhoods give ~1, branching
+    ones more."""
+    n = graph.n_ops
+    out = np.zeros((n, 1), dtype=np.float32)
+    for sources, dist in _hop_distances(_adjacency(graph), directed=False):
+        finite = np.isfinite(dist)
+        hops = np.where(finite, dist, -1).astype(np.int64)
+        ecc = hops.max(axis=1)  # eccentricity within the node's connected component
+        r_max = int(ecc.max()) if ecc.size else 0
+        if r_max < 2:
+            continue
+        rows = np.repeat(np.arange(len(sources)), n)[finite.ravel()]
+        hist = np.bincount(rows * (r_max + 1) + hops.ravel()[finite.ravel()], minlength=len(sources) * (r_max + 1))
+        within = np.cumsum(hist.reshape(len(sources), r_max + 1), axis=1)[:, 1:] - 1  # exclude the node itself
+        radii = np.arange(1, r_max + 1, dtype=np.float64)
+        use = radii[None, :] <= ecc[:, None]  # (chunk, R): radii up to each node's eccentricity
+        x = np.where(use, np.log(radii)[None, :], 0.0)
+        y = np.where(use, np.log(np.maximum(within, 1)), 0.0)
+        count = use.sum(axis=1)
+        mean_x, mean_y = x.sum(1) / np.maximum(count, 1), y.sum(1) / np.maximum(count, 1)
+        cov = (use * (x - mean_x[:, None]) * (y - mean_y[:, None])).sum(1)
+        var = (use * (x - mean_x[:, None]) ** 2).sum(1)
+        out[sources, 0] = np.where((count >= 2) & (var > 0), cov / np.where(var > 0, var, 1.0), 0.0)
+    return out
+
+
+def centrality(graph: ComputationGraph) -> np.ndarray:
+    """(N, 3): harmonic closeness centrality over the undirected graph (mean of 1 / hops to every other node,
+    in [0, 1]), and the fractions of the other nodes that are the node's ancestors and its descendants in the
+    DAG (how much of the computation waits for it, and how much it waits for)."""
+    n = graph.n_ops
+    out = np.zeros((n, 3), dtype=np.float32)
+    if n < 2:
+        return out
+    adjacency = _adjacency(graph)
+    for sources, dist in _hop_distances(adjacency, directed=False):
+        with np.errstate(divide="ignore"):
+            inverse = np.where(dist > 0, 1.0 / dist, 0.0)
+        out[sources, 0] = inverse.sum(axis=1) / (n - 1)
+    for column, matrix in ((1, adjacency.T.tocsr()), (2, adjacency)):  # ancestors: walk the edges backwards
+        for sources, dist in _hop_distances(matrix, directed=True):
+            out[sources, column] = (np.isfinite(dist).sum(axis=1) - 1) / (n - 1)
+    return out
+
+
 #: Every feature family by name. Agents may register more (e.g. structural features) with `register_family`.
 FEATURE_FAMILIES: dict[str, Callable[[ComputationGraph], np.ndarray]] = {
     "op_type": op_type_onehot,
@@ -80,6 +152,8 @@ FEATURE_FAMILIES: dict[str, Callable[[ComputationGraph], np.ndarray]] = {
     "node_id": node_id,
     "degree": degree,
     "cost": cost,
+    "fractal_dim": fractal_dimension,
+    "centrality": centrality,
 }
 
 #: What the env observes unless told otherwise.

@@ -39,6 +39,9 @@ def write_json(path: "str | os.PathLike", data: Any, *, overwrite: bool = False)
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=2, default=_jsonable)
         f.write("\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a results file is as readable as any other
     os.replace(tmp, path)
     return path
 

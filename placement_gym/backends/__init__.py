@@ -1,11 +1,33 @@
 """Latency backends behind one protocol (`base.Backend`): the real OpenVINO one and the simulated one."""
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 from .base import Backend, Measurement
 
+logger = logging.getLogger(__name__)
+
 BACKENDS = ("openvino", "simulated", "auto")
+#: Options that say how the real backend measures; meaningless for the simulated one.
+_MEASUREMENT_OPTIONS = ("warmup", "repeats", "cache", "input_seed", "inference_precision", "core")
+_auto_choice_logged = False
+
+
+def _log_auto_simulated(present: Sequence[str]) -> None:
+    """Say once per process why backend='auto' simulates and how to choose otherwise."""
+    global _auto_choice_logged
+    if _auto_choice_logged:
+        return
+    _auto_choice_logged = True
+    logger.warning(
+        "backend='auto': this machine has %d real OpenVINO device(s) (%s), so latencies are SIMULATED with the "
+        "'paper' profile (devices CPU and GPU: a desktop CPU + discrete Intel GPU, estimated from public specs). "
+        "For real measurements pass backend='openvino', devices=['CPU', 'CPU[INFERENCE_NUM_THREADS=1]'] (a virtual "
+        "second CPU); for a simulation calibrated on this machine run `placement-gym calibrate` and pass "
+        "profile=PATH; backend='simulated' selects the simulator without this message.",
+        len(present), ", ".join(present) or "none",
+    )
 
 
 def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "auto", **options) -> Backend:
@@ -13,9 +35,12 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
 
     Args:
         backend: ``"openvino"`` (real compile-and-benchmark), ``"simulated"`` (cost model) or ``"auto"``
-            (real where two or more real devices exist), or a ready `Backend` instance (returned as is).
+            (real where two or more real devices exist or `devices` are given; otherwise simulated with the
+            ``"paper"`` profile, or with ``profile`` when one is given, saying why once), or a ready `Backend`
+            instance (returned as is).
         devices: device specs for the backend, or ``"auto"``.
-        options: backend settings (OpenVINO: ``warmup``, ``repeats``, ``cache``).
+        options: backend settings (OpenVINO: ``warmup``, ``repeats``, ``cache``; simulated: ``profile``,
+            ``schedule``). With ``"auto"``, measurement settings are dropped when it picks the simulator.
     """
     if not isinstance(backend, str):
         if isinstance(backend, Backend):
@@ -27,19 +52,33 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
         from ..devices import available_devices
 
         present = available_devices()
-        if devices != "auto" or len(present) >= 2:
+        if options.get("profile") is not None:
+            backend = "simulated"  # a profile only means something to the simulator
+        elif devices != "auto" or len(present) >= 2:
             backend = "openvino"
         else:
-            raise ValueError(
-                f"backend='auto' found one real OpenVINO device ({present}) and the simulated backend is not "
-                "available yet; measure on two real devices with backend='openvino', "
-                "devices=['CPU', 'CPU[INFERENCE_NUM_THREADS=1]'] (the second is a virtual copy of the CPU)"
-            )
+            backend = "simulated"
+            _log_auto_simulated(present)
+        if backend == "simulated":
+            options = {k: v for k, v in options.items() if k not in _MEASUREMENT_OPTIONS}
     if backend == "openvino":
+        if options.get("profile") is not None or "schedule" in options:
+            raise ValueError("profile= and schedule= configure the simulated backend; use backend='simulated'")
+        options.pop("profile", None)
         from .openvino import OpenVINOBackend
 
         return OpenVINOBackend(devices, **options)
-    raise ValueError("the simulated backend is not available yet")
+    wrong = sorted(k for k in options if k in _MEASUREMENT_OPTIONS)
+    if wrong:
+        raise ValueError(
+            f"the simulated backend takes no {wrong} (they set how the real backend measures); its options are "
+            "profile= (a preset name, a profile JSON path or a Profile) and schedule= ('sequential' or 'parallel')"
+        )
+    from .simulated import SimulatedBackend
+
+    if options.get("profile") is None:
+        options.pop("profile", None)
+    return SimulatedBackend(devices=devices, **options)
 
 
 __all__ = ["Backend", "Measurement", "make_backend", "BACKENDS"]

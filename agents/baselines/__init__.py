@@ -1,0 +1,17 @@
+"""Classical placement baselines: single device, OpenVINO's own choice, random search, Baechi's greedy
+heuristics (m-ETF, m-TOPO), METIS partitioning and the exact optimum on the simulated backend's cost model.
+
+All follow the agent interface (`learn(env, budget, seed, callback)`, `predict(obs)`, `save`/`load`) through
+`PlanningAgent`, so `placement_gym.evaluation.evaluate` and `placement-gym compare` run them like any agent.
+"""
+from .base import PlanningAgent
+from .costs import CostModel, cost_model
+from .greedy import GreedyETF, TopoBalance, etf_schedule, topo_balance
+from .metis import MetisPartition, metis_partition
+from .optimal import ExactOptimum, OptimumResult, solve_optimum
+from .simple import OpenVINOChoice, RandomSearch, SingleDevice
+
+__all__ = [
+    "CostModel", "ExactOptimum", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
+    "SingleDevice", "TopoBalance", "cost_model", "etf_schedule", "metis_partition", "solve_optimum", "OptimumResult", "topo_balance",
+]

@@ -1,0 +1,71 @@
+"""The per-op cost model the planning baselines (greedy, METIS, optimum) plan with.
+
+Tarnawski et al. and Baechi plan on the same abstraction the simulated backend runs: a time per op per device,
+a transfer time per edge that crosses devices, and (the simulator's HETERO term) a fixed cost per extra
+submodel. `cost_model(env)` reads it off the env's backend: the simulated backend's own precomputed tables, so
+planners and simulator agree exactly. The real OpenVINO backend has no cost model; planning on it needs one
+built from a device profile (see `cost_model`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Costs of one graph on D devices.
+
+    Attributes:
+        op_time_s: (N, D) seconds op ``i`` takes on device ``d``.
+        edge_time_s: (E, D, D) seconds to move edge ``e``'s tensor from device ``a`` to device ``b``
+            (zero on the diagonal).
+        submodel_overhead_s: seconds each submodel beyond the first adds.
+        source: where the numbers come from (for results files).
+    """
+
+    op_time_s: np.ndarray
+    edge_time_s: np.ndarray
+    submodel_overhead_s: float = 0.0
+    source: str = ""
+
+    @property
+    def n_devices(self) -> int:
+        return int(self.op_time_s.shape[1])
+
+    def device_speed(self) -> np.ndarray:
+        """(D,) relative throughput: 1 / (time of the whole graph on device d), normalised to sum to 1."""
+        inverse = 1.0 / np.maximum(self.op_time_s.sum(axis=0), 1e-30)
+        return inverse / inverse.sum()
+
+
+def cost_model(env) -> CostModel:
+    """The cost model of `env`'s graph on its devices, read from its backend.
+
+    The simulated backend precomputes exactly these tables per graph (``backend.prepare(graph)``: per-op seconds
+    per device, per-edge transfer seconds per device pair) and its profile holds the submodel overhead; the
+    planners use them as they are, so they plan on the very numbers the simulator charges.
+
+    Raises:
+        ValueError: the backend has no cost model (the real OpenVINO backend), saying what to use instead.
+    """
+    base = env.unwrapped
+    backend, graph = base.backend, base.graph
+    if not getattr(backend, "simulated", False) or not hasattr(backend, "prepare"):
+        raise ValueError(
+            f"the {backend.name!r} backend has no cost model to plan with; the greedy, topo and optimal baselines "
+            "plan on the simulated backend's cost model (backend='simulated', or a profile calibrated on your "
+            "devices with `placement-gym calibrate`)"
+        )
+    prepared = backend.prepare(graph)
+    d = prepared.op_seconds.shape[1]
+    edge_time = prepared.edge_seconds.T.reshape(graph.n_edges, d, d).copy()  # row a*D+b -> [e, a, b]
+    edge_time[:, np.arange(d), np.arange(d)] = 0.0  # an edge inside one device's region costs nothing
+    profile = backend.profile
+    return CostModel(
+        op_time_s=np.asarray(prepared.op_seconds, dtype=np.float64),
+        edge_time_s=edge_time,
+        submodel_overhead_s=float(profile.boundary_overhead_s),
+        source=f"simulated profile {profile.name!r} ({profile.schedule} schedule)",
+    )

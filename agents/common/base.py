@@ -1,0 +1,205 @@
+"""The agent base class: the conventions every placement agent follows.
+
+    agent = SomeAgent(seed=0, ...)            hyperparameters in the constructor
+    agent.learn(env, budget=500, seed=0)      budget = placements measured (env steps); returns the agent
+    agent.best_placement, agent.best_latency_s   the best placement seen and its latency re-measured at the end
+    action = agent.predict(obs)               (N,) int64 for the DevicePlacement-v0 Dict observation
+    agent.save("hsdag.pt")                    refuses to overwrite an existing file unless overwrite=True
+    agent = SomeAgent.load("hsdag.pt")        (or BaseAgent.load: finds the class recorded in the file)
+
+A subclass provides `hyperparameters()` (constructor keyword arguments, plain Python values), `build_policy(spec)`
+(the torch module for a `PolicySpec`), and `learn`. The policy is built lazily from the first env it sees, so
+one agent class serves any graph and device count; the spec is saved with the weights so `load` can rebuild it.
+
+Feature families: an agent that needs particular node features sets the class attribute `feature_families`;
+whoever builds its env (the CLI, the evaluation harness) passes ``features=Agent.feature_families`` to the env.
+`PolicySpec.from_env` refuses an env whose observation was built with other families.
+"""
+from __future__ import annotations
+
+import abc
+import importlib
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+__all__ = ["BaseAgent", "PolicySpec", "set_seed", "CHECKPOINT_FORMAT"]
+
+#: Written into every checkpoint; bumped when the layout changes.
+CHECKPOINT_FORMAT = "placement-gym-agent/1"
+
+
+def set_seed(seed: int | None) -> None:
+    """Seed Python's, NumPy's and torch's global generators (no-op for None)."""
+    if seed is None:
+        return
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    random.seed(int(seed))
+    np.random.seed(int(seed) % 2**32)
+    torch.manual_seed(int(seed))
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What a policy network is built for: sizes that come from the env, not from hyperparameters.
+
+    Attributes:
+        node_features: F, width of ``obs["node_features"]``.
+        edge_features: Fe, width of ``obs["edge_features"]`` (0 if absent).
+        n_devices: D, devices an op can be placed on.
+        feature_families: the node-feature families F was built from (None if unknown).
+    """
+
+    node_features: int
+    edge_features: int
+    n_devices: int
+    feature_families: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_env(cls, env, expected_families: "tuple[str, ...] | None" = None) -> "PolicySpec":
+        """Read the spec off an env's spaces (works through wrappers). Checks the feature families when
+        `expected_families` is given."""
+        obs_space = env.observation_space
+        if not isinstance(obs_space, spaces.Dict) or "node_features" not in obs_space.spaces:
+            raise ValueError(f"expected a DevicePlacement env with a Dict observation holding node_features, got {obs_space}")
+        f = int(obs_space["node_features"].shape[-1])
+        fe = int(obs_space["edge_features"].shape[-1]) if "edge_features" in obs_space.spaces else 0
+        action_space = env.action_space
+        if isinstance(action_space, spaces.MultiDiscrete):
+            d = int(np.max(action_space.nvec))
+        elif isinstance(action_space, spaces.Discrete):
+            d = int(action_space.n)
+        else:
+            raise ValueError(f"expected a MultiDiscrete or Discrete action space, got {action_space}")
+        families = getattr(env.unwrapped, "feature_families", None)
+        families = tuple(families) if families is not None else None
+        if expected_families is not None and families is not None and tuple(expected_families) != families:
+            raise ValueError(
+                f"this agent expects node features {tuple(expected_families)} but the env observes {families}; "
+                f"create the env with features={tuple(expected_families)!r}"
+            )
+        return cls(f, fe, d, families)
+
+
+class BaseAgent(abc.ABC):
+    """Common state and the save/load/seed conventions of placement agents (see the module docstring).
+
+    Args:
+        seed: default seed of `learn` (its own `seed` argument wins).
+        device: torch device of the policy.
+    """
+
+    #: Registry name (``placement-gym train --agent <name>``).
+    name: ClassVar[str] = "agent"
+    #: Node-feature families the agent's env must observe; None = the env's default.
+    feature_families: ClassVar[tuple[str, ...] | None] = None
+
+    def __init__(self, seed: int | None = None, device: "str | torch.device" = "cpu") -> None:
+        self.seed = seed
+        self.device = torch.device(device)
+        self.policy: nn.Module | None = None
+        self.spec: PolicySpec | None = None
+        #: Best placement seen during `learn` ((N,) int64) and its re-measured latency in seconds.
+        self.best_placement: np.ndarray | None = None
+        self.best_latency_s: float | None = None
+        #: Per-update training statistics and the final training summary of the last `learn`.
+        self.history: list[dict] = []
+        self.train_summary: dict = {}
+
+    # ------------------------------------------------------------------ for subclasses
+    @abc.abstractmethod
+    def hyperparameters(self) -> dict[str, Any]:
+        """Constructor keyword arguments that rebuild this agent (plain Python values only)."""
+
+    @abc.abstractmethod
+    def build_policy(self, spec: PolicySpec) -> nn.Module:
+        """The policy module for `spec` (called once, lazily)."""
+
+    @abc.abstractmethod
+    def learn(self, env, budget: int, seed: int | None = None, callback=None) -> "BaseAgent":
+        """Train on `env` for `budget` env steps (placements measured); returns self."""
+
+    def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        """The action for `obs` ((N,) int64 for the DevicePlacement-v0 Dict observation). Uses the policy's
+        ``act(obs, num_samples=1, deterministic=...)``."""
+        self._require_policy()
+        self.policy.eval()
+        with torch.no_grad():
+            sample = self.policy.act(obs, num_samples=1, deterministic=deterministic)
+        return sample.actions[0].cpu().numpy().astype(np.int64)
+
+    # ------------------------------------------------------------------ policy building
+    def setup(self, spec: PolicySpec) -> nn.Module:
+        """Build the policy for `spec` if there is none yet; otherwise check that `spec` fits the one built."""
+        if self.policy is None:
+            self.spec = spec
+            self.policy = self.build_policy(spec).to(self.device)
+        elif (spec.node_features, spec.edge_features, spec.n_devices) != (
+            self.spec.node_features, self.spec.edge_features, self.spec.n_devices
+        ):
+            raise ValueError(f"this agent's policy was built for {self.spec}, the env gives {spec}")
+        return self.policy
+
+    def _require_policy(self) -> None:
+        if self.policy is None:
+            raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
+        """Save hyperparameters, policy weights, spec and best placement to `path` (a torch file).
+
+        Raises:
+            FileExistsError: `path` exists and `overwrite` is False.
+        """
+        self._require_policy()
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True")
+        from placement_gym.results import versions
+
+        checkpoint = {
+            "format": CHECKPOINT_FORMAT,
+            "agent_class": f"{type(self).__module__}:{type(self).__qualname__}",
+            "hyperparameters": self.hyperparameters(),
+            "spec": asdict(self.spec),
+            "state_dict": {k: v.detach().cpu() for k, v in self.policy.state_dict().items()},
+            "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
+            "best_latency_s": self.best_latency_s,
+            "versions": versions(),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(checkpoint, tmp)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":
+        """Rebuild an agent saved with `save`. Called on `BaseAgent` it builds the class recorded in the file."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint at {path}")
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a placement-gym agent checkpoint (format {CHECKPOINT_FORMAT})")
+        module_name, _, class_name = checkpoint["agent_class"].partition(":")
+        agent_cls = getattr(importlib.import_module(module_name), class_name)
+        if not issubclass(agent_cls, cls):
+            raise ValueError(f"{path} holds a {checkpoint['agent_class']} agent, not a {cls.__name__}")
+        agent = agent_cls(**checkpoint["hyperparameters"], device=device)
+        spec = dict(checkpoint["spec"])
+        if spec.get("feature_families") is not None:
+            spec["feature_families"] = tuple(spec["feature_families"])
+        agent.setup(PolicySpec(**spec))
+        agent.policy.load_state_dict(checkpoint["state_dict"])
+        if checkpoint.get("best_placement") is not None:
+            agent.best_placement = np.asarray(checkpoint["best_placement"], dtype=np.int64)
+        agent.best_latency_s = checkpoint.get("best_latency_s")
+        return agent

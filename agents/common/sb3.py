@@ -1,0 +1,320 @@
+"""Stable-Baselines3 on the graph observation: a GNN actor-critic policy and a vectorised multi-categorical.
+
+>>> from stable_baselines3 import PPO
+>>> from agents.common.sb3 import GraphPolicy
+>>> env = gym.make("DevicePlacement-v0", model="bert")
+>>> PPO(GraphPolicy, env, n_steps=32, batch_size=32).learn(2_000)
+
+Why not SB3's defaults:
+
+* SB3's ``MultiInputPolicy`` flattens the Dict and ends in ``Linear(hidden, N * D)``: one set of weights per node
+  *position*, blind to the graph and unable to carry over to another graph. Here a directed GNN
+  (`agents.common.gnn.DirectedGNN`, the encoder every agent shares) embeds each node, and ONE ``Linear(H, D)``
+  (`PerNodeActionHead`) turns every node's embedding into its device logits.
+* SB3's ``MultiCategoricalDistribution`` builds one torch ``Categorical`` per node and loops over them in
+  Python: at 1,000 nodes that dominates the update (see ``benchmarks/sb3_distribution.py``).
+  `VectorizedMultiCategoricalDistribution` is one ``Categorical`` over a (B, N, D) logits tensor, with the same
+  log-probabilities.
+
+The policy also accepts the node-by-node variant (``DevicePlacementNode-v0``: ``Discrete(D)`` action and a
+``current_node`` mask): the actor then reads the current node's embedding (plus the graph's) and SB3's own
+``CategoricalDistribution`` picks its device.
+
+PPO on whole placements: the log-probability of an action is the SUM over N nodes, so the importance ratio moves
+a lot for a small change per node: use a lower learning rate or ``target_kl``. The entropy of
+`VectorizedMultiCategoricalDistribution` is the MEAN over nodes (``entropy_per_node=True``), so ``ent_coef``
+means the same on a 24-node and a 1,000-node graph.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.distributions import MultiCategoricalDistribution
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import Tensor, nn
+from torch.distributions import Categorical
+
+from .gnn import MLP, DirectedGNN
+from .graph_batch import obs_to_batch
+
+__all__ = [
+    "GraphFeaturesExtractor", "GraphLatentHeads", "PerNodeActionHead", "VectorizedMultiCategoricalDistribution",
+    "StockMultiCategoricalDistribution", "GraphActorCriticPolicy", "GraphPolicy", "placement_input_features",
+]
+
+#: Logit given to the devices a padded node cannot take (it always takes device 0, with log-prob 0).
+_MASKED_LOGIT = -1e9
+
+
+def n_devices_of(observation_space: spaces.Dict) -> int:
+    """Number of devices D, read from the ``placement`` Box (values 0..D-1)."""
+    return int(observation_space["placement"].high.max()) + 1
+
+
+def placement_input_features(batch, obs: dict, n_devices: int) -> Tensor:
+    """(sumN, F + D [+ 2]) the node features a placement policy reads: the env's features, the one-hot current
+    device, and for the node-by-node variant the ``current_node`` and ``visited`` marks.
+
+    `batch` is the `GraphBatch` of `obs` (`agents.common.graph_batch.obs_to_batch`); extra per-node keys are
+    flattened the same way (padded nodes dropped with ``node_mask``).
+    """
+    parts = [batch.x]
+    if batch.placement is not None:
+        parts.append(nn.functional.one_hot(batch.placement.clamp(0, n_devices - 1), n_devices).float())
+    for key in ("current_node", "visited"):
+        if key in obs:
+            parts.append(_per_node(obs, key, batch.x.device).unsqueeze(-1))
+    return torch.cat(parts, dim=-1)
+
+
+def _per_node(obs: dict, key: str, device) -> Tensor:
+    """(sumN,) float values of a per-node key ((N,) or (B, N)), padded nodes dropped."""
+    value = torch.as_tensor(obs[key], device=device).float().reshape(-1)
+    if obs.get("node_mask") is not None:
+        value = value[torch.as_tensor(obs["node_mask"], device=device).reshape(-1).bool()]
+    return value
+
+
+class GraphFeaturesExtractor(BaseFeaturesExtractor):
+    """Dict graph observation -> per-node embeddings, in SB3's dense layout.
+
+    Output (B, N, H + 2): columns ``[:H]`` the node embeddings of `DirectedGNN`, column ``H`` 1 for real nodes
+    (0 for padding, when the observation has a ``node_mask``), column ``H + 1`` the ``current_node`` mark of the
+    node-by-node variant (0 when absent). ``features_dim`` is H (the per-node width).
+
+    Args:
+        observation_space: the env's Dict space (``node_features``, ``edge_index``, ``placement``,
+            optionally ``edge_features``, ``current_node``, ``visited``, ``node_mask``, ``edge_mask``).
+        hidden_dim: embedding width H.
+        n_layers: message-passing layers.
+        use_edge_features: feed ``edge_features`` (log tensor bytes) to the messages.
+        directed: separate producer/consumer weights (see `agents.common.gnn.DirectedConv`).
+    """
+
+    def __init__(self, observation_space: spaces.Dict, hidden_dim: int = 64, n_layers: int = 3,
+                 use_edge_features: bool = True, directed: bool = True) -> None:
+        _check_observation_space(observation_space)
+        super().__init__(observation_space, features_dim=hidden_dim)
+        self.n_devices = n_devices_of(observation_space)
+        self.n_nodes, n_features = observation_space["node_features"].shape
+        self.node_level = "current_node" in observation_space.spaces
+        in_channels = n_features + self.n_devices + (2 if self.node_level else 0)
+        edge_dim = observation_space["edge_features"].shape[-1] if use_edge_features and "edge_features" in observation_space.spaces else 0
+        self.use_edge_features = edge_dim > 0
+        self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=edge_dim, directed=directed)
+
+    def forward(self, observations: dict[str, Tensor]) -> Tensor:
+        obs = dict(observations)
+        if not self.use_edge_features:
+            obs.pop("edge_features", None)
+        batch = obs_to_batch(obs)
+        h = self.encoder(placement_input_features(batch, obs, self.n_devices), batch.edge_index, batch.edge_attr)
+        b = batch.num_graphs
+        if obs.get("node_mask") is None:  # fixed-size graphs: a reshape, no scatter
+            real = torch.ones(b, self.n_nodes, 1, device=h.device)
+            dense = h.view(b, self.n_nodes, -1)
+        else:
+            dense, mask = batch.to_dense(h)
+            pad = self.n_nodes - dense.shape[1]  # graphs in this batch may all be shorter than N
+            dense = nn.functional.pad(dense, (0, 0, 0, pad))
+            real = nn.functional.pad(mask, (0, pad)).unsqueeze(-1).float()
+        current = obs["current_node"].float().view(b, self.n_nodes, 1) if self.node_level else torch.zeros_like(real)
+        return torch.cat([dense, real, current], dim=-1)
+
+
+class GraphLatentHeads(nn.Module):
+    """SB3's ``mlp_extractor`` for graphs: node embeddings -> (actor latent, critic latent).
+
+    Input: `GraphFeaturesExtractor`'s (B, N, H + 2). The graph summary g is the masked mean and max of the
+    node embeddings (B, 2H).
+
+    * per-node actor (MultiDiscrete action): ``latent_pi`` (B, N, L + 1) = MLP([h_i, g]) for every node, plus
+      the real-node mask as last column (`PerNodeActionHead` uses it);
+    * current-node actor (Discrete action): ``latent_pi`` (B, L) = MLP([mean of h over current_node, g]);
+    * critic: ``latent_vf`` (B, L) = MLP(g).
+    """
+
+    def __init__(self, node_dim: int, latent_dim: int = 64, per_node: bool = True) -> None:
+        super().__init__()
+        self.node_dim, self.per_node = node_dim, per_node
+        self.latent_dim_pi = self.latent_dim_vf = latent_dim
+        self.policy_net = nn.Sequential(MLP(3 * node_dim, latent_dim, latent_dim, num_layers=2), nn.ReLU())
+        self.value_net = nn.Sequential(MLP(2 * node_dim, latent_dim, latent_dim, num_layers=2), nn.ReLU())
+
+    def _split(self, features: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        h, real, current = features[..., : self.node_dim], features[..., self.node_dim:self.node_dim + 1], features[..., -1:]
+        count = real.sum(1).clamp_min(1.0)
+        mean = (h * real).sum(1) / count
+        maximum = h.masked_fill(real == 0, float("-inf")).amax(1)
+        maximum = torch.where(torch.isfinite(maximum), maximum, torch.zeros_like(maximum))
+        return h, real, current, torch.cat([mean, maximum], dim=-1)
+
+    def forward(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: Tensor) -> Tensor:
+        h, real, current, graph = self._split(features)
+        if self.per_node:
+            context = graph.unsqueeze(1).expand(-1, h.shape[1], -1)
+            return torch.cat([self.policy_net(torch.cat([h, context], dim=-1)), real], dim=-1)
+        node = (h * current).sum(1) / current.sum(1).clamp_min(1.0)
+        return self.policy_net(torch.cat([node, graph], dim=-1))
+
+    def forward_critic(self, features: Tensor) -> Tensor:
+        return self.value_net(self._split(features)[3])
+
+
+class PerNodeActionHead(nn.Module):
+    """The same ``Linear(L, D)`` for every node: (B, N, L + 1) latents (last column: real-node mask) ->
+    (B, N * D) flat logits, SB3's layout for ``MultiDiscrete``. A padded node gets logits that force device 0
+    (log-probability 0, entropy 0), so padding never adds noise to the gradient."""
+
+    def __init__(self, latent_dim: int, n_devices: int) -> None:
+        super().__init__()
+        self.n_devices = n_devices
+        self.linear = nn.Linear(latent_dim, n_devices)
+
+    def forward(self, latent: Tensor) -> Tensor:
+        logits = self.linear(latent[..., :-1])
+        real = latent[..., -1:] > 0.5
+        forced = torch.full_like(logits, _MASKED_LOGIT)
+        forced[..., 0] = 0.0
+        return torch.where(real, logits, forced).flatten(1)
+
+
+def _equal_dims(action_dims) -> int:
+    dims = {int(d) for d in action_dims}
+    if len(dims) != 1:
+        raise ValueError(f"the per-node distribution needs the same number of devices for every node, got {sorted(dims)}")
+    return dims.pop()
+
+
+class VectorizedMultiCategoricalDistribution(MultiCategoricalDistribution):
+    """N independent categoricals over D devices as ONE ``Categorical(logits=(B, N, D))``.
+
+    Same log-probabilities as SB3's `MultiCategoricalDistribution` (summed over nodes); ``entropy()`` is the
+    mean over nodes when `entropy_per_node` (default), the sum otherwise (SB3's convention).
+    """
+
+    distribution: Categorical  # type: ignore[assignment]
+
+    def __init__(self, action_dims: list[int], entropy_per_node: bool = True) -> None:
+        super().__init__(list(action_dims))
+        self.n_nodes, self.n_choices = len(action_dims), _equal_dims(action_dims)
+        self.entropy_per_node = entropy_per_node
+
+    def proba_distribution_net(self, latent_dim: int) -> nn.Module:
+        return PerNodeActionHead(latent_dim, self.n_choices)
+
+    def proba_distribution(self, action_logits: Tensor) -> "VectorizedMultiCategoricalDistribution":
+        self.distribution = Categorical(logits=action_logits.view(-1, self.n_nodes, self.n_choices))
+        return self
+
+    def log_prob(self, actions: Tensor) -> Tensor:
+        return self.distribution.log_prob(actions.view(-1, self.n_nodes).long()).sum(-1)
+
+    def entropy(self) -> Tensor:
+        per_node = self.distribution.entropy()
+        return per_node.mean(-1) if self.entropy_per_node else per_node.sum(-1)
+
+    def sample(self) -> Tensor:
+        return self.distribution.sample()
+
+    def mode(self) -> Tensor:
+        return self.distribution.logits.argmax(-1)
+
+
+class StockMultiCategoricalDistribution(MultiCategoricalDistribution):
+    """SB3's own `MultiCategoricalDistribution` (one ``Categorical`` per node) behind the same per-node head:
+    kept to measure what the vectorised one saves (``GraphPolicy(..., distribution="stock")``)."""
+
+    def __init__(self, action_dims: list[int]) -> None:
+        super().__init__(list(action_dims))
+        self.n_choices = _equal_dims(action_dims)
+
+    def proba_distribution_net(self, latent_dim: int) -> nn.Module:
+        return PerNodeActionHead(latent_dim, self.n_choices)
+
+
+DISTRIBUTIONS = ("vectorized", "stock")
+
+
+def _check_observation_space(space: spaces.Space) -> None:
+    needed = ("node_features", "edge_index", "placement")
+    if not isinstance(space, spaces.Dict) or any(k not in space.spaces for k in needed):
+        raise ValueError(
+            f"GraphPolicy needs the DevicePlacement-v0 Dict observation (keys {', '.join(needed)}[, edge_features, "
+            f"current_node, visited, node_mask]); got {space}"
+        )
+
+
+class GraphActorCriticPolicy(ActorCriticPolicy):
+    """SB3 actor-critic for placement envs: `GraphFeaturesExtractor` (directed GNN) + `GraphLatentHeads` +
+    a per-node action head.
+
+    Works with ``DevicePlacement-v0`` (``MultiDiscrete([D] * N)``: one device per node, from
+    `VectorizedMultiCategoricalDistribution`) and ``DevicePlacementNode-v0`` (``Discrete(D)``: the current
+    node's device). Use it as ``PPO(GraphPolicy, env, policy_kwargs=dict(hidden_dim=64, ...))``.
+
+    Args (besides SB3's ``ActorCriticPolicy`` ones):
+        hidden_dim: GNN embedding width H and latent width.
+        n_layers: message-passing layers.
+        use_edge_features: feed tensor sizes to the messages.
+        directed: separate producer/consumer weights.
+        distribution: ``"vectorized"`` (default) or ``"stock"`` (SB3's per-node loop; for comparison only).
+        entropy_per_node: report the entropy as a mean over nodes (``"vectorized"`` only).
+
+    ``ortho_init`` defaults to False here: the GNN's LayerNorm-ed layers train better from PyTorch's init.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule, hidden_dim: int = 64,
+                 n_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
+                 distribution: str = "vectorized", entropy_per_node: bool = True, **kwargs: Any) -> None:
+        _check_observation_space(observation_space)
+        if distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
+        n_nodes = observation_space["node_features"].shape[0]
+        if isinstance(action_space, spaces.MultiDiscrete):
+            if action_space.nvec.shape != (n_nodes,):
+                raise ValueError(f"MultiDiscrete action must have one entry per node ({n_nodes}), got {action_space.nvec.shape}")
+            self.per_node = True
+        elif isinstance(action_space, spaces.Discrete):
+            if "current_node" not in observation_space.spaces:
+                raise ValueError("a Discrete action places one node: the observation needs a 'current_node' mask "
+                                 "(DevicePlacementNode-v0)")
+            self.per_node = False
+        else:
+            raise ValueError(f"GraphPolicy supports MultiDiscrete([D] * N) or Discrete(D) actions, got {action_space}")
+        self.hidden_dim, self.n_layers = hidden_dim, n_layers
+        self.use_edge_features, self.directed = use_edge_features, directed
+        self.distribution_name, self.entropy_per_node = distribution, entropy_per_node
+        kwargs.setdefault("ortho_init", False)
+        kwargs["features_extractor_class"] = GraphFeaturesExtractor
+        kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
+                                                   use_edge_features=use_edge_features, directed=directed)
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_dim, per_node=self.per_node)
+
+    def _build(self, lr_schedule) -> None:
+        if self.per_node:  # replace SB3's positional multi-categorical before the heads are built
+            nvec = [int(d) for d in self.action_space.nvec]
+            self.action_dist = (VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
+                                if self.distribution_name == "vectorized" else StockMultiCategoricalDistribution(nvec))
+        super()._build(lr_schedule)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(hidden_dim=self.hidden_dim, n_layers=self.n_layers, use_edge_features=self.use_edge_features,
+                    directed=self.directed, distribution=self.distribution_name, entropy_per_node=self.entropy_per_node)
+        data.pop("features_extractor_class", None)  # set by this class itself
+        data.pop("features_extractor_kwargs", None)
+        return data
+
+
+#: The name users write: ``PPO(GraphPolicy, env)``.
+GraphPolicy = GraphActorCriticPolicy

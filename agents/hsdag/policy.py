@@ -1,0 +1,109 @@
+"""The HSDAG policy network: directed GNN encoder -> graph-parsing pooling -> per-group placer.
+
+    obs --obs_to_batch--> x (N, F), edges (2, E)
+        --DirectedGNN-->      h (N, H)                  node embeddings (forward + backward message passing)
+        --GraphParsingPool--> g (G, H), assignment (N,) groups; G decided by the learned edge scores
+        --placer MLP-->       logits (G, D)             a device distribution per group
+        --sample-->           group devices (K, G) -> node devices (K, N) = group devices[:, assignment]
+
+With stochastic parsing (training) each of the K samples parses the graph anew (one encoder pass for all K),
+and its log-probability is that of its parsing choices plus that of its devices. Deterministic `act` (predict)
+parses with the paper's argmax rule and takes each group's most likely device.
+
+Without pooling (ablation) the placer reads every node embedding and places nodes independently.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+from torch_geometric.utils import scatter
+
+from agents.common.base import PolicySpec
+from agents.common.gnn import MLP, DirectedGNN
+from agents.common.graph_batch import obs_to_batch
+from agents.common.reinforce import PolicySample, sample_categorical
+
+from .pooling import GraphParsingPool, PoolResult
+
+__all__ = ["HSDAGPolicy"]
+
+
+class HSDAGPolicy(nn.Module):
+    """Encoder + pooling + placer, trained end to end.
+
+    Args:
+        spec: sizes from the env (`PolicySpec`: node/edge feature widths, number of devices).
+        hidden_channels: embedding width H.
+        num_layers: directed message-passing layers of the encoder.
+        pooling: group nodes with `GraphParsingPool` (False: place every node on its own).
+        max_levels: pooling levels cap (None = parse until nothing merges).
+        directed: keep edge direction in encoder and pooling (False: symmetrised, as the authors' code).
+        use_edge_features: feed the tensor sizes on the edges to the encoder and the edge scorer.
+        stochastic_parsing: sample the parsing choices while training (False: the paper's argmax rule always).
+        stay_bias: initial learned bias on the self-loop (no-merge) logits of the pooling.
+    """
+
+    def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
+                 max_levels: int | None = None, directed: bool = True, use_edge_features: bool = True,
+                 stochastic_parsing: bool = True, stay_bias: float = 0.0) -> None:
+        super().__init__()
+        self.spec = spec
+        edge_dim = spec.edge_features if use_edge_features else 0
+        self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim, directed=directed)
+        self.pool = (GraphParsingPool(hidden_channels, edge_dim, max_levels=max_levels, directed=directed, stay_bias=stay_bias)
+                     if pooling else None)
+        self.stochastic_parsing = stochastic_parsing
+        self.placer = MLP(hidden_channels, hidden_channels, spec.n_devices, num_layers=2)
+        # Start from a near-uniform device distribution (small, not zero, weights: with zero weights no gradient
+        # would reach the encoder and the pooling on the first update).
+        nn.init.normal_(self.placer[-1].weight, std=0.01)
+        nn.init.zeros_(self.placer[-1].bias)
+
+    def encode(self, obs: Mapping[str, Any]):
+        """Node embeddings h (N, H) and the `GraphBatch` they came from."""
+        batch = obs_to_batch(obs, device=next(self.parameters()).device)
+        return self.encoder(batch.x, batch.edge_index, batch.edge_attr), batch
+
+    def groups(self, obs: Mapping[str, Any], sample: bool = False) -> tuple[torch.Tensor, PoolResult | None]:
+        """Group embeddings (G, H) (node embeddings (N, H) without pooling) and the `PoolResult` (or None)."""
+        h, batch = self.encode(obs)
+        if self.pool is None:
+            return h, None
+        pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, sample=sample)
+        return pooled.x, pooled
+
+    def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
+        """Sample `num_samples` placements from one encoding of `obs` (a single graph).
+
+        Returns a `PolicySample` with actions (K, N) int64, log_prob (K,) (parsing choices + group devices) and
+        entropy (per-decision mean of the device choice, plus that of the parsing choice when sampled).
+        """
+        h, batch = self.encode(obs)
+        if self.pool is None:  # ablation: every op is its own group
+            actions, log_prob, entropy = sample_categorical(self.placer(h), num_samples, deterministic)
+            return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])})
+        if deterministic or not self.stochastic_parsing:  # one parse (argmax rule) shared by all samples
+            pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
+            group_actions, log_prob, entropy = sample_categorical(self.placer(pooled.x), num_samples, deterministic)
+            info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
+            return PolicySample(group_actions[:, pooled.assignment], log_prob, entropy, info)
+        # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
+        k, n = num_samples, h.shape[0]
+        copies = torch.arange(k, device=h.device)
+        edges = (batch.edge_index.unsqueeze(0) + (copies * n).view(k, 1, 1)).permute(1, 0, 2).reshape(2, -1)
+        attr = None if batch.edge_attr is None else batch.edge_attr.repeat(k, 1)
+        pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True)
+        logits = self.placer(pooled.x)  # (sum of groups over the K parses, D)
+        group_actions, _, _ = sample_categorical(logits, 1)
+        log_p = torch.log_softmax(logits, -1)
+        group_log_prob = log_p.gather(1, group_actions.T).squeeze(1)
+        group_entropy = -(log_p.exp() * log_p).sum(-1)
+        n_groups = torch.bincount(pooled.batch, minlength=k)
+        device_log_prob = scatter(group_log_prob, pooled.batch, 0, dim_size=k, reduce="sum")
+        device_entropy = scatter(group_entropy, pooled.batch, 0, dim_size=k, reduce="sum") / n_groups
+        actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
+        info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
+                "n_groups_max": float(n_groups.max())}
+        return PolicySample(actions, device_log_prob + pooled.log_prob, device_entropy + pooled.entropy, info)

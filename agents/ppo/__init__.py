@@ -1,0 +1,4 @@
+"""Stable-Baselines3 PPO with the graph policy, as a placement agent (``placement-gym train --agent ppo``)."""
+from .agent import PPOAgent
+
+__all__ = ["PPOAgent"]

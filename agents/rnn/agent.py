@@ -1,0 +1,72 @@
+"""`RNNAgent`: the seq2seq placer of Mirhoseini et al. (2017) trained with the shared REINFORCE trainer.
+
+>>> env = gym.make("DevicePlacement-v0", model="bert", backend="simulated")
+>>> agent = RNNAgent(n_groups=32, seed=0).learn(env, budget=500)
+
+Training follows the paper: the reward is ``-sqrt(latency)`` (here relative to the reference placement,
+`placement_gym.wrappers.SqrtLatencyReward`; faster = higher), the baseline a moving average of the reward,
+REINFORCE on the log-probability of the whole placement. K placements are decoded from one encoding per
+update (`samples_per_update`), as the shared trainer's bandit mode does.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from agents.common.base import PolicySpec
+from agents.common.callbacks import Callback
+from agents.common.reinforce import ReinforceAgent, ReinforceConfig
+from placement_gym.wrappers import SqrtLatencyReward
+
+from .policy import RNNPolicy
+
+__all__ = ["RNNAgent", "REWARDS"]
+
+#: ``"neg_sqrt_latency"``: the paper's reward; ``"env"``: whatever reward the env gives (default: speedup).
+REWARDS = ("neg_sqrt_latency", "env")
+
+
+class RNNAgent(ReinforceAgent):
+    """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
+
+    Args:
+        n_groups: G, op groups (contiguous chunks of the topological order) that the decoder places.
+        hidden_dim: LSTM width.
+        reward: one of `REWARDS`.
+        learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
+            (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
+        progress_bar, tensorboard_log, seed, device: see `ReinforceAgent`.
+    """
+
+    name = "rnn"
+
+    def __init__(self, n_groups: int = 32, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
+                 learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
+                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, *, progress_bar: bool = False,
+                 tensorboard_log: str | None = None, seed: int | None = None, device: "str | torch.device" = "cpu") -> None:
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+        if n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1, got {n_groups}")
+        config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
+                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
+        super().__init__(config, progress_bar=progress_bar, tensorboard_log=tensorboard_log, seed=seed, device=device)
+        self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
+        self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
+        self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward,
+                    learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
+                    entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
+                    max_grad_norm=self.max_grad_norm, seed=self.seed)
+
+    def build_policy(self, spec: PolicySpec) -> RNNPolicy:
+        return RNNPolicy(spec, self.n_groups, self.hidden_dim)
+
+    def learn(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> "RNNAgent":
+        """Train for `budget` placements measured. See `ReinforceAgent.learn`."""
+        if self.reward == "neg_sqrt_latency":
+            env = SqrtLatencyReward(env)
+        return super().learn(env, budget, seed=seed, callback=callback)

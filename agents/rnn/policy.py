@@ -1,0 +1,125 @@
+"""The RNN placer of Mirhoseini et al. (ICML 2017): a seq2seq LSTM with attention over groups of ops.
+
+The ops are first put into G groups that always share a device (here: G contiguous chunks of the topological
+order; the paper used TensorFlow co-location groups or a fixed number of groups). Each group is embedded from
+what the paper used: its ops' types and output shapes (the mean of their node features; the env's default
+features hold the op-type one-hot and output-shape families, plus position, degree and cost) and its
+adjacency (how many edges come in from / go out to every other group). An LSTM encoder reads the groups in
+topological order; an LSTM decoder with content-based attention over the encoder states emits one device per
+group, fed back the device it chose for the previous group.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from agents.common.base import PolicySpec
+from agents.common.graph_batch import obs_to_batch
+from agents.common.reinforce import PolicySample
+from placement_gym.wrappers import contiguous_groups
+
+__all__ = ["RNNPolicy", "group_inputs"]
+
+
+def group_inputs(x: Tensor, edge_index: Tensor, groups: Tensor, n_groups: int, max_groups: int) -> Tensor:
+    """(G, F + 2 * max_groups) group embeddings' inputs.
+
+    Args:
+        x: (N, F) node features.
+        edge_index: (2, E) producer -> consumer.
+        groups: (N,) int64 group of every node, values 0..n_groups-1.
+        n_groups: G (the groups of this graph).
+        max_groups: width of the adjacency part (G <= max_groups; the rest is zero).
+
+    Columns: mean node features of the group's ops; log2(1 + edges into the group from group j) for every j;
+    log2(1 + edges out of the group into group j) for every j.
+    """
+    f = x.shape[1]
+    counts = torch.zeros(n_groups, device=x.device).index_add_(0, groups, torch.ones_like(groups, dtype=x.dtype))
+    mean = torch.zeros(n_groups, f, device=x.device).index_add_(0, groups, x) / counts.clamp_min(1).unsqueeze(1)
+    src, dst = groups[edge_index[0]], groups[edge_index[1]]
+    between = src != dst
+    adjacency = torch.zeros(n_groups, max_groups, device=x.device)
+    adjacency.index_put_((dst[between], src[between]), torch.ones(int(between.sum()), device=x.device), accumulate=True)
+    incoming = torch.log2(1 + adjacency)
+    adjacency = torch.zeros(n_groups, max_groups, device=x.device)
+    adjacency.index_put_((src[between], dst[between]), torch.ones(int(between.sum()), device=x.device), accumulate=True)
+    outgoing = torch.log2(1 + adjacency)
+    return torch.cat([mean, incoming, outgoing], dim=1)
+
+
+class RNNPolicy(nn.Module):
+    """Seq2seq placer: group embeddings -> LSTM encoder -> attentional LSTM decoder -> a device per group.
+
+    Args:
+        spec: sizes from the env (`PolicySpec`).
+        n_groups: G, the number of op groups (at most the number of ops of the graph).
+        hidden_dim: LSTM and embedding width H.
+
+    ``act(obs, K)`` decodes K placements in parallel (a batch of K decoder runs over the same encoding) and
+    returns actions (K, N) (each op takes its group's device), the summed log-probability of the G decisions
+    (K,) and the mean entropy per decision ().
+    """
+
+    def __init__(self, spec: PolicySpec, n_groups: int = 32, hidden_dim: int = 64) -> None:
+        super().__init__()
+        if n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1, got {n_groups}")
+        self.n_groups, self.n_devices = n_groups, spec.n_devices
+        self.embed = nn.Sequential(nn.Linear(spec.node_features + 2 * n_groups, hidden_dim), nn.Tanh())
+        self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+        self.device_embedding = nn.Embedding(spec.n_devices + 1, hidden_dim)  # last row = "no previous group"
+        self.decoder = nn.LSTMCell(2 * hidden_dim, hidden_dim)  # input: [encoder state of the group, previous device]
+        self.attn_enc = nn.Linear(hidden_dim, hidden_dim, bias=False)
+        self.attn_dec = nn.Linear(hidden_dim, hidden_dim)
+        self.attn_v = nn.Linear(hidden_dim, 1, bias=False)
+        self.out = nn.Linear(2 * hidden_dim, spec.n_devices)
+        self._groups_cache: dict[int, np.ndarray] = {}
+
+    def groups_for(self, n_ops: int) -> np.ndarray:
+        """(N,) int64 group of every op of an `n_ops`-op graph (G = min(n_groups, n_ops) contiguous chunks)."""
+        if n_ops not in self._groups_cache:
+            self._groups_cache[n_ops] = contiguous_groups(n_ops, min(self.n_groups, n_ops))
+        return self._groups_cache[n_ops]
+
+    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
+        """Encoder states (G, H), the op -> group map (N,) and the final LSTM state."""
+        device = next(self.parameters()).device
+        batch = obs_to_batch(obs, device=device)
+        if batch.num_graphs != 1:
+            raise ValueError(f"act() takes one observation, got a batch of {batch.num_graphs}")
+        groups_np = self.groups_for(batch.num_nodes)
+        groups = torch.as_tensor(groups_np, device=device)
+        g = int(groups_np.max()) + 1
+        inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups))  # (G, H)
+        states, (h, c) = self.encoder(inputs.unsqueeze(0))
+        return states[0], groups, (h[0], c[0])
+
+    def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
+        enc, groups, (h, c) = self.encode(obs)
+        g, k = enc.shape[0], num_samples
+        h, c = h.expand(k, -1).contiguous(), c.expand(k, -1).contiguous()
+        keys = self.attn_enc(enc)  # (G, H), computed once for every decoding step
+        previous = torch.full((k,), self.n_devices, dtype=torch.long, device=enc.device)
+        choices, log_probs, entropies = [], [], []
+        for t in range(g):
+            step_input = torch.cat([enc[t].expand(k, -1), self.device_embedding(previous)], dim=-1)
+            h, c = self.decoder(step_input, (h, c))
+            scores = self.attn_v(torch.tanh(keys.unsqueeze(0) + self.attn_dec(h).unsqueeze(1))).squeeze(-1)  # (K, G)
+            context = torch.softmax(scores, dim=-1) @ enc  # (K, H)
+            log_p = torch.log_softmax(self.out(torch.cat([h, context], dim=-1)), dim=-1)  # (K, D)
+            device_t = log_p.argmax(-1) if deterministic else torch.multinomial(log_p.exp(), 1).squeeze(-1)
+            choices.append(device_t)
+            log_probs.append(log_p.gather(1, device_t.unsqueeze(1)).squeeze(1))
+            entropies.append(-(log_p.exp() * log_p).sum(-1))
+            previous = device_t
+        group_devices = torch.stack(choices, dim=1)  # (K, G)
+        return PolicySample(
+            actions=group_devices[:, groups],  # (K, N): every op takes its group's device
+            log_prob=torch.stack(log_probs, dim=1).sum(1),
+            entropy=torch.stack(entropies).mean(),
+            info={"n_groups": float(g)},
+        )

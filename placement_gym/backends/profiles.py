@@ -1,0 +1,823 @@
+"""Device and link profiles: where the simulated backend's per-op times and boundary costs come from.
+
+A `Profile` bundles what the cost model (`placement_gym.backends.simulated`) needs:
+
+* one `DeviceProfile` per device: a **roofline** (peak FLOP/s, memory bandwidth, an efficiency per op type and
+  a per-op launch overhead) that estimates any op of any graph, plus, optionally, **measured** per-op times
+  keyed by (model name, op name) that replace the estimate for the ops of a model that was profiled;
+* a `LinkProfile` (latency + bytes / bandwidth) paid by every tensor that crosses from one submodel to another;
+* ``boundary_overhead_s``, paid once per extra HETERO submodel (dispatching a sub-request, syncing, converting
+  layouts at its edges), and ``split_overhead_s``, paid once by any placement cut into several submodels (the
+  HETERO request wrapping them: measured at ~0.2 ms on a 2-core CPU);
+* ``schedule``: ``"sequential"`` (HETERO's synchronous inference runs its submodels one after another, so
+  latency = compute + transfers + boundaries) or ``"parallel"`` (every device has its own queue and ops on
+  different devices overlap: the classic list-scheduling simulator of Placeto / Baechi).
+
+Profiles come from three places:
+
+* ``Profile.preset("paper")``: the paper's hardware class (desktop CPU + discrete Intel data-centre GPU on
+  PCIe 4.0), **estimated** from public spec figures (see `paper_profile` for the figures and their sources);
+* `calibrate` (``placement-gym calibrate``): per-op OpenVINO profiling (``PERF_COUNT``) on real devices, runtime
+  entries mapped back to the original ops through ``originalLayersNames``, the link and boundary costs fitted
+  to a few real split placements, and a roofline fitted to the measurements for graphs that were not profiled;
+* ``Profile.load(path)`` of a file written by `Profile.save`.
+
+Measured per-op times apply to the model they were measured on (``graph.name``); any other graph falls back
+to the device's roofline (`Profile.coverage` and the simulated backend's ``describe()`` say which).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import weakref
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..graph import ComputationGraph
+
+logger = logging.getLogger(__name__)
+
+#: ``Profile.schedule`` values.
+SCHEDULES = ("sequential", "parallel")
+#: Version of the profile file format written by `Profile.save`.
+FORMAT_VERSION = 1
+#: FLOPs per byte used to weigh compute against memory traffic when a fused group's time is shared among its
+#: ops (a typical CPU balance point; only the *ratio* between ops of one group matters).
+_GROUP_SHARE_FLOPS_PER_BYTE = 8.0
+
+
+# ================================================================================================ links
+@dataclass(frozen=True)
+class LinkProfile:
+    """The cost of moving one tensor between two submodels: ``latency_s + bytes / bandwidth_Bps``.
+
+    Attributes:
+        latency_s: fixed cost per tensor (seconds).
+        bandwidth_Bps: bytes per second; ``None`` = unlimited (only the latency counts).
+    """
+
+    latency_s: float = 0.0
+    bandwidth_Bps: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.latency_s >= 0:
+            raise ValueError(f"link latency_s must be >= 0, got {self.latency_s}")
+        if self.bandwidth_Bps is not None and not self.bandwidth_Bps > 0:
+            raise ValueError(f"link bandwidth_Bps must be > 0 or None (unlimited), got {self.bandwidth_Bps}")
+
+    def transfer_s(self, nbytes: "np.ndarray | float") -> "np.ndarray | float":
+        """Seconds to move `nbytes` (scalar or array)."""
+        per_byte = 0.0 if self.bandwidth_Bps is None else 1.0 / self.bandwidth_Bps
+        if np.ndim(nbytes):
+            return self.latency_s + np.asarray(nbytes, dtype=np.float64) * per_byte
+        return self.latency_s + float(nbytes) * per_byte
+
+
+# ============================================================================================== devices
+_OP_BYTES: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def op_bytes(graph: ComputationGraph) -> np.ndarray:
+    """(N,) float64 roofline traffic of each op: bytes read from other compute ops, bytes written, and, when the
+    graph has its ov.Model, bytes of its constant inputs (weights: what makes a batch-1 dense layer slow)."""
+    cached = _OP_BYTES.get(graph)
+    if cached is not None:
+        return cached
+    traffic = np.bincount(graph.edge_index[1], weights=graph.edge_bytes.astype(np.float64), minlength=graph.n_ops)
+    traffic += graph.bytes_out.astype(np.float64)
+    if graph.model is not None:
+        index = {name: i for i, name in enumerate(graph.op_names)}
+        for op in graph.model.get_ordered_ops():
+            if op.get_type_name() != "Constant":
+                continue
+            nbytes = float(np.prod([max(int(d), 1) for d in op.get_output_shape(0)])) * op.get_output_element_type(0).size
+            for target in op.output(0).get_target_inputs():
+                consumer = index.get(target.get_node().get_friendly_name())
+                if consumer is not None:
+                    traffic[consumer] += nbytes
+    traffic.setflags(write=False)
+    _OP_BYTES[graph] = traffic
+    return traffic
+
+
+@dataclass
+class DeviceProfile:
+    """How fast one device runs each op.
+
+    Estimated time of op ``i`` (the roofline)::
+
+        launch_overhead_s + max(flops_i / peak_flops, bytes_i / memory_bandwidth_Bps) / efficiency[op_type_i]
+
+    where ``bytes_i`` is what the op reads from other ops plus what it writes (`op_bytes`). Ops of a model listed
+    in `measured` take the measured time instead.
+
+    Attributes:
+        name: device spec as the env names it (``"CPU"``, ``"GPU"``, ``"CPU[INFERENCE_NUM_THREADS=1]"``).
+        peak_flops: peak floating-point operations per second.
+        memory_bandwidth_Bps: memory bandwidth in bytes per second.
+        launch_overhead_s: fixed cost of every op (kernel launch, node dispatch).
+        efficiency: op type -> fraction of the roofline the device reaches for that type (0 < e <= ~1).
+        default_efficiency: efficiency of op types not in `efficiency`.
+        measured: model name -> {op name: seconds}: measured per-op times (`calibrate`).
+        measured_wall_s: model name -> measured latency of the whole model on this device alone.
+        virtual: the device was a virtual copy of another (e.g. a second CPU plugin with one thread).
+        description: where the figures come from.
+    """
+
+    name: str
+    peak_flops: float
+    memory_bandwidth_Bps: float
+    launch_overhead_s: float = 0.0
+    efficiency: dict[str, float] = field(default_factory=dict)
+    default_efficiency: float = 0.5
+    measured: dict[str, dict[str, float]] = field(default_factory=dict)
+    measured_wall_s: dict[str, float] = field(default_factory=dict)
+    virtual: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.peak_flops > 0 and self.memory_bandwidth_Bps > 0):
+            raise ValueError(f"device {self.name!r}: peak_flops and memory_bandwidth_Bps must be > 0")
+        if not self.launch_overhead_s >= 0:
+            raise ValueError(f"device {self.name!r}: launch_overhead_s must be >= 0, got {self.launch_overhead_s}")
+        bad = {k: v for k, v in {**self.efficiency, "<default>": self.default_efficiency}.items() if not v > 0}
+        if bad:
+            raise ValueError(f"device {self.name!r}: efficiencies must be > 0, got {bad}")
+
+    def roofline_times(self, graph: ComputationGraph) -> np.ndarray:
+        """(N,) float64 estimated seconds of every op of `graph` on this device."""
+        flops_s = graph.flops / self.peak_flops
+        memory_s = op_bytes(graph) / self.memory_bandwidth_Bps
+        efficiency = np.array([self.efficiency.get(t, self.default_efficiency) for t in graph.op_types])
+        return self.launch_overhead_s + np.maximum(flops_s, memory_s) / efficiency
+
+    def op_times(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray]:
+        """Per-op seconds on this device: measured where this model's ops were profiled, roofline elsewhere.
+
+        Returns:
+            times: (N,) float64 seconds.
+            measured: (N,) bool, True where the time was measured.
+        """
+        times = self.roofline_times(graph)
+        table = self.measured.get(graph.name)
+        is_measured = np.zeros(graph.n_ops, dtype=bool)
+        if table:
+            for i, name in enumerate(graph.op_names):
+                seconds = table.get(name)
+                if seconds is not None:
+                    times[i] = seconds
+                    is_measured[i] = True
+        return times, is_measured
+
+
+# ============================================================================================== profile
+@dataclass
+class Profile:
+    """Everything the simulated backend needs to price a placement (see the module docstring).
+
+    Attributes:
+        devices: one `DeviceProfile` per device; a placement value ``d`` means ``devices[d]``.
+        link: default cost of a tensor crossing submodels.
+        boundary_overhead_s: cost of every submodel beyond the first.
+        split_overhead_s: cost paid once by a placement that is cut into two or more submodels.
+        links: optional per-pair overrides keyed ``"SRC->DST"`` (device names).
+        schedule: ``"sequential"`` or ``"parallel"`` (`SCHEDULES`).
+        name: short name (``"paper"``, ``"calibrated"``, ...).
+        description: what the profile describes and how good its figures are.
+        sources: where the figures come from (URLs, measurements).
+        calibration: how a measured profile was made (devices, models, settings, fit quality, versions).
+    """
+
+    devices: list[DeviceProfile]
+    link: LinkProfile = field(default_factory=LinkProfile)
+    boundary_overhead_s: float = 0.0
+    split_overhead_s: float = 0.0
+    links: dict[str, LinkProfile] = field(default_factory=dict)
+    schedule: str = "sequential"
+    name: str = "custom"
+    description: str = ""
+    sources: list[str] = field(default_factory=list)
+    calibration: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.devices:
+            raise ValueError("a profile needs at least one device")
+        names = [d.name for d in self.devices]
+        if len(set(names)) != len(names):
+            raise ValueError(f"profile {self.name!r} lists a device twice: {names}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
+        if not (self.boundary_overhead_s >= 0 and self.split_overhead_s >= 0):
+            raise ValueError(f"boundary_overhead_s and split_overhead_s must be >= 0, got "
+                             f"{self.boundary_overhead_s}, {self.split_overhead_s}")
+        for key in self.links:
+            src, _, dst = key.partition("->")
+            if src not in names or dst not in names:
+                raise ValueError(f"link {key!r} must be written 'SRC->DST' with devices of the profile {names}")
+
+    # ------------------------------------------------------------------ lookups
+    @property
+    def device_names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    def device(self, name: str) -> DeviceProfile:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise KeyError(f"profile {self.name!r} has no device {name!r}; it has {self.device_names}")
+
+    def link_between(self, src: str, dst: str) -> LinkProfile:
+        """The link a tensor takes from a submodel on `src` to one on `dst` (`links` override, else `link`)."""
+        return self.links.get(f"{src}->{dst}", self.link)
+
+    def select(self, names: Sequence[str]) -> "Profile":
+        """A copy with only the devices `names`, in that order (names are canonical device specs)."""
+        from ..devices import DeviceSpec
+
+        wanted = [DeviceSpec.parse(n).name for n in names]
+        missing = [n for n in wanted if n not in self.device_names]
+        if missing:
+            raise ValueError(
+                f"profile {self.name!r} has no device {missing[0]!r}; it describes {self.device_names}. Pick "
+                "devices from the profile, or calibrate one for your devices with `placement-gym calibrate`."
+            )
+        if len(set(wanted)) != len(wanted):
+            raise ValueError(f"device list {list(names)} names a device twice")
+        links = {k: v for k, v in self.links.items() if all(p in wanted for p in k.split("->"))}
+        return replace(self, devices=[self.device(n) for n in wanted], links=links)
+
+    def coverage(self, graph: ComputationGraph) -> dict[str, float]:
+        """Per device, the fraction of `graph`'s ops whose time was measured (the rest use the roofline)."""
+        return {d.name: float(d.op_times(graph)[1].mean()) for d in self.devices}
+
+    def describe(self) -> dict:
+        """A short record for results files."""
+        return {
+            "profile": self.name,
+            "description": self.description,
+            "schedule": self.schedule,
+            "devices": self.device_names,
+            "measured_models": sorted({m for d in self.devices for m in d.measured}),
+            "boundary_overhead_s": self.boundary_overhead_s,
+            "split_overhead_s": self.split_overhead_s,
+            "link": asdict(self.link),
+        }
+
+    # -------------------------------------------------------------- save / load
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["format_version"] = FORMAT_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Profile":
+        data = dict(data)
+        version = data.pop("format_version", FORMAT_VERSION)
+        if version != FORMAT_VERSION:
+            raise ValueError(f"profile format version {version} is not supported (this version reads {FORMAT_VERSION})")
+        try:
+            devices = [DeviceProfile(**d) for d in data.pop("devices")]
+            link = LinkProfile(**data.pop("link", {}))
+            links = {k: LinkProfile(**v) for k, v in data.pop("links", {}).items()}
+            return cls(devices=devices, link=link, links=links, **data)
+        except (TypeError, KeyError) as exc:
+            raise ValueError(f"not a placement-gym profile ({exc}); write one with Profile.save or `placement-gym calibrate`") from exc
+
+    def save(self, path: "str | Path", *, overwrite: bool = False) -> Path:
+        """Write the profile as JSON; refuses to replace an existing file unless `overwrite`."""
+        from ..results import write_json
+
+        return write_json(path, self.to_dict(), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: "str | Path") -> "Profile":
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"profile file {path} does not exist; presets: {sorted(PRESETS)}")
+        with open(path) as f:
+            return cls.from_dict(json.load(f))
+
+    @classmethod
+    def preset(cls, name: str) -> "Profile":
+        """A named preset profile (`PRESETS`)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown profile preset {name!r}; presets: {sorted(PRESETS)}")
+        return PRESETS[name]()
+
+    @classmethod
+    def resolve(cls, profile: "str | Path | Profile") -> "Profile":
+        """A `Profile` from a preset name, a JSON file path or a ready `Profile`."""
+        if isinstance(profile, Profile):
+            return profile
+        if isinstance(profile, str) and profile in PRESETS:
+            return cls.preset(profile)
+        if isinstance(profile, (str, Path)):
+            if str(profile).endswith(".json") or Path(profile).exists():
+                return cls.load(profile)
+            raise ValueError(f"profile {profile!r} is neither a preset ({sorted(PRESETS)}) nor a profile .json file")
+        raise TypeError(f"profile must be a preset name, a path or a Profile, got {type(profile).__name__}")
+
+
+# =============================================================================================== presets
+def paper_profile() -> Profile:
+    """The paper's hardware class: a desktop CPU plus a discrete Intel data-centre GPU on PCIe 4.0.
+
+    HSDAG (Duan et al. 2024) measured on an Intel Core i9-12900K with an Intel Data Center GPU Flex 170. This
+    preset is an **estimate** built from public spec figures, not a measurement; use it to exercise agents, and
+    `calibrate` a profile (or use the real backend) for numbers about real hardware.
+
+    CPU (Core i9-12900K, Intel ark / launch material): 8 performance cores (Golden Cove, 2 x 256-bit FMA =
+    32 FP32 FLOP per cycle) at ~4.9 GHz all-core turbo -> ~1.25 TFLOP/s FP32 (OpenVINO's latency mode keeps to
+    the P-cores); dual-channel DDR5-4800 -> 76.8 GB/s. OpenVINO runs f32 on it (no AVX-512 / AMX on Alder Lake).
+
+    GPU (Data Center GPU Flex 170, Intel product brief): 32 Xe-cores, up to 2.05 GHz, 16 GB GDDR6 at 576 GB/s,
+    ~16 TFLOP/s FP32 vector and ~128 TFLOP/s FP16 on the XMX matrix engines (256 TOPS INT8); OpenVINO's GPU
+    plugin infers in f16 by default, so matrix ops use the XMX figure. Batch-1 inference reaches a small fraction
+    of it (the efficiencies below, chosen so that ResNet-50 runs ~2-3x faster than on the CPU, the range public
+    OpenVINO benchmarks show for this class); each kernel pays ~10 us of launch/dispatch.
+
+    Link (PCIe 4.0 x16): 31.5 GB/s per direction theoretical, ~24 GB/s reached by host-device copies; ~15 us
+    per copy. Each extra HETERO submodel: ~60 us (sub-request dispatch, queue flush and sync).
+    """
+    conv_like = ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData")
+    cpu = DeviceProfile(
+        name="CPU",
+        peak_flops=1.25e12,
+        memory_bandwidth_Bps=76.8e9,
+        launch_overhead_s=3e-6,
+        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
+        default_efficiency=0.5,
+        description="Intel Core i9-12900K class (estimate from public specs: 8 P-cores AVX2 ~4.9 GHz, DDR5-4800)",
+    )
+    gpu = DeviceProfile(
+        name="GPU",
+        peak_flops=128e12,
+        memory_bandwidth_Bps=576e9,
+        launch_overhead_s=10e-6,
+        efficiency={t: (0.04 if t != "GroupConvolution" else 0.01) for t in conv_like},
+        default_efficiency=0.3,
+        description="Intel Data Center GPU Flex 170 class (estimate from public specs: 32 Xe-cores, XMX f16, 576 GB/s)",
+    )
+    return Profile(
+        devices=[cpu, gpu],
+        link=LinkProfile(latency_s=15e-6, bandwidth_Bps=24e9),
+        boundary_overhead_s=60e-6,
+        schedule="sequential",
+        name="paper",
+        description=(
+            "ESTIMATE of the paper's hardware class (desktop CPU + discrete Intel data-centre GPU on PCIe 4.0) from "
+            "public spec figures; not measured. Figures are simulated."
+        ),
+        sources=[
+            "Intel Core i9-12900K: 8P+8E cores, P-core 3.2/5.2 GHz, DDR5-4800 dual channel 76.8 GB/s (ark.intel.com)",
+            "Intel Data Center GPU Flex 170: 32 Xe-cores, 2.05 GHz, 16 GB GDDR6 576 GB/s, 16 TFLOPS FP32, 256 TOPS INT8 XMX, PCIe 4.0 x16, 150 W (Intel product brief)",
+            "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b -> 31.5 GB/s per direction (PCI-SIG)",
+            "HSDAG (Duan et al., NeurIPS 2024): i9-12900K + Flex 170, HETERO:GPU.1,CPU",
+        ],
+    )
+
+
+#: Preset name -> function building the profile.
+PRESETS: dict[str, Callable[[], Profile]] = {"paper": paper_profile}
+
+
+# =========================================================================================== calibration
+def _device_ov_config(device, extra: Mapping[str, Any]) -> dict:
+    return {**device.properties, **extra}
+
+
+def _nearest(start, neighbours: Callable[[Any], Iterable], key: Callable[[Any], Any], wanted: Callable[[Any], bool]):
+    """Breadth-first from `start`: the key of the closest other node for which `wanted(node)`, or None."""
+    seen, frontier = {key(start)}, [start]
+    while frontier:
+        next_frontier = []
+        for node in frontier:
+            for nb in neighbours(node):
+                if key(nb) in seen:
+                    continue
+                seen.add(key(nb))
+                if wanted(nb):
+                    return key(nb)
+                next_frontier.append(nb)
+        frontier = next_frontier
+    return None
+
+
+def _runtime_groups(runtime_model, graph: ComputationGraph) -> dict[str, list[int]]:
+    """Runtime node name -> the original compute ops (indices into `graph`) whose time that node's entry holds.
+
+    Uses ``originalLayersNames`` of the runtime (executable) model. Nodes without original names (layout
+    ``Reorder``s the plugin inserted) take the group of their nearest consumer, else producer, that has names.
+    Compute ops that no runtime node names (a MatMul folded into the FullyConnected that names only its bias
+    Add) join the group of their nearest consumer, else producer, in the original graph.
+    """
+    index = {name: i for i, name in enumerate(graph.op_names)}
+    rt_ops = list(runtime_model.get_ordered_ops())
+    members: dict[str, list[int]] = {}
+    for op in rt_ops:
+        info = op.get_rt_info()
+        names = info["originalLayersNames"].astype(str).split(",") if "originalLayersNames" in info else []
+        members[op.get_friendly_name()] = [index[n] for n in names if n in index]
+    groups = {name: ops for name, ops in members.items() if ops}
+    group_of = {i: name for name, ops in groups.items() for i in ops}
+
+    def runtime_neighbours(op) -> Iterable:  # consumers first, then producers
+        for out in op.outputs():
+            for target in out.get_target_inputs():
+                yield target.get_node()
+        for inp in op.inputs():
+            yield inp.get_source_output().get_node()
+
+    for op in rt_ops:  # Reorders and other runtime-only nodes: the same list as their nearest named node's
+        if not members[op.get_friendly_name()]:
+            target = _nearest(op, runtime_neighbours, lambda o: o.get_friendly_name(),
+                              lambda o: bool(members.get(o.get_friendly_name())))
+            if target is not None:
+                groups[op.get_friendly_name()] = groups[target]  # shared: ops added below count here too
+
+    neighbours: list[list[int]] = [[] for _ in range(graph.n_ops)]  # consumers first, then producers
+    for s, d in graph.edge_index.T.tolist():
+        neighbours[s].append(d)
+    for s, d in graph.edge_index.T.tolist():
+        neighbours[d].append(s)
+    for i in range(graph.n_ops):  # original ops no runtime node names
+        if i not in group_of:
+            nearest = _nearest(i, neighbours.__getitem__, lambda j: j, lambda j: j in group_of)
+            if nearest is not None:
+                groups[group_of[nearest]].append(i)
+                group_of[i] = group_of[nearest]
+    return groups
+
+
+#: How a latency is taken from timed runs: the median (what the real backend reports) or the minimum (robust
+#: on a shared machine, where other load only ever adds time).
+STATISTICS = ("median", "min")
+
+
+def latency_statistic(samples: Sequence[float], statistic: str = "median") -> float:
+    """The latency of timed runs `samples` by `statistic` (`STATISTICS`)."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose one of {STATISTICS}")
+    return float(np.median(samples) if statistic == "median" else np.min(samples))
+
+
+#: What a timed run measures: ``"wall"`` time (what the real backend reports) or the process's ``"cpu"`` time,
+#: which equals the wall time of single-threaded devices on an idle machine and, unlike it, does not grow when
+#: other processes share the cores (use it only with one-thread devices: several threads add up).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _clock(name: str) -> Callable[[], float]:
+    if name not in CLOCKS:
+        raise ValueError(f"unknown clock {name!r}; choose one of {sorted(CLOCKS)}")
+    return CLOCKS[name]
+
+
+def _timed_runs(request, runs: int, warmup: int, clock: str = "wall") -> list[float]:
+    now = _clock(clock)
+    for _ in range(warmup):
+        request.infer()
+    samples = []
+    for _ in range(runs):
+        start = now()
+        request.infer()
+        samples.append(now() - start)
+    return samples
+
+
+def timing_backend(devices: Sequence[str], *, clock: str = "wall", **options):
+    """The real OpenVINO backend for `devices`, timing inference with `clock` (`CLOCKS`)."""
+    from .openvino import OpenVINOBackend
+
+    now = _clock(clock)
+    if clock == "wall":
+        return OpenVINOBackend(devices, **options)
+
+    class ClockedOpenVINOBackend(OpenVINOBackend):
+        """Compiles and runs placements exactly as `OpenVINOBackend`; only the timer differs."""
+
+        def _time_inference(self, compiled, inputs):
+            request = compiled.create_infer_request()
+            for index, tensor in inputs.items():
+                request.set_input_tensor(index, tensor)
+            return _timed_runs(request, self.repeats, self.warmup, clock)
+
+        def describe(self) -> dict:
+            return {**super().describe(), "clock": f"{clock} ({now.__name__})"}
+
+    return ClockedOpenVINOBackend(devices, **options)
+
+
+def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 20, warmup: int = 3,
+                     input_seed: int = 0, statistic: str = "median",
+                     clock: str = "wall") -> tuple[np.ndarray, dict[str, Any]]:
+    """Per-op times of `graph` on one real OpenVINO device, from the plugin's per-op profiling.
+
+    1. compile with ``PERF_COUNT`` and run `warmup` + `runs` inferences, keeping each runtime entry's median
+       ``real_time``;
+    2. map runtime entries to original ops (`_runtime_groups`); a fused group's time is shared among its ops in
+       proportion to their work (FLOPs + bytes);
+    3. scale all times so that they sum to the model's latency measured without profiling (`statistic` of
+       `runs` timed runs by `clock`; the entries' sum differs from the wall time, by up to 2x with several
+       threads).
+
+    Args:
+        graph: a graph with its ``ov.Model`` (`placement_gym.load_graph`).
+        device: a `placement_gym.devices.Device` (from `open_devices`).
+
+    Returns:
+        times: (N,) float64 seconds per op.
+        info: ``wall_s`` (latency without profiling), ``profiled_sum_s``, ``entries``, ``unmapped_s``.
+    """
+    import openvino as ov
+
+    from ..devices import shared_core
+    from ..models import example_inputs
+
+    if graph.model is None:
+        raise ValueError(f"graph {graph.name!r} has no ov.Model attached; per-op profiling needs one")
+    core = core or shared_core()
+    inputs = [ov.Tensor(a) for a in example_inputs(graph.model, seed=input_seed).values()]
+
+    def request_for(compiled):
+        request = compiled.create_infer_request()
+        for i, tensor in enumerate(inputs):
+            request.set_input_tensor(i, tensor)
+        return request
+
+    compiled = core.compile_model(graph.model, device.ov_name, _device_ov_config(device, {"PERF_COUNT": True}))
+    request = request_for(compiled)
+    for _ in range(warmup):
+        request.infer()
+    per_entry: dict[str, list[float]] = {}
+    for _ in range(runs):
+        request.infer()
+        for entry in request.profiling_info:
+            per_entry.setdefault(entry.node_name, []).append(entry.real_time.total_seconds())
+    entry_s = {name: float(np.median(v)) for name, v in per_entry.items()}
+    groups = _runtime_groups(compiled.get_runtime_model(), graph)
+    del request, compiled
+
+    work = graph.flops + _GROUP_SHARE_FLOPS_PER_BYTE * op_bytes(graph)
+    times = np.zeros(graph.n_ops)
+    unmapped = 0.0
+    for name, seconds in entry_s.items():
+        ops = groups.get(name)
+        if not ops:
+            unmapped += seconds
+            continue
+        weights = work[ops] + 1e-9
+        times[ops] += seconds * weights / weights.sum()
+    profiled_sum = float(sum(entry_s.values()))
+
+    plain = core.compile_model(graph.model, device.ov_name, _device_ov_config(device, {}))
+    wall = latency_statistic(_timed_runs(request_for(plain), runs, warmup, clock), statistic)
+    del plain
+    mapped = float(times.sum())
+    if mapped > 0:
+        times *= wall / mapped
+    return times, {"wall_s": wall, "profiled_sum_s": profiled_sum, "unmapped_s": unmapped, "entries": len(entry_s)}
+
+
+def fit_roofline(name: str, graphs_and_times: Sequence[tuple[ComputationGraph, np.ndarray]], *,
+                 description: str = "", prior_ops: float = 3.0) -> DeviceProfile:
+    """A roofline `DeviceProfile` fitted to measured per-op times (the fallback for graphs not profiled).
+
+    Peak FLOP/s and bandwidth are the best rates any op reached (90th percentile, so one outlier does not set
+    them); the launch overhead is half the 5th percentile of op times (below what the cheapest ops cost); the
+    efficiency of each op type makes the roofline's total for that type equal the measured total, shrunk
+    towards the median efficiency for types seen only a few times (weight `prior_ops` ops, geometric mean), so
+    one odd op does not decide how every op of its type is priced on other graphs.
+    """
+    flops = np.concatenate([g.flops for g, _ in graphs_and_times])
+    nbytes = np.concatenate([op_bytes(g) for g, _ in graphs_and_times])
+    types = [t for g, _ in graphs_and_times for t in g.op_types]
+    times = np.concatenate([t for _, t in graphs_and_times])
+    positive = times > 0
+    launch = 0.5 * float(np.percentile(times[positive], 5)) if positive.any() else 0.0
+    busy = np.maximum(times - launch, 1e-9)
+    peak = float(np.percentile(flops[positive] / busy[positive], 90)) if positive.any() else 1e11
+    bandwidth = float(np.percentile(nbytes[positive] / busy[positive], 90)) if positive.any() else 1e10
+    profile = DeviceProfile(name=name, peak_flops=max(peak, 1e6), memory_bandwidth_Bps=max(bandwidth, 1e6),
+                            launch_overhead_s=launch, description=description)
+    ideal = np.maximum(flops / profile.peak_flops, nbytes / profile.memory_bandwidth_Bps)
+    raw, counts = {}, {}
+    for op_type in sorted(set(types)):
+        mask = np.array([t == op_type for t in types])
+        measured, estimated = busy[mask].sum(), ideal[mask].sum()
+        if measured > 0 and estimated > 0:
+            raw[op_type], counts[op_type] = float(estimated / measured), int(mask.sum())
+    default = float(np.median(list(raw.values()))) if raw else 0.5
+    profile.efficiency = {
+        t: float(np.exp((counts[t] * np.log(e) + prior_ops * np.log(default)) / (counts[t] + prior_ops)))
+        for t, e in raw.items()
+    }
+    profile.default_efficiency = default
+    return profile
+
+
+def split_placements(graph: ComputationGraph, n_devices: int, count: int, seed: int) -> list[np.ndarray]:
+    """`count` multi-device placements of varied shape for fitting boundary costs: contiguous splits (few
+    boundaries), random blocks of 32, 8 and 2 ops in topological order (tens of boundaries), and uniformly
+    random ones (the most)."""
+    rng = np.random.default_rng(seed)
+    n = graph.n_ops
+    kinds = ["contiguous", "blocks32", "blocks8", "random", "blocks2", "contiguous", "blocks8", "random"]
+    placements = []
+    for k in range(count):
+        kind = kinds[k % len(kinds)]
+        if kind == "contiguous":
+            cut = int(rng.integers(max(1, n // 5), max(2, 4 * n // 5)))
+            first, second = rng.choice(n_devices, size=2, replace=False) if n_devices > 1 else (0, 0)
+            p = np.where(np.arange(n) < cut, first, second)
+        elif kind.startswith("blocks"):
+            size = int(kind[len("blocks"):])
+            p = np.repeat(rng.integers(0, n_devices, n // size + 1), size)[:n]
+        else:
+            p = rng.integers(0, n_devices, n)
+        if len(set(p.tolist())) < min(2, n_devices):  # make sure it is a real split
+            p[rng.integers(0, n)] = (p[0] + 1) % n_devices
+        placements.append(p.astype(np.int64))
+    return placements
+
+
+def fit_boundary_costs(rows: Sequence[Mapping[str, float]]) -> tuple[float, float, LinkProfile, dict]:
+    """Fit the split and boundary overheads and the link (latency, bandwidth) to measured split placements.
+
+    Each row: ``real_s`` (measured latency), ``compute_s`` (the profile's compute time of that placement),
+    ``extra_submodels`` (>= 1), ``transfers``, ``transfer_bytes``. Solves ``real - compute ~ s + a *
+    extra_submodels + b * transfers + c * transfer_bytes`` with ``s, a, b, c >= 0`` by non-negative least squares
+    on relative errors.
+
+    Returns:
+        (split_overhead_s, boundary_overhead_s, link, fit report with the mean absolute percentage error before
+        and after).
+    """
+    from scipy.optimize import nnls
+
+    real = np.array([r["real_s"] for r in rows])
+    compute = np.array([r["compute_s"] for r in rows])
+    features = np.array([[1.0, r["extra_submodels"], r["transfers"], r["transfer_bytes"]] for r in rows], dtype=np.float64)
+    scale = np.maximum(features.max(axis=0), 1e-12)  # condition the columns
+    weights = 1.0 / real
+    coef, _ = nnls((features / scale) * weights[:, None], (real - compute) * weights)
+    split, boundary, latency, per_byte = coef / scale
+    link = LinkProfile(latency_s=float(latency), bandwidth_Bps=(float(1.0 / per_byte) if per_byte > 0 else None))
+    predicted = compute + features @ (coef / scale)
+    report = {
+        "rows": len(rows),
+        "mape_compute_only": float(np.mean(np.abs(compute - real) / real)),
+        "mape_fitted": float(np.mean(np.abs(predicted - real) / real)),
+    }
+    return float(split), float(boundary), link, report
+
+
+def _profile_versions() -> dict[str, str]:
+    """Versions that shape a measured profile (not `results.versions()`, which imports torch: seconds)."""
+    import platform
+    import sys
+
+    import openvino as ov
+
+    from .. import __version__
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "placement_gym": __version__,
+            "openvino": ov.get_version(), "numpy": np.__version__}
+
+
+def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, warmup: int = 3,
+              placements: int = 8, seed: int = 0, statistic: str = "median", clock: str = "wall", core=None,
+              name: str = "calibrated", backend_options: Mapping[str, Any] | None = None,
+              progress: Callable[[str], None] | None = None) -> Profile:
+    """Measure a `Profile` for real OpenVINO `devices` on `models` (zoo names, paths or graphs).
+
+    Per model and device: per-op times (`measure_op_times`). Per device: a roofline fitted to them
+    (`fit_roofline`), used for graphs that were not profiled. Then `placements` split placements per model
+    are measured on the real backend and the link and boundary costs fitted to them (`fit_boundary_costs`).
+    Takes roughly (2 x devices + placements) compiles and ``runs`` inferences each, per model.
+
+    Args:
+        devices: device specs (at least two; e.g. ``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``).
+        models: zoo names (``"resnet"``), model paths, or `ComputationGraph` objects with a model.
+        runs, warmup: timed and untimed inferences per measurement.
+        statistic: how a latency is taken from the timed runs: ``"median"`` (as the real backend reports) or
+            ``"min"`` (robust to other load on a shared machine; use the same when comparing).
+        clock: ``"wall"`` or ``"cpu"`` (`CLOCKS`: process CPU time, load-robust for one-thread devices).
+        backend_options: more settings of the real backend (e.g. ``inference_precision``); the per-op profiling
+            compiles each device with exactly the properties the real backend gives it.
+        placements: split placements per model for the boundary fit (0 keeps link and boundary costs at 0).
+        seed: seed of the split placements.
+        progress: called with a line of text as each step finishes.
+    """
+    from .. import results
+    from ..devices import shared_core
+    from ..env import load_graph
+    from .simulated import SimulatedBackend
+
+    say = progress or (lambda text: logger.info(text))
+    if len(devices) < 2 and placements:
+        raise ValueError("calibrate needs at least two devices to fit boundary costs (or placements=0)")
+    latency_statistic([1.0], statistic)  # clear errors for an unknown statistic or clock, before any work
+    _clock(clock)
+    if runs < 1 or warmup < 0 or placements < 0:
+        raise ValueError(f"need runs >= 1, warmup >= 0, placements >= 0; got {runs}, {warmup}, {placements}")
+    core = core or shared_core()
+    # The real backend opens the devices: per-op profiling then uses its exact device properties (its default
+    # inference precision included), so profile and real measurements describe the same devices.
+    real = timing_backend(list(devices), clock=clock, warmup=warmup, repeats=runs, core=core, cache=False,
+                          **dict(backend_options or {}))
+    opened = real.devices
+    graphs = [m if isinstance(m, ComputationGraph) else load_graph(m) for m in models]
+    if not graphs:
+        raise ValueError("calibrate needs at least one model")
+
+    started = time.perf_counter()
+    per_device: dict[str, list[tuple[ComputationGraph, np.ndarray]]] = {d.name: [] for d in opened}
+    measurement_info: dict[str, dict] = {}
+    for graph in graphs:
+        for device in opened:
+            times, info = measure_op_times(graph, device, core=core, runs=runs, warmup=warmup, statistic=statistic,
+                                           clock=clock)
+            per_device[device.name].append((graph, times))
+            measurement_info[f"{graph.name}@{device.name}"] = info
+            say(f"profiled {graph.name} on {device.name}: {info['wall_s'] * 1e3:.2f} ms "
+                f"({info['entries']} runtime entries, per-op sum {info['profiled_sum_s'] * 1e3:.2f} ms)")
+
+    device_profiles = []
+    for device in opened:
+        fitted = fit_roofline(device.name, per_device[device.name],
+                              description=f"measured on this machine ({results.machine()['processor']}), OpenVINO {device.name}")
+        fitted.virtual = device.virtual
+        for graph, times in per_device[device.name]:
+            fitted.measured[graph.name] = {n: float(t) for n, t in zip(graph.op_names, times)}
+            fitted.measured_wall_s[graph.name] = float(measurement_info[f"{graph.name}@{device.name}"]["wall_s"])
+        device_profiles.append(fitted)
+
+    profile = Profile(devices=device_profiles, link=LinkProfile(), boundary_overhead_s=0.0, schedule="sequential",
+                      name=name)
+    rows, fit_report = [], {"rows": 0}
+    if placements:
+        simulator = SimulatedBackend(profile)
+        for graph in graphs:
+            for placement in split_placements(graph, len(opened), placements, seed):
+                measured = real.measure(graph, placement)
+                if not measured.ok:
+                    say(f"split placement of {graph.name} failed on the real backend ({measured.error}); skipped")
+                    continue
+                sim = simulator.measure(graph, placement)
+                rows.append({
+                    "model": graph.name,
+                    "real_s": latency_statistic(measured.samples, statistic),
+                    "compute_s": sim.breakdown["compute_s"],
+                    "extra_submodels": sim.n_submodels - 1,
+                    "real_submodels": measured.n_submodels,
+                    "transfers": sim.breakdown["transfers"],
+                    "transfer_bytes": sim.breakdown["transfer_bytes"],
+                })
+                say(f"measured a split of {graph.name}: {rows[-1]['real_s'] * 1e3:.2f} ms, {measured.n_submodels} "
+                    f"submodels (simulated compute {sim.breakdown['compute_s'] * 1e3:.2f} ms)")
+        if rows:
+            profile.split_overhead_s, profile.boundary_overhead_s, profile.link, fit_report = fit_boundary_costs(rows)
+            say(f"fitted split overhead {profile.split_overhead_s * 1e6:.1f} us, boundary "
+                f"{profile.boundary_overhead_s * 1e6:.1f} us/submodel, link latency "
+                f"{profile.link.latency_s * 1e6:.1f} us, bandwidth "
+                f"{'unlimited' if profile.link.bandwidth_Bps is None else f'{profile.link.bandwidth_Bps / 1e9:.2f} GB/s'}; "
+                f"MAPE on the fit placements {fit_report['mape_compute_only']:.1%} -> {fit_report['mape_fitted']:.1%}")
+
+    profile.description = (
+        f"measured on this machine: per-op OpenVINO profiling of {', '.join(g.name for g in graphs)} on "
+        f"{', '.join(d.name for d in opened)}; link and boundary costs fitted to {len(rows)} real split placements. "
+        "Figures are simulated from these measurements."
+    )
+    profile.sources = ["placement-gym calibrate"]
+    profile.calibration = {
+        "devices": [str(d) for d in opened],
+        "real_backend": real.describe(),
+        "models": [g.name for g in graphs],
+        "runs": runs,
+        "warmup": warmup,
+        "placements_per_model": placements,
+        "statistic": statistic,
+        "clock": clock,
+        "seed": seed,
+        "op_profiling": measurement_info,
+        "boundary_fit": fit_report,
+        "boundary_rows": rows,
+        "wall_s": time.perf_counter() - started,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "versions": _profile_versions(),
+        "machine": results.machine(),
+    }
+    real.close()
+    return profile
+
+
+__all__ = [
+    "DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "calibrate", "fit_boundary_costs",
+    "fit_roofline", "latency_statistic", "measure_op_times", "op_bytes", "paper_profile", "split_placements",
+    "STATISTICS", "CLOCKS", "timing_backend",
+]

@@ -1,0 +1,216 @@
+"""Env variants built on `DevicePlacementEnv`.
+
+`NodePlacementWrapper` (registered as ``DevicePlacementNode-v0``) is the Placeto-style node-by-node variant:
+instead of choosing a device for every op at once, each step re-places ONE node (an op, or a group of ops)
+given the current placement, visiting the nodes in topological order. The reward of a step is the latency
+improvement it caused, so an episode's rewards add up to (start latency - final latency) / reference latency.
+
+Every step measures one complete placement with the wrapped env's backend (it counts in
+``placements_measured``). On the simulated backend that costs microseconds to milliseconds; on the real
+OpenVINO backend it is a compile and a benchmark per step (about 1-4 s on the zoo models), so an episode over
+all 425 ops of BERT would take a quarter of an hour: use ``backend="simulated"``, or ``groups=`` to re-place
+groups of ops, on the real one.
+
+>>> import gymnasium as gym, placement_gym
+>>> env = gym.make("DevicePlacementNode-v0", model="resnet", groups=16)   # 16 steps per episode
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .env import DevicePlacementEnv
+
+STARTS = ("reference", "random")
+
+
+def contiguous_groups(n_ops: int, n_groups: int) -> np.ndarray:
+    """(N,) int64: split the topological order 0..N-1 into `n_groups` contiguous chunks of (nearly) equal size."""
+    if not 1 <= n_groups <= n_ops:
+        raise ValueError(f"n_groups must be between 1 and the number of ops ({n_ops}), got {n_groups}")
+    return (np.arange(n_ops, dtype=np.int64) * n_groups) // n_ops
+
+
+def _as_groups(groups: Any, n_ops: int) -> np.ndarray:
+    """Normalise the ``groups=`` argument to (N,) int64 labels 0..G-1, numbered in order of first op."""
+    if groups is None:
+        return np.arange(n_ops, dtype=np.int64)
+    if isinstance(groups, (int, np.integer)) and not isinstance(groups, bool):
+        return contiguous_groups(n_ops, int(groups))
+    labels = np.asarray(groups)
+    if labels.shape != (n_ops,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"groups must be None (one node per op), an int (that many contiguous chunks of the topological "
+            f"order) or an integer array of shape ({n_ops},) giving each op's group; got {labels.dtype} {labels.shape}"
+        )
+    # Relabel so that group k is the k-th group met in topological order (the order the episode visits them).
+    _, first_index, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first_index), dtype=np.int64)
+    rank[np.argsort(first_index)] = np.arange(len(first_index))
+    return rank[inverse.reshape(-1)]
+
+
+class NodePlacementWrapper(gym.Wrapper):
+    """Re-place one node per step (Placeto-style) on top of a `DevicePlacementEnv`.
+
+    A *node* is an op (``groups=None``) or a group of ops that always share a device (``groups=``). An
+    episode starts from a placement (``start``), then visits the nodes in topological order, ``sweeps`` times;
+    each step the action is the device for the current node, the new placement is measured, and the reward is
+    ``(previous latency - new latency) / reference latency`` (a failed placement counts as the wrapped env's
+    ``failure_penalty`` x reference latency, as in the wrapped env).
+
+    Observation: the wrapped env's Dict (N = ops, its ``placement`` is the current placement) plus
+        current_node  (N,) float32  1 for the ops of the node placed by the next action, else 0
+                                    (all 0 once the episode is over)
+        visited       (N,) float32  1 for the ops of nodes already placed in this episode
+    Action: ``Discrete(D)``, the device of the current node.
+    info: the wrapped env's step info (latency_s, speedup, ok, error, ...) plus ``node`` (the node just
+    placed) and ``start_latency_s``; reset's info has ``latency_s`` of the start placement.
+
+    Args:
+        env: a `DevicePlacementEnv` (possibly wrapped by gymnasium's own wrappers). Its ``horizon`` is
+            ignored: the episode length is ``sweeps`` x number of nodes.
+        groups: None (every op is a node), an int G (the topological order cut into G contiguous chunks) or
+            an (N,) integer array of group labels (e.g. co-location groups).
+        sweeps: how many times an episode visits every node.
+        start: ``"reference"`` (every op on device 0, already measured) or ``"random"`` (a random device per
+            node, measured at reset: one placement). ``reset(options={"placement": p})`` starts from ``p``.
+    """
+
+    def __init__(self, env: gym.Env, groups: Any = None, sweeps: int = 1, start: str = "reference") -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        if not isinstance(base, DevicePlacementEnv):
+            raise TypeError(f"NodePlacementWrapper wraps a DevicePlacementEnv, got {type(base).__name__}")
+        if int(sweeps) < 1:
+            raise ValueError(f"sweeps must be >= 1, got {sweeps}")
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+        self.base: DevicePlacementEnv = base
+        self.groups = _as_groups(groups, base.graph.n_ops)
+        self.n_nodes = int(self.groups.max()) + 1
+        self.sweeps, self.start = int(sweeps), start
+        self.episode_length = self.n_nodes * self.sweeps
+
+        n = base.graph.n_ops
+        self.observation_space = spaces.Dict({
+            **base.observation_space.spaces,
+            "current_node": spaces.Box(0.0, 1.0, (n,), np.float32),
+            "visited": spaces.Box(0.0, 1.0, (n,), np.float32),
+        })
+        self.action_space = spaces.Discrete(base.n_devices)
+
+        self._placement = base.reference_placement.copy()
+        self._visited = np.zeros(n, dtype=np.float32)
+        self._latency = float("nan")
+        self._start_latency = float("nan")
+        self._t = 0
+
+    # ------------------------------------------------------------------ what agents read
+    @property
+    def graph(self):
+        return self.base.graph
+
+    @property
+    def n_devices(self) -> int:
+        return self.base.n_devices
+
+    @property
+    def device_names(self) -> list[str]:
+        return self.base.device_names
+
+    @property
+    def placements_measured(self) -> int:
+        """Placements measured by the wrapped env (one per step, plus one per random start)."""
+        return self.base.placements_measured
+
+    @property
+    def current_node(self) -> int | None:
+        """Index of the node the next action places, or None when the episode is over."""
+        return self._t % self.n_nodes if self._t < self.episode_length else None
+
+    @property
+    def placement(self) -> np.ndarray:
+        """(N,) int64 copy of the current placement."""
+        return self._placement.copy()
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = dict(options or {})
+        start_placement = options.pop("placement", None)
+        _, info = self.env.reset(seed=seed, options=options or None)
+        self._t = 0
+        self._visited = np.zeros(self.base.graph.n_ops, dtype=np.float32)
+        reference = self.base.reference.latency_s
+        if start_placement is None and self.start == "random":
+            # One device per node (the ops of a node always share a device).
+            start_placement = self.np_random.integers(self.base.n_devices, size=self.n_nodes)[self.groups]
+        if start_placement is None:
+            self._placement, self._latency = self.base.reference_placement.copy(), reference
+        else:
+            self._placement = self.base.validate_action(start_placement)
+            _, _, _, _, step_info = self.env.step(self._placement)  # measures the start placement
+            self._latency = float(step_info["latency_s"])
+        self._start_latency = self._latency
+        return self._observation(), {**info, "latency_s": self._latency}
+
+    def step(self, action):
+        if self._t >= self.episode_length:
+            raise RuntimeError("the episode is over (every node was placed): call reset()")
+        device = self._validate_device(action)
+        node = self._t % self.n_nodes
+        mask = self.groups == node
+        placement = self._placement.copy()
+        placement[mask] = device
+        # The wrapped env's own termination (its horizon) is ignored: this wrapper decides the episode length.
+        _, _, _, _, info = self.env.step(placement)
+        latency = float(info["latency_s"])
+        reward = (self._latency - latency) / self.base.reference.latency_s
+        self._placement, self._latency = placement, latency
+        self._visited[mask] = 1.0
+        self._t += 1
+        info = {**info, "node": node, "start_latency_s": self._start_latency}
+        return self._observation(), float(reward), self._t >= self.episode_length, False, info
+
+    # ------------------------------------------------------------------ helpers
+    def node_mask(self, node: int) -> np.ndarray:
+        """(N,) bool: the ops of `node`."""
+        return self.groups == node
+
+    def _validate_device(self, action) -> int:
+        array = np.asarray(action)
+        d = self.base.n_devices
+        if array.size != 1 or not np.issubdtype(array.dtype, np.integer) or not 0 <= int(array.reshape(-1)[0]) < d:
+            raise ValueError(f"action must be one integer device index in 0..{d - 1} (the current node's device), got {action!r}")
+        return int(array.reshape(-1)[0])
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        obs = self.base._observation()  # fresh copies of the static arrays
+        obs["placement"] = self._placement.copy()
+        current = np.zeros(self.base.graph.n_ops, dtype=np.float32)
+        if self._t < self.episode_length:
+            current[self.groups == self._t % self.n_nodes] = 1.0
+        obs["current_node"] = current
+        obs["visited"] = self._visited.copy()
+        return obs
+
+
+class SqrtLatencyReward(gym.Wrapper):
+    """Reward ``-sqrt(latency / reference latency)``: Mirhoseini et al.'s (2017) ``-sqrt(runtime)``, made
+    unit-free. Faster placements get HIGHER rewards (their public baseline code multiplied log-probabilities by
+    ``+sqrt(latency)`` and so reinforced slow placements). A failed placement counts as the wrapped env's
+    penalty latency. Works on the whole-placement env and on the node-by-node variant."""
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = self.env.step(action)
+        reward = -float(np.sqrt(info["latency_s"] / info["reference_latency_s"]))
+        return obs, reward, terminated, truncated, info
+
+
+def make_node_env(groups: Any = None, sweeps: int = 1, start: str = "reference", **env_kwargs) -> NodePlacementWrapper:
+    """``gym.make("DevicePlacementNode-v0", ...)``: a `DevicePlacementEnv` built from `env_kwargs`
+    (``model``, ``devices``, ``backend``, ...) wrapped in `NodePlacementWrapper(groups, sweeps, start)`."""
+    return NodePlacementWrapper(DevicePlacementEnv(**env_kwargs), groups=groups, sweeps=sweeps, start=start)

@@ -1,0 +1,102 @@
+"""`placement-gym evaluate` and `placement-gym compare`: the table, the files, the JSON schema, bad input.
+
+Real parts: the CLI's own entry point, the tiny zoo models measured on the real OpenVINO backend.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from placement_gym import cli
+from placement_gym.evaluation import RECORD_KEYS
+
+from .conftest import TWO_DEVICES
+
+REAL = ["--backend", "openvino", "--devices", *TWO_DEVICES, "--warmup", "1", "--repeats", "3"]
+
+
+def test_compare_prints_the_table_and_writes_json_csv_png(tmp_path, capsys):
+    out = tmp_path / "cmp.json"
+    argv = ["compare", "--models", "tiny_chain", "tiny_branch", "--agents", "random", "single-device", "metis",
+            "greedy", "no-such-agent", "--budget", "2", "--seeds", "2", "--json", str(out), *REAL]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr()
+    assert "% vs CPU-only" in printed.out and "CPU-only" in printed.out and "*" in printed.out
+    assert "skipped no-such-agent" in printed.out
+    assert "skipped greedy on tiny_chain" in printed.out  # no cost model on the real backend: a note, no crash
+
+    data = json.loads(out.read_text())
+    records = data["records"]
+    agents = {r["agent"] for r in records}
+    assert agents == {"random", "CPU-only", "CPU[INFERENCE_NUM_THREADS=1]-only", "metis"}
+    assert len(records) == 2 * 4 * 2  # models x agents x seeds
+    for r in records:
+        assert set(RECORD_KEYS) <= set(r) and r["backend"] == "openvino" and r["seed"] in (0, 1)
+        assert r["placements_measured"] == (2 if r["agent"] == "random" else 1)
+    assert {"versions", "machine", "command", "summary", "skipped", "budget"} <= set(data)
+    assert {s["agent"] for s in data["skipped"]} == {"no-such-agent", "greedy"}
+    assert (tmp_path / "cmp.csv").read_text().count("\n") == len(records) + 1
+    assert (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG"
+
+    # The existing results are never overwritten; the refusal comes before any work.
+    assert cli.main(argv) == 2
+    assert "exists" in capsys.readouterr().err
+
+
+def test_evaluate_a_users_class_by_import_path(tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    argv = ["evaluate", "--agent", "agents.baselines.simple:RandomSearch", "--model", "tiny_chain", "--budget", "2",
+            "--seeds", "1", "--json", str(out), *REAL]
+    assert cli.main(argv) == 0
+    record = json.loads(out.read_text())["records"][0]
+    assert record["agent"] == "random" and record["placements_measured"] == 2
+    assert "random" in capsys.readouterr().out
+
+
+def test_evaluate_a_saved_agent_without_training(tmp_path):
+    from agents.baselines import SingleDevice
+    from placement_gym import DevicePlacementEnv
+
+    env = DevicePlacementEnv("tiny_chain", devices=TWO_DEVICES, backend="openvino", warmup=1, repeats=3)
+    saved = SingleDevice(1).learn(env, 1, 0).save(tmp_path / "one.json")
+    out = tmp_path / "eval.json"
+    argv = ["evaluate", "--agent", "single-device", "--load", str(saved), "--model", "tiny_chain",
+            "--seeds", "1", "--json", str(out), *REAL]
+    assert cli.main(argv) == 0
+    record = json.loads(out.read_text())["records"][0]
+    assert record["placements_measured"] == 0 and set(record["placement"]) == {1}
+
+
+def test_bad_input_gets_a_clear_error(capsys):
+    assert cli.main(["evaluate", "--agent", "nope", "--model", "tiny_chain", *REAL]) == 2
+    assert "unknown agent 'nope'" in capsys.readouterr().err
+    assert cli.main(["compare", "--agents", "nope", "--models", "tiny_chain", *REAL]) == 2
+    assert "none of the requested agents" in capsys.readouterr().err
+    assert cli.main(["evaluate", "--agent", "random", "--model", "tiny_chain", "--backend-option", "oops", *REAL]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+def test_info_prints_table_1_statistics(capsys):
+    assert cli.main(["info", "--model", "tiny_branch", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)["graph"]
+    assert stats["compute"]["nodes"] > 0 and stats["all_layers"]["nodes"] >= stats["compute"]["nodes"]
+    assert stats["compute"]["average_degree"] == pytest.approx(2 * stats["compute"]["edges"] / stats["compute"]["nodes"], abs=1e-3)
+
+
+def test_compare_on_the_simulated_backend_shows_the_gap_to_the_optimum(tmp_path, capsys):
+    out = tmp_path / "sim.json"
+    argv = ["compare", "--models", "tiny_branch", "--agents", "single-device", "openvino", "greedy", "topo",
+            "optimal", "--backend", "simulated", "--budget", "3", "--seeds", "2", "--json", str(out)]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "SIMULATED" in printed and "gap to opt %" in printed
+    data = json.loads(out.read_text())
+    rows = {row["agent"]: row for row in data["summary"]}
+    assert set(rows) == {"CPU-only", "GPU-only", "openvino-auto", "openvino-hetero", "greedy", "topo", "optimal"}
+    optimum = rows["optimal"]["latency_mean_s"]
+    assert all(row["latency_mean_s"] >= optimum * (1 - 1e-9) for row in rows.values())
+    assert rows["optimal"]["gap_to_optimal_pct"] == 0.0 and rows["optimal"]["best"]
+    assert all(r["simulated"] and r["backend_settings"]["profile"] == "paper" for r in data["records"])
+    optimal_records = [r for r in data["records"] if r["agent"] == "optimal"]
+    assert all(r["placements_measured"] == 1 for r in optimal_records)

@@ -1,0 +1,252 @@
+"""agents/common: observation batching, directed GNN blocks, the REINFORCE trainer, callbacks, save/load."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from agents.common import (
+    BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, ReinforceAgent, ReinforceConfig,
+    ReinforceTrainer, make_callback, obs_to_batch, sample_categorical,
+)
+from placement_gym.backends.base import Measurement
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.graph import ComputationGraph
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+def chain_graph(n: int = 6) -> ComputationGraph:
+    edges = np.array([np.arange(n - 1), np.arange(1, n)])
+    return ComputationGraph(
+        "chain", tuple(f"op{i}" for i in range(n)), ("MatMul",) * n, (((4, 4),),) * n,
+        np.full(n, 64), np.full(n, 1e3), edges, np.full(n - 1, 64),
+    )
+
+
+class CountingBackend:
+    """A deterministic cost function with a known optimum, for testing the trainer (not a latency model):
+    an op costs 1 ms on device 1 and 2 ms on device 0, plus 0.1 ms per edge cut. Optimum: all on device 1."""
+
+    name, simulated = "counting", True
+    device_names, virtual_devices = ["slow", "fast"], [False, False]
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def measure(self, graph, placement, use_cache=None):
+        self.calls.append(use_cache)
+        p = np.asarray(placement)
+        cuts = int((p[graph.edge_index[0]] != p[graph.edge_index[1]]).sum())
+        return Measurement(latency_s=1e-3 * float(np.where(p == 1, 1.0, 2.0).sum()) + 1e-4 * cuts, simulated=True)
+
+    def describe(self):
+        return {"backend": self.name}
+
+    def close(self):
+        pass
+
+
+class NodePolicy(nn.Module):
+    """Per-node placement over the shared encoder: the smallest policy that uses every common piece."""
+
+    def __init__(self, spec: PolicySpec) -> None:
+        super().__init__()
+        self.encoder = DirectedGNN(spec.node_features, 16, 2, edge_dim=spec.edge_features)
+        self.head = nn.Linear(16, spec.n_devices)
+
+    def act(self, obs, num_samples=1, deterministic=False):
+        batch = obs_to_batch(obs)
+        h = self.encoder(batch.x, batch.edge_index, batch.edge_attr)
+        return PolicySample(*sample_categorical(self.head(h), num_samples, deterministic))
+
+
+class NodeAgent(ReinforceAgent):
+    name = "node"
+
+    def __init__(self, learning_rate: float = 0.02, seed=None, device="cpu", **kwargs):
+        super().__init__({"learning_rate": learning_rate, **kwargs}, seed=seed, device=device)
+        self.learning_rate = learning_rate
+
+    def hyperparameters(self):
+        return {"learning_rate": self.learning_rate, "seed": self.seed}
+
+    def build_policy(self, spec):
+        return NodePolicy(spec)
+
+
+@pytest.fixture
+def env():
+    return DevicePlacementEnv(chain_graph(), backend=CountingBackend())
+
+
+# ------------------------------------------------------------------------------------------ graph batch
+def test_single_observation_batch(env):
+    obs, _ = env.reset(seed=0)
+    b = obs_to_batch(obs)
+    assert b.num_graphs == 1 and b.x.shape == obs["node_features"].shape and b.x.dtype == torch.float32
+    assert b.edge_index.dtype == torch.long and torch.equal(b.edge_index, torch.as_tensor(obs["edge_index"]))
+    assert b.edge_attr.shape == (5, 1) and b.placement.tolist() == [0] * 6 and b.batch.tolist() == [0] * 6
+
+
+def test_sb3_float_batch_is_offset_and_long(env):
+    obs, _ = env.reset(seed=0)
+    batched = {k: torch.as_tensor(np.stack([v, v, v]), dtype=torch.float32) for k, v in obs.items()}
+    b = obs_to_batch(batched)
+    assert b.num_graphs == 3 and b.x.shape == (18, obs["node_features"].shape[1])
+    assert b.edge_index.dtype == torch.long and b.edge_index.shape == (2, 15)
+    assert b.edge_index[:, 5:10].tolist() == (torch.as_tensor(obs["edge_index"]) + 6).tolist()
+    assert b.ptr.tolist() == [0, 6, 12, 18] and b.placement.dtype == torch.long
+    dense, mask = b.to_dense(torch.arange(18.0))
+    assert dense.shape == (3, 6) and mask.all() and dense[2, 0] == 12
+
+
+def test_padded_batch_drops_padding(env):
+    obs, _ = env.reset(seed=0)
+    nf = np.zeros((2, 6, obs["node_features"].shape[1]), np.float32)
+    nf[:, :, 0] = 1.0
+    ei = np.zeros((2, 2, 5), np.int64)
+    ei[0] = obs["edge_index"]
+    ei[1, :, :2] = [[0, 1], [1, 2]]  # second graph: 3 nodes, 2 real edges, the rest (0, 0) padding
+    node_mask = np.array([[1] * 6, [1, 1, 1, 0, 0, 0]])
+    b = obs_to_batch({"node_features": nf, "edge_index": ei, "node_mask": node_mask})
+    assert b.num_nodes == 9 and b.ptr.tolist() == [0, 6, 9]
+    assert b.edge_index[:, 5:].tolist() == [[6, 7], [7, 8]]
+
+
+def test_bad_observation_is_explained():
+    with pytest.raises(ValueError, match="node_features"):
+        obs_to_batch({"edge_index": np.zeros((2, 0))})
+    with pytest.raises(ValueError, match="outside"):
+        obs_to_batch({"node_features": np.zeros((2, 3)), "edge_index": np.array([[0], [5]])})
+
+
+# ------------------------------------------------------------------------------------------ gnn
+def test_directed_conv_tells_producers_from_consumers():
+    torch.manual_seed(0)
+    conv = DirectedConv(4, 8)
+    x = torch.randn(3, 4)
+    forward = torch.tensor([[0, 1], [1, 2]])
+    y_fwd, y_rev = conv(x, forward), conv(x, forward.flip(0))
+    assert y_fwd.shape == (3, 8)
+    assert not torch.allclose(y_fwd, y_rev)  # reversing the edges changes the embedding
+    sym = DirectedConv(4, 8, directed=False)
+    assert torch.allclose(sym(x, forward), sym(x, forward.flip(0)), atol=1e-6)
+
+
+def test_encoder_shapes_and_gradients(env):
+    obs, _ = env.reset(seed=0)
+    b = obs_to_batch(obs)
+    enc = DirectedGNN(b.x.shape[1], 16, num_layers=2, edge_dim=1)
+    h = enc(b.x, b.edge_index, b.edge_attr)
+    assert h.shape == (6, 16)
+    h.sum().backward()
+    assert all(p.grad is not None for p in enc.parameters())
+    with pytest.raises(ValueError, match="width"):
+        enc(torch.zeros(6, 3), b.edge_index, b.edge_attr)
+
+
+def test_sample_categorical_matches_torch_distribution():
+    torch.manual_seed(0)
+    logits = torch.randn(5, 3)
+    actions, log_prob, entropy = sample_categorical(logits, num_samples=4)
+    dist = torch.distributions.Categorical(logits=logits)
+    assert actions.shape == (4, 5)
+    assert torch.allclose(log_prob, dist.log_prob(actions).sum(1))
+    assert torch.allclose(entropy, dist.entropy().mean())
+    greedy, _, _ = sample_categorical(logits, 2, deterministic=True)
+    assert torch.equal(greedy[0], logits.argmax(1)) and torch.equal(greedy[1], logits.argmax(1))
+
+
+# ------------------------------------------------------------------------------------------ trainer
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reinforce_learns_the_known_optimum(seed):
+    # 12 ops: a random placement is optimal with probability 1/4096, so 160 samples find it by learning.
+    env = DevicePlacementEnv(chain_graph(12), backend=CountingBackend())
+    agent = NodeAgent(seed=seed).learn(env, budget=160)
+    assert agent.best_placement.tolist() == [1] * 12  # all on the fast device
+    assert agent.best_latency_s == pytest.approx(12e-3)
+    # The policy itself moved to the optimum (at most one op still undecided), not only the search.
+    assert (agent.predict(env.reset(seed=0)[0]) == 1).sum() >= 11
+    summary = agent.train_summary
+    assert summary["steps"] == 160 and summary["updates"] == 20 and summary["agent_s"] > 0
+    assert env.unwrapped.backend.calls[-1] is False  # best re-measured bypassing the cache
+
+
+def test_trainer_is_reproducible(env):
+    a = NodeAgent(seed=3).learn(env, budget=24)
+    b = NodeAgent(seed=3).learn(env, budget=24)
+    assert [h["reward_mean"] for h in a.history] == [h["reward_mean"] for h in b.history]
+
+
+def test_switches_change_the_update(env):
+    config = ReinforceConfig(baseline=False, normalize_advantage=False, entropy_coef=0.0, max_grad_norm=None)
+    torch.manual_seed(0)
+    trainer = ReinforceTrainer(NodePolicy(PolicySpec.from_env(env)), config)
+    result = trainer.train(env, budget=16, seed=0)
+    assert result.steps == 16 and all(np.isnan(h["grad_norm"]) for h in result.history)
+    assert trainer._baseline is None  # no baseline was tracked
+    with pytest.raises(ValueError, match="mode"):
+        ReinforceConfig(mode="ppo")
+    with pytest.raises(ValueError, match="budget"):
+        trainer.train(env, budget=0)
+
+
+def test_episodic_mode_uses_per_step_baselines():
+    env = DevicePlacementEnv(chain_graph(), backend=CountingBackend(), horizon=3)
+    agent = NodeAgent(seed=0, mode="episodic", episodes_per_update=2).learn(env, budget=30)
+    assert agent.train_summary["steps"] == 30 and agent.train_summary["updates"] == 5
+    assert len(agent.trainer._step_baselines) == 3  # one baseline per step of the episode
+
+
+def test_callback_sees_every_step_and_can_stop(env):
+    class Recorder(Callback):
+        def __init__(self):
+            self.steps, self.updates, self.started, self.ended = [], 0, None, None
+
+        def on_training_start(self, budget, config):
+            self.started = budget
+
+        def on_step(self, step, reward, info):
+            self.steps.append(step)
+            return step < 12
+
+        def on_update(self, step, stats):
+            self.updates += 1
+
+        def on_training_end(self, summary):
+            self.ended = summary
+
+    rec = Recorder()
+    agent = NodeAgent(seed=0).learn(env, budget=40, callback=rec)
+    assert rec.started == 40 and rec.steps == list(range(1, 13)) and rec.updates == 2
+    assert rec.ended["steps"] == 12 and agent.train_summary["steps"] == 12
+
+
+def test_tensorboard_and_progress_bar(env, tmp_path):
+    cb = make_callback(progress_bar=True, tensorboard_log=str(tmp_path / "tb"))
+    NodeAgent(seed=0).learn(env, budget=16, callback=cb)
+    assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+
+
+# ------------------------------------------------------------------------------------------ base agent
+def test_save_load_round_trip_and_no_overwrite(env, tmp_path):
+    agent = NodeAgent(seed=1).learn(env, budget=16)
+    obs, _ = env.reset(seed=0)
+    path = agent.save(tmp_path / "agent.pt")
+    loaded = BaseAgent.load(path)
+    assert type(loaded) is NodeAgent and loaded.best_latency_s == agent.best_latency_s
+    assert np.array_equal(loaded.best_placement, agent.best_placement)
+    assert np.array_equal(loaded.predict(obs), agent.predict(obs))
+    with pytest.raises(FileExistsError):
+        agent.save(path)
+    agent.save(path, overwrite=True)
+    with pytest.raises(RuntimeError, match="learn"):
+        NodeAgent().predict(obs)
+
+
+def test_spec_checks_feature_families(env):
+    spec = PolicySpec.from_env(env)
+    assert spec.n_devices == 2 and spec.edge_features == 1
+    with pytest.raises(ValueError, match="features="):
+        PolicySpec.from_env(env, expected_families=("op_type",))

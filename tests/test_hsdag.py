@@ -1,0 +1,256 @@
+"""HSDAG: graph-parsing pooling, feature switches, save/load, learning a known optimum, the train command."""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from agents.common import PolicySpec, obs_to_batch
+from agents.hsdag import GraphParsingPool, HSDAGAgent, HSDAGPolicy, hsdag_feature_families, keep_best_candidates
+from placement_gym.backends.profiles import Profile, paper_profile
+from placement_gym.backends.simulated import SimulatedBackend
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.features import FEATURE_FAMILIES, node_features
+from placement_gym.graph import ComputationGraph
+
+
+def observation(graph: ComputationGraph, families=hsdag_feature_families()) -> dict:
+    return {
+        "node_features": node_features(graph, families),
+        "edge_index": np.array(graph.edge_index),
+        "edge_features": (np.log10(1.0 + graph.edge_bytes.astype(np.float32)) / 10.0)[:, None],
+        "placement": np.zeros(graph.n_ops, dtype=np.int64),
+    }
+
+
+def two_branch_graph(length: int = 4) -> ComputationGraph:
+    """source -> two independent chains of `length` heavy MatMuls -> join (2 * length + 2 ops)."""
+    a = list(range(1, length + 1))
+    b = list(range(length + 1, 2 * length + 1))
+    join = 2 * length + 1
+    edges = [(0, a[0]), *zip(a[:-1], a[1:]), (0, b[0]), *zip(b[:-1], b[1:]), (a[-1], join), (b[-1], join)]
+    n = join + 1
+    types = ("Parameter_like",) + ("MatMul",) * (2 * length) + ("Add",)
+    flops = np.array([1e3] + [2e9] * (2 * length) + [1e3])
+    return ComputationGraph(
+        "two_branch", tuple(f"op{i}" for i in range(n)), types, (((64, 64),),) * n,
+        np.full(n, 64 * 64 * 4), flops, np.array(sorted(edges)).T, np.full(len(edges), 64 * 64 * 4),
+    )
+
+
+def two_device_parallel_backend() -> SimulatedBackend:
+    """Two identical paper-preset GPUs with overlapping execution: splitting parallel branches pays off."""
+    paper = paper_profile()
+    gpu = paper.devices[1]
+    profile = Profile(devices=[gpu, replace(gpu, name="GPU2")], link=paper.link,
+                      boundary_overhead_s=paper.boundary_overhead_s, schedule="parallel", name="test-two-gpu")
+    return SimulatedBackend(profile)
+
+
+# ---------------------------------------------------------------------------------------------- features
+def test_structural_features(tiny_branch_graph):
+    assert {"fractal_dim", "centrality"} <= set(FEATURE_FAMILIES)
+    fd = node_features(tiny_branch_graph, ("fractal_dim",))
+    c = node_features(tiny_branch_graph, ("centrality",))
+    assert fd.shape == (tiny_branch_graph.n_ops, 1) and c.shape == (tiny_branch_graph.n_ops, 3)
+    assert np.all(fd > 0) and np.all((c >= 0) & (c <= 1))
+    # A chain's neighbourhood grows linearly: dimension ~1 in the middle; the source has no ancestors.
+    chain = ComputationGraph("chain", tuple(f"o{i}" for i in range(9)), ("Relu",) * 9, (((1,),),) * 9,
+                             np.ones(9), np.ones(9), np.array([range(8), range(1, 9)]), np.ones(8))
+    fd_chain, c_chain = node_features(chain, ("fractal_dim",)), node_features(chain, ("centrality",))
+    assert fd_chain[4, 0] == pytest.approx(1.0, abs=0.25)
+    assert c_chain[0, 1] == 0 and c_chain[0, 2] == 1 and c_chain[8, 1] == 1
+
+
+def test_feature_switches_change_the_observation():
+    full = HSDAGAgent()
+    assert full.feature_families == HSDAGAgent.feature_families
+    assert {"output_shape", "node_id", "fractal_dim", "centrality"} <= set(full.feature_families)
+    assert "output_shape" not in HSDAGAgent(output_shape=False).feature_families
+    assert "node_id" not in HSDAGAgent(node_id=False).feature_families
+    no_structure = HSDAGAgent(structure=False).feature_families
+    assert "fractal_dim" not in no_structure and "centrality" not in no_structure
+
+
+def test_env_with_other_features_is_refused():
+    env = DevicePlacementEnv(two_branch_graph(), backend=two_device_parallel_backend())  # default families
+    with pytest.raises(ValueError, match="features="):
+        HSDAGAgent(seed=0).learn(env, budget=2)
+
+
+# ---------------------------------------------------------------------------------------------- pooling
+def test_keep_best_candidates_follows_the_scores():
+    edges = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    # Candidates: edges seen from their sources (0-2), from their targets (3-5), then self-loops (6-9).
+    # Self-loops win everywhere: nothing is kept.
+    kept, chosen = keep_best_candidates(edges, torch.tensor([0.2, 0.2, 0.2]), torch.full((4,), 0.9))
+    assert not kept.any() and chosen.tolist() == [6, 7, 8, 9]
+    # Edge 1-2 beats every self-loop: nodes 1 and 2 keep it; 0 and 3 keep their only edges (0.5 > 0.1).
+    kept, chosen = keep_best_candidates(edges, torch.tensor([0.5, 0.8, 0.5]), torch.full((4,), 0.1))
+    assert kept.tolist() == [True, True, True] and chosen.tolist() == [0, 1, 4, 5]
+
+
+def test_stochastic_parsing_has_a_log_probability_per_graph(tiny_branch_graph):
+    torch.manual_seed(0)
+    obs = observation(tiny_branch_graph)
+    batch = obs_to_batch({k: np.stack([v, v]) for k, v in obs.items()})  # two copies of the graph
+    pool = GraphParsingPool(16, edge_dim=1, max_levels=2)
+    h = torch.randn(tiny_branch_graph.n_ops, 16).repeat(2, 1)
+    result = pool(h, batch.edge_index, batch.edge_attr, batch.batch, sample=True)
+    assert result.log_prob.shape == (2,) and result.entropy.shape == (2,) and (result.log_prob < 0).all()
+    assert set(result.batch.tolist()) == {0, 1}  # groups never span the two copies
+    first, second = result.assignment[: tiny_branch_graph.n_ops], result.assignment[tiny_branch_graph.n_ops:]
+    assert set(first.tolist()).isdisjoint(second.tolist())
+    result.log_prob.sum().backward()
+    assert pool.stay_bias.grad is not None and pool.scorer[0].weight.grad.abs().sum() > 0
+    deterministic = pool(h, batch.edge_index, batch.edge_attr, batch.batch)
+    again = pool(h, batch.edge_index, batch.edge_attr, batch.batch)
+    assert deterministic.log_prob is None and torch.equal(deterministic.assignment, again.assignment)
+
+
+def test_pooling_partitions_the_nodes_into_connected_groups(tiny_branch_graph):
+    torch.manual_seed(0)
+    obs = observation(tiny_branch_graph)
+    policy = HSDAGPolicy(PolicySpec(obs["node_features"].shape[1], 1, 2), hidden_channels=32, max_levels=2)
+    _, pooled = policy.groups(obs)
+    a = pooled.assignment.numpy()
+    n = tiny_branch_graph.n_ops
+    assert a.shape == (n,) and sorted(set(a.tolist())) == list(range(pooled.num_groups))  # a partition
+    assert 1 <= pooled.num_groups < n
+    src, dst = tiny_branch_graph.edge_index
+    for g in range(pooled.num_groups):  # every group is a connected piece of the graph
+        members = np.flatnonzero(a == g)
+        inside = np.isin(src, members) & np.isin(dst, members)
+        local = {m: i for i, m in enumerate(members)}
+        sub = coo_matrix((np.ones(inside.sum()), ([local[s] for s in src[inside]], [local[d] for d in dst[inside]])),
+                         shape=(len(members), len(members)))
+        assert connected_components(sub, directed=False)[0] == 1
+
+
+def test_number_of_groups_is_decided_by_the_data(tiny_branch_graph, tiny_chain_graph):
+    counts = set()
+    for graph, seed in itertools.product((tiny_branch_graph, tiny_chain_graph, two_branch_graph()), range(2)):
+        torch.manual_seed(seed)
+        obs = observation(graph)
+        policy = HSDAGPolicy(PolicySpec(obs["node_features"].shape[1], 1, 2), hidden_channels=32, max_levels=2)
+        counts.add(policy.groups(obs)[1].num_groups)
+    assert len(counts) >= 3  # not a fixed number of groups
+    # Without a cap, parsing stops by itself when a level merges nothing (or one group per graph is left).
+    torch.manual_seed(0)
+    obs = observation(tiny_branch_graph)
+    pool = GraphParsingPool(16, edge_dim=1, max_levels=None)
+    batch = obs_to_batch(obs)
+    result = pool(torch.randn(batch.num_nodes, 16), batch.edge_index, batch.edge_attr, batch.batch)
+    assert result.num_levels == len(result.group_counts) and result.group_counts == sorted(result.group_counts, reverse=True)
+
+
+def test_gradients_reach_scorer_and_encoder(tiny_branch_graph):
+    torch.manual_seed(0)
+    obs = observation(tiny_branch_graph)
+    policy = HSDAGPolicy(PolicySpec(obs["node_features"].shape[1], 1, 2), hidden_channels=32, max_levels=2)
+    sample = policy.act(obs, num_samples=4)
+    assert sample.actions.shape == (4, tiny_branch_graph.n_ops) and sample.log_prob.shape == (4,)
+    (sample.log_prob.sum() + sample.entropy.sum()).backward()
+    for name, module in (("encoder", policy.encoder), ("scorer", policy.pool.scorer), ("placer", policy.placer)):
+        grads = [p.grad for p in module.parameters() if p.requires_grad]
+        assert all(g is not None for g in grads) and any(g.abs().sum() > 0 for g in grads), name
+    # All ops of a group get the group's device (deterministic parse: the paper's argmax rule).
+    _, pooled = policy.groups(obs)
+    greedy = policy.act(obs, num_samples=1, deterministic=True).actions
+    for group in range(pooled.num_groups):
+        members = (pooled.assignment == group).nonzero().flatten()
+        assert (greedy[:, members] == greedy[:, members[:1]]).all()
+    assert pooled.num_groups < tiny_branch_graph.n_ops
+
+
+def test_without_pooling_every_op_is_its_own_group(tiny_branch_graph):
+    obs = observation(tiny_branch_graph)
+    policy = HSDAGPolicy(PolicySpec(obs["node_features"].shape[1], 1, 2), pooling=False)
+    sample = policy.act(obs, num_samples=2)
+    assert sample.info["n_groups"] == tiny_branch_graph.n_ops and sample.actions.shape == (2, tiny_branch_graph.n_ops)
+
+
+# ---------------------------------------------------------------------------------------------- agent
+def best_split(env, length: int) -> float:
+    """The optimum of `two_branch_graph(length)` on two identical devices: one chain per device, source and join
+    on whichever device is best (8 candidates). For length 8 a brute force over all 2^17 placements (op 0 fixed
+    by symmetry) agrees."""
+    graph, backend = env.unwrapped.graph, env.unwrapped.backend
+    best = np.inf
+    for chain_a, source, join in itertools.product((0, 1), repeat=3):
+        p = np.array([source] + [chain_a] * length + [1 - chain_a] * length + [join])
+        best = min(best, backend.measure(graph, p).latency_s)
+    return best
+
+
+def test_learns_the_known_optimum_of_two_parallel_branches():
+    length, budget = 8, 300
+    agent = HSDAGAgent(seed=0, hidden_channels=32)
+    env = DevicePlacementEnv(two_branch_graph(length), backend=two_device_parallel_backend(),
+                             features=agent.feature_families)
+    optimum = best_split(env, length)
+    assert optimum < 0.55 * env.unwrapped.reference.latency_s  # splitting the branches nearly halves latency
+    env.action_space.seed(0)
+    random_best = min(env.unwrapped.backend.measure(env.unwrapped.graph, env.action_space.sample()).latency_s
+                      for _ in range(budget))
+    assert random_best > 1.1 * optimum  # 18 ops: random search with the same budget does not find it
+
+    agent.learn(env, budget=budget)
+    assert agent.best_latency_s == pytest.approx(optimum)
+    best = agent.best_placement
+    assert len(set(best[1:length + 1])) == 1 and len(set(best[length + 1:-1])) == 1 and best[1] != best[-2]
+    assert agent.train_summary["steps"] == budget
+
+
+def test_policy_learns_on_the_simulated_paper_preset(tiny_branch_graph):
+    # tiny_branch's ops are so small that the GPU's launch overhead makes CPU-only the fastest placement here:
+    # the policy's samples must get faster on average (not only the best one found).
+    agent = HSDAGAgent(seed=0, hidden_channels=32, learning_rate=0.01)
+    env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
+    agent.learn(env, budget=200)
+    rewards = [h["reward_mean"] for h in agent.history]
+    assert np.mean(rewards[-3:]) > np.mean(rewards[:3]) + 0.2
+    assert agent.best_latency_s <= env.unwrapped.reference.latency_s
+
+
+def test_save_load_round_trip(tmp_path, tiny_branch_graph):
+    agent = HSDAGAgent(seed=1, max_levels=2, hidden_channels=32, output_shape=False)
+    env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
+    agent.learn(env, budget=20)
+    obs, _ = env.reset(seed=0)
+    path = agent.save(tmp_path / "hsdag.pt")
+    loaded = HSDAGAgent.load(path)
+    assert loaded.feature_families == agent.feature_families and loaded.hyperparameters() == agent.hyperparameters()
+    assert np.array_equal(loaded.predict(obs), agent.predict(obs))
+    assert torch.equal(loaded.groups(obs), agent.groups(obs))
+    assert np.array_equal(loaded.best_placement, agent.best_placement) and loaded.best_latency_s == agent.best_latency_s
+    with pytest.raises(FileExistsError):
+        agent.save(path)
+
+
+def test_train_command_writes_records_checkpoint_and_placement(tmp_path):
+    from placement_gym.cli import main
+
+    out = tmp_path / "run.json"
+    argv = ["train", "--agent", "hsdag", "--model", "tiny_branch", "--backend", "simulated", "--budget", "20",
+            "--seed", "0", "--json", str(out), "--no-progress", "--agent-option", "max_levels=2"]
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    record = data["records"][0]
+    for key in ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured", "wall_s"):
+        assert key in record
+    assert record["agent"] == "hsdag" and record["backend"] == "simulated" and record["placements_measured"] == 20
+    assert record["extra"]["train_summary"]["agent_ms_per_placement"] > 0
+    assert "versions" in data
+    assert (tmp_path / "run.pt").exists()
+    placement = json.loads((tmp_path / "run.placement.json").read_text())
+    assert placement["placement"] == record["placement"] and len(placement["by_op"]) == len(record["placement"])
+    loaded = HSDAGAgent.load(tmp_path / "run.pt")
+    assert loaded.hyperparameters()["max_levels"] == 2
+    assert main(argv) == 2  # refuses to overwrite the results

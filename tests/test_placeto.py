@@ -1,0 +1,99 @@
+"""Placeto-like agent: policy shapes and masks, wrapping, budget, save/load (real backend, tiny model)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.common import BaseAgent, PolicySpec
+from agents.placeto import PlacetoAgent, PlacetoPolicy
+from placement_gym import DevicePlacementEnv
+from placement_gym.wrappers import NodePlacementWrapper
+
+from .conftest import TWO_DEVICES
+
+REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def env(tiny_branch_graph):
+    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
+    yield env
+    env.close()
+
+
+@pytest.fixture()
+def node_env(env):
+    return NodePlacementWrapper(env, groups=4)
+
+
+def test_policy_shapes_and_current_node_mask(node_env):
+    torch.manual_seed(0)
+    policy = PlacetoPolicy(PolicySpec.from_env(node_env), hidden_dim=16, n_layers=2)
+    obs, _ = node_env.reset(seed=0)
+    sample = policy.act(obs, num_samples=5)
+    assert sample.actions.shape == (5,) and sample.log_prob.shape == (5,) and sample.entropy.shape == ()
+    assert sample.actions.dtype == torch.int64 and set(sample.actions.tolist()) <= {0, 1}
+    assert sample.log_prob.requires_grad  # REINFORCE differentiates it
+    greedy = policy.act(obs, num_samples=3, deterministic=True).actions
+    assert len(set(greedy.tolist())) == 1
+    # The decision depends on which node is current and on the placement so far.
+    moved = dict(obs, current_node=np.roll(obs["current_node"], 12))
+    assert not torch.allclose(policy.logits(obs), policy.logits(moved))
+    placed = dict(obs, placement=np.ones_like(obs["placement"]))
+    assert not torch.allclose(policy.logits(obs), policy.logits(placed))
+    with pytest.raises(ValueError, match="current_node"):
+        policy.act({k: v for k, v in obs.items() if k != "current_node"})
+    with pytest.raises(ValueError, match="no current node"):
+        policy.act(dict(obs, current_node=np.zeros_like(obs["current_node"])))
+
+
+def test_agent_learns_on_the_whole_placement_env_within_budget(env):
+    agent = PlacetoAgent(hidden_dim=16, n_layers=2, groups=4, seed=0)
+    before = env.placements_measured
+    agent.learn(env, budget=10)  # two whole episodes of 4 nodes, then 2 steps of a third
+    assert env.placements_measured - before == 10
+    assert agent.train_summary["steps"] == 10 and agent.train_summary["updates"] == 3
+    assert agent.best_placement.shape == (env.graph.n_ops,) and agent.best_latency_s > 0
+    # predict on the whole-placement observation builds a full placement node by node, measuring nothing
+    obs, _ = env.reset(seed=0)
+    before = env.placements_measured
+    placement = agent.predict(obs)
+    assert env.placements_measured == before
+    assert placement.shape == (env.graph.n_ops,) and placement.dtype == np.int64
+    groups = agent.node_groups(env.graph.n_ops)
+    for g in range(4):  # the ops of a group share a device
+        assert len(set(placement[groups == g])) == 1
+
+
+def test_save_load_round_trip(env, node_env, tmp_path):
+    agent = PlacetoAgent(hidden_dim=16, n_layers=1, groups=4, seed=1).learn(env, budget=4)
+    path = agent.save(tmp_path / "placeto.pt")
+    with pytest.raises(FileExistsError):
+        agent.save(path)
+    loaded = BaseAgent.load(path)
+    assert isinstance(loaded, PlacetoAgent) and loaded.hyperparameters() == agent.hyperparameters()
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
+    node_obs, _ = node_env.reset(seed=0)
+    assert loaded.predict(node_obs).shape == ()  # the current node's device
+    np.testing.assert_array_equal(loaded.best_placement, agent.best_placement)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="groups"):
+        PlacetoAgent(groups=0)
+    with pytest.raises(RuntimeError, match="learn"):
+        PlacetoAgent().predict({"placement": np.zeros(3, dtype=np.int64)})
+
+
+@pytest.mark.parametrize("seed", [0])  # 6 of 6 seeds pass; one keeps the suite fast
+def test_learns_a_known_mixed_optimum(seed):
+    from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
+
+    env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
+    agent = PlacetoAgent(groups=None, seed=seed).learn(env, budget=600)  # 50 episodes of 12 steps
+    assert agent.best_placement.tolist() == optimum(12)
+    assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
+    # The policy itself places the graph optimally, not only the search.
+    assert agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)

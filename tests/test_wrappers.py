@@ -1,0 +1,138 @@
+"""The node-by-node (Placeto-style) variant `DevicePlacementNode-v0` on the real OpenVINO backend (tiny model)."""
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import placement_gym  # noqa: F401  (registers the env ids)
+from placement_gym import DevicePlacementEnv
+from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups
+
+from .conftest import TWO_DEVICES
+
+REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
+
+
+@pytest.fixture(scope="module")
+def base_env(tiny_branch_graph):
+    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
+    yield env
+    env.close()
+
+
+def test_passes_gymnasium_and_sb3_env_checkers(tiny_branch_graph):
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    env = NodePlacementWrapper(DevicePlacementEnv(tiny_branch_graph, **REAL), groups=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # infinite Box bounds, 2-D observations: expected for a graph env
+        check_env(env, skip_render_check=False)
+        sb3_check_env(env)
+    env.close()
+
+
+def test_gym_make_builds_the_wrapped_env():
+    env = gym.make("DevicePlacementNode-v0", model="tiny_branch", groups=4, **REAL)
+    assert isinstance(env.unwrapped, DevicePlacementEnv)
+    assert env.action_space == gym.spaces.Discrete(2)
+    obs, info = env.reset(seed=0)
+    assert set(obs) == {"node_features", "edge_index", "edge_features", "placement", "current_node", "visited"}
+    assert info["latency_s"] == pytest.approx(info["reference_latency_s"])
+    env.close()
+
+
+def test_episode_visits_every_node_in_topological_order_and_rewards_telescope(base_env):
+    env = NodePlacementWrapper(base_env, groups=4, sweeps=2)
+    n = base_env.graph.n_ops
+    obs, info = env.reset(seed=0)
+    start_latency = info["latency_s"]
+    measured_before = env.placements_measured
+    chunks = contiguous_groups(n, 4)
+    assert env.episode_length == 8
+    np.testing.assert_array_equal(obs["current_node"], (chunks == 0).astype(np.float32))
+    assert obs["visited"].sum() == 0
+    total, terminated, t = 0.0, False, 0
+    actions = [1, 0, 1, 1, 0, 1, 0, 1]
+    while not terminated:
+        obs, reward, terminated, truncated, info = env.step(actions[t])
+        assert not truncated and info["node"] == t % 4
+        mask = chunks == t % 4
+        assert np.all(obs["placement"][mask] == actions[t])  # the whole node moved
+        total += reward
+        t += 1
+        if not terminated:
+            np.testing.assert_array_equal(obs["current_node"], (chunks == t % 4).astype(np.float32))
+        assert obs["visited"].sum() == (n if t >= 4 else int(np.isin(chunks, np.arange(t)).sum()))
+    assert t == 8
+    assert obs["current_node"].sum() == 0  # nothing left to place
+    assert env.placements_measured - measured_before == 8  # one measured placement per step
+    # Per-step improvements add up to the episode's improvement (normalised by the reference latency).
+    assert total == pytest.approx((start_latency - info["latency_s"]) / info["reference_latency_s"], rel=1e-9, abs=1e-12)
+    np.testing.assert_array_equal(env.placement, obs["placement"])
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+
+def test_single_op_nodes_and_label_groups(base_env):
+    n = base_env.graph.n_ops
+    assert NodePlacementWrapper(base_env).episode_length == n  # default: every op is a node
+    # Labels are renumbered in order of their first op, so the episode still runs in topological order.
+    labels = np.where(np.arange(n) < n // 2, 7, 3)
+    env = NodePlacementWrapper(base_env, groups=labels)
+    assert env.n_nodes == 2
+    np.testing.assert_array_equal(env.groups, (np.arange(n) >= n // 2).astype(np.int64))
+
+
+def test_random_start_and_explicit_start_are_measured(base_env):
+    env = NodePlacementWrapper(base_env, groups=2, start="random")
+    before = env.placements_measured
+    obs_a, info_a = env.reset(seed=3)
+    assert env.placements_measured == before + 1
+    obs_b, _ = env.reset(seed=3)
+    np.testing.assert_array_equal(obs_a["placement"], obs_b["placement"])  # seeded
+    for node in range(2):  # the ops of a node share a device
+        assert len(set(obs_a["placement"][env.node_mask(node)])) == 1
+    start = np.ones(base_env.graph.n_ops, dtype=np.int64)
+    obs, info = env.reset(options={"placement": start})
+    np.testing.assert_array_equal(obs["placement"], start)
+    assert info["latency_s"] > 0
+
+
+def test_bad_arguments_and_actions_say_what_is_accepted(base_env):
+    with pytest.raises(ValueError, match="sweeps"):
+        NodePlacementWrapper(base_env, sweeps=0)
+    with pytest.raises(ValueError, match="start"):
+        NodePlacementWrapper(base_env, start="middle")
+    with pytest.raises(ValueError, match="n_groups"):
+        NodePlacementWrapper(base_env, groups=10_000)
+    with pytest.raises(ValueError, match="groups must be"):
+        NodePlacementWrapper(base_env, groups=np.zeros(3, dtype=np.int64))
+    with pytest.raises(TypeError, match="DevicePlacementEnv"):
+        NodePlacementWrapper(gym.make("CartPole-v1"))
+    env = NodePlacementWrapper(base_env, groups=2)
+    env.reset(seed=0)
+    for bad in (2, -1, 0.5, [0, 1]):
+        with pytest.raises(ValueError, match="device index in 0..1"):
+            env.step(bad)
+
+
+def test_node_env_on_the_simulated_backend_passes_the_checkers():
+    """The node-by-node variant is meant for the simulated backend: one cheap measurement per step."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("DevicePlacementNode-v0", model="tiny_branch", backend="simulated")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(env)
+    obs, info = env.reset(seed=0)
+    total, terminated = 0.0, False
+    while not terminated:  # every op on the second device, one op per step
+        obs, reward, terminated, _, info = env.step(1)
+        total += reward
+    assert info["simulated"] and obs["placement"].tolist() == [1] * obs["placement"].shape[0]
+    assert total == pytest.approx(1.0 - info["latency_s"] / info["reference_latency_s"])
+    env.close()

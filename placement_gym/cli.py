@@ -13,20 +13,14 @@ import sys
 from typing import Sequence
 
 #: Agent name -> "module:Class"; imported only when a command needs the agent.
-AGENTS: dict[str, str] = {}
-
-#: HSDAG, the paper's method (agents/hsdag).
-AGENTS.update({"hsdag": "agents.hsdag:HSDAGAgent"})
-
-#: The Placeto-like agent, the RNN placer and SB3 PPO with the graph policy (agents/placeto, rnn, ppo).
-AGENTS.update({
+AGENTS: dict[str, str] = {
+    # learned agents
+    "hsdag": "agents.hsdag:HSDAGAgent",  # the paper's method
     "placeto": "agents.placeto:PlacetoAgent",
     "rnn": "agents.rnn:RNNAgent",
-    "ppo": "agents.ppo:PPOAgent",
-})
-
-#: The classical baselines (agents/baselines).
-AGENTS.update({
+    "ppo": "agents.ppo:PPOAgent",  # SB3 PPO with the graph policy
+    "ppo-node": "agents.ppo:PPONodeAgent",  # the same on the node-by-node env
+    # classical baselines
     "random": "agents.baselines:RandomSearch",
     "single-device": "agents.baselines:SingleDevice",
     "openvino": "agents.baselines:OpenVINOChoice",
@@ -34,8 +28,7 @@ AGENTS.update({
     "topo": "agents.baselines:TopoBalance",
     "metis": "agents.baselines:MetisPartition",
     "optimal": "agents.baselines:ExactOptimum",
-})
-
+}
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from .devices import available_devices

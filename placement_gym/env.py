@@ -141,7 +141,7 @@ class DevicePlacementEnv(gym.Env):
         self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
         self._steps = 0
         self.last_measurement = None
-        return self._observation(), {"reference_latency_s": self.reference.latency_s, "devices": self.device_names}
+        return self.observation(), {"reference_latency_s": self.reference.latency_s, "devices": self.device_names}
 
     def step(self, action):
         placement = self.validate_action(action)
@@ -151,7 +151,7 @@ class DevicePlacementEnv(gym.Env):
         self._placement, self.last_measurement = placement, measurement
         info = self._info(measurement)
         terminated = self._steps >= self.horizon
-        return self._observation(), self._reward(info["latency_s"]), terminated, False, info
+        return self.observation(), self._reward(info["latency_s"]), terminated, False, info
 
     def render(self) -> str | None:
         text = self.summary()
@@ -177,7 +177,7 @@ class DevicePlacementEnv(gym.Env):
             raise ValueError(f"action has values in {array.min()}..{array.max()}; expected {expected}")
         return array.astype(np.int64, copy=True)
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def observation(self) -> dict[str, np.ndarray]:
         # Fresh arrays every call: agents (and gymnasium's checker) may keep or modify what they receive.
         return {
             "node_features": self._node_features.copy(),

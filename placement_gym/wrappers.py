@@ -8,7 +8,7 @@ improvement it caused, so an episode's rewards add up to (start latency - final 
 Every step measures one complete placement with the wrapped env's backend (it counts in
 ``placements_measured``). On the simulated backend that costs microseconds to milliseconds; on the real
 OpenVINO backend it is a compile and a benchmark per step (about 1-4 s on the zoo models), so an episode over
-all 425 ops of BERT would take a quarter of an hour: use ``backend="simulated"``, or ``groups=`` to re-place
+all 376 ops of BERT would take a quarter of an hour: use ``backend="simulated"``, or ``groups=`` to re-place
 groups of ops, on the real one.
 
 >>> import gymnasium as gym, placement_gym
@@ -188,7 +188,7 @@ class NodePlacementWrapper(gym.Wrapper):
         return int(array.reshape(-1)[0])
 
     def _observation(self) -> dict[str, np.ndarray]:
-        obs = self.base._observation()  # fresh copies of the static arrays
+        obs = self.base.observation()  # fresh copies of the static arrays
         obs["placement"] = self._placement.copy()
         current = np.zeros(self.base.graph.n_ops, dtype=np.float32)
         if self._t < self.episode_length:
@@ -196,6 +196,35 @@ class NodePlacementWrapper(gym.Wrapper):
         obs["current_node"] = current
         obs["visited"] = self._visited.copy()
         return obs
+
+
+def place_node_by_node(obs: dict, groups: np.ndarray, choose_device, sweeps: int = 1) -> np.ndarray:
+    """A whole placement built the way a `NodePlacementWrapper` episode builds it, without measuring anything.
+
+    Starting from ``obs["placement"]`` (a `DevicePlacement-v0` observation), visit the nodes (groups of ops)
+    in order, `sweeps` times, and give each the device ``choose_device(node_obs)`` returns for the node-level
+    observation (``obs`` plus ``current_node`` and ``visited``, as the wrapper would show it). This is how a
+    node-by-node policy (Placeto, PPO on the node variant) is deployed on the whole-placement env.
+
+    Args:
+        obs: the whole-placement observation.
+        groups: (N,) int64 node of every op (0..G-1, episode order).
+        choose_device: ``node_obs -> int`` device for the current node.
+        sweeps: visits of every node.
+
+    Returns:
+        (N,) int64 placement.
+    """
+    placement = np.array(obs["placement"], dtype=np.int64, copy=True)
+    visited = np.zeros(placement.shape[0], dtype=np.float32)
+    for _ in range(int(sweeps)):
+        for node in range(int(groups.max()) + 1):
+            mask = groups == node
+            node_obs = {**obs, "placement": placement.copy(), "current_node": mask.astype(np.float32),
+                        "visited": visited.copy()}
+            placement[mask] = int(choose_device(node_obs))
+            visited[mask] = 1.0
+    return placement
 
 
 class SqrtLatencyReward(gym.Wrapper):

@@ -5,6 +5,8 @@ import pytest
 
 # The two-device setup every real-backend test uses: the CPU plus a virtual one-thread copy of it.
 TWO_DEVICES = ["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]
+#: Env arguments for real measurements in tests: few runs keep a tiny-model step at ~0.1-0.2 s.
+REAL = dict(backend="openvino", devices=TWO_DEVICES, warmup=1, repeats=3)
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +21,13 @@ def tiny_chain_graph():
     from placement_gym import load_graph
 
     return load_graph("tiny_chain")
+
+
+@pytest.fixture(scope="module")
+def env(tiny_branch_graph):
+    """DevicePlacementEnv on tiny_branch, measured for real on TWO_DEVICES (one per test module)."""
+    from placement_gym import DevicePlacementEnv
+
+    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
+    yield env
+    env.close()

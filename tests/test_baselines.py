@@ -12,17 +12,7 @@ from agents.baselines import (
     CostModel, GreedyETF, MetisPartition, OpenVINOChoice, RandomSearch, SingleDevice, TopoBalance,
     etf_schedule, metis_partition, topo_balance,
 )
-from placement_gym import DevicePlacementEnv
 from placement_gym.evaluation import evaluate
-
-from .conftest import TWO_DEVICES
-
-
-@pytest.fixture(scope="module")
-def env():
-    env = DevicePlacementEnv("tiny_branch", devices=TWO_DEVICES, backend="openvino", warmup=1, repeats=3)
-    yield env
-    env.close()
 
 
 def test_single_device_is_exact_and_measures_one_placement(env):

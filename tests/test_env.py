@@ -8,14 +8,13 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import placement_gym  # noqa: F401  (registers the env ids)
 from placement_gym import DevicePlacementEnv
 
+from .conftest import REAL
 from .conftest import TWO_DEVICES
-
-FAST = dict(backend="openvino", devices=TWO_DEVICES, warmup=1, repeats=3)
 
 
 @pytest.fixture()
 def env():
-    env = gym.make("DevicePlacement-v0", model="tiny_branch", **FAST)
+    env = gym.make("DevicePlacement-v0", model="tiny_branch", **REAL)
     yield env
     env.close()
 
@@ -50,14 +49,14 @@ def test_reference_placement_has_zero_speedup_reward(env):
 
 @pytest.mark.parametrize("reward", ["neg_latency", "inv_latency"])
 def test_other_rewards(reward):
-    env = DevicePlacementEnv("tiny_chain", reward=reward, **FAST)
+    env = DevicePlacementEnv("tiny_chain", reward=reward, **REAL)
     env.reset(seed=0)
     _, r, _, _, info = env.step(np.ones(env.graph.n_ops, dtype=np.int64))
     assert r == pytest.approx(-info["latency_s"] if reward == "neg_latency" else 1.0 / info["latency_s"])
 
 
 def test_horizon_and_observation_copies():
-    env = DevicePlacementEnv("tiny_chain", horizon=3, **FAST)
+    env = DevicePlacementEnv("tiny_chain", horizon=3, **REAL)
     obs, _ = env.reset(seed=0)
     obs["node_features"][:] = 123.0  # the agent scribbles on what it got
     ones = np.ones(env.graph.n_ops, dtype=np.int64)
@@ -131,27 +130,27 @@ def test_render_describes_devices(env):
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown reward"):
-        DevicePlacementEnv("tiny_chain", reward="fast", **FAST)
+        DevicePlacementEnv("tiny_chain", reward="fast", **REAL)
     with pytest.raises(ValueError, match="does not exist"):
         DevicePlacementEnv("tiny_chain", backend="openvino", devices=["CPU", "TPU"])
     with pytest.raises(ValueError, match="unknown backend"):
         DevicePlacementEnv("tiny_chain", backend="cuda")
     with pytest.raises(ValueError, match="horizon"):
-        DevicePlacementEnv("tiny_chain", horizon=0, **FAST)
+        DevicePlacementEnv("tiny_chain", horizon=0, **REAL)
 
 
 def test_unknown_model_lists_the_zoo():
     with pytest.raises(ValueError, match="resnet"):
-        gym.make("DevicePlacement-v0", model="resnet-9000", **FAST)
+        gym.make("DevicePlacement-v0", model="resnet-9000", **REAL)
 
 
 def test_model_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.xml"):
-        DevicePlacementEnv(str(tmp_path / "missing.xml"), **FAST)
+        DevicePlacementEnv(str(tmp_path / "missing.xml"), **REAL)
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(b"this is not a model")
     with pytest.raises(ValueError, match="corrupt.onnx"):
-        DevicePlacementEnv(str(corrupt), **FAST)
+        DevicePlacementEnv(str(corrupt), **REAL)
 
 
 def test_user_ir_file_and_ov_model(tmp_path, tiny_chain_graph):
@@ -162,8 +161,8 @@ def test_user_ir_file_and_ov_model(tmp_path, tiny_chain_graph):
     model = load_model("tiny_chain")
     path = tmp_path / "mine.xml"
     ov.save_model(model, path)
-    from_file = DevicePlacementEnv(str(path), **FAST)
-    from_object = DevicePlacementEnv(model, **FAST)
+    from_file = DevicePlacementEnv(str(path), **REAL)
+    from_object = DevicePlacementEnv(model, **REAL)
     assert from_file.graph.op_names == from_object.graph.op_names == tiny_chain_graph.op_names
     from_file.reset(seed=0)
     assert from_file.step(np.ones(from_file.graph.n_ops, dtype=np.int64))[4]["ok"]

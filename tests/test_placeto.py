@@ -10,17 +10,6 @@ from agents.placeto import PlacetoAgent, PlacetoPolicy
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper
 
-from .conftest import TWO_DEVICES
-
-REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
-
-
-@pytest.fixture(scope="module")
-def env(tiny_branch_graph):
-    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
-    yield env
-    env.close()
-
 
 @pytest.fixture()
 def node_env(env):

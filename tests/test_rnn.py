@@ -11,17 +11,6 @@ from agents.rnn.policy import group_inputs
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import SqrtLatencyReward
 
-from .conftest import TWO_DEVICES
-
-REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
-
-
-@pytest.fixture(scope="module")
-def env(tiny_branch_graph):
-    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
-    yield env
-    env.close()
-
 
 def test_group_inputs_mean_features_and_directed_adjacency():
     # 4 nodes in 2 groups {0, 1}, {2, 3}; edges 0->1 (inside group 0), 1->2 and 0->3 (group 0 -> group 1)

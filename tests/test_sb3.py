@@ -17,17 +17,6 @@ from agents.common.sb3 import (
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper
 
-from .conftest import TWO_DEVICES
-
-REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
-
-
-@pytest.fixture(scope="module")
-def env(tiny_branch_graph):
-    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
-    yield env
-    env.close()
-
 
 def _policy(env, **kwargs) -> GraphPolicy:
     return GraphPolicy(env.observation_space, env.action_space, lambda _: 1e-3, **kwargs)
@@ -190,3 +179,21 @@ def test_ppo_agent_learns_a_known_mixed_optimum(seed):
     assert agent.best_placement.tolist() == optimum(12)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     assert agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)
+
+
+def test_ppo_node_agent_trains_on_groups_and_places_whole_graphs(env, tmp_path):
+    from agents.ppo import PPOAgent, PPONodeAgent
+
+    agent = PPONodeAgent(node_groups=4, n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    before = env.placements_measured
+    agent.learn(env, budget=9)  # wrapped into the node-by-node variant: one group per step
+    assert env.placements_measured - before == 9
+    assert isinstance(agent.model.action_space, gym.spaces.Discrete)
+    obs, _ = env.reset(seed=0)
+    placement = agent.predict(obs)
+    assert placement.shape == (env.graph.n_ops,)
+    groups = np.arange(env.graph.n_ops) * 4 // env.graph.n_ops
+    assert all(len(set(placement[groups == g])) == 1 for g in range(4))  # a device per group
+    loaded = PPOAgent.load(agent.save(tmp_path / "node.zip"))
+    assert loaded.node_groups == 4
+    np.testing.assert_array_equal(loaded.predict(obs), placement)

@@ -11,16 +11,7 @@ import placement_gym  # noqa: F401  (registers the env ids)
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups
 
-from .conftest import TWO_DEVICES
-
-REAL = dict(devices=TWO_DEVICES, backend="openvino", repeats=3, warmup=1)
-
-
-@pytest.fixture(scope="module")
-def base_env(tiny_branch_graph):
-    env = DevicePlacementEnv(tiny_branch_graph, **REAL)
-    yield env
-    env.close()
+from .conftest import REAL
 
 
 def test_passes_gymnasium_and_sb3_env_checkers(tiny_branch_graph):
@@ -45,9 +36,9 @@ def test_gym_make_builds_the_wrapped_env():
     env.close()
 
 
-def test_episode_visits_every_node_in_topological_order_and_rewards_telescope(base_env):
-    env = NodePlacementWrapper(base_env, groups=4, sweeps=2)
-    n = base_env.graph.n_ops
+def test_episode_visits_every_node_in_topological_order_and_rewards_telescope(env):
+    env = NodePlacementWrapper(env, groups=4, sweeps=2)
+    n = env.graph.n_ops
     obs, info = env.reset(seed=0)
     start_latency = info["latency_s"]
     measured_before = env.placements_measured
@@ -77,18 +68,18 @@ def test_episode_visits_every_node_in_topological_order_and_rewards_telescope(ba
         env.step(0)
 
 
-def test_single_op_nodes_and_label_groups(base_env):
-    n = base_env.graph.n_ops
-    assert NodePlacementWrapper(base_env).episode_length == n  # default: every op is a node
+def test_single_op_nodes_and_label_groups(env):
+    n = env.graph.n_ops
+    assert NodePlacementWrapper(env).episode_length == n  # default: every op is a node
     # Labels are renumbered in order of their first op, so the episode still runs in topological order.
     labels = np.where(np.arange(n) < n // 2, 7, 3)
-    env = NodePlacementWrapper(base_env, groups=labels)
+    env = NodePlacementWrapper(env, groups=labels)
     assert env.n_nodes == 2
     np.testing.assert_array_equal(env.groups, (np.arange(n) >= n // 2).astype(np.int64))
 
 
-def test_random_start_and_explicit_start_are_measured(base_env):
-    env = NodePlacementWrapper(base_env, groups=2, start="random")
+def test_random_start_and_explicit_start_are_measured(env):
+    env = NodePlacementWrapper(env, groups=2, start="random")
     before = env.placements_measured
     obs_a, info_a = env.reset(seed=3)
     assert env.placements_measured == before + 1
@@ -96,24 +87,24 @@ def test_random_start_and_explicit_start_are_measured(base_env):
     np.testing.assert_array_equal(obs_a["placement"], obs_b["placement"])  # seeded
     for node in range(2):  # the ops of a node share a device
         assert len(set(obs_a["placement"][env.node_mask(node)])) == 1
-    start = np.ones(base_env.graph.n_ops, dtype=np.int64)
+    start = np.ones(env.graph.n_ops, dtype=np.int64)
     obs, info = env.reset(options={"placement": start})
     np.testing.assert_array_equal(obs["placement"], start)
     assert info["latency_s"] > 0
 
 
-def test_bad_arguments_and_actions_say_what_is_accepted(base_env):
+def test_bad_arguments_and_actions_say_what_is_accepted(env):
     with pytest.raises(ValueError, match="sweeps"):
-        NodePlacementWrapper(base_env, sweeps=0)
+        NodePlacementWrapper(env, sweeps=0)
     with pytest.raises(ValueError, match="start"):
-        NodePlacementWrapper(base_env, start="middle")
+        NodePlacementWrapper(env, start="middle")
     with pytest.raises(ValueError, match="n_groups"):
-        NodePlacementWrapper(base_env, groups=10_000)
+        NodePlacementWrapper(env, groups=10_000)
     with pytest.raises(ValueError, match="groups must be"):
-        NodePlacementWrapper(base_env, groups=np.zeros(3, dtype=np.int64))
+        NodePlacementWrapper(env, groups=np.zeros(3, dtype=np.int64))
     with pytest.raises(TypeError, match="DevicePlacementEnv"):
         NodePlacementWrapper(gym.make("CartPole-v1"))
-    env = NodePlacementWrapper(base_env, groups=2)
+    env = NodePlacementWrapper(env, groups=2)
     env.reset(seed=0)
     for bad in (2, -1, 0.5, [0, 1]):
         with pytest.raises(ValueError, match="device index in 0..1"):
@@ -136,3 +127,21 @@ def test_node_env_on_the_simulated_backend_passes_the_checkers():
     assert info["simulated"] and obs["placement"].tolist() == [1] * obs["placement"].shape[0]
     assert total == pytest.approx(1.0 - info["latency_s"] / info["reference_latency_s"])
     env.close()
+
+
+def test_place_node_by_node_builds_what_an_episode_builds(env):
+    """The unmeasured roll-out used to deploy node policies matches a real episode for the same choices."""
+    from placement_gym.wrappers import place_node_by_node
+
+    env = NodePlacementWrapper(env, groups=4, sweeps=2)
+
+    def choose(node_obs) -> int:  # a deterministic rule that reads the node-level observation
+        return int(node_obs["visited"].sum() % 3 == 0) ^ int(node_obs["placement"][node_obs["current_node"] > 0][0])
+
+    obs, _ = env.reset(seed=0)
+    terminated = False
+    while not terminated:
+        obs, _, terminated, _, _ = env.step(choose(obs))
+    whole_obs, _ = env.reset(seed=0)
+    rolled = place_node_by_node(whole_obs, env.groups, choose, sweeps=2)
+    np.testing.assert_array_equal(rolled, obs["placement"])

@@ -1,4 +1,4 @@
 """Stable-Baselines3 PPO with the graph policy, as a placement agent (``placement-gym train --agent ppo``)."""
-from .agent import PPOAgent
+from .agent import PPOAgent, PPONodeAgent
 
-__all__ = ["PPOAgent"]
+__all__ = ["PPOAgent", "PPONodeAgent"]

@@ -28,8 +28,9 @@ from agents.common.base import BaseAgent, PolicySpec, set_seed
 from agents.common.callbacks import Callback, make_callback
 from agents.common.reinforce import remeasure
 from agents.common.sb3 import GraphPolicy
+from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
 
-__all__ = ["PPOAgent"]
+__all__ = ["PPOAgent", "PPONodeAgent"]
 
 
 class _StepTimer(gym.Wrapper):
@@ -117,8 +118,15 @@ class PPOAgent(BaseAgent):
         n_steps: placements per rollout (= per update); with budget 500 the default 32 gives 15 updates.
         batch_size, n_epochs, clip_range, target_kl, ent_coef, vf_coef, max_grad_norm, gamma, gae_lambda:
             SB3 PPO's settings (``ent_coef`` multiplies the per-node mean entropy).
-        hidden_dim, n_layers, distribution: `GraphPolicy` settings (``distribution="stock"`` uses SB3's slow
-            per-node multi-categorical, for comparison).
+        hidden_dim, n_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
+            uses SB3's slow per-node multi-categorical, for comparison).
+        greedy_final: on the whole-placement env, spend the last placement of the budget on the policy's
+            deterministic placement (the sampled ones stay noisy: every op is drawn independently).
+        node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
+            a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
+            of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
+            placement group by group. Sampling every op independently cannot find moves such as "the first
+            33 ops of ResNet on the CPU" (any single op moved alone adds cuts and loses); group-by-group can.
         progress_bar, tensorboard_log: shared callbacks (`agents.common.callbacks.make_callback`).
         seed, device: see `BaseAgent`.
     """
@@ -129,7 +137,7 @@ class PPOAgent(BaseAgent):
                  clip_range: float = 0.2, target_kl: float | None = 0.05, ent_coef: float = 0.01,
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
-                 entropy_per_node: bool = True, greedy_final: bool = True, *,
+                 entropy_per_node: bool = True, greedy_final: bool = True, node_groups: int | None = None, *,
                  progress_bar: bool = False, tensorboard_log: str | None = None, seed: int | None = None,
                  device: "str | torch.device" = "cpu") -> None:
         super().__init__(seed=seed, device=device)
@@ -141,11 +149,15 @@ class PPOAgent(BaseAgent):
         self.policy_kwargs = dict(hidden_dim=hidden_dim, n_layers=n_layers, distribution=distribution,
                                   entropy_per_node=entropy_per_node)
         self.greedy_final = greedy_final
+        if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
+            raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
+        self.node_groups = None if node_groups is None else int(node_groups)
         self.progress_bar, self.tensorboard_log = progress_bar, tensorboard_log
         self.model: PPO | None = None
 
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final, seed=self.seed)
+        return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
+                    node_groups=self.node_groups, seed=self.seed)
 
     def build_policy(self, spec: PolicySpec) -> torch.nn.Module:
         raise NotImplementedError(
@@ -162,6 +174,7 @@ class PPOAgent(BaseAgent):
             raise ValueError(f"budget must be a positive number of env steps (placements), got {budget!r}")
         seed = self.seed if seed is None else seed
         set_seed(seed)
+        env = self._node_env(env)
         timed = _StepTimer(env)
         if self.model is None:
             self.model = PPO(GraphPolicy, timed, policy_kwargs=self.policy_kwargs, seed=seed, device=self.device,
@@ -203,6 +216,15 @@ class PPOAgent(BaseAgent):
         user.on_training_end(self.train_summary)
         return self
 
+    def _groups(self, n_ops: int) -> np.ndarray:
+        return contiguous_groups(n_ops, min(self.node_groups, n_ops))
+
+    def _node_env(self, env):
+        """`env` as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
+        if self.node_groups is None or "current_node" in getattr(env.observation_space, "spaces", {}):
+            return env
+        return NodePlacementWrapper(env, groups=self._groups(env.unwrapped.graph.n_ops))
+
     def _measure_greedy(self, env, bridge: "_Bridge") -> None:
         """Measure the policy's deterministic placement as one more step (counted in the budget)."""
         obs, _ = env.reset()
@@ -220,6 +242,11 @@ class PPOAgent(BaseAgent):
         the node-by-node env)."""
         if self.model is None:
             raise RuntimeError("PPOAgent has no policy yet: call learn(env, ...) or PPOAgent.load(path) first")
+        if self.node_groups is not None and "current_node" not in obs:  # deploy the node policy on a whole graph
+            def choose(node_obs) -> int:
+                return int(self.model.predict(node_obs, deterministic=deterministic)[0])
+
+            return place_node_by_node(obs, self._groups(len(obs["placement"])), choose)
         action, _ = self.model.predict(obs, deterministic=deterministic)
         return np.asarray(action, dtype=np.int64)
 
@@ -258,3 +285,13 @@ class PPOAgent(BaseAgent):
             agent.best_placement = np.asarray(saved["best_placement"], dtype=np.int64)
         agent.best_latency_s = saved.get("best_latency_s")
         return agent
+
+
+class PPONodeAgent(PPOAgent):
+    """`PPOAgent` on the node-by-node variant (``node_groups=16`` by default): PPO re-places one group of ops
+    per step, as Placeto does, instead of sampling every op's device independently at once."""
+
+    name = "ppo-node"
+
+    def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
+        super().__init__(*args, node_groups=node_groups, **kwargs)

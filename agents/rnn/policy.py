@@ -64,7 +64,7 @@ class RNNPolicy(nn.Module):
     (K,) and the mean entropy per decision ().
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int = 32, hidden_dim: int = 64) -> None:
+    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64) -> None:
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")

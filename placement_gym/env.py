@@ -18,6 +18,7 @@ in ``info["ok"]`` / ``info["error"]``; the episode goes on. Episodes end after `
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Sequence
 
@@ -162,6 +163,17 @@ class DevicePlacementEnv(gym.Env):
 
     def close(self) -> None:
         self.backend.close()
+
+    def measure(self, placement, *, fresh: bool = True) -> Measurement:
+        """Measure `placement` outside the episode (no step, no reward, not counted in `placements_measured`).
+
+        ``fresh`` bypasses the backend's measurement cache, so a final placement is reported with a new
+        measurement rather than the luckiest of many noisy draws.
+        """
+        placement = self.validate_action(placement)
+        if fresh and "use_cache" in inspect.signature(self.backend.measure).parameters:
+            return self.backend.measure(self.graph, placement, use_cache=False)
+        return self.backend.measure(self.graph, placement)
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:

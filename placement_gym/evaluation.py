@@ -155,18 +155,6 @@ def seed_list(seeds: "int | Iterable[int]") -> list[int]:
 
 
 # ------------------------------------------------------------------------------------------ records
-def measure_final(env, placement: np.ndarray):
-    """A fresh `Measurement` of `placement` on the env's backend (bypassing a measurement cache if it has one)."""
-    base = env.unwrapped
-    placement = base.validate_action(placement)
-    try:
-        if "use_cache" in inspect.signature(base.backend.measure).parameters:
-            return base.backend.measure(base.graph, placement, use_cache=False)
-    except (TypeError, ValueError):
-        pass
-    return base.backend.measure(base.graph, placement)
-
-
 def make_record(
     env,
     *,
@@ -197,7 +185,7 @@ def make_record(
     """
     base = env.unwrapped
     placement = base.validate_action(placement)
-    m = measurement if measurement is not None else measure_final(env, placement)
+    m = measurement if measurement is not None else env.unwrapped.measure(placement)
     reference = float(base.reference.latency_s)
     latency = float(m.latency_s) if m.ok else None
     return {
@@ -291,7 +279,7 @@ def evaluate(
         else:
             obs, _ = env.reset(seed=seed)
             placement, source = _predict(learner, obs), "predict"
-        measurement = measure_final(env, placement)
+        measurement = env.unwrapped.measure(placement)
         record = make_record(
             env,
             agent=label,

@@ -31,7 +31,6 @@ measurement cache, so the reported latency is not the luckiest of many noisy dra
 """
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -179,14 +178,8 @@ class TrainResult:
 
 
 def remeasure(env, placement: np.ndarray) -> float | None:
-    """Latency (s) of `placement` measured afresh on the env's backend (bypassing its cache where the backend
-    supports ``use_cache=False``); None when the env exposes no backend or the placement fails."""
-    base = env.unwrapped
-    backend, graph = getattr(base, "backend", None), getattr(base, "graph", None)
-    if backend is None or graph is None:
-        return None
-    kwargs = {"use_cache": False} if "use_cache" in inspect.signature(backend.measure).parameters else {}
-    m = backend.measure(graph, np.asarray(placement, dtype=np.int64), **kwargs)
+    """Latency (s) of `placement` measured afresh (`DevicePlacementEnv.measure`); None if it fails."""
+    m = env.unwrapped.measure(np.asarray(placement, dtype=np.int64))
     return float(m.latency_s) if m.ok else None
 
 

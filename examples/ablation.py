@@ -30,7 +30,7 @@ VARIANTS: dict[str, dict] = {
     "no-node-id": {"node_id": False},
     "no-structure": {"structure": False},
     "no-pooling": {"pooling": False},
-    "argmax-parsing": {"stochastic_parsing": False},  # the paper's deterministic parsing rule throughout
+    "stochastic-parsing": {"stochastic_parsing": True},  # sampled merge decisions trained by the reward
     "until-no-merge": {"max_levels": None},  # the paper's stopping rule (parse until a level merges nothing)
     "no-baseline-no-entropy": {"baseline": False, "entropy_coef": 0.0, "normalize_advantage": False},  # authors' REINFORCE
 }

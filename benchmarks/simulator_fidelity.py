@@ -30,7 +30,8 @@ import numpy as np
 
 from placement_gym import load_graph, results
 from placement_gym.backends.openvino import OpenVINOBackend
-from placement_gym.backends.profiles import Profile, calibrate, latency_statistic, timing_backend
+from placement_gym.backends.openvino import OpenVINOBackend
+from placement_gym.backends.profiles import Profile, calibrate, latency_statistic
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
 
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
     calibrate_s = time.perf_counter() - started
 
     simulator = SimulatedBackend(profile, devices=args.devices)
-    real = timing_backend(args.devices, clock=args.clock, warmup=args.warmup, repeats=args.runs, cache=False)
+    real = OpenVINOBackend(args.devices, clock=args.clock, warmup=args.warmup, repeats=args.runs, cache=False)
     placements = evaluation_placements(graph, args.placements, args.seed)
     print(f"measuring {len(placements)} placements x {args.passes} passes on the real backend ...")
     pass_medians, real_submodels = measure_real(real, graph, placements, args.passes, args.seed, args.statistic)

@@ -11,17 +11,8 @@ from __future__ import annotations
 import argparse
 
 from placement_gym import load_graph
+from placement_gym.graph import format_stats_table
 from placement_gym.results import write_json
-
-
-def table(stats: list[dict]) -> str:
-    header = f"{'model':<14} {'IR layers |V|':>13} {'|E|':>6} {'avg deg':>8}   {'compute |V|':>11} {'|E|':>6} {'avg deg':>8}"
-    lines = [header, "-" * len(header)]
-    for s in stats:
-        a, c = s["all_layers"], s["compute"]
-        lines.append(f"{s['model']:<14} {a['nodes']:>13} {a['edges']:>6} {a['average_degree']:>8.2f}"
-                     f"   {c['nodes']:>11} {c['edges']:>6} {c['average_degree']:>8.2f}")
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -34,7 +25,7 @@ def main() -> None:
         s = load_graph(model).stats()
         s["model"] = model
         stats.append(s)
-    print(table(stats))
+    print(format_stats_table(stats))
     if args.json:
         print(f"wrote {write_json(args.json, stats)}")
 

@@ -45,11 +45,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"OpenVINO devices: {', '.join(report['devices'])}")
     print(f"zoo models: {', '.join(report['models'])}")
     if args.model:
+        from .graph import format_stats_table
+
         s = report["graph"]
-        print(f"\n{s['model']}            |V|    |E|   avg degree")
-        for key in ("all_layers", "compute"):
-            b = s[key]
-            print(f"  {key:<12} {b['nodes']:>6} {b['edges']:>6} {b['average_degree']:>10.2f}")
+        print("\n" + format_stats_table([s]))
         top = list(s["compute"]["op_types"].items())[:8]
         print("  most common compute ops: " + ", ".join(f"{t} {c}" for t, c in top))
     return 0

@@ -201,6 +201,18 @@ class ComputationGraph:
         )
 
 
+def format_stats_table(stats: Sequence[Mapping]) -> str:
+    """The paper's Table 1 layout for `ComputationGraph.stats()` dicts: one row per model, all IR layers and
+    compute ops side by side."""
+    header = f"{'model':<14} {'IR layers |V|':>13} {'|E|':>6} {'avg deg':>8}   {'compute |V|':>11} {'|E|':>6} {'avg deg':>8}"
+    lines = [header, "-" * len(header)]
+    for s in stats:
+        a, c = s["all_layers"], s["compute"]
+        lines.append(f"{s['model']:<14} {a['nodes']:>13} {a['edges']:>6} {a['average_degree']:>8.2f}"
+                     f"   {c['nodes']:>11} {c['edges']:>6} {c['average_degree']:>8.2f}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------- helpers
 def _output_bytes(output) -> int:
     return _tensor_bytes(_static_dims(output.get_partial_shape()), output.get_element_type().size)

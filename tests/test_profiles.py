@@ -200,15 +200,16 @@ def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
 
 
 def test_latency_statistics_and_clocks(tiny_branch_graph):
-    from placement_gym.backends.profiles import latency_statistic, timing_backend
+    from placement_gym.backends.openvino import OpenVINOBackend
+    from placement_gym.backends.profiles import latency_statistic
 
     assert latency_statistic([3.0, 1.0, 2.0], "median") == 2.0 and latency_statistic([3.0, 1.0, 2.0], "min") == 1.0
     with pytest.raises(ValueError, match="statistic"):
         latency_statistic([1.0], "mean")
     with pytest.raises(ValueError, match="clock"):
-        timing_backend(TWO_DEVICES, clock="sundial")
-    # The CPU-time variant compiles and runs placements like the real backend; only its timer differs.
-    backend = timing_backend(["CPU[INFERENCE_NUM_THREADS=1]"], clock="cpu", warmup=1, repeats=3)
+        OpenVINOBackend(TWO_DEVICES, clock="sundial")
+    # Timed by CPU time, the backend compiles and runs placements as always; only its timer differs.
+    backend = OpenVINOBackend(["CPU[INFERENCE_NUM_THREADS=1]"], clock="cpu", warmup=1, repeats=3)
     m = backend.measure(tiny_branch_graph, np.zeros(tiny_branch_graph.n_ops, dtype=np.int64))
     assert m.ok and len(m.samples) == 3 and m.latency_s > 0 and not m.simulated
     assert backend.describe()["clock"].startswith("cpu")

@@ -10,7 +10,7 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("openvino", "simulated", "auto")
 #: Options that say how the real backend measures; meaningless for the simulated one.
-_MEASUREMENT_OPTIONS = ("warmup", "repeats", "cache", "input_seed", "inference_precision", "core")
+_MEASUREMENT_OPTIONS = ("warmup", "repeats", "cache", "input_seed", "inference_precision", "clock", "core")
 _auto_choice_logged = False
 
 

@@ -24,6 +24,25 @@ from ..devices import Device, DeviceSpec, compile_properties, open_devices, shar
 from ..graph import ComputationGraph
 from .base import Measurement
 
+#: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
+#: (robust when other processes share the cores; meaningful only for one-thread devices, as threads add up).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: str = "wall") -> list[float]:
+    """`warmup` untimed then `runs` timed synchronous inferences of `request`; the seconds of each timed run."""
+    if clock not in CLOCKS:
+        raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
+    now = CLOCKS[clock]
+    for _ in range(warmup):
+        request.infer()
+    samples = []
+    for _ in range(runs):
+        start = now()
+        request.infer()
+        samples.append(now() - start)
+    return samples
+
 
 @dataclass
 class _PreparedGraph:
@@ -43,6 +62,7 @@ class OpenVINOBackend:
         repeats: timed inferences; the latency is their median.
         cache: reuse the measurement of a placement seen before (``measure(..., use_cache=False)`` forces).
         input_seed: seed of the random input data.
+        clock: how timed runs are timed (`CLOCKS`): ``"wall"`` (default) or ``"cpu"``.
         inference_precision: ``"f32"`` (default) pins every device's ``INFERENCE_PRECISION_HINT`` unless its spec
             sets one, so latencies are comparable across processors (OpenVINO's CPU default is bf16 on CPUs with
             AVX-512 BF16 or AMX and f32 elsewhere); None keeps OpenVINO's per-device default.
@@ -60,10 +80,14 @@ class OpenVINOBackend:
         cache: bool = True,
         input_seed: int = 0,
         inference_precision: str | None = "f32",
+        clock: str = "wall",
         core: ov.Core | None = None,
     ) -> None:
         if warmup < 0 or repeats < 1:
             raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+        if clock not in CLOCKS:
+            raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
+        self.clock = clock
         self.core = core or shared_core()
         defaults = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
         self.devices: list[Device] = open_devices(devices, self.core, defaults)
@@ -94,6 +118,7 @@ class OpenVINOBackend:
             },
             "warmup": self.warmup,
             "repeats": self.repeats,
+            "clock": f"{self.clock} ({CLOCKS[self.clock].__name__})",
         }
 
     # --------------------------------------------------------------------------------------- measure
@@ -149,14 +174,7 @@ class OpenVINOBackend:
         request = compiled.create_infer_request()
         for index, tensor in inputs.items():
             request.set_input_tensor(index, tensor)
-        for _ in range(self.warmup):
-            request.infer()
-        samples = []
-        for _ in range(self.repeats):
-            start = time.perf_counter()
-            request.infer()
-            samples.append(time.perf_counter() - start)
-        return samples
+        return timed_runs(request, self.repeats, self.warmup, self.clock)
 
     def _prepare(self, graph: ComputationGraph) -> _PreparedGraph:
         prepared = self._prepared.get(graph)

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
+from .openvino import CLOCKS, OpenVINOBackend, timed_runs
 
 logger = logging.getLogger(__name__)
 
@@ -465,53 +466,6 @@ def latency_statistic(samples: Sequence[float], statistic: str = "median") -> fl
     return float(np.median(samples) if statistic == "median" else np.min(samples))
 
 
-#: What a timed run measures: ``"wall"`` time (what the real backend reports) or the process's ``"cpu"`` time,
-#: which equals the wall time of single-threaded devices on an idle machine and, unlike it, does not grow when
-#: other processes share the cores (use it only with one-thread devices: several threads add up).
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def _clock(name: str) -> Callable[[], float]:
-    if name not in CLOCKS:
-        raise ValueError(f"unknown clock {name!r}; choose one of {sorted(CLOCKS)}")
-    return CLOCKS[name]
-
-
-def _timed_runs(request, runs: int, warmup: int, clock: str = "wall") -> list[float]:
-    now = _clock(clock)
-    for _ in range(warmup):
-        request.infer()
-    samples = []
-    for _ in range(runs):
-        start = now()
-        request.infer()
-        samples.append(now() - start)
-    return samples
-
-
-def timing_backend(devices: Sequence[str], *, clock: str = "wall", **options):
-    """The real OpenVINO backend for `devices`, timing inference with `clock` (`CLOCKS`)."""
-    from .openvino import OpenVINOBackend
-
-    now = _clock(clock)
-    if clock == "wall":
-        return OpenVINOBackend(devices, **options)
-
-    class ClockedOpenVINOBackend(OpenVINOBackend):
-        """Compiles and runs placements exactly as `OpenVINOBackend`; only the timer differs."""
-
-        def _time_inference(self, compiled, inputs):
-            request = compiled.create_infer_request()
-            for index, tensor in inputs.items():
-                request.set_input_tensor(index, tensor)
-            return _timed_runs(request, self.repeats, self.warmup, clock)
-
-        def describe(self) -> dict:
-            return {**super().describe(), "clock": f"{clock} ({now.__name__})"}
-
-    return ClockedOpenVINOBackend(devices, **options)
-
-
 def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 20, warmup: int = 3,
                      input_seed: int = 0, statistic: str = "median",
                      clock: str = "wall") -> tuple[np.ndarray, dict[str, Any]]:
@@ -575,7 +529,7 @@ def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 
     profiled_sum = float(sum(entry_s.values()))
 
     plain = core.compile_model(graph.model, device.ov_name, _device_ov_config(device, {}))
-    wall = latency_statistic(_timed_runs(request_for(plain), runs, warmup, clock), statistic)
+    wall = latency_statistic(timed_runs(request_for(plain), runs, warmup, clock), statistic)
     del plain
     mapped = float(times.sum())
     if mapped > 0:
@@ -722,13 +676,14 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
     if len(devices) < 2 and placements:
         raise ValueError("calibrate needs at least two devices to fit boundary costs (or placements=0)")
     latency_statistic([1.0], statistic)  # clear errors for an unknown statistic or clock, before any work
-    _clock(clock)
+    if clock not in CLOCKS:
+        raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
     if runs < 1 or warmup < 0 or placements < 0:
         raise ValueError(f"need runs >= 1, warmup >= 0, placements >= 0; got {runs}, {warmup}, {placements}")
     core = core or shared_core()
     # The real backend opens the devices: per-op profiling then uses its exact device properties (its default
     # inference precision included), so profile and real measurements describe the same devices.
-    real = timing_backend(list(devices), clock=clock, warmup=warmup, repeats=runs, core=core, cache=False,
+    real = OpenVINOBackend(list(devices), clock=clock, warmup=warmup, repeats=runs, core=core, cache=False,
                           **dict(backend_options or {}))
     opened = real.devices
     graphs = [m if isinstance(m, ComputationGraph) else load_graph(m) for m in models]
@@ -819,5 +774,5 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
 __all__ = [
     "DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "calibrate", "fit_boundary_costs",
     "fit_roofline", "latency_statistic", "measure_op_times", "op_bytes", "paper_profile", "split_placements",
-    "STATISTICS", "CLOCKS", "timing_backend",
+    "STATISTICS", "CLOCKS",
 ]

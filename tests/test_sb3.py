@@ -12,7 +12,8 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 import placement_gym  # noqa: F401
 from agents.common.sb3 import (
-    GraphPolicy, PerNodeActionHead, StockMultiCategoricalDistribution, VectorizedMultiCategoricalDistribution,
+    GraphPolicy, GroupedMultiCategoricalDistribution, PerNodeActionHead, StockMultiCategoricalDistribution,
+    VectorizedMultiCategoricalDistribution,
 )
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper
@@ -41,6 +42,53 @@ def test_vectorized_distribution_matches_sb3_stock(n_nodes, n_devices):
     torch.testing.assert_close(fast.mode(), stock.mode())
     per_node = VectorizedMultiCategoricalDistribution([n_devices] * n_nodes).proba_distribution(logits)
     torch.testing.assert_close(per_node.entropy(), stock.entropy() / n_nodes)  # entropy as a mean over nodes
+
+
+def test_grouped_distribution_draws_one_device_per_group():
+    torch.manual_seed(0)
+    groups = torch.tensor([0, 0, 1, 1, 1, 2])
+    logits = torch.randn(500, 6 * 3)
+    dist = GroupedMultiCategoricalDistribution([3] * 6, groups).proba_distribution(logits)
+    actions = dist.sample()
+    assert actions.shape == (500, 6)
+    for g in range(3):  # every node of a group carries the group's device
+        members = actions[:, groups == g]
+        assert torch.all(members == members[:, :1])
+    # log-probability: the group's categorical over the mean of its nodes' logits, summed over groups
+    node_logits = logits.view(500, 6, 3)
+    group_logits = torch.stack([node_logits[:, groups == g].mean(1) for g in range(3)], dim=1)
+    expected = torch.distributions.Categorical(logits=group_logits).log_prob(actions[:, [0, 2, 5]]).sum(-1)
+    torch.testing.assert_close(dist.log_prob(actions.float()), expected)
+    assert dist.entropy().shape == (500,) and torch.all(dist.entropy() <= np.log(3) + 1e-5)  # mean over groups
+    mode = dist.mode()
+    assert torch.all(mode[:, :2] == mode[:, :1]) and torch.all(mode[:, 2:5] == mode[:, 2:3])
+    with pytest.raises(ValueError, match="no gaps"):
+        GroupedMultiCategoricalDistribution([3] * 3, torch.tensor([0, 2, 2]))
+
+
+def test_graph_policy_with_action_groups(env, tmp_path):
+    from stable_baselines3 import PPO
+
+    n = env.graph.n_ops
+    policy = _policy(env, action_groups=4)
+    assert isinstance(policy.action_dist, GroupedMultiCategoricalDistribution)
+    obs = _batch(env, [env.reset(seed=s)[0] for s in range(3)])
+    actions, _, log_prob = policy(obs)
+    groups = np.arange(n) * 4 // n  # contiguous chunks of the topological order
+    assert all(len(set(row[groups == g].tolist())) == 1 for row in actions.numpy() for g in range(4))
+    torch.testing.assert_close(policy.evaluate_actions(obs, actions)[1], log_prob)
+    with pytest.raises(ValueError, match="action_groups"):
+        _policy(env, action_groups=0)
+    with pytest.raises(ValueError, match="whole-placement"):
+        _policy(NodePlacementWrapper(env, groups=4), action_groups=2)
+    # survives SB3's save/load
+    model = PPO(GraphPolicy, env, policy_kwargs=dict(action_groups=4), n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    model.learn(4)
+    model.save(tmp_path / "grouped.zip")
+    loaded = PPO.load(tmp_path / "grouped.zip")
+    assert loaded.policy.action_groups == 4
+    first, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0], model.predict(first, deterministic=True)[0])
 
 
 def test_distribution_needs_one_device_count():

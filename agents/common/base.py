@@ -128,7 +128,11 @@ class BaseAgent(abc.ABC):
 
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs` ((N,) int64 for the DevicePlacement-v0 Dict observation). Uses the policy's
-        ``act(obs, num_samples=1, deterministic=...)``."""
+        ``act(obs, num_samples=1, deterministic=...)``.
+
+        This is the policy's own placement, not the best one training found (`best_placement`): on the zoo
+        models the policies end concentrated on the best single device while the best placement they measured
+        is faster (README, Table 2)."""
         self._require_policy()
         self.policy.eval()
         with torch.no_grad():

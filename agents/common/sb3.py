@@ -40,11 +40,14 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
+from placement_gym.wrappers import contiguous_groups
+
 from .gnn import MLP, DirectedGNN
 from .graph_batch import obs_to_batch
 
 __all__ = [
     "GraphFeaturesExtractor", "GraphLatentHeads", "PerNodeActionHead", "VectorizedMultiCategoricalDistribution",
+    "GroupedMultiCategoricalDistribution",
     "StockMultiCategoricalDistribution", "GraphActorCriticPolicy", "GraphPolicy", "placement_input_features",
 ]
 
@@ -230,6 +233,61 @@ class VectorizedMultiCategoricalDistribution(MultiCategoricalDistribution):
         return self.distribution.logits.argmax(-1)
 
 
+class GroupedMultiCategoricalDistribution(VectorizedMultiCategoricalDistribution):
+    """One device per GROUP of nodes: G independent categoricals, each group's device copied to its nodes.
+
+    A group's logits are the mean of its nodes' per-node logits (`PerNodeActionHead`), so the head and its
+    weights are the same as per-node placement; only what is sampled changes. The action stays the env's
+    (B, N) per-node placement; its log-probability is read at one node per group (all nodes of a group carry
+    the same device in every action this distribution samples). Entropy is per group (mean over groups when
+    `entropy_per_node`, the sum otherwise).
+
+    Why: sampling every node independently moves scattered single ops, and on the zoo models any op moved
+    alone adds cuts and loses (PPO then ends exactly at the best single device); the better placements move a
+    run of consecutive ops at once (e.g. ResNet-50's last stages on the other device), which one group decision
+    does.
+
+    Args:
+        action_dims: the MultiDiscrete ``nvec`` (N entries, all equal to D).
+        groups: (N,) int64 group label 0..G-1 of every node.
+        entropy_per_node: see `VectorizedMultiCategoricalDistribution`.
+    """
+
+    def __init__(self, action_dims: list[int], groups: Tensor, entropy_per_node: bool = True) -> None:
+        super().__init__(action_dims, entropy_per_node)
+        groups = torch.as_tensor(groups, dtype=torch.long)
+        if groups.shape != (self.n_nodes,):
+            raise ValueError(f"groups must give one label per node ({self.n_nodes}), got shape {tuple(groups.shape)}")
+        self.groups = groups
+        self.n_groups = int(groups.max()) + 1
+        sizes = torch.bincount(groups, minlength=self.n_groups)
+        if (sizes == 0).any():
+            raise ValueError(f"group labels must be 0..G-1 with no gaps, got {sorted(set(groups.tolist()))}")
+        self.group_size = sizes.float()
+        first = torch.full((self.n_groups,), self.n_nodes, dtype=torch.long)
+        self.representative = first.scatter_reduce(0, groups, torch.arange(self.n_nodes), reduce="amin")
+
+    def proba_distribution(self, action_logits: Tensor) -> "GroupedMultiCategoricalDistribution":
+        node_logits = action_logits.view(-1, self.n_nodes, self.n_choices)
+        groups = self.groups.to(node_logits.device)
+        summed = node_logits.new_zeros(node_logits.shape[0], self.n_groups, self.n_choices).index_add_(1, groups, node_logits)
+        self.distribution = Categorical(logits=summed / self.group_size.to(node_logits.device).view(1, -1, 1))
+        return self
+
+    def _to_nodes(self, group_actions: Tensor) -> Tensor:
+        return group_actions[:, self.groups.to(group_actions.device)]
+
+    def log_prob(self, actions: Tensor) -> Tensor:
+        per_group = actions.view(-1, self.n_nodes)[:, self.representative.to(actions.device)].long()
+        return self.distribution.log_prob(per_group).sum(-1)
+
+    def sample(self) -> Tensor:
+        return self._to_nodes(self.distribution.sample())
+
+    def mode(self) -> Tensor:
+        return self._to_nodes(self.distribution.logits.argmax(-1))
+
+
 class StockMultiCategoricalDistribution(MultiCategoricalDistribution):
     """SB3's own `MultiCategoricalDistribution` (one ``Categorical`` per node) behind the same per-node head:
     kept to measure what the vectorised one saves (``GraphPolicy(..., distribution="stock")``)."""
@@ -269,16 +327,27 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         directed: separate producer/consumer weights.
         distribution: ``"vectorized"`` (default) or ``"stock"`` (SB3's per-node loop; for comparison only).
         entropy_per_node: report the entropy as a mean over nodes (``"vectorized"`` only).
+        action_groups: None (default): every node's device is drawn on its own. An int G: split the topological
+            order into G contiguous groups and draw one device per group (`GroupedMultiCategoricalDistribution`;
+            whole-placement env with unpadded graphs only).
 
     ``ortho_init`` defaults to False here: the GNN's LayerNorm-ed layers train better from PyTorch's init.
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule, hidden_dim: int = 64,
                  n_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
-                 distribution: str = "vectorized", entropy_per_node: bool = True, **kwargs: Any) -> None:
+                 distribution: str = "vectorized", entropy_per_node: bool = True, action_groups: int | None = None,
+                 **kwargs: Any) -> None:
         _check_observation_space(observation_space)
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
+        if action_groups is not None:
+            if not isinstance(action_groups, int) or isinstance(action_groups, bool) or action_groups < 1:
+                raise ValueError(f"action_groups must be None or a positive number of groups, got {action_groups!r}")
+            if not isinstance(action_space, spaces.MultiDiscrete) or "node_mask" in observation_space.spaces \
+                    or distribution != "vectorized":
+                raise ValueError("action_groups needs the whole-placement env (MultiDiscrete action) on one unpadded "
+                                 "graph (no 'node_mask') and the 'vectorized' distribution")
         n_nodes = observation_space["node_features"].shape[0]
         if isinstance(action_space, spaces.MultiDiscrete):
             if action_space.nvec.shape != (n_nodes,):
@@ -294,6 +363,7 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         self.hidden_dim, self.n_layers = hidden_dim, n_layers
         self.use_edge_features, self.directed = use_edge_features, directed
         self.distribution_name, self.entropy_per_node = distribution, entropy_per_node
+        self.action_groups = None if action_groups is None else min(action_groups, n_nodes)
         kwargs.setdefault("ortho_init", False)
         kwargs["features_extractor_class"] = GraphFeaturesExtractor
         kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
@@ -306,14 +376,20 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
     def _build(self, lr_schedule) -> None:
         if self.per_node:  # replace SB3's positional multi-categorical before the heads are built
             nvec = [int(d) for d in self.action_space.nvec]
-            self.action_dist = (VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
-                                if self.distribution_name == "vectorized" else StockMultiCategoricalDistribution(nvec))
+            if self.action_groups is not None:
+                groups = torch.as_tensor(contiguous_groups(len(nvec), self.action_groups))
+                self.action_dist = GroupedMultiCategoricalDistribution(nvec, groups, self.entropy_per_node)
+            elif self.distribution_name == "vectorized":
+                self.action_dist = VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
+            else:
+                self.action_dist = StockMultiCategoricalDistribution(nvec)
         super()._build(lr_schedule)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(hidden_dim=self.hidden_dim, n_layers=self.n_layers, use_edge_features=self.use_edge_features,
-                    directed=self.directed, distribution=self.distribution_name, entropy_per_node=self.entropy_per_node)
+                    directed=self.directed, distribution=self.distribution_name, entropy_per_node=self.entropy_per_node,
+                    action_groups=self.action_groups)
         data.pop("features_extractor_class", None)  # set by this class itself
         data.pop("features_extractor_kwargs", None)
         return data

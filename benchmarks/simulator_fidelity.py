@@ -2,8 +2,8 @@
 
     python benchmarks/simulator_fidelity.py --model resnet --placements 30 --json benchmarks/results/fidelity_resnet.json
 
-1. Calibrates a measured profile for two local devices (default ``CPU`` with its default threads and a virtual
-   ``CPU[INFERENCE_NUM_THREADS=1]``): per-op OpenVINO profiling plus a few split placements for the boundary
+1. Calibrates a measured profile for two local devices (default `placement_gym.two_cpu_devices()`: ``CPU`` and
+   a virtual ``CPU[INFERENCE_PRECISION_HINT=bf16]`` where the CPU runs bf16, else a one-thread copy): per-op OpenVINO profiling plus a few split placements for the boundary
    fit (``--profile PATH`` loads one instead; the calibration uses other seeds than the evaluation).
 2. Measures ``--placements`` placements on the real backend: both single-device ones, contiguous splits, random
    ones (several device shares), blocks in topological order, and structured ones (by op type, by depth).
@@ -28,14 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import load_graph, results
-from placement_gym.backends.openvino import OpenVINOBackend
+from placement_gym import load_graph, results, two_cpu_devices
 from placement_gym.backends.openvino import OpenVINOBackend
 from placement_gym.backends.profiles import Profile, calibrate, latency_statistic
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
-
-DEFAULT_DEVICES = ["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]
 
 
 def evaluation_placements(graph: ComputationGraph, count: int, seed: int) -> list[tuple[str, np.ndarray]]:
@@ -149,7 +146,7 @@ def plot_report(path: Path, report: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resnet", help="zoo name or model file (default resnet)")
-    parser.add_argument("--devices", nargs=2, default=DEFAULT_DEVICES, help=f"two device specs (default {DEFAULT_DEVICES})")
+    parser.add_argument("--devices", nargs=2, help="two device specs (default: placement_gym.two_cpu_devices())")
     parser.add_argument("--placements", type=int, default=30, help="placements to compare (default 30)")
     parser.add_argument("--profile", help="load this profile instead of calibrating")
     parser.add_argument("--save-profile", help="where to save the calibrated profile (default: <json>.profile.json)")
@@ -167,6 +164,7 @@ def main(argv=None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
     parser.add_argument("--replot", action="store_true", help="only redraw the plot from an existing --json file")
     args = parser.parse_args(argv)
+    args.devices = args.devices or two_cpu_devices()
     if args.replot:
         import json
 

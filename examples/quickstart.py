@@ -1,7 +1,7 @@
 """Quickstart: measure a few placements of ResNet-50 on two real OpenVINO devices and print a table.
 
-The second device is a *virtual* copy of the CPU limited to one inference thread, so this runs on any machine
-with OpenVINO. Every row is a real compile (HETERO, per-op affinity) plus timed inference.
+The second device is a *virtual* copy of the CPU (`placement_gym.two_cpu_devices()`: bf16 kernels where the CPU
+runs them natively, else one inference thread), so this runs on any machine with OpenVINO. Every row is a real compile (HETERO, per-op affinity) plus timed inference.
 
     python examples/quickstart.py [--model resnet] [--seed 0] [--repeats 20]
 """
@@ -16,10 +16,11 @@ import placement_gym  # noqa: F401  (registers DevicePlacement-v0)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resnet")
-    parser.add_argument("--devices", nargs="+", default=["CPU", "CPU[INFERENCE_NUM_THREADS=1]"])
+    parser.add_argument("--devices", nargs="+", help="device specs (default: placement_gym.two_cpu_devices())")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
+    args.devices = args.devices or placement_gym.two_cpu_devices()
 
     env = gym.make("DevicePlacement-v0", model=args.model, backend="openvino", devices=args.devices, repeats=args.repeats)
     obs, info = env.reset(seed=args.seed)

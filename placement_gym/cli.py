@@ -374,12 +374,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .backends.profiles import calibrate
+    from .devices import two_cpu_devices
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:  # checked before the minutes of measuring
         raise FileExistsError(f"{out} exists; choose another path or pass --overwrite")
-    profile = calibrate(args.devices, args.model, runs=args.runs, warmup=args.warmup, placements=args.placements,
-                        seed=args.seed, statistic=args.statistic, clock=args.clock, name=args.name or out.stem,
+    profile = calibrate(args.devices or two_cpu_devices(), args.model, runs=args.runs, warmup=args.warmup,
+                        placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock, name=args.name or out.stem,
                         progress=print)
     profile.save(out, overwrite=args.overwrite)
     print(f"wrote {out}; use it with DevicePlacementEnv(model, backend='simulated', profile='{out}')")
@@ -425,8 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     calibrate = sub.add_parser("calibrate", help="measure a device profile for the simulated backend "
                                "(per-op OpenVINO profiling + real split placements)")
-    calibrate.add_argument("--devices", nargs="+", default=["CPU", "CPU[INFERENCE_NUM_THREADS=1]"],
-                           help="real OpenVINO device specs (default: CPU and a one-thread virtual CPU)")
+    calibrate.add_argument("--devices", nargs="+",
+                           help="real OpenVINO device specs (default: placement_gym.two_cpu_devices(), i.e. CPU and "
+                           "a bf16 virtual CPU where the CPU runs bf16, else a one-thread virtual CPU)")
     calibrate.add_argument("--model", nargs="+", default=["resnet"], help="zoo names or model files to profile")
     calibrate.add_argument("--out", default="profile.json", help="profile JSON to write (default profile.json)")
     calibrate.add_argument("--runs", type=int, default=20, help="timed inferences per measurement (see --statistic)")

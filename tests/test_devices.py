@@ -1,7 +1,7 @@
 """Device specs, discovery and virtual devices."""
 import pytest
 
-from placement_gym.devices import DeviceSpec, available_devices, compile_properties, open_devices
+from placement_gym.devices import DeviceSpec, available_devices, compile_properties, open_devices, shared_core, two_cpu_devices
 
 
 def test_parse_specs():
@@ -31,6 +31,14 @@ def test_virtual_copy_of_cpu():
     # registering again (a second env in the same process) reuses the name
     assert open_devices(["CPU", "CPU[INFERENCE_NUM_THREADS=1]"])[1].ov_name == devices[1].ov_name
     assert "CPU" in available_devices() and devices[1].ov_name not in available_devices()
+
+
+def test_two_cpu_devices_follow_the_cpus_bf16_support():
+    pair = two_cpu_devices()
+    bf16 = "BF16" in shared_core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    assert pair == ["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]" if bf16 else "CPU[INFERENCE_NUM_THREADS=1]"]
+    devices = open_devices(pair)  # a valid pair of devices here: the second one is a virtual CPU
+    assert [d.virtual for d in devices] == [False, True]
 
 
 def test_unknown_device_lists_what_exists():

@@ -16,6 +16,8 @@ _auto_choice_logged = False
 
 def _log_auto_simulated(present: Sequence[str]) -> None:
     """Say once per process why backend='auto' simulates and how to choose otherwise."""
+    from ..devices import two_cpu_devices
+
     global _auto_choice_logged
     if _auto_choice_logged:
         return
@@ -23,10 +25,10 @@ def _log_auto_simulated(present: Sequence[str]) -> None:
     logger.warning(
         "backend='auto': this machine has %d real OpenVINO device(s) (%s), so latencies are SIMULATED with the "
         "'paper' profile (devices CPU and GPU: a desktop CPU + discrete Intel GPU, estimated from public specs). "
-        "For real measurements pass backend='openvino', devices=['CPU', 'CPU[INFERENCE_NUM_THREADS=1]'] (a virtual "
+        "For real measurements pass backend='openvino', devices=placement_gym.two_cpu_devices() (%s: a virtual "
         "second CPU); for a simulation calibrated on this machine run `placement-gym calibrate` and pass "
         "profile=PATH; backend='simulated' selects the simulator without this message.",
-        len(present), ", ".join(present) or "none",
+        len(present), ", ".join(present) or "none", two_cpu_devices() if "CPU" in present else "needs a CPU",
     )
 
 

@@ -1,7 +1,8 @@
 """Quickstart: measure a few placements of ResNet-50 on two real OpenVINO devices and print a table.
 
 The second device is a *virtual* copy of the CPU (`placement_gym.two_cpu_devices()`: bf16 kernels where the CPU
-runs them natively, else one inference thread), so this runs on any machine with OpenVINO. Every row is a real compile (HETERO, per-op affinity) plus timed inference.
+runs them natively, else one inference thread), so this runs on any machine with OpenVINO. Every row is a real
+compile (HETERO, per-op affinity) plus timed inference.
 
     python examples/quickstart.py [--model resnet] [--seed 0] [--repeats 20]
 """

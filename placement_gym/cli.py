@@ -380,8 +380,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if out.exists() and not args.overwrite:  # checked before the minutes of measuring
         raise FileExistsError(f"{out} exists; choose another path or pass --overwrite")
     profile = calibrate(args.devices or two_cpu_devices(), args.model, runs=args.runs, warmup=args.warmup,
-                        placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock, name=args.name or out.stem,
-                        progress=print)
+                        placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock,
+                        name=args.name or out.stem, progress=print)
     profile.save(out, overwrite=args.overwrite)
     print(f"wrote {out}; use it with DevicePlacementEnv(model, backend='simulated', profile='{out}')")
     return 0

@@ -1,7 +1,9 @@
 """Device specs, discovery and virtual devices."""
 import pytest
 
-from placement_gym.devices import DeviceSpec, available_devices, compile_properties, open_devices, shared_core, two_cpu_devices
+from placement_gym.devices import (
+    DeviceSpec, available_devices, compile_properties, open_devices, shared_core, two_cpu_devices,
+)
 
 
 def test_parse_specs():

@@ -88,7 +88,8 @@ def test_graph_policy_with_action_groups(env, tmp_path):
     loaded = PPO.load(tmp_path / "grouped.zip")
     assert loaded.policy.action_groups == 4
     first, _ = env.reset(seed=0)
-    np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0], model.predict(first, deterministic=True)[0])
+    expected, _ = model.predict(first, deterministic=True)
+    np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0], expected)
 
 
 def test_distribution_needs_one_device_count():

@@ -270,7 +270,8 @@ class GroupedMultiCategoricalDistribution(VectorizedMultiCategoricalDistribution
     def proba_distribution(self, action_logits: Tensor) -> "GroupedMultiCategoricalDistribution":
         node_logits = action_logits.view(-1, self.n_nodes, self.n_choices)
         groups = self.groups.to(node_logits.device)
-        summed = node_logits.new_zeros(node_logits.shape[0], self.n_groups, self.n_choices).index_add_(1, groups, node_logits)
+        summed = node_logits.new_zeros(node_logits.shape[0], self.n_groups, self.n_choices)
+        summed.index_add_(1, groups, node_logits)
         self.distribution = Categorical(logits=summed / self.group_size.to(node_logits.device).view(1, -1, 1))
         return self
 

@@ -16,12 +16,12 @@ _auto_choice_logged = False
 
 def _log_auto_simulated(present: Sequence[str]) -> None:
     """Say once per process why backend='auto' simulates and how to choose otherwise."""
-    from ..devices import two_cpu_devices
-
     global _auto_choice_logged
     if _auto_choice_logged:
         return
     _auto_choice_logged = True
+    from ..devices import two_cpu_devices
+
     logger.warning(
         "backend='auto': this machine has %d real OpenVINO device(s) (%s), so latencies are SIMULATED with the "
         "'paper' profile (devices CPU and GPU: a desktop CPU + discrete Intel GPU, estimated from public specs). "

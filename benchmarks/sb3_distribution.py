@@ -106,13 +106,15 @@ def ppo_run(model: str, distribution: str, placements: int, args) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         agent.learn(env, budget=placements)
-    s = agent.train_summary
+    s = agent.run_summary
+    update_s = [h["update_s"] for h in agent.history]
     return {
-        "model": model, "n_ops": env.graph.n_ops, "distribution": distribution, "placements": s["steps"],
-        "updates": s["updates"], "wall_s": s["wall_s"], "env_s": s["env_s"],
-        "update_s_mean": s["update_s_mean"], "ms_per_placement": s["ms_per_placement"],
-        "agent_ms_per_placement": s["agent_ms_per_placement"],
-        "best_latency_s": s["best_latency_s"], "reference_latency_s": env.reference.latency_s,
+        "model": model, "n_ops": env.graph.n_ops, "distribution": distribution, "placements": s.steps,
+        "updates": s.updates, "wall_s": s.wall_s, "env_s": s.env_s,
+        "update_s_mean": float(np.mean(update_s)) if update_s else float("nan"),
+        "ms_per_placement": 1e3 * (s.wall_s - s.finish_s) / max(s.steps, 1),
+        "agent_ms_per_placement": s.agent_ms_per_placement,
+        "best_latency_s": s.latency_s, "reference_latency_s": env.reference.latency_s,
         "simulated": env.backend.simulated,
     }
 

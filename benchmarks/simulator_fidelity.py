@@ -31,7 +31,8 @@ import numpy as np
 
 from placement_gym import load_graph, results, two_cpu_devices
 from placement_gym.backends.openvino import OpenVINOBackend
-from placement_gym.backends.profiles import Profile, calibrate, latency_statistic
+from placement_gym.backends.calibration import calibrate, latency_statistic
+from placement_gym.backends.profiles import Profile
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
 
@@ -181,8 +182,10 @@ def main(argv=None) -> int:
     profile_path = Path(args.save_profile) if args.save_profile else out.with_suffix(".profile.json")
     outputs = [out, plot_path] + ([] if args.profile else [profile_path])
     for path in outputs:
-        if path.exists() and not args.overwrite:
-            parser.error(f"{path} exists; choose another path or pass --overwrite")
+        try:
+            results.refuse_existing(path, args.overwrite)
+        except FileExistsError as exc:
+            parser.error(str(exc))
     if args.placements < 3:
         parser.error("--placements must be at least 3 (a rank correlation needs several points)")
 

@@ -75,8 +75,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="results JSON path")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
-    if args.json and os.path.exists(args.json) and not args.overwrite:
-        parser.error(f"{args.json} exists; choose another path or pass --overwrite")
+    if args.json:
+        try:
+            results.refuse_existing(args.json, args.overwrite)
+        except FileExistsError as exc:
+            parser.error(str(exc))
 
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

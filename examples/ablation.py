@@ -65,44 +65,43 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from agents.hsdag import HSDAGAgent
-    from placement_gym import evaluation
+    from placement_gym import evaluation, results
     from placement_gym.env import DevicePlacementEnv
 
     backend = make_backend(args.setting)
     records = []
     for model in args.models:
+        envs = {}  # feature families -> env of this model
         for name in args.variants:
             options = VARIANTS[name]
-            env = DevicePlacementEnv(model, backend=backend, features=HSDAGAgent(**options).feature_families)
             start = time.perf_counter()
-            trained = []
-
-            def make(options=options):
-                trained.append(HSDAGAgent(**options))
-                return trained[-1]
-
-            new = evaluation.evaluate(make, env, args.budget, args.seeds, name=name, model=model,
-                                      extra={"variant_options": options, "setting": args.setting})
-            for record, agent in zip(new, trained):
-                record["extra"]["train_summary"] = agent.train_summary
-            records += new
+            for seed in range(args.seeds):
+                agent = HSDAGAgent(**options)  # its env observes the variant's own feature families
+                if agent.feature_families not in envs:
+                    envs[agent.feature_families] = DevicePlacementEnv(model, backend=backend,
+                                                                      features=agent.feature_families)
+                env = envs[agent.feature_families]
+                records += evaluation.evaluate(agent, env, args.budget, [seed], name=name, model=model,
+                                               extra={"variant_options": options, "setting": args.setting},
+                                               relative=False)
             print(f"{model:>10} {name:<24} {time.perf_counter() - start:6.1f} s", file=sys.stderr, flush=True)
-    rows = evaluation.summarize(records)
+    evaluation.add_placements_to_within(records)
+    rows = results.summarize(records)
     reference = f"{records[0]['devices'][0]}-only"
     print(f"\nHSDAG ablation, setting {args.setting!r} (SIMULATED), budget {args.budget} placements, {args.seeds} seed(s)")
-    print(evaluation.format_table(rows, reference_label=reference))
+    print(results.format_table(rows, reference_label=reference))
     print("\nplacements measured until the final best was first found (mean over seeds; lower = faster):")
     print(f"{'variant':<24}" + "".join(f"{m:>12}" for m in args.models))
     for name in args.variants:
         cells = []
         for model in args.models:
-            steps = [r["extra"].get("train_summary", {}).get("best_step") for r in records
-                     if r["agent"] == name and r["model"] == model]
-            steps = [s for s in steps if s is not None]
+            steps = [r["best_step"] for r in records
+                     if r["agent"] == name and r["model"] == model and r["best_step"] is not None]
             cells.append(f"{sum(steps) / len(steps):12.0f}" if steps else f"{'-':>12}")
         print(f"{name:<24}" + "".join(cells))
+    print("\n" + results.format_learning_table(rows))
     if args.json:
-        evaluation.write_records(args.json, records, overwrite=args.overwrite, summary=rows,
+        results.write_records(args.json, records, overwrite=args.overwrite, summary=rows,
                                  command="python examples/ablation.py " + " ".join(argv or sys.argv[1:]))
         print(f"wrote {args.json}")
     return 0

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import argparse
 
-from placement_gym import DevicePlacementEnv, load_graph
+from placement_gym import DevicePlacementEnv, load_graph, registry
 from placement_gym.backends import make_backend
-from placement_gym.cli import AGENTS, load_agent_class
-from placement_gym.evaluation import compare, format_table, summarize, write_records
+from placement_gym.evaluation import compare
+from placement_gym.results import format_learning_table, format_table, summarize, write_records
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"])
-    parser.add_argument("--agents", nargs="+", default=list(AGENTS), help="default: every registered agent")
+    parser.add_argument("--agents", nargs="+", default=list(registry.AGENTS), help="default: every registered agent")
     parser.add_argument("--backend", default="simulated", help="simulated (default), openvino or auto")
     parser.add_argument("--devices", nargs="+", default=None)
     parser.add_argument("--budget", type=int, default=500, help="placements measured per agent and seed")
@@ -29,21 +29,20 @@ def main() -> None:
     parser.add_argument("--json", help="write the records here")
     args = parser.parse_args()
 
+    backend = make_backend(args.backend, args.devices or "auto")  # one backend for every env: shared reference
     agents = {}
-    for name in args.agents:
+    for name in args.agents:  # table row label -> factory (single-device stands for one row per device)
         try:
-            agents[name] = load_agent_class(name)
+            agents.update(registry.agent_factories([name], backend.device_names))
         except ValueError as exc:
             print(f"skipping {name}: {exc}")
-    devices = args.devices or "auto"
-    backend = make_backend(args.backend, devices)  # one backend for every env: shared cache and reference
     graphs = {}  # one graph per model, so its envs (agents observing different features) share the reference
 
     def make_env(model, feature_families):
         extra = {} if feature_families is None else {"features": feature_families}
         if model not in graphs:
             graphs[model] = load_graph(model)
-        return DevicePlacementEnv(graphs[model], devices=devices, backend=backend, **extra)
+        return DevicePlacementEnv(graphs[model], backend=backend, **extra)
 
     records, skipped = compare(args.models, agents, make_env, args.budget, args.seeds,
                                on_record=lambda r: print(f"  {r['model']:<10} {r['agent']:<16} seed {r['seed']}: "
@@ -53,7 +52,9 @@ def main() -> None:
             if records[0]["simulated"] else f"measured latencies, median of {settings.get('repeats')} runs")
     print(f"\nTable 2 ({records[0]['backend']} backend, {kind}; devices {', '.join(records[0]['devices'])}; "
           f"budget {args.budget} placements, {args.seeds} seeds; mean±std over seeds; * = fastest)")
-    print(format_table(summarize(records), reference_label=f"{records[0]['devices'][0]}-only"))
+    rows = summarize(records)
+    print(format_table(rows, reference_label=f"{records[0]['devices'][0]}-only"))
+    print("\n" + format_learning_table(rows))
     for skip in skipped:
         print(f"skipped {skip['agent']} on {skip['model']}: {skip['reason']}")
     if args.json:

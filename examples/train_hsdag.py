@@ -14,6 +14,7 @@ import numpy as np
 
 from agents.hsdag import HSDAGAgent
 from placement_gym import DevicePlacementEnv
+from placement_gym.callbacks import make_callback
 
 
 def main() -> None:
@@ -27,20 +28,24 @@ def main() -> None:
     parser.add_argument("--save", default=None, help="checkpoint path (not overwritten if it exists)")
     args = parser.parse_args()
 
-    agent = HSDAGAgent(seed=args.seed, progress_bar=True, tensorboard_log=args.tensorboard)
+    agent = HSDAGAgent(seed=args.seed)
     # The env observes the node features this agent was built for (structure features included).
+    measuring = {"warmup": 1, "repeats": 5} if args.backend == "openvino" else {}  # real measurements only
     env = DevicePlacementEnv(args.model, devices=args.devices or "auto", backend=args.backend,
-                             features=agent.feature_families, warmup=1, repeats=5)
-    agent.learn(env, budget=args.budget)
+                             features=agent.feature_families, backend_options=measuring)
+    agent.learn(env, budget=args.budget, callback=make_callback(progress_bar=True, tensorboard_log=args.tensorboard))
 
     reference = env.reference.latency_s
     kind = "simulated" if env.backend.simulated else "measured"
     print(f"{args.model} on {env.device_names} ({kind}): reference ({env.device_names[0]}-only) "
           f"{reference * 1e3:.3f} ms, best found {agent.best_latency_s * 1e3:.3f} ms "
           f"(x{reference / agent.best_latency_s:.2f}), ops per device {np.bincount(agent.best_placement, minlength=env.n_devices)}")
-    print(f"agent compute {agent.train_summary['agent_ms_per_placement']:.2f} ms per placement")
+    run = agent.run_summary
+    print(f"found after {run.best_step} of {run.steps} placements; agent compute {run.agent_ms_per_placement:.2f} ms "
+          "per placement")
     obs, _ = env.reset(seed=args.seed)
-    print(f"greedy policy placement: {np.bincount(agent.predict(obs), minlength=env.n_devices)} ops per device, "
+    print(f"the policy's own placement: {run.predict_latency_s * 1e3:.3f} ms, "
+          f"{np.bincount(run.predict_placement, minlength=env.n_devices)} ops per device, "
           f"{len(set(agent.groups(obs).tolist()))} groups")
     if args.save:
         print(f"saved {agent.save(args.save)}")

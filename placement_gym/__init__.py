@@ -6,10 +6,10 @@
 import envs_registry  # noqa: F401  (registers the env ids)
 
 from .devices import DeviceSpec, available_devices, open_devices, two_cpu_devices
-from .env import DevicePlacementEnv, load_graph
+from ._version import __version__
+from .env import DevicePlacementEnv
 from .graph import ComputationGraph
-
-__version__ = "0.1.0"
+from .models import load_graph
 
 __all__ = ["ComputationGraph", "DevicePlacementEnv", "DeviceSpec", "available_devices", "load_graph", "open_devices",
            "two_cpu_devices", "__version__"]

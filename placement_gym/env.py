@@ -13,12 +13,14 @@ Reward (``reward=``):
     ``"speedup"``      reference latency / latency - 1 (0 for the reference placement; default)
     ``"neg_latency"``  -latency in seconds
     ``"inv_latency"``  1 / latency in seconds (the paper's reward)
+Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s``, ``speedup`` (vs the reference),
+``reference_latency_s``, ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``, ``simulated``,
+``breakdown``.
 A placement that fails to compile or run counts as ``failure_penalty`` x the reference latency and is reported
 in ``info["ok"]`` / ``info["error"]``; the episode goes on. Episodes end after ``horizon`` placements.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any, Sequence
 
@@ -29,6 +31,7 @@ from gymnasium import spaces
 from .backends import Backend, Measurement, make_backend
 from .features import DEFAULT_FAMILIES, node_features
 from .graph import ComputationGraph
+from .models import load_graph
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +50,10 @@ class DevicePlacementEnv(gym.Env):
         horizon: placements per episode.
         features: node-feature families (`placement_gym.features.FEATURE_FAMILIES`).
         failure_penalty: a failed placement counts as this many times the reference latency.
-        warmup, repeats: real backend's untimed and timed inferences per placement (OpenVINO backend only).
-        backend_options: more keyword arguments for the backend.
+        warmup, repeats: shorthands for the real backend's untimed and timed inferences per placement (its
+            defaults, 3 and 20, apply when not given; with ``backend="auto"`` they are dropped if it simulates).
+        backend_options: more keyword arguments for the backend (``make_backend``): each setting is given once,
+            here or as one of the shorthands. None of these apply to a ready `Backend` instance.
         profile: the simulated backend's profile: a preset name (``"paper"``), a profile JSON file from
             ``placement-gym calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with
             ``backend="auto"`` selects the simulated backend.
@@ -66,8 +71,8 @@ class DevicePlacementEnv(gym.Env):
         horizon: int = 1,
         features: Sequence[str] = DEFAULT_FAMILIES,
         failure_penalty: float = 10.0,
-        warmup: int = 3,
-        repeats: int = 20,
+        warmup: int | None = None,
+        repeats: int | None = None,
         backend_options: dict | None = None,
         render_mode: str | None = None,
         profile: Any = None,
@@ -81,13 +86,7 @@ class DevicePlacementEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
-        options = dict(backend_options or {})
-        if not isinstance(backend, str) or backend in ("openvino", "auto"):
-            options.setdefault("warmup", warmup)
-            options.setdefault("repeats", repeats)  # make_backend drops them if "auto" picks the simulator
-        if profile is not None:
-            options["profile"] = profile
-        self.backend = make_backend(backend, devices, **options)
+        self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         self.feature_families = tuple(features)
         self.render_mode = render_mode
@@ -150,7 +149,7 @@ class DevicePlacementEnv(gym.Env):
         self.placements_measured += 1
         self._steps += 1
         self._placement, self.last_measurement = placement, measurement
-        info = self._info(measurement)
+        info = self._info(placement, measurement)
         terminated = self._steps >= self.horizon
         return self.observation(), self._reward(info["latency_s"]), terminated, False, info
 
@@ -170,10 +169,7 @@ class DevicePlacementEnv(gym.Env):
         ``fresh`` bypasses the backend's measurement cache, so a final placement is reported with a new
         measurement rather than the luckiest of many noisy draws.
         """
-        placement = self.validate_action(placement)
-        if fresh and "use_cache" in inspect.signature(self.backend.measure).parameters:
-            return self.backend.measure(self.graph, placement, use_cache=False)
-        return self.backend.measure(self.graph, placement)
+        return self.backend.measure(self.graph, self.validate_action(placement), use_cache=not fresh)
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:
@@ -205,11 +201,12 @@ class DevicePlacementEnv(gym.Env):
             return float(-latency_s)
         return float(1.0 / latency_s)
 
-    def _info(self, m: Measurement) -> dict:
+    def _info(self, placement: np.ndarray, m: Measurement) -> dict:
         reference = self.reference.latency_s
         # A failure is scored as if it were `failure_penalty` times slower than the reference.
         latency = m.latency_s if m.ok else self.failure_penalty * reference
         return {
+            "placement": placement.copy(),
             "latency_s": latency,
             "speedup": reference / latency,
             "reference_latency_s": reference,
@@ -236,9 +233,21 @@ class DevicePlacementEnv(gym.Env):
         return "\n".join(lines)
 
 
-def load_graph(model: Any, name: str | None = None) -> ComputationGraph:
-    """`ComputationGraph` of a zoo name, a model file path or an `ov.Model` (see `placement_gym.models`)."""
-    from .models import load_model
-
-    ov_model = load_model(model)
-    return ComputationGraph.from_model(ov_model, name=name or ov_model.get_friendly_name())
+def _backend(backend: "str | Backend", devices, options: dict | None, **shorthands) -> Backend:
+    """The env's backend: `backend` built by `make_backend` from `devices` and the options (``backend_options``
+    plus the shorthands the user gave: ``profile``, ``warmup``, ``repeats``), or a ready `Backend` instance,
+    which already has its devices and settings."""
+    given = {k: v for k, v in shorthands.items() if v is not None}
+    if isinstance(backend, str):
+        options = dict(options or {})
+        twice = sorted(set(given) & set(options))
+        if twice:
+            raise ValueError(f"{twice} given both as arguments and in backend_options; give each once")
+        return make_backend(backend, devices, **options, **given)
+    if options or given:
+        raise ValueError(f"the backend instance already has its settings; {sorted({*(options or {}), *given})} "
+                         "apply only when the env builds the backend (backend='openvino', 'simulated' or 'auto')")
+    if devices != "auto" and [str(d) for d in devices] != list(backend.device_names):
+        raise ValueError(f"the backend instance runs on {list(backend.device_names)}, not on the devices given "
+                         f"({list(devices)}); leave devices='auto' when passing a backend")
+    return make_backend(backend)

@@ -1,15 +1,39 @@
-"""Writing results files: what was run, on what, and never over a file the user already has."""
+"""Results: what was run and on what, records as files and tables, pictures, and the one safe file writer.
+
+* `write_atomically` (and `write_json`, `write_text`): every file placement-gym writes (results, CSV, plots,
+  checkpoints, profiles, placements) goes through it: a temporary file beside the target moved into place, so
+  a reader never sees half a file, and an existing file is never replaced unless the caller says so.
+* `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings.
+* `summarize` / `format_table`: the paper's Table 2 layout (mean ± std over seeds per model and agent).
+* `write_csv`, `plot_summary` (bars: % vs the reference), `plot_curves` (best-so-far latency against
+  placements measured: how fast each agent got there).
+"""
 from __future__ import annotations
 
+import csv
+import datetime as _dt
+import io
 import json
+import math
 import os
 import platform
 import sys
 import tempfile
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+SCHEMA_VERSION = 2
+#: The agent name whose latency `summarize` measures every other agent's gap against.
+OPTIMAL_AGENT = "optimal"
+#: Keys a record must have to be written (design.md's contract).
+REQUIRED_KEYS = ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured",
+                 "wall_s")
 
 
+# ------------------------------------------------------------------------------------- what was run on what
 def versions() -> dict[str, str]:
     """Versions of Python and of the packages that shape a result."""
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
@@ -29,26 +53,394 @@ def machine() -> dict[str, Any]:
     return {"processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count()}
 
 
-def write_json(path: "str | os.PathLike", data: Any, *, overwrite: bool = False) -> Path:
-    """Write `data` as JSON to `path` atomically; refuse to replace an existing file unless `overwrite`."""
+# ------------------------------------------------------------------------------------- the safe writer
+def refuse_existing(path: "str | os.PathLike", overwrite: bool = False) -> Path:
+    """`path` as a `Path`; ``FileExistsError`` if it exists and `overwrite` is False (check before long work)."""
     path = Path(path)
-    if path.exists() and not overwrite:
+    if not overwrite and (path.exists() or path.is_symlink()):
         raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True (--overwrite)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, default=_jsonable)
-        f.write("\n")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a results file is as readable as any other
-    os.replace(tmp, path)
     return path
 
 
+def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
+    """Create `path` by calling ``write(tmp)`` on a temporary file beside it, then moving that into place.
+
+    A reader never sees a half-written file, and a write that fails leaves nothing behind. Without
+    `overwrite` an existing file is refused before writing and again, atomically, when moving (a hard link
+    cannot replace a file), so a file that appeared meanwhile is not replaced either.
+    """
+    path = refuse_existing(path, overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a results file is as readable as any other
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True (--overwrite)")
+            except OSError:  # a file system without hard links: check, then move (not atomic, but still checked)
+                refuse_existing(path)
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def write_text(path: "str | os.PathLike", text: str, *, overwrite: bool = False) -> Path:
+    """Write `text` (UTF-8) to `path` with `write_atomically`."""
+    return write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), overwrite=overwrite)
+
+
+def write_json(path: "str | os.PathLike", data: Any, *, overwrite: bool = False) -> Path:
+    """Write `data` as strict JSON (numpy values as lists, non-finite floats as null) with `write_atomically`."""
+    return write_text(path, json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n", overwrite=overwrite)
+
+
 def _jsonable(value: Any) -> Any:
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # strict JSON has no inf/nan: a missing latency is null
     if isinstance(value, Path):
         return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+# ------------------------------------------------------------------------------------------- results files
+def records_to_json(records: Sequence[Mapping[str, Any]], **metadata: Any) -> dict:
+    """The results-file object: ``{"schema", "created", "versions", "machine", ..., "records": [...]}``.
+
+    `metadata` (e.g. ``command="placement-gym compare ..."``, ``budget=500``) is stored at the top level.
+    """
+    for i, r in enumerate(records):
+        missing = [k for k in REQUIRED_KEYS if k not in r]
+        if missing:
+            raise ValueError(f"record {i} lacks {missing[0]!r}; build records with placement_gym.evaluation")
+    return {
+        "schema": SCHEMA_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+        "machine": machine(),
+        **metadata,
+        "records": [dict(r) for r in records],
+    }
+
+
+def write_records(path, records: Sequence[Mapping[str, Any]], *, overwrite: bool = False, **metadata: Any) -> Path:
+    """Write `records_to_json(records, **metadata)` to `path` (refuses to replace a file unless `overwrite`)."""
+    return write_json(path, records_to_json(records, **metadata), overwrite=overwrite)
+
+
+#: Record keys written to CSV (the per-op placements, the curve and nested settings stay in the JSON).
+CSV_KEYS = (
+    "model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "latency_reduction_pct",
+    "predict_latency_s", "reference_latency_s", "placements_measured", "placements_to_within", "budget", "wall_s",
+    "agent_ms_per_placement", "ok", "n_submodels", "device_counts", "devices", "simulated", "placement_source",
+    "model_path", "error",
+)
+
+
+def write_csv(path, records: Sequence[Mapping[str, Any]], *, overwrite: bool = False) -> Path:
+    """One CSV row per record (`CSV_KEYS`; lists space-separated, dicts as ``key:value``); never overwrites
+    unless `overwrite`."""
+    def cell(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return " ".join(f"{k}:{'' if v is None else v}" for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return " ".join(map(str, value))
+        return value
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_KEYS, extrasaction="ignore")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: cell(r.get(k)) for k in CSV_KEYS})
+    return write_text(path, buffer.getvalue(), overwrite=overwrite)
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def summarize(records: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Mean and std over seeds per (model, agent), in first-seen order.
+
+    Each row: model, agent, backend, simulated, n_seeds, n_failed, latency_mean_s, latency_std_s,
+    reduction_mean_pct, reduction_std_pct (the paper's speedup % vs the reference placement),
+    reference_latency_s, placements_measured (mean), wall_mean_s, best (True for the fastest agent(s) of its
+    model), gap_to_optimal_pct (latency / the ``optimal`` agent's - 1, in %, where it ran on that model),
+    predict_latency_mean_s (the agents' own deterministic placements), agent_ms_per_placement (mean), and
+    to_within: per threshold of ``placements_to_within`` the seeds that got there and their median count.
+    Failed seeds are counted and left out of the means.
+    """
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["model"], r["agent"])].append(r)
+    rows = []
+    for (model_, agent_), rs in groups.items():
+        ok = [r for r in rs if r.get("ok", r["latency_s"] is not None) and r["latency_s"] is not None]
+        lat = np.array([r["latency_s"] for r in ok], dtype=float)
+        ref = np.array([r.get("reference_latency_s") or np.nan for r in rs], dtype=float)
+        red = 100.0 * (1.0 - lat / np.array([r["reference_latency_s"] for r in ok], dtype=float)) if ok else lat
+        rows.append({
+            "model": model_,
+            "agent": agent_,
+            "backend": rs[0]["backend"],
+            "simulated": bool(rs[0].get("simulated", False)),
+            "n_seeds": len(rs),
+            "n_failed": len(rs) - len(ok),
+            "latency_mean_s": float(lat.mean()) if ok else None,
+            "latency_std_s": float(lat.std()) if ok else None,
+            "reduction_mean_pct": float(red.mean()) if ok else None,
+            "reduction_std_pct": float(red.std()) if ok else None,
+            "reference_latency_s": float(np.nanmedian(ref)) if np.isfinite(ref).any() else None,
+            "placements_measured": float(np.mean([r["placements_measured"] for r in rs])),
+            "wall_mean_s": float(np.mean([r["wall_s"] for r in rs])),
+            "predict_latency_mean_s": _mean([r.get("predict_latency_s") for r in rs]),
+            "agent_ms_per_placement": _mean([r.get("agent_ms_per_placement") for r in rs]),
+            "to_within": _to_within(rs),
+            "best": False,
+        })
+    fastest: dict[str, float] = {}
+    for row in rows:
+        if row["latency_mean_s"] is not None:
+            fastest[row["model"]] = min(fastest.get(row["model"], np.inf), row["latency_mean_s"])
+    for row in rows:  # ties (e.g. GPU-only and the optimum being the same placement) are all marked
+        best = fastest.get(row["model"])
+        row["best"] = row["latency_mean_s"] is not None and row["latency_mean_s"] <= best * (1 + 1e-9)
+    # The exact optimum on the cost model, where it was run: how far each agent is from it.
+    optimum = {r["model"]: r["latency_mean_s"] for r in rows if r["agent"] == OPTIMAL_AGENT and r["latency_mean_s"]}
+    for row in rows:
+        opt = optimum.get(row["model"])
+        row["gap_to_optimal_pct"] = (
+            100.0 * (row["latency_mean_s"] / opt - 1.0) if opt and row["latency_mean_s"] is not None else None
+        )
+    return rows
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+def _to_within(records: Sequence[Mapping[str, Any]]) -> dict[str, dict]:
+    """Per threshold: how many seeds got within it (``reached``) and the median placements they needed."""
+    out = {}
+    for r in records:
+        for pct, n in (r.get("placements_to_within") or {}).items():
+            out.setdefault(pct, []).append(n)
+    return {pct: {"reached": sum(n is not None for n in ns), "seeds": len(ns),
+                  "median": float(np.median([n for n in ns if n is not None])) if any(n is not None for n in ns) else None}
+            for pct, ns in out.items()}
+
+
+def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """How the agents that measured more than one placement learned: the best placement found next to the
+    agent's own deterministic placement (``predict``), the placements needed to get within 5/2/1 % of the
+    best known latency (median over the seeds that got there, and how many did), and the agent's compute."""
+    lines = []
+    header = ("model", "agent", "best ms", "predict ms", "to 5%", "to 2%", "to 1%", "agent ms/pl")
+    body = []
+    for r in rows:
+        if r["placements_measured"] <= 1:
+            continue
+
+        def ms(v: float | None) -> str:
+            return "-" if v is None else f"{v * 1e3:.3f}"
+
+        def within(pct: str) -> str:
+            w = r["to_within"].get(pct)
+            if not w:
+                return "-"
+            median = "never" if w["median"] is None else f"{w['median']:.0f}"
+            return median if w["reached"] == w["seeds"] else f"{median} ({w['reached']}/{w['seeds']})"
+
+        agent_ms = r.get("agent_ms_per_placement")
+        body.append((r["model"], r["agent"], ms(r["latency_mean_s"]), ms(r.get("predict_latency_mean_s")),
+                     within("5"), within("2"), within("1"), "-" if agent_ms is None else f"{agent_ms:.2f}"))
+    if not body:
+        return ""
+    widths = [max(len(row[k]) for row in [header] + body) for k in range(len(header))]
+    for row in [header] + body:
+        lines.append("  ".join(f"{v:<{w}}" if k < 2 else f"{v:>{w}}" for k, (v, w) in enumerate(zip(row, widths))))
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], *, reference_label: str = "reference") -> str:
+    """The paper's Table 2 layout: one line per agent; per model the latency (ms) and the speedup % vs the
+    reference placement (``100 * (1 - latency / reference)``, the paper's definition), plus, when the exact
+    optimum was run, each agent's gap to it (``latency / optimum - 1``, %).
+
+    Cells read ``mean±std`` over seeds (no std for a single seed); ``*`` marks the fastest agent per model.
+    """
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    by_cell = {(r["model"], r["agent"]): r for r in rows}
+    with_gap = {m: any(r.get("gap_to_optimal_pct") is not None for r in rows if r["model"] == m) for m in models}
+    headers = {m: ["latency ms", f"% vs {reference_label}"] + (["gap to opt %"] if with_gap[m] else []) for m in models}
+
+    def cells(row: Mapping[str, Any] | None, model_: str) -> list[str]:
+        n = len(headers[model_])
+        if row is None:
+            return ["-"] * n
+        if row["latency_mean_s"] is None:
+            return ["failed"] + ["-"] * (n - 1)
+        several = row["n_seeds"] - row["n_failed"] > 1
+        lat = f"{row['latency_mean_s'] * 1e3:.3f}" + (f"±{row['latency_std_s'] * 1e3:.3f}" if several else "")
+        red = f"{row['reduction_mean_pct']:+.1f}" + (f"±{row['reduction_std_pct']:.1f}" if several else "")
+        if row["best"]:
+            lat = "*" + lat
+        if row["n_failed"]:
+            lat += f" ({row['n_failed']} failed)"
+        out = [lat, red]
+        if with_gap[model_]:
+            gap = row.get("gap_to_optimal_pct")
+            out.append("-" if gap is None else f"{gap:+.1f}")
+        return out
+
+    table = {(m, a): cells(by_cell.get((m, a)), m) for m in models for a in agents}
+    widths = {m: [max([len(headers[m][k])] + [len(table[m, a][k]) for a in agents]) for k in range(len(headers[m]))]
+              for m in models}
+    agent_w = max([len("agent")] + [len(a) for a in agents])
+
+    def join(model_: str, values: Sequence[str]) -> str:
+        return "  ".join(f"{v:>{w}}" for v, w in zip(values, widths[model_]))
+
+    block_w = {m: sum(widths[m]) + 2 * (len(widths[m]) - 1) for m in models}
+    lines = [" " * agent_w + "".join(f" | {m:^{block_w[m]}}" for m in models),
+             f"{'agent':<{agent_w}}" + "".join(f" | {join(m, headers[m])}" for m in models)]
+    lines.append("-" * len(lines[1]))
+    for a in agents:
+        lines.append(f"{a:<{agent_w}}" + "".join(f" | {join(m, table[m, a])}" for m in models))
+    return "\n".join(lines)
+
+
+def _save_figure(path, fig, overwrite: bool) -> Path:
+    import matplotlib.pyplot as plt
+
+    try:
+        return write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png", bbox_inches="tight"),
+                                overwrite=overwrite)
+    finally:
+        plt.close(fig)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _kind(rows_or_records: Sequence[Mapping[str, Any]]) -> str:
+    backend = ", ".join(sorted({str(r.get("backend")) for r in rows_or_records}))
+    simulated = any(r.get("simulated") for r in rows_or_records)
+    return f"{backend} backend, {'SIMULATED' if simulated else 'measured'} latencies"
+
+
+def plot_summary(path, rows: Sequence[Mapping[str, Any]], *, reference_label: str = "reference",
+                 title: str | None = None, overwrite: bool = False) -> Path:
+    """A grouped bar chart (PNG): latency reduction % vs the reference per model and agent (higher is faster),
+    std over seeds as error bars."""
+    plt = _pyplot()
+    refuse_existing(path, overwrite)
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    by_cell = {(r["model"], r["agent"]): r for r in rows}
+    width = 0.8 / max(len(agents), 1)
+    fig, ax = plt.subplots(figsize=(max(7.0, 2.8 + len(models) * len(agents) * 0.3), 4.0))
+    for k, a in enumerate(agents):
+        means = [by_cell.get((m, a), {}).get("reduction_mean_pct") for m in models]
+        stds = [by_cell.get((m, a), {}).get("reduction_std_pct") for m in models]
+        xs = [i + (k - (len(agents) - 1) / 2) * width for i in range(len(models))]
+        ax.bar(xs, [v if v is not None else 0.0 for v in means], width,
+               yerr=[v if v is not None else 0.0 for v in stds], label=a, capsize=2)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel(f"latency reduction % vs {reference_label} (higher = faster)")
+    ax.set_title(title or f"latency reduction vs {reference_label} ({_kind(rows)})")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return _save_figure(path, fig, overwrite)
+
+
+def _best_so_far(curve: Sequence[Sequence[float]], xs: np.ndarray) -> np.ndarray:
+    """The best-so-far latency of a `curve` (``[[placements, latency_s], ...]``) at placement counts `xs`
+    (nan before its first point)."""
+    out = np.full(len(xs), np.nan)
+    for steps, latency in curve:
+        out[xs >= steps] = latency  # a curve only ever improves, so the last point at or before x is its value
+    return out
+
+
+def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None = None,
+                overwrite: bool = False) -> Path:
+    """Best-so-far latency (ms) against placements measured (PNG), one panel per model.
+
+    Agents that measured more than one placement are drawn as their median over seeds with the min-max band
+    of the seeds; one-shot planners (single devices, OpenVINO's choice, greedy, METIS, the optimum: at most one
+    placement) as dashed horizontal lines at their mean latency.
+    """
+    plt = _pyplot()
+    refuse_existing(path, overwrite)
+    models = list(dict.fromkeys(r["model"] for r in records))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 2.5, 4.5), squeeze=False)
+    colours = plt.get_cmap("tab20").colors
+    agents = list(dict.fromkeys(r["agent"] for r in records))
+    colour_of = {a: colours[i % len(colours)] for i, a in enumerate(agents)}
+    for ax, model_ in zip(axes[0], models):
+        mine = [r for r in records if r["model"] == model_]
+        horizon = max([r["placements_measured"] for r in mine] + [2])
+        xs = np.arange(1, horizon + 1)
+        for agent_ in dict.fromkeys(r["agent"] for r in mine):
+            runs = [r for r in mine if r["agent"] == agent_]
+            colour = colour_of[agent_]
+            if max(r["placements_measured"] for r in runs) <= 1:
+                latencies = [r["latency_s"] for r in runs if r["latency_s"] is not None]
+                if latencies:
+                    ax.axhline(1e3 * float(np.mean(latencies)), color=colour, linestyle="--", linewidth=1.0,
+                               label=agent_)
+                continue
+            curves = np.array([_best_so_far(r.get("curve") or [], xs) for r in runs]) * 1e3
+            with np.errstate(all="ignore"):
+                seen = ~np.isnan(curves).all(axis=0)
+                if not seen.any():
+                    continue
+                ax.fill_between(xs[seen], np.nanmin(curves[:, seen], axis=0), np.nanmax(curves[:, seen], axis=0),
+                                color=colour, alpha=0.2, linewidth=0)
+                ax.step(xs[seen], np.nanmedian(curves[:, seen], axis=0), where="post", color=colour,
+                        label=f"{agent_} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        ax.set_xscale("log")
+        ax.set_xlabel("placements measured")
+        ax.set_ylabel("best latency so far (ms)")
+        ax.set_title(model_)
+        ax.grid(True, alpha=0.3)
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(handles.values()), list(handles.keys()), fontsize="small", loc="center left",
+               bbox_to_anchor=(0.995, 0.5), frameon=False)
+    fig.suptitle(title or f"best latency so far ({_kind(records)}); bands: min-max over seeds; dashed: one-shot")
+    fig.tight_layout()
+    return _save_figure(path, fig, overwrite)
+
+
+__all__ = [
+    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "format_learning_table", "format_table", "machine", "plot_curves",
+    "plot_summary", "records_to_json", "refuse_existing", "summarize", "versions", "write_atomically", "write_csv",
+    "write_json", "write_records", "write_text",
+]

@@ -30,7 +30,7 @@ class SplitBackend:
     name, simulated = "split", True
     device_names, virtual_devices = ["A", "B"], [False, False]
 
-    def measure(self, graph, placement):
+    def measure(self, graph, placement, *, use_cache=True):
         p = np.asarray(placement)
         preferred = np.asarray(optimum(graph.n_ops))
         cuts = int((p[graph.edge_index[0]] != p[graph.edge_index[1]]).sum())

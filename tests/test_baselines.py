@@ -12,6 +12,7 @@ from agents.baselines import (
     CostModel, GreedyETF, MetisPartition, OpenVINOChoice, RandomSearch, SingleDevice, TopoBalance,
     etf_schedule, metis_partition, topo_balance,
 )
+from placement_gym import registry
 from placement_gym.evaluation import evaluate
 
 
@@ -23,8 +24,8 @@ def test_single_device_is_exact_and_measures_one_placement(env):
         assert env.placements_measured - before == 1
         assert np.array_equal(agent.best_placement, np.full(env.graph.n_ops, d))
         assert np.array_equal(agent.predict(env.reset()[0]), agent.best_placement)
-    names = [name for name, _ in SingleDevice.variants(env)]
-    assert names == ["CPU-only", "CPU[INFERENCE_NUM_THREADS=1]-only"]
+    rows = registry.agent_factories(["single-device"], env.device_names)  # the paper's rows, one per device
+    assert list(rows) == ["CPU-only", "CPU[INFERENCE_NUM_THREADS=1]-only"] and rows["CPU-only"]().device == 0
     with pytest.raises(ValueError, match="unknown device 'GPU'"):
         SingleDevice("GPU").learn(env, 1, 0)
 
@@ -32,8 +33,9 @@ def test_single_device_is_exact_and_measures_one_placement(env):
 def test_random_search_uses_the_budget_and_keeps_the_best(env):
     before = env.placements_measured
     agent = RandomSearch().learn(env, budget=5, seed=3)
-    assert env.placements_measured - before == 5 and len(agent.history) == 5
-    assert agent.best_latency_s == min(h["latency_s"] for h in agent.history)
+    run = agent.run_summary
+    assert env.placements_measured - before == 5 and run.steps == 5 and run.updates == 0
+    assert run.best_latency_seen_s == run.curve[-1][1] and agent.best_latency_s > 0  # re-measured afresh
     assert agent.best_placement.shape == (env.graph.n_ops,) and set(agent.best_placement) <= {0, 1}
     # Same seed, same candidates (the measurements themselves are real and noisy).
     again = RandomSearch()
@@ -42,11 +44,11 @@ def test_random_search_uses_the_budget_and_keeps_the_best(env):
     assert all(np.array_equal(a, b) for a, b in zip(first, second))
 
 
-def test_zero_budget_keeps_the_plan_unmeasured(env):
+def test_zero_budget_measures_only_the_plan_afterwards(env):
     before = env.placements_measured
     agent = SingleDevice(1).learn(env, budget=0, seed=0)
-    assert env.placements_measured == before and agent.best_latency_s is None
-    assert np.array_equal(agent.best_placement, np.ones(env.graph.n_ops))
+    assert env.placements_measured == before and agent.run_summary.placement_source == "predict"
+    assert np.array_equal(agent.best_placement, np.ones(env.graph.n_ops)) and agent.best_latency_s > 0
     with pytest.raises(RuntimeError, match="before learn"):
         RandomSearch().predict(env.reset()[0])
 
@@ -59,7 +61,9 @@ def test_openvino_choice_asks_openvino(env):
     auto = OpenVINOChoice("auto").learn(env, 1, 0)
     assert "AUTO:CPU,VCPU1" in auto.plan_info["how"]
     assert len(set(auto.best_placement.tolist())) == 1  # AUTO runs the whole model on one device
-    assert [n for n, _ in OpenVINOChoice.variants(env)] == ["openvino-auto", "openvino-hetero"]
+    rows = registry.agent_factories(["openvino"], env.device_names)
+    assert {label: agent().policy for label, agent in rows.items()} == {"openvino-auto": "auto",
+                                                                         "openvino-hetero": "hetero"}
     with pytest.raises(ValueError, match="policy"):
         OpenVINOChoice("manual")
 

@@ -5,6 +5,7 @@ Real parts: the CLI's own entry point, the tiny zoo models measured on the real 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +38,8 @@ def test_compare_prints_the_table_and_writes_json_csv_png(tmp_path, capsys):
     assert {"versions", "machine", "command", "summary", "skipped", "budget"} <= set(data)
     assert {s["agent"] for s in data["skipped"]} == {"no-such-agent", "greedy"}
     assert (tmp_path / "cmp.csv").read_text().count("\n") == len(records) + 1
-    assert (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG"  # the best-so-far curves
+    assert (tmp_path / "cmp.bars.png").read_bytes()[:4] == b"\x89PNG"
 
     # The existing results are never overwritten; the refusal comes before any work.
     assert cli.main(argv) == 2
@@ -61,7 +63,7 @@ def test_evaluate_a_saved_agent_without_training(tmp_path):
     env = DevicePlacementEnv("tiny_chain", devices=TWO_DEVICES, backend="openvino", warmup=1, repeats=3)
     saved = SingleDevice(1).learn(env, 1, 0).save(tmp_path / "one.json")
     out = tmp_path / "eval.json"
-    argv = ["evaluate", "--agent", "single-device", "--load", str(saved), "--model", "tiny_chain",
+    argv = ["evaluate", "--agent", "single-device", "--load", str(saved), "--model", "tiny_chain", "--budget", "0",
             "--seeds", "1", "--json", str(out), *REAL]
     assert cli.main(argv) == 0
     record = json.loads(out.read_text())["records"][0]
@@ -100,3 +102,29 @@ def test_compare_on_the_simulated_backend_shows_the_gap_to_the_optimum(tmp_path,
     assert all(r["simulated"] and r["backend_settings"]["profile"] == "paper" for r in data["records"])
     optimal_records = [r for r in data["records"] if r["agent"] == "optimal"]
     assert all(r["placements_measured"] == 1 for r in optimal_records)
+
+
+def test_a_users_run_agent_from_the_examples_runs_from_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    out = tmp_path / "mine.json"
+    argv = ["evaluate", "--agent", "custom_agent:BlockHillClimb", "--model", "tiny_branch", "--backend", "simulated",
+            "--budget", "12", "--seeds", "2", "--agent-option", "max_block=4", "--json", str(out), "--no-progress"]
+    assert cli.main(argv) == 0
+    records = json.loads(out.read_text())["records"]
+    assert [r["agent"] for r in records] == ["block-hill-climb"] * 2
+    assert all(r["placements_measured"] == 12 and r["extra"]["hyperparameters"] == {"max_block": 4} for r in records)
+    # Hill climbing keeps the best it measured: its own placement (predict) is its best placement.
+    assert all(r["predict_latency_s"] == pytest.approx(r["latency_s"]) for r in records)
+
+
+def test_registry_lists_agents_in_table_order_and_explains_unknown_ones():
+    from placement_gym import registry
+
+    assert list(registry.AGENTS)[:2] == ["single-device", "openvino"] and list(registry.AGENTS)[-1] == "optimal"
+    rows = registry.agent_factories(["single-device", "random"], ["CPU", "GPU"])
+    assert list(rows) == ["CPU-only", "GPU-only", "random"]
+    assert rows["GPU-only"]().hyperparameters() == {"device": 1}
+    with pytest.raises(ValueError, match="unknown agent 'nope'.*registered agents"):
+        registry.load_agent_class("nope")
+    with pytest.raises(ValueError, match="rejected the options"):
+        registry.agent_factories(["random"], ["CPU"], {"no_such_option": 1})["random"]()

@@ -1,4 +1,5 @@
-"""agents/common: observation batching, directed GNN blocks, the REINFORCE trainer, callbacks, save/load."""
+"""agents/common: observation batching, directed GNN blocks, the run loop, the REINFORCE trainer, callbacks,
+save/load."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from torch import nn
 
 from agents.common import (
     BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, ReinforceAgent, ReinforceConfig,
-    ReinforceTrainer, make_callback, obs_to_batch, sample_categorical,
+    ReinforceTrainer, RunLoop, make_callback, obs_to_batch, sample_categorical,
 )
 from placement_gym.backends.base import Measurement
 from placement_gym.env import DevicePlacementEnv
@@ -34,7 +35,7 @@ class CountingBackend:
     def __init__(self) -> None:
         self.calls = []
 
-    def measure(self, graph, placement, use_cache=None):
+    def measure(self, graph, placement, *, use_cache=True):
         self.calls.append(use_cache)
         p = np.asarray(placement)
         cuts = int((p[graph.edge_index[0]] != p[graph.edge_index[1]]).sum())
@@ -168,8 +169,8 @@ def test_reinforce_learns_the_known_optimum(seed):
     assert agent.best_latency_s == pytest.approx(12e-3)
     # The policy itself moved to the optimum (at most one op still undecided), not only the search.
     assert (agent.predict(env.reset(seed=0)[0]) == 1).sum() >= 11
-    summary = agent.train_summary
-    assert summary["steps"] == 160 and summary["updates"] == 20 and summary["agent_s"] > 0
+    summary = agent.run_summary
+    assert summary.steps == 160 and summary.updates == 20 and summary.agent_s > 0
     assert env.unwrapped.backend.calls[-1] is False  # best re-measured bypassing the cache
 
 
@@ -183,19 +184,18 @@ def test_switches_change_the_update(env):
     config = ReinforceConfig(baseline=False, normalize_advantage=False, entropy_coef=0.0, max_grad_norm=None)
     torch.manual_seed(0)
     trainer = ReinforceTrainer(NodePolicy(PolicySpec.from_env(env)), config)
-    result = trainer.train(env, budget=16, seed=0)
-    assert result.steps == 16 and all(np.isnan(h["grad_norm"]) for h in result.history)
+    run = RunLoop(env, budget=16, seed=0)
+    trainer.train(run, run.env, seed=0)
+    assert run.steps == 16 and run.updates == 2 and all(np.isnan(h["grad_norm"]) for h in run.history)
     assert trainer._baseline is None  # no baseline was tracked
     with pytest.raises(ValueError, match="mode"):
         ReinforceConfig(mode="ppo")
-    with pytest.raises(ValueError, match="budget"):
-        trainer.train(env, budget=0)
 
 
 def test_episodic_mode_uses_per_step_baselines():
     env = DevicePlacementEnv(chain_graph(), backend=CountingBackend(), horizon=3)
     agent = NodeAgent(seed=0, mode="episodic", episodes_per_update=2).learn(env, budget=30)
-    assert agent.train_summary["steps"] == 30 and agent.train_summary["updates"] == 5
+    assert agent.run_summary.steps == 30 and agent.run_summary.updates == 5
     assert len(agent.trainer._step_baselines) == 3  # one baseline per step of the episode
 
 
@@ -220,13 +220,57 @@ def test_callback_sees_every_step_and_can_stop(env):
     rec = Recorder()
     agent = NodeAgent(seed=0).learn(env, budget=40, callback=rec)
     assert rec.started == 40 and rec.steps == list(range(1, 13)) and rec.updates == 2
-    assert rec.ended["steps"] == 12 and agent.train_summary["steps"] == 12
+    assert rec.ended["steps"] == 12 and agent.run_summary.steps == 12
 
 
 def test_tensorboard_and_progress_bar(env, tmp_path):
     cb = make_callback(progress_bar=True, tensorboard_log=str(tmp_path / "tb"))
     NodeAgent(seed=0).learn(env, budget=16, callback=cb)
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+
+
+# ------------------------------------------------------------------------------------------ run loop
+def test_run_loop_keeps_the_curve_and_measures_best_and_predict_afresh(env):
+    agent = NodeAgent(seed=0).learn(env, budget=40)
+    s = agent.run_summary
+    latencies = [v for _, v in s.curve]
+    assert s.curve[0][0] == 1 and latencies == sorted(latencies, reverse=True)  # it only ever improves
+    assert s.best_step == s.curve[-1][0] and s.best_latency_seen_s == latencies[-1]
+    assert s.placement_source == "best_placement" and np.array_equal(agent.best_placement, s.placement)
+    assert agent.best_latency_s == s.latency_s == pytest.approx(latencies[-1])  # the cost is deterministic
+    assert s.predict_latency_s == pytest.approx(s.predict.latency_s) and s.predict_placement.shape == (6,)
+    assert s.agent_ms_per_placement == pytest.approx(1e3 * s.agent_s / 40)
+    assert s.wall_s >= s.env_s + s.agent_s
+    assert s.to_dict()["agent_ms_per_placement"] == s.agent_ms_per_placement
+
+
+def test_zero_budget_measures_only_the_policy_and_the_budget_is_enforced(env):
+    agent = NodeAgent(seed=0).learn(env, budget=0)
+    s = agent.run_summary
+    assert s.steps == 0 and s.curve == [] and s.placement_source == "predict" and s.agent_ms_per_placement is None
+    assert np.array_equal(s.placement, s.predict_placement) and agent.best_latency_s == s.predict_latency_s
+    for bad in (-1, 1.5, "10", True):
+        with pytest.raises(ValueError, match="budget"):
+            NodeAgent().learn(env, budget=bad)
+    run = RunLoop(env, budget=1)
+    run.env.reset(seed=0)
+    run.env.step(np.zeros(6, dtype=np.int64))
+    assert run.done and run.remaining == 0
+    with pytest.raises(RuntimeError, match="budget of 1"):
+        run.env.step(np.zeros(6, dtype=np.int64))
+
+
+def test_torch_threads_are_pinned_while_learning_and_restored(env):
+    seen = []
+
+    class Threads(Callback):
+        def on_step(self, step, reward, info):
+            seen.append(torch.get_num_threads())
+            return True
+
+    before = torch.get_num_threads()
+    NodeAgent(seed=0).learn(env, budget=8, callback=Threads())
+    assert set(seen) == {1} and torch.get_num_threads() == before
 
 
 # ------------------------------------------------------------------------------------------ base agent

@@ -10,10 +10,14 @@ import math
 import numpy as np
 import pytest
 
+from agents.common.run import RunAgent
 from placement_gym import DevicePlacementEnv
 from placement_gym.evaluation import (
-    CSV_KEYS, RECORD_KEYS, SB3Agent, as_agent, evaluate, format_table, make_record, plot_summary, records_to_json,
-    summarize, write_csv, write_records,
+    RECORD_KEYS, add_placements_to_within, compare, evaluate, make_record, model_label,
+)
+from placement_gym.results import (
+    CSV_KEYS, format_learning_table, format_table, plot_curves, plot_summary, records_to_json, summarize,
+    write_atomically, write_csv, write_json, write_records,
 )
 
 from .conftest import TWO_DEVICES
@@ -26,25 +30,38 @@ def env():
     env.close()
 
 
-class CountingAgent:
-    """A user's agent, written against the documented interface only: it alternates devices op by op."""
+class CountingAgent(RunAgent):
+    """A user's agent written against the documented interface only: it measures random placements and its
+    own policy alternates devices op by op."""
+
+    name = "counting"
 
     def __init__(self, offset: int = 0) -> None:
+        super().__init__()
         self.offset = offset
         self.learned_with = []
 
-    def learn(self, env, budget, seed, callback=None):
-        env.reset(seed=seed)
-        n, d = env.unwrapped.graph.n_ops, env.unwrapped.n_devices
+    def train(self, run, seed):
+        n, d = run.base.graph.n_ops, run.base.n_devices
+        run.env.reset(seed=seed)
         rng = np.random.default_rng(seed)
-        for _ in range(budget):
-            env.step(rng.integers(0, d, n))
-        self.learned_with.append((budget, seed))
-        self.placement = (np.arange(n) + self.offset) % d
-        return self
+        while not run.done:
+            run.env.step(rng.integers(0, d, n))
+        self.learned_with.append((run.budget, seed))
 
     def predict(self, obs, deterministic=True):
-        return self.placement
+        n = len(obs["placement"])
+        return (np.arange(n) + self.offset) % 2
+
+    def hyperparameters(self):
+        return {"offset": self.offset}
+
+    def save(self, path, overwrite=False):
+        return write_json(path, self.hyperparameters(), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path):
+        return cls(**json.loads(open(path).read()))
 
 
 def test_records_follow_the_schema_for_a_users_agent(env):
@@ -54,14 +71,20 @@ def test_records_follow_the_schema_for_a_users_agent(env):
         assert set(RECORD_KEYS) <= set(r)
         assert r["model"] == env.graph.name and r["agent"] == "mine" and r["backend"] == "openvino"
         assert r["placements_measured"] == 3 and r["budget"] == 3
-        assert r["ok"] and r["latency_s"] > 0 and r["wall_s"] >= r["learn_s"] > 0
+        assert r["ok"] and r["latency_s"] > 0 and r["wall_s"] > 0
         assert r["speedup_vs_reference"] == pytest.approx(r["reference_latency_s"] / r["latency_s"])
         assert r["latency_reduction_pct"] == pytest.approx(100 * (1 - r["latency_s"] / r["reference_latency_s"]))
-        assert r["placement_source"] == "predict"  # CountingAgent has no best_placement
-        assert r["placement"] == [i % 2 for i in range(env.graph.n_ops)]
+        assert r["placement_source"] == "best_placement" and len(r["placement"]) == env.graph.n_ops
+        assert r["predict_placement"] == [i % 2 for i in range(env.graph.n_ops)] and r["predict_latency_s"] > 0
+        assert 1 <= len(r["curve"]) <= 3 and r["curve"][0][0] == 1 and r["best_step"] == r["curve"][-1][0]
+        assert set(r["placements_to_within"]) == {"5", "2", "1"} and r["agent_ms_per_placement"] >= 0
         assert sum(r["device_counts"]) == env.graph.n_ops
         assert r["devices"] == env.device_names and r["simulated"] is False
         assert r["backend_settings"]["repeats"] == 3
+        assert r["extra"]["hyperparameters"] == {"offset": 0} and r["extra"]["run"]["steps"] == 3
+    # Relative to the best of both runs: the run that found it got within 1% when it found it.
+    best = min(records, key=lambda r: r["curve"][-1][1])
+    assert best["placements_to_within"]["1"] == best["best_step"]
     data = records_to_json(records, command="test")
     text = json.dumps(data, allow_nan=False)  # strict JSON
     assert json.loads(text)["records"][0]["agent"] == "mine"
@@ -73,46 +96,31 @@ def test_agent_forms_instance_factory_and_class(env):
     instance = CountingAgent(offset=1)
     records = evaluate(instance, env, budget=1, seeds=2)
     assert instance.learned_with == []  # each seed trained a deep copy, the user's instance is untouched
-    assert records[0]["placement"][0] == 1
-    built_with = []
+    assert records[0]["predict_placement"][0] == 1
+    built = []
 
-    def factory(env_):
-        built_with.append(env_)
-        return CountingAgent()
+    def factory():
+        built.append(CountingAgent())
+        return built[-1]
 
     evaluate(factory, env, budget=0, seeds=1)
-    assert built_with == [env]
+    assert len(built) == 1 and built[0].learned_with == [(0, 0)]
     records = evaluate(CountingAgent, env, budget=0, seeds=1)
-    assert records[0]["placements_measured"] == 0 and records[0]["agent"] == "CountingAgent"
+    assert records[0]["placements_measured"] == 0 and records[0]["agent"] == "counting"
+    # Nothing measured: the agent's own placement is the result, measured once afresh.
+    assert records[0]["placement_source"] == "predict" and records[0]["latency_s"] == records[0]["predict_latency_s"]
+    assert records[0]["curve"] == [] and records[0]["placements_to_within"] == {"5": None, "2": None, "1": None}
 
 
-def test_best_placement_is_remeasured_and_preferred(env):
-    class Best(CountingAgent):
-        def learn(self, env, budget, seed, callback=None):
-            super().learn(env, budget, seed)
-            self.best_placement = np.zeros(env.unwrapped.graph.n_ops, dtype=np.int64)
-            self.best_latency_s = 123.0  # a stale number: the harness must measure afresh
-            return self
-
-    record = evaluate(Best, env, budget=1, seeds=1)[0]
-    assert record["placement_source"] == "best_placement" and record["placement"] == [0] * env.graph.n_ops
-    assert record["agent_best_latency_s"] == 123.0 and record["latency_s"] < 1.0
-    record = evaluate(Best, env, budget=1, seeds=1, use="predict")[0]
-    assert record["placement_source"] == "predict"
-
-
-def test_untrained_evaluation_and_bad_input(env):
-    agent = CountingAgent().learn(env, 0, 0)
-    record = evaluate(agent, env, budget=10, seeds=1, train=False)[0]
-    assert record["placements_measured"] == 0 and record["budget"] == 0
-    assert agent.learned_with == [(0, 0)]
-
+def test_bad_input_is_explained(env):
     class NoPredict:
         def learn(self, env, budget, seed, callback=None):
             return self
 
-    with pytest.raises(TypeError, match="lacks predict"):
+    with pytest.raises(TypeError, match="lacks .*predict.*RunAgent"):
         evaluate(NoPredict(), env, budget=1)
+    with pytest.raises(TypeError, match="not an agent"):
+        evaluate(lambda: object(), env, budget=1)
     with pytest.raises(ValueError, match="budget"):
         evaluate(CountingAgent, env, budget=-1)
     with pytest.raises(ValueError, match="seeds"):
@@ -135,7 +143,7 @@ def test_failed_final_placement_is_a_record_not_a_crash(env):
         device_names = env.device_names
         virtual_devices = [False, True]
 
-        def measure(self, graph, placement):
+        def measure(self, graph, placement, *, use_cache=True):
             from placement_gym.backends import Measurement
 
             return Measurement(latency_s=1e-3) if not placement.any() else Measurement.failure("boom")
@@ -147,14 +155,34 @@ def test_failed_final_placement_is_a_record_not_a_crash(env):
             pass
 
     broken_env = DevicePlacementEnv(env.graph, backend=Broken())
-    record = make_record(broken_env, agent="x", seed=0, placement=np.ones(env.graph.n_ops, dtype=np.int64),
-                         placements_measured=0, wall_s=0.0)
-    assert record["ok"] is False and record["error"] == "boom"
+    record = evaluate(CountingAgent(offset=1), broken_env, budget=0, seeds=1)[0]  # its own placement fails
+    assert record["ok"] is False and record["error"] == "boom" and record["curve"] == []
     assert record["latency_s"] is None and record["speedup_vs_reference"] is None
+    assert record["predict_ok"] is False and record["predict_latency_s"] is None
     json.dumps(records_to_json([record]), allow_nan=False)
     rows = summarize([record])
     assert rows[0]["n_failed"] == 1 and rows[0]["latency_mean_s"] is None
     assert "failed" in format_table(rows)
+
+
+def test_model_files_are_named_by_their_stem(tmp_path):
+    assert model_label("resnet") == ("resnet", None)
+    assert model_label("/some/where/my_net.xml") == ("my_net", "/some/where/my_net.xml")
+    assert model_label(tmp_path / "net.onnx") == ("net", str(tmp_path / "net.onnx"))
+
+
+def test_placements_to_within_is_relative_to_the_best_known():
+    records = [
+        {"model": "m", "backend": "s", "devices": ["a"], "curve": [[1, 10.0], [5, 1.03], [9, 1.005]]},
+        {"model": "m", "backend": "s", "devices": ["a"], "curve": [[2, 1.0]]},
+        {"model": "other", "backend": "s", "devices": ["a"], "curve": [[3, 7.0]]},
+        {"model": "m", "backend": "s", "devices": ["a"], "curve": []},
+    ]
+    add_placements_to_within(records)
+    assert records[0]["placements_to_within"] == {"5": 5, "2": 9, "1": 9}
+    assert records[1]["placements_to_within"] == {"5": 2, "2": 2, "1": 2}
+    assert records[2]["placements_to_within"] == {"5": 3, "2": 3, "1": 3} and records[2]["best_known_latency_s"] == 7.0
+    assert records[3]["placements_to_within"] == {"5": None, "2": None, "1": None}
 
 
 def _record(model, agent, seed, latency, reference=10.0):
@@ -179,7 +207,7 @@ def test_summary_table_marks_best_and_gap_to_optimum():
     assert "*5000.000" in table and "*1000.000" in table
 
 
-def test_files_are_written_once(tmp_path):
+def test_files_are_written_once_and_atomically(tmp_path):
     records = [_record("m", "a", 0, 6.0), _record("m", "b", 0, 4.0)]
     path = write_records(tmp_path / "r.json", records)
     assert json.loads(path.read_text())["records"][1]["agent"] == "b"
@@ -188,27 +216,48 @@ def test_files_are_written_once(tmp_path):
     csv_path = write_csv(tmp_path / "r.csv", records)
     lines = csv_path.read_text().splitlines()
     assert lines[0].split(",") == list(CSV_KEYS) and len(lines) == 3 and "CPU GPU" in lines[1]
-    png = plot_summary(tmp_path / "r.png", summarize(records))
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with pytest.raises(FileExistsError):
-        plot_summary(png, summarize(records))
+    for plot, data in ((plot_summary, summarize(records)), (plot_curves, records)):
+        png = plot(tmp_path / f"{plot.__name__}.png", data)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with pytest.raises(FileExistsError):
+            plot(png, data)
     with pytest.raises(ValueError, match="lacks 'backend'"):
         records_to_json([{"model": "m", "agent": "a"}])
 
+    def fails(tmp):
+        tmp.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(tmp_path / "never.txt", fails)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(  # nothing left behind, nothing replaced
+        ["r.json", "r.csv", "plot_summary.png", "plot_curves.png"])
+    write_json(path, {"x": 1}, overwrite=True)
+    assert json.loads(path.read_text()) == {"x": 1}
+
+
+def test_learning_table_shows_predict_and_placements_to_within():
+    records = [dict(_record("m", "learner", s, 5.0), placements_measured=50, predict_latency_s=8.0,
+                    agent_ms_per_placement=2.0, placements_to_within={"5": n, "2": n, "1": None})
+               for s, n in ((0, 10), (1, None))]
+    table = format_learning_table(summarize(records))
+    line = table.splitlines()[-1]
+    assert "learner" in line and "5000.000" in line and "8000.000" in line and "10 (1/2)" in line
+    assert "never (0/2)" in line and "2.00" in line
+
 
 def test_stable_baselines3_model_plugs_in(env):
-    sb3 = pytest.importorskip("stable_baselines3")
-    model = sb3.PPO("MultiInputPolicy", env, n_steps=4, batch_size=4, n_epochs=1, seed=0, device="cpu")
-    agent = as_agent(model)
-    assert isinstance(agent, SB3Agent)
-    record = evaluate(model, env, budget=4, seeds=1, name="ppo", use="predict")[0]
-    assert record["ok"] and record["placements_measured"] >= 4
-    assert all(v in (0, 1) for v in record["placement"])
+    from stable_baselines3 import PPO
+
+    from agents.ppo import SB3Agent
+
+    model = PPO("MultiInputPolicy", env, n_steps=4, batch_size=4, n_epochs=1, seed=0, device="cpu")
+    record = evaluate(SB3Agent(model), env, budget=4, seeds=1, name="ppo")[0]
+    assert record["ok"] and record["placements_measured"] == 4  # the budget is exact, rollouts or not
+    assert all(v in (0, 1) for v in record["predict_placement"])
 
 
 def test_compare_gives_agents_of_one_model_one_reference(env):
-    from placement_gym.evaluation import compare
-
     class OtherFeatures(CountingAgent):
         feature_families = ("op_type", "degree")
 
@@ -224,3 +273,4 @@ def test_compare_gives_agents_of_one_model_one_reference(env):
     assert made == [None, ("op_type", "degree")] and not skipped
     assert [r["agent"] for r in records] == ["plain", "plain", "other", "other"]
     assert len({r["reference_latency_s"] for r in records}) == 1
+    assert len({r["best_known_latency_s"] for r in records}) == 1  # placements_to_within over all of them

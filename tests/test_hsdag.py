@@ -207,7 +207,7 @@ def test_learns_the_known_optimum_of_two_parallel_branches():
     assert agent.best_latency_s == pytest.approx(optimum)
     best = agent.best_placement
     assert len(set(best[1:length + 1])) == 1 and len(set(best[length + 1:-1])) == 1 and best[1] != best[-2]
-    assert agent.train_summary["steps"] == budget
+    assert agent.run_summary.steps == budget
 
 
 def test_policy_learns_on_the_simulated_paper_preset(tiny_branch_graph):
@@ -248,9 +248,10 @@ def test_train_command_writes_records_checkpoint_and_placement(tmp_path):
     for key in ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured", "wall_s"):
         assert key in record
     assert record["agent"] == "hsdag" and record["backend"] == "simulated" and record["placements_measured"] == 20
-    assert record["extra"]["train_summary"]["agent_ms_per_placement"] > 0
+    assert record["agent_ms_per_placement"] > 0 and record["predict_latency_s"] > 0
+    assert record["curve"] and record["placements_to_within"]["1"] is not None  # best in the run: reached
     assert "versions" in data
-    assert (tmp_path / "run.pt").exists()
+    assert (tmp_path / "run.pt").exists() and (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
     placement = json.loads((tmp_path / "run.placement.json").read_text())
     assert placement["placement"] == record["placement"] and len(placement["by_op"]) == len(record["placement"])
     loaded = HSDAGAgent.load(tmp_path / "run.pt")

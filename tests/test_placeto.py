@@ -42,7 +42,7 @@ def test_agent_learns_on_the_whole_placement_env_within_budget(env):
     before = env.placements_measured
     agent.learn(env, budget=10)  # two whole episodes of 4 nodes, then 2 steps of a third
     assert env.placements_measured - before == 10
-    assert agent.train_summary["steps"] == 10 and agent.train_summary["updates"] == 3
+    assert agent.run_summary.steps == 10 and agent.run_summary.updates == 3
     assert agent.best_placement.shape == (env.graph.n_ops,) and agent.best_latency_s > 0
     # predict on the whole-placement observation builds a full placement node by node, measuring nothing
     obs, _ = env.reset(seed=0)

@@ -1,4 +1,4 @@
-"""Device profiles: presets, save/load, the roofline, fits, and real per-op profiling on a tiny model."""
+"""Device profiles (presets, save/load) and calibration (the roofline, fits, real per-op profiling on a tiny model)."""
 from __future__ import annotations
 
 import json
@@ -6,16 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from placement_gym.backends.profiles import (
-    DeviceProfile,
-    LinkProfile,
-    Profile,
-    fit_boundary_costs,
-    fit_roofline,
-    measure_op_times,
-    op_bytes,
-    split_placements,
+from placement_gym.backends.calibration import (
+    calibrate, fit_boundary_costs, fit_roofline, latency_statistic, measure_op_times, split_placements,
 )
+from placement_gym.backends.profiles import DeviceProfile, LinkProfile, Profile, op_bytes
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
 
@@ -177,7 +171,6 @@ def test_measure_op_times_on_a_real_device(tiny_branch_graph):
 
 def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
     from placement_gym import DevicePlacementEnv
-    from placement_gym.backends.profiles import calibrate
 
     lines = []
     profile = calibrate(TWO_DEVICES, [tiny_branch_graph], runs=3, warmup=1, placements=3, seed=0, progress=lines.append)
@@ -201,7 +194,6 @@ def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
 
 def test_latency_statistics_and_clocks(tiny_branch_graph):
     from placement_gym.backends.openvino import OpenVINOBackend
-    from placement_gym.backends.profiles import latency_statistic
 
     assert latency_statistic([3.0, 1.0, 2.0], "median") == 2.0 and latency_statistic([3.0, 1.0, 2.0], "min") == 1.0
     with pytest.raises(ValueError, match="statistic"):

@@ -63,7 +63,7 @@ def test_agent_budget_and_save_load_round_trip(env, tmp_path):
     before = env.placements_measured
     agent.learn(env, budget=10)
     assert env.placements_measured - before == 10
-    assert agent.train_summary["updates"] == 3  # 4 + 4 + 2
+    assert agent.run_summary.updates == 3  # 4 + 4 + 2
     assert agent.best_placement.shape == (env.graph.n_ops,)
     path = agent.save(tmp_path / "rnn.pt")
     loaded = BaseAgent.load(path)

@@ -200,8 +200,8 @@ def test_ppo_agent_budget_best_placement_and_save_load(env, tmp_path):
     before = env.placements_measured
     agent.learn(env, budget=10)  # not a multiple of n_steps: collection stops at the budget
     assert env.placements_measured - before == 10  # the final re-measurement bypasses the env
-    summary = agent.train_summary
-    assert summary["steps"] == 10 and summary["updates"] == 2 and summary["update_s_mean"] > 0
+    summary = agent.run_summary
+    assert summary.steps == 10 and summary.updates == 2 and all(h["update_s"] > 0 for h in agent.history)
     assert agent.best_placement.shape == (env.graph.n_ops,) and agent.best_latency_s > 0
     obs, _ = env.reset(seed=0)
     action = agent.predict(obs)

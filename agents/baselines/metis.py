@@ -86,6 +86,9 @@ class MetisPartition(PlanningAgent):
         super().__init__()
         self.use_costs = use_costs
 
+    def hyperparameters(self) -> dict:
+        return {"use_costs": self.use_costs}
+
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         base = env.unwrapped
         graph, d = base.graph, base.n_devices

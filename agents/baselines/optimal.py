@@ -347,6 +347,9 @@ class ExactOptimum(PlanningAgent):
         super().__init__()
         self.time_limit_s = time_limit_s
 
+    def hyperparameters(self) -> dict:
+        return {"time_limit_s": self.time_limit_s}
+
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         from .costs import cost_model
         from .greedy import etf_schedule, topo_balance

@@ -5,6 +5,8 @@ from typing import Iterator
 
 import numpy as np
 
+from placement_gym.backends.openvino import OpenVINOBackend
+
 from .base import PlanningAgent
 
 
@@ -33,10 +35,8 @@ class SingleDevice(PlanningAgent):
         super().__init__()
         self.device = device
 
-    @classmethod
-    def variants(cls, env) -> list[tuple[str, "callable"]]:
-        """One agent per device of `env`, named like the paper's rows: ``CPU-only``, ``GPU-only``."""
-        return [(f"{name}-only", (lambda d=d: cls(d))) for d, name in enumerate(env.unwrapped.device_names)]
+    def hyperparameters(self) -> dict:
+        return {"device": self.device}
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         d = resolve_device(env, self.device)
@@ -88,16 +88,13 @@ class OpenVINOChoice(PlanningAgent):
             raise ValueError(f"policy must be one of {self.POLICIES}, got {policy!r}")
         self.policy = policy
 
-    @classmethod
-    def variants(cls, env) -> list[tuple[str, "callable"]]:
-        """Both policies: ``openvino-auto`` and ``openvino-hetero``."""
-        return [(f"openvino-{p}", (lambda p=p: cls(p))) for p in cls.POLICIES[::-1]]
+    def hyperparameters(self) -> dict:
+        return {"policy": self.policy}
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         base = env.unwrapped
         backend, graph = base.backend, base.graph
-        core = getattr(backend, "core", None)
-        if not backend.simulated and core is not None and graph.model is not None:
+        if isinstance(backend, OpenVINOBackend) and graph.model is not None:
             placement, how = self._ask_openvino(backend, graph)
         else:
             placement, how = self._by_rule(base), "derived from OpenVINO's documented rules (simulated devices)"

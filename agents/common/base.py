@@ -1,49 +1,42 @@
-"""The agent base class: the conventions every placement agent follows.
+"""The base class of the agents with a torch policy: policy spec, lazy policy building, torch checkpoints.
 
     agent = SomeAgent(seed=0, ...)            hyperparameters in the constructor
     agent.learn(env, budget=500, seed=0)      budget = placements measured (env steps); returns the agent
-    agent.best_placement, agent.best_latency_s   the best placement seen and its latency re-measured at the end
+    agent.best_placement, agent.best_latency_s   the run's best placement and its latency re-measured at the end
     action = agent.predict(obs)               (N,) int64 for the DevicePlacement-v0 Dict observation
     agent.save("hsdag.pt")                    refuses to overwrite an existing file unless overwrite=True
     agent = SomeAgent.load("hsdag.pt")        (or BaseAgent.load: finds the class recorded in the file)
 
-A subclass provides `hyperparameters()` (constructor keyword arguments, plain Python values), `build_policy(spec)`
-(the torch module for a `PolicySpec`), and `learn`. The policy is built lazily from the first env it sees, so
-one agent class serves any graph and device count; the spec is saved with the weights so `load` can rebuild it.
+`learn` is the shared run loop (`agents.common.run.RunAgent`); a subclass provides `train(run, seed)` (its
+algorithm), `hyperparameters()` (constructor keyword arguments, plain Python values) and `build_policy(spec)`
+(the torch module for a `PolicySpec`). The policy is built lazily from the first env it sees (`setup`), so one
+agent class serves any graph and device count; the spec is saved with the weights so `load` can rebuild it.
 
-Feature families: an agent that needs particular node features sets the class attribute `feature_families`;
-whoever builds its env (the CLI, the evaluation harness) passes ``features=Agent.feature_families`` to the env.
+Feature families: an agent that needs particular node features sets ``feature_families``; whoever builds its
+env (the CLI, the evaluation harness) passes ``features=agent.feature_families`` to the env.
 `PolicySpec.from_env` refuses an env whose observation was built with other families.
 """
 from __future__ import annotations
 
 import abc
 import importlib
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
-__all__ = ["BaseAgent", "PolicySpec", "set_seed", "CHECKPOINT_FORMAT"]
+from placement_gym.results import versions, write_atomically
+
+from .run import RunAgent
+
+__all__ = ["BaseAgent", "PolicySpec", "CHECKPOINT_FORMAT"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/1"
-
-
-def set_seed(seed: int | None) -> None:
-    """Seed Python's, NumPy's and torch's global generators (no-op for None)."""
-    if seed is None:
-        return
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-    random.seed(int(seed))
-    np.random.seed(int(seed) % 2**32)
-    torch.manual_seed(int(seed))
 
 
 @dataclass(frozen=True)
@@ -88,51 +81,30 @@ class PolicySpec:
         return cls(f, fe, d, families)
 
 
-class BaseAgent(abc.ABC):
-    """Common state and the save/load/seed conventions of placement agents (see the module docstring).
+class BaseAgent(RunAgent):
+    """An agent with a torch policy built lazily for the env's sizes (see the module docstring).
 
     Args:
         seed: default seed of `learn` (its own `seed` argument wins).
+        torch_threads: torch threads while learning (`RunAgent`).
         device: torch device of the policy.
     """
 
-    #: Registry name (``placement-gym train --agent <name>``).
-    name: ClassVar[str] = "agent"
-    #: Node-feature families the agent's env must observe; None = the env's default.
-    feature_families: ClassVar[tuple[str, ...] | None] = None
-
-    def __init__(self, seed: int | None = None, device: "str | torch.device" = "cpu") -> None:
-        self.seed = seed
+    def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
+                 device: "str | torch.device" = "cpu") -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads)
         self.device = torch.device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
-        #: Best placement seen during `learn` ((N,) int64) and its re-measured latency in seconds.
-        self.best_placement: np.ndarray | None = None
-        self.best_latency_s: float | None = None
-        #: Per-update training statistics and the final training summary of the last `learn`.
-        self.history: list[dict] = []
-        self.train_summary: dict = {}
-
-    # ------------------------------------------------------------------ for subclasses
-    @abc.abstractmethod
-    def hyperparameters(self) -> dict[str, Any]:
-        """Constructor keyword arguments that rebuild this agent (plain Python values only)."""
 
     @abc.abstractmethod
     def build_policy(self, spec: PolicySpec) -> nn.Module:
         """The policy module for `spec` (called once, lazily)."""
 
-    @abc.abstractmethod
-    def learn(self, env, budget: int, seed: int | None = None, callback=None) -> "BaseAgent":
-        """Train on `env` for `budget` env steps (placements measured); returns self."""
-
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs` ((N,) int64 for the DevicePlacement-v0 Dict observation). Uses the policy's
-        ``act(obs, num_samples=1, deterministic=...)``.
-
-        This is the policy's own placement, not the best one training found (`best_placement`): on the zoo
-        models the policies end concentrated on the best single device while the best placement they measured
-        is faster (README, Table 2)."""
+        ``act(obs, num_samples=1, deterministic=...)``: the policy's own placement, which the run summary
+        reports as ``predict_latency_s`` next to the best placement the run found."""
         self._require_policy()
         self.policy.eval()
         with torch.no_grad():
@@ -140,11 +112,17 @@ class BaseAgent(abc.ABC):
         return sample.actions[0].cpu().numpy().astype(np.int64)
 
     # ------------------------------------------------------------------ policy building
-    def setup(self, spec: PolicySpec) -> nn.Module:
-        """Build the policy for `spec` if there is none yet; otherwise check that `spec` fits the one built."""
+    def setup(self, spec: PolicySpec, seed: int | None = None) -> nn.Module:
+        """Build the policy for `spec` if there is none yet; otherwise check that `spec` fits the one built.
+
+        The initial weights are drawn from a generator seeded with `seed` and forked from torch's global one,
+        so they depend on the seed alone and the run's sampling starts from the freshly seeded global state."""
         if self.policy is None:
-            self.spec = spec
-            self.policy = self.build_policy(spec).to(self.device)
+            with torch.random.fork_rng(devices=[]):
+                if seed is not None:
+                    torch.manual_seed(int(seed))
+                self.spec = spec
+                self.policy = self.build_policy(spec).to(self.device)
         elif (spec.node_features, spec.edge_features, spec.n_devices) != (
             self.spec.node_features, self.spec.edge_features, self.spec.n_devices
         ):
@@ -163,11 +141,6 @@ class BaseAgent(abc.ABC):
             FileExistsError: `path` exists and `overwrite` is False.
         """
         self._require_policy()
-        path = Path(path)
-        if path.exists() and not overwrite:
-            raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True")
-        from placement_gym.results import versions
-
         checkpoint = {
             "format": CHECKPOINT_FORMAT,
             "agent_class": f"{type(self).__module__}:{type(self).__qualname__}",
@@ -178,11 +151,7 @@ class BaseAgent(abc.ABC):
             "best_latency_s": self.best_latency_s,
             "versions": versions(),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(checkpoint, tmp)
-        tmp.replace(path)
-        return path
+        return write_atomically(path, lambda tmp: torch.save(checkpoint, tmp), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":

@@ -24,29 +24,24 @@ Both modes use (each switchable, for ablations):
     entropy_coef        bonus on the policy's (per-decision) entropy; 0 = none, as the HSDAG code;
     max_grad_norm       gradient-norm clipping (None = off).
 
-Budget = env steps (= placements measured). The trainer keeps the best placement seen (lowest ``info
-["latency_s"]`` among successful steps) and, at the end, re-measures it on the env's backend bypassing the
-measurement cache, so the reported latency is not the luckiest of many noisy draws. It also times itself:
-``agent_s`` (everything but ``env.step``/``env.reset``) / steps is the agent's compute per placement.
+The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
+callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the trainer steps.
 """
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .base import BaseAgent, PolicySpec, set_seed
-from .callbacks import Callback, make_callback
+from .base import BaseAgent, PolicySpec
+from .run import RunLoop
 
-__all__ = [
-    "PolicySample", "ReinforceConfig", "ReinforceTrainer", "TrainResult", "ReinforceAgent",
-    "sample_categorical", "remeasure",
-]
+__all__ = ["PolicySample", "ReinforceAgent", "ReinforceConfig", "ReinforceTrainer", "sample_categorical"]
 
 
 # ------------------------------------------------------------------------------------------- policy output
@@ -107,10 +102,6 @@ class ReinforceConfig:
     normalize_advantage: bool = True
     entropy_coef: float = 0.01
     max_grad_norm: float | None = 1.0
-    remeasure_best: bool = True
-    #: torch intra-op threads while training (graphs of a few hundred ops run fastest on one, and a second
-    #: thread spin-waits badly on a busy machine); restored afterwards. None = leave torch's setting.
-    torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -123,64 +114,6 @@ class ReinforceConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.entropy_coef < 0:
             raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
-        if self.torch_threads is not None and self.torch_threads < 1:
-            raise ValueError(f"torch_threads must be >= 1 or None, got {self.torch_threads}")
-
-
-@dataclass
-class TrainResult:
-    """What `ReinforceTrainer.train` found.
-
-    Attributes:
-        best_placement: (N,) int64 the best placement seen (None if no step succeeded).
-        best_latency_s: its latency re-measured at the end (the best seen if re-measuring is off or failed).
-        best_latency_seen_s: its latency when it was first measured during training.
-        best_step: the env step (1-based) that found it.
-        steps: env steps taken (= placements measured through the env).
-        updates: gradient updates made.
-        wall_s: total wall time; env_s: time inside env.step/env.reset; agent_s = wall_s - env_s - remeasure_s.
-        remeasure_s: time of the final re-measurement.
-        history: one dict of statistics per update.
-    """
-
-    best_placement: np.ndarray | None
-    best_latency_s: float
-    best_latency_seen_s: float
-    best_step: int
-    steps: int
-    updates: int
-    wall_s: float
-    env_s: float
-    agent_s: float
-    remeasure_s: float
-    history: list[dict] = field(default_factory=list)
-
-    # (agent_s includes one-off costs of the first call in a process, e.g. PyG's code generation.)
-
-    @property
-    def agent_ms_per_placement(self) -> float:
-        return 1e3 * self.agent_s / max(self.steps, 1)
-
-    def summary(self) -> dict[str, Any]:
-        """Scalars for logs and result files (no per-update history)."""
-        return {
-            "best_latency_s": self.best_latency_s,
-            "best_latency_seen_s": self.best_latency_seen_s,
-            "best_step": self.best_step,
-            "steps": self.steps,
-            "updates": self.updates,
-            "wall_s": self.wall_s,
-            "env_s": self.env_s,
-            "agent_s": self.agent_s,
-            "remeasure_s": self.remeasure_s,
-            "agent_ms_per_placement": self.agent_ms_per_placement,
-        }
-
-
-def remeasure(env, placement: np.ndarray) -> float | None:
-    """Latency (s) of `placement` measured afresh (`DevicePlacementEnv.measure`); None if it fails."""
-    m = env.unwrapped.measure(np.asarray(placement, dtype=np.int64))
-    return float(m.latency_s) if m.ok else None
 
 
 # ------------------------------------------------------------------------------------------- the trainer
@@ -191,107 +124,46 @@ class ReinforceTrainer:
         policy: module with ``act(obs, num_samples, deterministic) -> PolicySample``.
         config: `ReinforceConfig` (defaults if None).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
-        placement_of: ``(next_obs, action, info) -> (N,) placement`` that was measured, for best-tracking.
-            Default: ``info["placement"]`` if present, else ``next_obs["placement"]`` if present, else the action.
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
-                 optimizer: torch.optim.Optimizer | None = None,
-                 placement_of: Callable[[Any, Any, Mapping], np.ndarray] | None = None) -> None:
-        if not hasattr(policy, "act"):
-            raise TypeError(f"{type(policy).__name__} has no act(obs, num_samples, deterministic) method")
+                 optimizer: torch.optim.Optimizer | None = None) -> None:
         self.policy = policy
         self.config = config or ReinforceConfig()
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
-        self.placement_of = placement_of or _measured_placement
         # Running statistics (kept across `train` calls, so training can be resumed).
         self._baseline: float | None = None            # bandit: EMA of the reward
         self._step_baselines: list[float] = []          # episodic: EMA of the return at each step index
         self._adv_sq: float | None = None              # EMA of advantage**2, for normalisation
 
     # ----------------------------------------------------------------------------------------- train
-    def train(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> TrainResult:
-        """Run `budget` env steps of REINFORCE on `env` and return what was found."""
-        if not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"budget must be a positive number of env steps (placements), got {budget!r}")
-        threads = torch.get_num_threads()
-        if self.config.torch_threads is not None:
-            torch.set_num_threads(self.config.torch_threads)
-        try:
-            return self._train(env, int(budget), seed, callback or Callback())
-        finally:
-            torch.set_num_threads(threads)
-
-    def _train(self, env, budget: int, seed: int | None, callback: Callback) -> TrainResult:
-        cfg = self.config
-        set_seed(seed)
+    def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
+        """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
         if seed is not None:
             env.action_space.seed(seed)
-        self._best = (math.inf, None, 0)  # (latency, placement, step)
-        self._steps, self._env_s, self._stop = 0, 0.0, False
-        history: list[dict] = []
-        start = time.perf_counter()
-        callback.on_training_start(int(budget), asdict(cfg))
-
-        obs = self._reset(env, seed)
+        obs, _ = env.reset(seed=seed)
         self.policy.train()
-        while self._steps < budget and not self._stop:
-            if cfg.mode == "bandit":
-                obs, stats = self._bandit_update(env, obs, int(budget), callback)
+        while not run.done:
+            if self.config.mode == "bandit":
+                obs, stats = self._bandit_update(run, env, obs)
             else:
-                stats = self._episodic_update(env, int(budget), callback)
-            stats["best_latency_s"] = self._best[0]
-            stats["step"] = self._steps
-            history.append(stats)
-            callback.on_update(self._steps, stats)
-
-        best_seen, best_placement, best_step = self._best
-        best_latency, remeasure_s = best_seen, 0.0
-        if cfg.remeasure_best and best_placement is not None:
-            t = time.perf_counter()
-            fresh = remeasure(env, best_placement)
-            remeasure_s = time.perf_counter() - t
-            if fresh is not None:
-                best_latency = fresh
-        wall = time.perf_counter() - start
-        result = TrainResult(best_placement, best_latency, best_seen, best_step, self._steps, len(history), wall,
-                             self._env_s, wall - self._env_s - remeasure_s, remeasure_s, history)
-        callback.on_training_end(result.summary())
-        return result
+                stats = self._episodic_update(run, env)
+            run.record_update(stats)
 
     # ------------------------------------------------------------------------------------- collection
-    def _reset(self, env, seed: int | None = None):
-        t = time.perf_counter()
-        obs, _ = env.reset(seed=seed)
-        self._env_s += time.perf_counter() - t
-        return obs
-
-    def _step(self, env, action: np.ndarray, callback: Callback):
-        """One env step with bookkeeping: timing, best placement, callback."""
-        t = time.perf_counter()
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        self._env_s += time.perf_counter() - t
-        self._steps += 1
-        latency = info.get("latency_s", math.inf)
-        if info.get("ok", True) and latency < self._best[0]:
-            self._best = (float(latency), np.asarray(self.placement_of(next_obs, action, info), dtype=np.int64).copy(), self._steps)
-        if callback.on_step(self._steps, float(reward), info) is False:
-            self._stop = True
-        return next_obs, float(reward), terminated or truncated, info
-
-    def _bandit_update(self, env, obs, budget: int, callback: Callback) -> tuple[Any, dict]:
+    def _bandit_update(self, run: RunLoop, env: gym.Env, obs) -> tuple[Any, dict]:
         """K placements from one encoding of `obs`, K env steps, one gradient step."""
-        k = min(self.config.samples_per_update, budget - self._steps)
+        k = min(self.config.samples_per_update, run.remaining)
         sample = self.policy.act(obs, num_samples=k)
         actions = sample.actions.detach().cpu().numpy()
         rewards = []
         next_obs = obs
         for action in actions:
-            next_obs, reward, done, _ = self._step(env, action, callback)
-            rewards.append(reward)
-            if done:
-                next_obs = self._reset(env)
-            if self._stop:
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            rewards.append(float(reward))
+            if terminated or truncated:
+                next_obs, _ = env.reset()
+            if run.stopped:
                 break
         n = len(rewards)  # fewer than k if a callback stopped training
         r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
@@ -300,20 +172,21 @@ class ReinforceTrainer:
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
         return next_obs, stats
 
-    def _episodic_update(self, env, budget: int, callback: Callback) -> dict:
+    def _episodic_update(self, run: RunLoop, env: gym.Env) -> dict:
         """`episodes_per_update` episodes one action at a time, per-step returns and baselines, one step."""
         log_probs, entropies, advantages, episode_rewards = [], [], [], []
         for _ in range(self.config.episodes_per_update):
-            if self._steps >= budget or self._stop:
+            if run.done:
                 break
-            obs = self._reset(env)
+            obs, _ = env.reset()
             rewards, done = [], False
-            while not done and self._steps < budget and not self._stop:
+            while not done and not run.done:
                 sample = self.policy.act(obs, num_samples=1)
-                obs, reward, done, _ = self._step(env, sample.actions[0].detach().cpu().numpy(), callback)
+                obs, reward, terminated, truncated, _ = env.step(sample.actions[0].detach().cpu().numpy())
+                done = terminated or truncated
                 log_probs.append(sample.log_prob[0])
                 entropies.append(sample.entropy.mean())
-                rewards.append(reward)
+                rewards.append(float(reward))
             returns = np.zeros(len(rewards))
             running = 0.0
             for t in reversed(range(len(rewards))):
@@ -374,46 +247,33 @@ class ReinforceTrainer:
         }
 
 
-def _measured_placement(next_obs, action, info: Mapping) -> np.ndarray:
-    if "placement" in info:
-        return np.asarray(info["placement"])
-    if isinstance(next_obs, Mapping) and "placement" in next_obs:
-        return np.asarray(next_obs["placement"])
-    return np.asarray(action)
-
-
 # ------------------------------------------------------------------------------------------- agent glue
 class ReinforceAgent(BaseAgent):
-    """A `BaseAgent` whose `learn` is the shared `ReinforceTrainer` (HSDAG, Placeto and the RNN placer).
+    """A `BaseAgent` trained by the shared `ReinforceTrainer` (HSDAG, Placeto and the RNN placer).
 
-    Subclasses implement `build_policy(spec)` (a module with ``act``) and `hyperparameters()`, and pass the
-    trainer settings to this constructor.
+    Subclasses implement `build_policy(spec)` (a module with ``act``) and `hyperparameters()`, pass the trainer
+    settings to this constructor, and may override `agent_env` to train on a wrapper of the run's env (the
+    node-by-node variant, another reward). Calling `learn` again continues training (same optimizer and
+    baselines).
 
     Args:
         reinforce: `ReinforceConfig` or a dict of its fields.
-        progress_bar: show a tqdm bar during `learn`.
-        tensorboard_log: directory for TensorBoard logs (None = no logging).
-        seed, device: see `BaseAgent`.
+        seed, torch_threads, device: see `BaseAgent`.
     """
 
-    def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, progress_bar: bool = False,
-                 tensorboard_log: str | None = None, seed: int | None = None, device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, device=device)
+    def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, seed: int | None = None,
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, device=device)
         self.reinforce = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
-        self.progress_bar, self.tensorboard_log = progress_bar, tensorboard_log
         self.trainer: ReinforceTrainer | None = None
-        self.result: TrainResult | None = None
 
-    def learn(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> "ReinforceAgent":
-        """Train with REINFORCE for `budget` env steps; sets `best_placement`, `best_latency_s`, `history`,
-        `train_summary` and `result`. Calling it again continues training (same optimizer and baselines)."""
-        seed = self.seed if seed is None else seed
-        set_seed(seed)  # before building the policy, so its initial weights follow the seed too
-        policy = self.setup(PolicySpec.from_env(env, self.feature_families))
+    def agent_env(self, env: gym.Env) -> gym.Env:
+        """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
+        return env
+
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        env = self.agent_env(run.env)
+        policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         if self.trainer is None:
             self.trainer = ReinforceTrainer(policy, self.reinforce)
-        cb = make_callback(callback, progress_bar=self.progress_bar, tensorboard_log=self.tensorboard_log)
-        self.result = self.trainer.train(env, budget, seed=seed, callback=cb)
-        self.best_placement, self.best_latency_s = self.result.best_placement, self.result.best_latency_s
-        self.history, self.train_summary = self.result.history, self.result.summary()
-        return self
+        self.trainer.train(run, env, seed)

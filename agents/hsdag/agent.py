@@ -90,9 +90,7 @@ class HSDAGAgent(ReinforceAgent):
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
-        progress_bar, tensorboard_log: training display/logging.
-        seed: default seed of `learn`.
-        device: torch device.
+        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
     name = "hsdag"
@@ -120,9 +118,8 @@ class HSDAGAgent(ReinforceAgent):
         entropy_coef: float = 0.05,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
-        progress_bar: bool = False,
-        tensorboard_log: str | None = None,
         seed: int | None = None,
+        torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
     ) -> None:
         reinforce = ReinforceConfig(
@@ -130,7 +127,7 @@ class HSDAGAgent(ReinforceAgent):
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm,
         )
-        super().__init__(reinforce, progress_bar=progress_bar, tensorboard_log=tensorboard_log, seed=seed, device=device)
+        super().__init__(reinforce, seed=seed, torch_threads=torch_threads, device=device)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
                             directed=directed, use_edge_features=use_edge_features)
@@ -145,6 +142,7 @@ class HSDAGAgent(ReinforceAgent):
             "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
+            "torch_threads": self.torch_threads,
         }
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:

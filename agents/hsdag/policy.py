@@ -38,7 +38,7 @@ class HSDAGPolicy(nn.Module):
         hidden_channels: embedding width H.
         num_layers: directed message-passing layers of the encoder.
         pooling: group nodes with `GraphParsingPool` (False: place every node on its own).
-        max_levels: pooling levels cap (None = parse until nothing merges).
+        max_levels: pooling levels cap (None = parse until nothing merges, the paper's rule).
         directed: keep edge direction in encoder and pooling (False: symmetrised, as the authors' code).
         use_edge_features: feed the tensor sizes on the edges to the encoder and the edge scorer.
         stochastic_parsing: sample the parsing choices while training (False: the paper's argmax rule always).
@@ -46,8 +46,8 @@ class HSDAGPolicy(nn.Module):
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
-                 max_levels: int | None = None, directed: bool = True, use_edge_features: bool = True,
-                 stochastic_parsing: bool = True, stay_bias: float = 0.0) -> None:
+                 max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
+                 stochastic_parsing: bool = False, stay_bias: float = 0.0) -> None:
         super().__init__()
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0

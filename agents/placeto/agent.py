@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.callbacks import Callback
 from agents.common.reinforce import ReinforceAgent, ReinforceConfig
 from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
 
@@ -47,7 +46,7 @@ class PlacetoAgent(ReinforceAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
-        progress_bar, tensorboard_log, seed, device: see `ReinforceAgent`.
+        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
     name = "placeto"
@@ -55,14 +54,14 @@ class PlacetoAgent(ReinforceAgent):
     def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
                  sweeps: int = 1, learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
-                 *, progress_bar: bool = False, tensorboard_log: str | None = None, seed: int | None = None,
+                 *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu") -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
                                  max_grad_norm=max_grad_norm)
-        super().__init__(config, progress_bar=progress_bar, tensorboard_log=tensorboard_log, seed=seed, device=device)
+        super().__init__(config, seed=seed, torch_threads=torch_threads, device=device)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)
         self.learning_rate, self.entropy_coef, self.gamma = learning_rate, entropy_coef, gamma
@@ -72,7 +71,7 @@ class PlacetoAgent(ReinforceAgent):
         return dict(hidden_dim=self.hidden_dim, n_layers=self.n_layers, directed=self.directed, groups=self.groups,
                     sweeps=self.sweeps, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed)
+                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads)
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
@@ -84,15 +83,12 @@ class PlacetoAgent(ReinforceAgent):
             return np.arange(n_ops, dtype=np.int64)
         return contiguous_groups(n_ops, min(self.groups, n_ops))
 
-    def node_env(self, env) -> NodePlacementWrapper:
-        """`env` itself if it is already node-by-node, else `env` wrapped in `NodePlacementWrapper`."""
-        if "current_node" in getattr(env.observation_space, "spaces", {}):
+    def agent_env(self, env):
+        """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is
+        if it already is node-by-node (`DevicePlacementNode-v0`)."""
+        if "current_node" in env.observation_space.spaces:
             return env
         return NodePlacementWrapper(env, groups=self.node_groups(env.unwrapped.graph.n_ops), sweeps=self.sweeps)
-
-    def learn(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> "PlacetoAgent":
-        """Train for `budget` placements measured (one per node step). See `ReinforceAgent.learn`."""
-        return super().learn(self.node_env(env), budget, seed=seed, callback=callback)
 
     # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Stable-Baselines3 PPO with the graph policy, as a placement agent (``placement-gym train --agent ppo``)."""
-from .agent import PPOAgent, PPONodeAgent
+"""Stable-Baselines3 models as placement agents: PPO with the graph policy (``--agent ppo``) and any SB3 model."""
+from .agent import PPOAgent, PPONodeAgent, SB3Agent
 
-__all__ = ["PPOAgent", "PPONodeAgent"]
+__all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]

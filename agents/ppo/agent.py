@@ -1,19 +1,18 @@
-"""`PPOAgent`: Stable-Baselines3 PPO with the graph policy (`agents.common.sb3.GraphPolicy`), behind the
-interface every placement agent has.
+"""Stable-Baselines3 models as placement agents: `SB3Agent` (any SB3 model) and `PPOAgent` (PPO with the
+graph policy, `agents.common.sb3.GraphPolicy`).
 
 >>> env = gym.make("DevicePlacement-v0", model="bert", backend="simulated")
 >>> agent = PPOAgent(seed=0).learn(env, budget=2_000)
+>>> SB3Agent(PPO("MultiInputPolicy", env)).learn(env, budget=64)      # your own SB3 model
 
-This is the same thing as ``PPO(GraphPolicy, env).learn(...)`` plus what the other agents do: the budget is
-exact (SB3 collects whole rollouts; here collection stops at `budget` placements, so the last, partial rollout
-is measured but not trained on), the best placement seen is kept and re-measured at the end, the shared
-`agents.common.callbacks.Callback` (progress bar, TensorBoard) sees every step and update, and
-``train_summary`` reports time per update and per placement. On `DevicePlacement-v0` (one-step episodes) PPO's
+Both run ``model.learn`` inside the shared run loop (`agents.common.run`): the budget is exact (SB3 collects
+whole rollouts; here collection stops when the budget is spent, so the last, partial rollout is measured but not
+trained on), the best placement is kept and re-measured afresh at the end, callbacks see every step and update,
+and the summary reports the agent's compute per placement. On `DevicePlacement-v0` (one-step episodes) PPO's
 advantage is simply r - V(s). Checkpoints are SB3 zip files (`save` / `load`).
 """
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,94 +21,138 @@ import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
-from agents.common.base import BaseAgent, PolicySpec, set_seed
-from agents.common.callbacks import Callback, make_callback
-from agents.common.reinforce import remeasure
+from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
+from placement_gym.results import write_atomically
 from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
 
-__all__ = ["PPOAgent", "PPONodeAgent"]
+__all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
 
 
-class _StepTimer(gym.Wrapper):
-    """Adds up the seconds spent in the wrapped env's step/reset (to split env time from agent time)."""
+class _RunBridge(BaseCallback):
+    """SB3 callback: stops collecting once the run has measured `stop_at` placements (or a callback asked to
+    stop), and reports every PPO update's ``train/`` statistics and duration to the run."""
 
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.env_s = 0.0
-
-    def step(self, action):
-        t = time.perf_counter()
-        try:
-            return self.env.step(action)
-        finally:
-            self.env_s += time.perf_counter() - t
-
-    def reset(self, **kwargs):
-        t = time.perf_counter()
-        try:
-            return self.env.reset(**kwargs)
-        finally:
-            self.env_s += time.perf_counter() - t
-
-
-class _Bridge(BaseCallback):
-    """SB3 callback: enforces the budget, tracks the best placement, times updates and forwards steps and
-    updates to a placement-gym `Callback`."""
-
-    def __init__(self, budget: int, callback: Callback, config: Mapping[str, Any], stop_at: int | None = None) -> None:
+    def __init__(self, run: RunLoop, stop_at: int) -> None:
         super().__init__()
-        self.budget, self.user, self.config = budget, callback, dict(config)
-        self.stop_at = budget if stop_at is None else stop_at  # SB3 collects until this many steps
-        self.steps = 0
-        self.best = (math.inf, None, 0)  # latency, placement, step
-        self.update_times: list[float] = []
-        self.history: list[dict] = []
+        self.run, self.stop_at = run, stop_at
         self._update_started: float | None = None
-
-    def _on_training_start(self) -> None:
-        self.user.on_training_start(self.budget, self.config)
 
     def _on_rollout_start(self) -> None:
         if self._update_started is not None:  # an update ran since the last rollout ended
-            self.update_times.append(time.perf_counter() - self._update_started)
             stats = {k.split("/", 1)[1]: float(v) for k, v in self.logger.name_to_value.items()
                      if k.startswith("train/") and isinstance(v, (int, float))}
-            stats.update(update_s=self.update_times[-1], best_latency_s=self.best[0], step=self.steps)
-            self.history.append(stats)
-            self.user.on_update(self.steps, stats)
+            self.run.record_update({**stats, "update_s": time.perf_counter() - self._update_started})
             self._update_started = None
 
     def _on_rollout_end(self) -> None:
         self._update_started = time.perf_counter()
 
     def _on_step(self) -> bool:
-        keep_going = True
-        actions, infos, rewards = self.locals["actions"], self.locals["infos"], self.locals["rewards"]
-        new_obs = self.locals["new_obs"]
-        for i, info in enumerate(infos):
-            self.steps += 1
-            latency = info.get("latency_s", math.inf)
-            if info.get("ok", True) and latency < self.best[0]:
-                self.best = (float(latency), self._placement(actions[i], info, new_obs, i), self.steps)
-            keep_going = (self.user.on_step(self.steps, float(rewards[i]), info) is not False) and keep_going
-        return keep_going and self.steps < self.stop_at
-
-    @staticmethod
-    def _placement(action, info, new_obs, i) -> np.ndarray:
-        """The placement just measured: the action itself (whole-placement env) or, for the node-by-node env,
-        the observed placement (the terminal observation when the episode ended)."""
-        action = np.asarray(action)
-        if action.ndim == 1:
-            return action.astype(np.int64).copy()
-        obs = info.get("terminal_observation")
-        placement = obs["placement"] if obs is not None else new_obs["placement"][i]
-        return np.asarray(placement, dtype=np.int64).copy()
+        return not self.run.stopped and self.run.steps < self.stop_at
 
 
-class PPOAgent(BaseAgent):
+class SB3Agent(RunAgent):
+    """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
+
+    Args:
+        model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
+        seed, torch_threads: see `agents.common.run.RunAgent`.
+    """
+
+    name = "sb3"
+
+    def __init__(self, model: BaseAlgorithm | None = None, *, seed: int | None = None,
+                 torch_threads: int | None = 1) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads)
+        self.model = model
+
+    # ------------------------------------------------------------------ for subclasses
+    def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+        """The model to train on `env` when the agent has none yet."""
+        raise ValueError("SB3Agent needs a model: SB3Agent(PPO('MultiInputPolicy', env)), or load(path)")
+
+    def agent_env(self, env: gym.Env) -> gym.Env:
+        """The env the model learns on: the run's env itself, or a wrapper of it (subclasses)."""
+        return env
+
+    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
+        """Placements of the budget kept back from SB3's collection for `after_collection` (none here)."""
+        return 0
+
+    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+        """Spend the placements kept back (nothing here)."""
+
+    # ------------------------------------------------------------------ the algorithm
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        env = self.agent_env(run.env)
+        if self.model is None:
+            self.model = self.make_model(env, seed)
+        else:
+            self.model.set_env(env)
+            if seed is not None:
+                self.model.set_random_seed(seed)
+        bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
+        if run.budget > 0:
+            self.model.learn(total_timesteps=run.budget, callback=bridge, reset_num_timesteps=False)
+        self.after_collection(env, run)
+
+    @property
+    def policy(self) -> torch.nn.Module | None:
+        return None if self.model is None else self.model.policy
+
+    def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        """The model's action for `obs` ((N,) int64 placement on `DevicePlacement-v0`)."""
+        if self.model is None:
+            raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
+        action, _ = self.model.predict(obs, deterministic=deterministic)
+        return np.asarray(action, dtype=np.int64)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"seed": self.seed, "torch_threads": self.torch_threads}
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
+        """Save as an SB3 zip (model, optimizer, hyperparameters, best placement). Refuses to overwrite an
+        existing file unless `overwrite`; a path without a suffix gets ".zip", as SB3 does."""
+        if self.model is None:
+            raise RuntimeError(f"{type(self).__name__} has nothing to save yet: call learn(env, ...) first")
+        path = Path(path)
+        path = path.with_suffix(".zip") if not path.suffix else path
+        self.model.placement_gym_agent = {
+            "hyperparameters": self.hyperparameters(),
+            "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
+            "best_latency_s": self.best_latency_s,
+        }
+        return write_atomically(path, lambda tmp: self.model.save(tmp), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: "str | Path", device: "str | torch.device" = "cpu",
+             algorithm: type[BaseAlgorithm] = PPO) -> "SB3Agent":
+        """Rebuild an agent saved with `save` (an SB3 zip of `algorithm`; a plain SB3 PPO zip works too)."""
+        path = Path(path)
+        if not path.exists() and not path.suffix and path.with_suffix(".zip").exists():
+            path = path.with_suffix(".zip")
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint at {path}")
+        model = algorithm.load(path, device=device)
+        saved = getattr(model, "placement_gym_agent", None) or {}
+        agent = cls(**cls._load_kwargs(saved.get("hyperparameters", {}), device))
+        agent.model = model
+        if saved.get("best_placement") is not None:
+            agent.best_placement = np.asarray(saved["best_placement"], dtype=np.int64)
+        agent.best_latency_s = saved.get("best_latency_s")
+        return agent
+
+    @classmethod
+    def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
+        return dict(hyperparameters)
+
+
+class PPOAgent(SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
     Args:
@@ -134,8 +177,7 @@ class PPOAgent(BaseAgent):
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
-        progress_bar, tensorboard_log: shared callbacks (`agents.common.callbacks.make_callback`).
-        seed, device: see `BaseAgent`.
+        seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
     """
 
     name = "ppo"
@@ -145,10 +187,9 @@ class PPOAgent(BaseAgent):
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
                  entropy_per_node: bool = True, action_groups: int | None = 16, greedy_final: bool = True,
-                 node_groups: int | None = None, *,
-                 progress_bar: bool = False, tensorboard_log: str | None = None, seed: int | None = None,
+                 node_groups: int | None = None, *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, device=device)
+        super().__init__(seed=seed, torch_threads=torch_threads)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -160,142 +201,55 @@ class PPOAgent(BaseAgent):
         if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
             raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
         self.node_groups = None if node_groups is None else int(node_groups)
-        self.progress_bar, self.tensorboard_log = progress_bar, tensorboard_log
-        self.model: PPO | None = None
+        self.device = torch.device(device)
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
-                    node_groups=self.node_groups, seed=self.seed)
+                    node_groups=self.node_groups, seed=self.seed, torch_threads=self.torch_threads)
 
-    def build_policy(self, spec: PolicySpec) -> torch.nn.Module:
-        raise NotImplementedError(
-            "PPOAgent's policy is built by Stable-Baselines3 from the env's spaces in learn(); load a saved "
-            "PPOAgent with PPOAgent.load(path)"
-        )
+    @classmethod
+    def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
+        return {**hyperparameters, "device": device}
 
     # ------------------------------------------------------------------ learning
-    def learn(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> "PPOAgent":
-        """Train for exactly `budget` placements measured; sets `best_placement`, `best_latency_s`, `history`
-        and `train_summary` (wall/env/agent seconds, ``update_s_mean``, ``ms_per_placement``). Calling it again
-        continues training."""
-        if not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"budget must be a positive number of env steps (placements), got {budget!r}")
-        seed = self.seed if seed is None else seed
-        set_seed(seed)
-        env = self._node_env(env)
-        timed = _StepTimer(env)
-        if self.model is None:
-            policy_kwargs = dict(self.policy_kwargs)
-            if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
-                policy_kwargs["action_groups"] = None
-            self.model = PPO(GraphPolicy, timed, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
-                             verbose=0, **self.ppo_kwargs)
-        else:
-            self.model.set_env(timed)
-            if seed is not None:
-                self.model.set_random_seed(seed)
-        self.policy = self.model.policy
-        user = make_callback(callback, progress_bar=self.progress_bar, tensorboard_log=self.tensorboard_log)
-        # Whole-placement env: keep the last placement of the budget for the policy's own (greedy) placement.
-        # Sampled placements stay noisy (each node is drawn independently) long after the policy's mode is good.
-        greedy = self.greedy_final and budget > 1 and isinstance(env.action_space, gym.spaces.MultiDiscrete)
-        bridge = _Bridge(int(budget), user, self.hyperparameters(), stop_at=int(budget) - int(greedy))
-        start = time.perf_counter()
-        self.model.learn(total_timesteps=int(budget), callback=bridge, reset_num_timesteps=False)
-        if greedy:
-            self._measure_greedy(timed, bridge)
-        learn_s = time.perf_counter() - start
-
-        best_seen, best_placement, best_step = bridge.best
-        best_latency, remeasure_s = best_seen, 0.0
-        if best_placement is not None:
-            t = time.perf_counter()
-            fresh = remeasure(env, best_placement)
-            remeasure_s = time.perf_counter() - t
-            best_latency = best_seen if fresh is None else fresh
-        self.best_placement, self.best_latency_s = best_placement, best_latency
-        self.history = bridge.history
-        updates = bridge.update_times
-        self.train_summary = {
-            "best_latency_s": best_latency, "best_latency_seen_s": best_seen, "best_step": best_step,
-            "steps": bridge.steps, "updates": len(updates), "wall_s": learn_s + remeasure_s, "env_s": timed.env_s,
-            "agent_s": learn_s - timed.env_s, "remeasure_s": remeasure_s,
-            "update_s_mean": float(np.mean(updates)) if updates else float("nan"),
-            "ms_per_placement": 1e3 * learn_s / max(bridge.steps, 1),
-            "agent_ms_per_placement": 1e3 * (learn_s - timed.env_s) / max(bridge.steps, 1),
-        }
-        user.on_training_end(self.train_summary)
-        return self
+    def make_model(self, env: gym.Env, seed: int | None) -> PPO:
+        policy_kwargs = dict(self.policy_kwargs)
+        if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
+            policy_kwargs["action_groups"] = None
+        return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device, verbose=0,
+                   **self.ppo_kwargs)
 
     def _groups(self, n_ops: int) -> np.ndarray:
         return contiguous_groups(n_ops, min(self.node_groups, n_ops))
 
-    def _node_env(self, env):
-        """`env` as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
-        if self.node_groups is None or "current_node" in getattr(env.observation_space, "spaces", {}):
+    def agent_env(self, env: gym.Env) -> gym.Env:
+        """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
+        if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
         return NodePlacementWrapper(env, groups=self._groups(env.unwrapped.graph.n_ops))
 
-    def _measure_greedy(self, env, bridge: "_Bridge") -> None:
-        """Measure the policy's deterministic placement as one more step (counted in the budget)."""
-        obs, _ = env.reset()
-        placement = self.predict(obs, deterministic=True)
-        _, reward, _, _, info = env.step(placement)
-        bridge.steps += 1
-        latency = info.get("latency_s", math.inf)
-        if info.get("ok", True) and latency < bridge.best[0]:
-            bridge.best = (float(latency), placement.copy(), bridge.steps)
-        bridge.user.on_step(bridge.steps, float(reward), info)
+    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
+        """Whole-placement env: the last placement of the budget is kept for the policy's own (greedy)
+        placement; sampled placements stay noisy (each node is drawn independently) long after its mode is good."""
+        greedy = self.greedy_final and run.budget > 1 and isinstance(env.action_space, gym.spaces.MultiDiscrete)
+        return int(greedy)
 
-    # ------------------------------------------------------------------ inference and persistence
+    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+        """Measure the policy's deterministic placement as the last placement of the budget."""
+        if self.kept_back(env, run) and not run.done:
+            obs, _ = env.reset()
+            env.step(self.predict(obs, deterministic=True))
+
+    # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs`: (N,) int64 placement for `DevicePlacement-v0` (the current node's device for
-        the node-by-node env)."""
-        if self.model is None:
-            raise RuntimeError("PPOAgent has no policy yet: call learn(env, ...) or PPOAgent.load(path) first")
-        if self.node_groups is not None and "current_node" not in obs:  # deploy the node policy on a whole graph
+        the node-by-node env; a node policy deployed on a whole graph places it group by group)."""
+        if self.model is not None and self.node_groups is not None and "current_node" not in obs:
             def choose(node_obs) -> int:
                 return int(self.model.predict(node_obs, deterministic=deterministic)[0])
 
             return place_node_by_node(obs, self._groups(len(obs["placement"])), choose)
-        action, _ = self.model.predict(obs, deterministic=deterministic)
-        return np.asarray(action, dtype=np.int64)
-
-    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Save as an SB3 zip (model, optimizer, hyperparameters, best placement). Refuses to overwrite an
-        existing file unless `overwrite`."""
-        if self.model is None:
-            raise RuntimeError("PPOAgent has nothing to save yet: call learn(env, ...) first")
-        path = Path(path)
-        if not path.suffix:
-            path = path.with_suffix(".zip")  # SB3 adds ".zip" to a path without a suffix; check that name
-        if path.exists() and not overwrite:
-            raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True")
-        self.model.placement_gym_agent = {
-            "hyperparameters": self.hyperparameters(),
-            "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
-            "best_latency_s": self.best_latency_s,
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.model.save(path)
-        return path
-
-    @classmethod
-    def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "PPOAgent":
-        """Rebuild a `PPOAgent` saved with `save` (an SB3 zip; a plain SB3 PPO zip with GraphPolicy works too)."""
-        path = Path(path)
-        if not path.exists() and not path.suffix and path.with_suffix(".zip").exists():
-            path = path.with_suffix(".zip")
-        if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}")
-        model = PPO.load(path, device=device)
-        saved = getattr(model, "placement_gym_agent", None) or {}
-        agent = cls(**saved.get("hyperparameters", {}), device=device)
-        agent.model, agent.policy = model, model.policy
-        if saved.get("best_placement") is not None:
-            agent.best_placement = np.asarray(saved["best_placement"], dtype=np.int64)
-        agent.best_latency_s = saved.get("best_latency_s")
-        return agent
+        return super().predict(obs, deterministic)
 
 
 class PPONodeAgent(PPOAgent):

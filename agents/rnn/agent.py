@@ -15,7 +15,6 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.callbacks import Callback
 from agents.common.reinforce import ReinforceAgent, ReinforceConfig
 from placement_gym.wrappers import SqrtLatencyReward
 
@@ -40,22 +39,22 @@ class RNNAgent(ReinforceAgent):
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
-        progress_bar, tensorboard_log, seed, device: see `ReinforceAgent`.
+        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
     name = "rnn"
 
     def __init__(self, n_groups: int = 8, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
-                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, *, progress_bar: bool = False,
-                 tensorboard_log: str | None = None, seed: int | None = None, device: "str | torch.device" = "cpu") -> None:
+                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, *, seed: int | None = None,
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(config, progress_bar=progress_bar, tensorboard_log=tensorboard_log, seed=seed, device=device)
+        super().__init__(config, seed=seed, torch_threads=torch_threads, device=device)
         self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -64,13 +63,11 @@ class RNNAgent(ReinforceAgent):
         return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward,
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed)
+                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads)
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim)
 
-    def learn(self, env, budget: int, seed: int | None = None, callback: Callback | None = None) -> "RNNAgent":
-        """Train for `budget` placements measured. See `ReinforceAgent.learn`."""
-        if self.reward == "neg_sqrt_latency":
-            env = SqrtLatencyReward(env)
-        return super().learn(env, budget, seed=seed, callback=callback)
+    def agent_env(self, env):
+        """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""
+        return SqrtLatencyReward(env) if self.reward == "neg_sqrt_latency" else env

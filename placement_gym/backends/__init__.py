@@ -62,6 +62,9 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
             backend = "simulated"
             _log_auto_simulated(present)
         if backend == "simulated":
+            dropped = sorted(k for k in options if k in _MEASUREMENT_OPTIONS)
+            if dropped:
+                logger.info("backend='auto' simulates here; dropped the real backend's settings %s", dropped)
             options = {k: v for k, v in options.items() if k not in _MEASUREMENT_OPTIONS}
     if backend == "openvino":
         if options.get("profile") is not None or "schedule" in options:

@@ -1,4 +1,4 @@
-"""What every latency backend provides: `measure(graph, placement) -> Measurement`.
+"""What every latency backend provides: `measure(graph, placement, *, use_cache=True) -> Measurement`.
 
 Backends never raise into the env loop for a placement that fails to compile or run: that is a measured
 outcome (``ok=False`` with the error text), which the env turns into a penalty reward.
@@ -68,8 +68,12 @@ class Backend(Protocol):
     device_names: Sequence[str]
     virtual_devices: Sequence[bool]
 
-    def measure(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
-        """Latency of `graph` with op ``i`` on device ``placement[i]``; `placement` is (N,) int."""
+    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
+        """Latency of `graph` with op ``i`` on device ``placement[i]``; `placement` is (N,) int.
+
+        ``use_cache=False`` measures afresh even if the backend keeps earlier measurements (how final
+        placements are reported: a new measurement, not the luckiest of many noisy draws); a backend that
+        keeps none accepts the flag and ignores it."""
         ...
 
     def describe(self) -> dict:

@@ -122,11 +122,13 @@ class OpenVINOBackend:
         }
 
     # --------------------------------------------------------------------------------------- measure
-    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool | None = None) -> Measurement:
+    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
+        """Latency of `placement`; an identical placement measured before is reused when `use_cache` and the
+        backend keeps measurements (``cache=True``); ``use_cache=False`` measures afresh (and caches that)."""
         placement = np.asarray(placement, dtype=np.int64)
         key = hashlib.blake2b(placement.tobytes(), digest_size=16).digest()
         cache = self._cache.setdefault(graph, {})
-        if (self.use_cache if use_cache is None else use_cache) and key in cache:
+        if self.use_cache and use_cache and key in cache:
             return replace(cache[key], cached=True)
         result = self._measure_uncached(graph, placement)
         cache[key] = result

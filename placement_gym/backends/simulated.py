@@ -246,8 +246,10 @@ class SimulatedBackend:
         self._prepared.clear()
 
     # ------------------------------------------------------------------------------- measure
-    def measure(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
-        """Simulated latency of `graph` with op ``i`` on device ``placement[i]`` ((N,) ints in 0..D-1)."""
+    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
+        """Simulated latency of `graph` with op ``i`` on device ``placement[i]`` ((N,) ints in 0..D-1).
+
+        The cost model is deterministic and keeps no measurements, so `use_cache` changes nothing."""
         prepared = self.prepare(graph)
         placement = self._check_placement(graph, placement)
         d = len(self.profile.devices)

@@ -1,6 +1,6 @@
 """Model zoo: the paper's benchmark models (ResNet-50, Inception-V3, BERT-base), tiny test models,
 and loading of user models (OpenVINO IR, ONNX, ``ov.Model``). See :mod:`placement_gym.models.zoo`."""
 
-from .zoo import ZOO, example_inputs, load_model, model_cache_dir, zoo_names
+from .zoo import ZOO, example_inputs, load_graph, load_model, model_cache_dir, zoo_names
 
-__all__ = ["ZOO", "example_inputs", "load_model", "model_cache_dir", "zoo_names"]
+__all__ = ["ZOO", "example_inputs", "load_graph", "load_model", "model_cache_dir", "zoo_names"]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import openvino as ov
 
+from ..graph import ComputationGraph
 from . import tiny
 
 # Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
@@ -309,6 +310,13 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
 
 
 # --------------------------------------------------------------------------- inputs
+
+
+def load_graph(model: "str | os.PathLike | ov.Model", name: str | None = None) -> ComputationGraph:
+    """The `ComputationGraph` of a zoo name, a model file path or an ``ov.Model`` (`load_model`), named `name`
+    or by the model's friendly name."""
+    ov_model = load_model(model)
+    return ComputationGraph.from_model(ov_model, name=name or ov_model.get_friendly_name())
 
 
 def example_inputs(model: ov.Model, seed: int = 0) -> dict[str, np.ndarray]:

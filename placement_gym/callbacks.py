@@ -1,11 +1,14 @@
-"""Training callbacks: a progress bar, TensorBoard logging, and the base class for your own.
+"""Callbacks of an agent's run: a progress bar, TensorBoard logging, and the base class for your own.
 
-The REINFORCE trainer (`agents.common.reinforce`) calls, in order:
+The run loop of every agent (`agents.common.run.RunLoop`) calls, in order:
 
     on_training_start(budget, config)      once; budget = env steps (placements) it will take
     on_step(step, reward, info) -> bool    after every env step; return False to stop early
-    on_update(step, stats)                 after every gradient update (loss, baseline, best latency, ...)
-    on_training_end(summary)               once, with the final summary (best latency re-measured, timings)
+    on_update(step, stats)                 after every update of the agent (loss, best latency so far, ...)
+    on_training_end(summary)               once, with `RunSummary.to_dict()` (best latency re-measured, timings)
+
+A callback is passed to ``agent.learn(env, budget, seed, callback=...)``, to `placement_gym.evaluation.evaluate`,
+or built by the CLI from ``--tensorboard`` and the progress-bar flags.
 
 >>> agent.learn(env, budget=500, seed=0, callback=make_callback(progress_bar=True, tensorboard_log="runs/hsdag"))
 """
@@ -21,7 +24,7 @@ class Callback:
     """Base class: every hook does nothing. Override the ones you need."""
 
     def on_training_start(self, budget: int, config: Mapping[str, Any]) -> None:
-        """Called once before the first step. `config`: the trainer's settings."""
+        """Called once before the first step. `config`: the agent's name and hyperparameters."""
 
     def on_step(self, step: int, reward: float, info: Mapping[str, Any]) -> bool:
         """Called after env step number `step` (1-based) with its reward and info. Return False to stop."""
@@ -136,7 +139,7 @@ def make_callback(callback: "Callback | Iterable[Callback] | None" = None, *, pr
         callbacks.extend(callback)
         for cb in callbacks:
             if not isinstance(cb, Callback):
-                raise TypeError(f"callbacks must be agents.common.callbacks.Callback instances, got {type(cb).__name__}")
+                raise TypeError(f"callbacks must be placement_gym.callbacks.Callback instances, got {type(cb).__name__}")
     if progress_bar:
         callbacks.append(ProgressBarCallback())
     if tensorboard_log:

@@ -1,0 +1,265 @@
+"""THE run loop: the bookkeeping of one `learn` call, shared by every agent and baseline.
+
+Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which reads top to bottom:
+
+    1. check the budget (placements the agent may measure, an int >= 0) and seed every generator once;
+    2. pin torch's threads (``torch_threads``, default 1: on a busy machine torch's extra threads spin and
+       can make training several times slower);
+    3. open a `RunLoop` on the env: ``run.env`` is the env wrapped in a recorder that counts every placement
+       measured, times the env apart from the agent, keeps the best placement seen and the best-so-far
+       curve, calls the user's callback, and refuses to measure past the budget;
+    4. call the agent's own `RunAgent.train(run, seed)`, the algorithm: it steps ``run.env`` (or a wrapper of
+       it) until ``run.done`` and reports each update's statistics with ``run.record_update``;
+    5. `RunLoop.finish`: re-measure the best placement afresh (bypassing the measurement cache, so the
+       reported latency is not the luckiest of many noisy draws) and the agent's own deterministic
+       placement (``predict``), and return a `placement_gym.evaluation.RunSummary`.
+
+The summary is what the harness (`placement_gym.evaluation.evaluate`) turns into a results record, so every
+agent, ours or a user's subclass, reports the same things: the curve, placements to the best, the agent's
+compute per placement, and both its best placement and its own policy's placement.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.evaluation import RunSummary, check_budget
+
+from placement_gym.callbacks import Callback, make_callback
+
+__all__ = ["RunAgent", "RunLoop", "set_seed", "torch_threads"]
+
+
+def set_seed(seed: int | None) -> None:
+    """Seed Python's, NumPy's and torch's global generators (no-op for None)."""
+    if seed is None:
+        return
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    random.seed(int(seed))
+    np.random.seed(int(seed) % 2**32)
+    torch.manual_seed(int(seed))
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with torch using `n` threads (None: leave torch's setting alone), then restore it."""
+    if n is None:
+        yield
+        return
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"torch_threads must be a positive number of threads or None, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class RunLoop:
+    """Bookkeeping of one `learn` call on a `DevicePlacementEnv` (see the module docstring).
+
+    Args:
+        env: the env `learn` was given (a `DevicePlacementEnv`, possibly wrapped, e.g. by ``gym.make``).
+        budget: placements the agent may measure (env steps of `env`).
+        seed: the run's seed (recorded; the agent uses it).
+        callback: a `Callback` that sees every step and update; ``on_step`` returning False stops the run.
+        config: the agent's settings, handed to ``callback.on_training_start``.
+
+    Attributes:
+        env: `env` wrapped in the recorder: the agent measures placements through it (or through its own
+            wrappers of it, e.g. the node-by-node variant).
+        steps: placements measured so far; best_latency_s / best_placement / best_step: the best seen so far
+            (by the latency measured during the run); curve: ``[[steps, latency_s], ...]`` each time the
+            best improved; history: one dict of statistics per update; details: what the agent reports about
+            its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
+    """
+
+    def __init__(self, env: gym.Env, budget: int, seed: int | None = None, callback: Callback | None = None,
+                 config: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(env.unwrapped, DevicePlacementEnv):
+            raise TypeError(f"expected a DevicePlacementEnv (or a wrapper of one), got {type(env.unwrapped).__name__}")
+        self.base: DevicePlacementEnv = env.unwrapped
+        self.user_env = env
+        self.budget = check_budget(budget)
+        self.seed = seed
+        self.callback = callback or Callback()
+        self.steps, self.updates = 0, 0
+        self.best_latency_s, self.best_placement, self.best_step = math.inf, None, None
+        self.curve: list[list] = []
+        self.history: list[dict] = []
+        self.details: dict[str, Any] = {}
+        self.stopped = False  # a callback asked to stop
+        self.env_s = 0.0
+        self._started = time.perf_counter()
+        self.env = _Recorder(env, self)
+        self.callback.on_training_start(self.budget, dict(config or {}))
+
+    # ------------------------------------------------------------------------------------ for agents
+    @property
+    def remaining(self) -> int:
+        """Placements the agent may still measure."""
+        return self.budget - self.steps
+
+    @property
+    def done(self) -> bool:
+        """True once the budget is spent or a callback asked to stop."""
+        return self.stopped or self.steps >= self.budget
+
+    def record_update(self, stats: Mapping[str, Any]) -> None:
+        """Report one update of the agent's parameters (loss, entropy, ...): kept in `history`, passed on to
+        the callback with the step count and the best latency so far added."""
+        stats = {**stats, "step": self.steps, "best_latency_s": self.best_latency_s}
+        self.updates += 1
+        self.history.append(stats)
+        self.callback.on_update(self.steps, stats)
+
+    # ------------------------------------------------------------------------------------ the recorder
+    def _record_step(self, reward: float, info: Mapping[str, Any]) -> None:
+        self.steps += 1
+        latency = float(info["latency_s"])
+        if info["ok"] and latency < self.best_latency_s:
+            self.best_latency_s, self.best_step = latency, self.steps
+            self.best_placement = np.array(info["placement"], dtype=np.int64)
+            self.curve.append([self.steps, latency])
+        if self.callback.on_step(self.steps, float(reward), info) is False:
+            self.stopped = True
+
+    # ------------------------------------------------------------------------------------- the end
+    def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> RunSummary:
+        """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
+        observation of the whole graph) afresh, and return the run's summary. Neither measurement counts
+        against the budget."""
+        finish_started = time.perf_counter()
+        obs, _ = self.base.reset(seed=self.seed)
+        predicted = self.base.validate_action(predict(obs))
+        predicted_m = self.base.measure(predicted)
+        if self.best_placement is None:  # nothing measured (budget 0): the policy's own placement is the result
+            placement, source, final = predicted, "predict", predicted_m
+        else:
+            placement, source = self.best_placement, "best_placement"
+            same = np.array_equal(placement, predicted)
+            final = predicted_m if same else self.base.measure(placement)
+        now = time.perf_counter()
+        finish_s = now - finish_started
+        wall_s = now - self._started
+        summary = RunSummary(
+            budget=self.budget, seed=self.seed, steps=self.steps, updates=self.updates, curve=self.curve,
+            best_step=self.best_step,
+            best_latency_seen_s=self.best_latency_s if self.best_placement is not None else None,
+            placement=placement, placement_source=source, final=final,
+            predict_placement=predicted, predict=predicted_m,
+            wall_s=wall_s, env_s=self.env_s, agent_s=wall_s - self.env_s - finish_s, finish_s=finish_s,
+            details=dict(self.details),
+        )
+        self.callback.on_training_end(summary.to_dict())
+        return summary
+
+
+class _Recorder(gym.Wrapper):
+    """The env as the agent sees it during a run: every step is counted, timed and recorded by the `RunLoop`."""
+
+    def __init__(self, env: gym.Env, run: RunLoop) -> None:
+        super().__init__(env)
+        self.run = run
+
+    def step(self, action):
+        if self.run.steps >= self.run.budget:
+            raise RuntimeError(
+                f"the budget of {self.run.budget} placements is spent; an agent must stop when run.done is True"
+            )
+        started = time.perf_counter()
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.run.env_s += time.perf_counter() - started
+        self.run._record_step(reward, info)
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs):
+        started = time.perf_counter()
+        try:
+            return self.env.reset(**kwargs)
+        finally:
+            self.run.env_s += time.perf_counter() - started
+
+
+class RunAgent(abc.ABC):
+    """What every placement agent is: `learn` runs the shared run loop around the agent's `train`.
+
+    A subclass sets ``name`` (and ``feature_families`` if it needs particular node features), and implements
+    `train` (the algorithm: measure placements through ``run.env`` until ``run.done``), `predict`,
+    `hyperparameters`, `save` and `load`. It meets `placement_gym.evaluation.Agent`, so the harness,
+    ``placement-gym evaluate --agent module:Class`` and ``compare`` run it like the agents shipped here.
+
+    Args:
+        seed: default seed of `learn` (its own `seed` argument wins).
+        torch_threads: torch threads while learning (None: leave torch's setting alone).
+
+    After `learn`:
+        best_placement, best_latency_s: the run's result: its best placement (or, if it measured none, its
+            policy's own) and that placement's latency measured afresh at the end.
+        run_summary: the `RunSummary` of the last `learn`; history: its per-update statistics.
+    """
+
+    #: Registry / table name (``placement-gym train --agent <name>``).
+    name: ClassVar[str] = ""
+    #: Node-feature families the agent's env must observe; None = the env's default.
+    feature_families: tuple[str, ...] | None = None
+
+    def __init__(self, seed: int | None = None, torch_threads: int | None = 1) -> None:
+        self.seed = seed
+        self.torch_threads = torch_threads
+        self.best_placement: np.ndarray | None = None
+        self.best_latency_s: float | None = None
+        self.run_summary: RunSummary | None = None
+        self.history: list[dict] = []
+
+    def learn(self, env: gym.Env, budget: int, seed: int | None = None,
+              callback: "Callback | list[Callback] | None" = None) -> "RunAgent":
+        """Measure at most `budget` placements on `env` while learning; returns self (see the module docstring).
+
+        Calling it again continues from what the agent has learned (a fine-tuning run on another env too,
+        where the agent supports it); ``budget=0`` only measures the agent's own placement (``predict``).
+        """
+        budget = check_budget(budget)
+        seed = self.seed if seed is None else seed
+        set_seed(seed)
+        with torch_threads(self.torch_threads):
+            run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()})
+            self.train(run, seed)
+            summary = run.finish(self.predict)
+        self.run_summary, self.history = summary, run.history
+        self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
+        return self
+
+    # ------------------------------------------------------------------------------------ to implement
+    @abc.abstractmethod
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        """The algorithm: measure placements through ``run.env`` (or a wrapper of it) until ``run.done``."""
+
+    @abc.abstractmethod
+    def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        """(N,) int64 placement for a `DevicePlacement-v0` observation: the agent's own choice."""
+
+    @abc.abstractmethod
+    def hyperparameters(self) -> dict[str, Any]:
+        """Constructor keyword arguments that rebuild this agent (plain Python values only)."""
+
+    @abc.abstractmethod
+    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
+        """Write the agent to `path`; refuses to replace an existing file unless `overwrite`."""
+
+    @classmethod
+    @abc.abstractmethod
+    def load(cls, path: "str | Path") -> "RunAgent":
+        """Rebuild an agent written by `save`."""

@@ -1,0 +1,97 @@
+"""The library's layering, read from the source: no import circles in `placement_gym`, and no imports of `agents`.
+
+Every ``import`` counts, at module level or inside a function: a circle through a function-level import still
+ties the two modules together. ``from pkg import name`` counts as importing the submodule ``pkg.name`` where
+there is one, else the package's ``__init__``. Python's own implicit import of a parent package before its
+submodules is not counted (every submodule has it; it is not a circle anyone wrote).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "placement_gym"
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of placement_gym (packages by their __init__)."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules `name` imports (absolute dotted names, any package)."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in modules else target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m in _imports(name, path, modules) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as a path ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_in_placement_gym():
+    graph = _graph()
+    assert "placement_gym.backends.calibration" in graph and "placement_gym.env" in graph  # the walk sees them
+    cycle = _cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_placement_gym_never_imports_agents():
+    modules = _modules()
+    offenders = {name: sorted(m for m in _imports(name, path, modules) if m == "agents" or m.startswith("agents."))
+                 for name, path in modules.items()}
+    assert {k: v for k, v in offenders.items() if v} == {}

@@ -14,7 +14,6 @@ import argparse
 import time
 
 import numpy as np
-import openvino as ov
 
 from placement_gym import DevicePlacementEnv
 from placement_gym.devices import compile_properties

@@ -20,7 +20,6 @@ Timings are medians of repeated runs (part 1) on a shared machine; say so when y
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time

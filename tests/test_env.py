@@ -35,6 +35,7 @@ def test_spaces_and_step(env):
     obs, reward, terminated, truncated, info = env.step(action)
     assert terminated and not truncated  # horizon 1
     assert np.array_equal(obs["placement"], action)
+    assert np.array_equal(info["placement"], action) and info["placement"].dtype == np.int64  # what was measured
     assert info["ok"] and info["latency_s"] > 0 and info["n_submodels"] >= 2 and not info["simulated"]
     assert reward == pytest.approx(info["speedup"] - 1.0)
     assert info["speedup"] == pytest.approx(info["reference_latency_s"] / info["latency_s"])
@@ -137,6 +138,24 @@ def test_bad_arguments():
         DevicePlacementEnv("tiny_chain", backend="cuda")
     with pytest.raises(ValueError, match="horizon"):
         DevicePlacementEnv("tiny_chain", horizon=0, **REAL)
+
+
+def test_backend_settings_are_given_one_way(tiny_chain_graph):
+    env = DevicePlacementEnv(tiny_chain_graph, backend="openvino", devices=TWO_DEVICES, repeats=4)
+    assert env.backend.describe()["repeats"] == 4 and env.backend.describe()["warmup"] == 3  # the backend's default
+    with pytest.raises(ValueError, match="given both"):
+        DevicePlacementEnv(tiny_chain_graph, backend="openvino", devices=TWO_DEVICES, repeats=4,
+                           backend_options={"repeats": 5})
+    # A ready backend has its devices and settings: anything else given with it is refused, not ignored.
+    with pytest.raises(ValueError, match="already has its settings"):
+        DevicePlacementEnv(tiny_chain_graph, backend=env.backend, repeats=3)
+    with pytest.raises(ValueError, match="not on the devices given"):
+        DevicePlacementEnv(tiny_chain_graph, backend=env.backend, devices=["CPU"])
+    shared = DevicePlacementEnv(tiny_chain_graph, backend=env.backend, devices=TWO_DEVICES)
+    assert shared.backend is env.backend
+    # backend="auto" on a one-device machine simulates and drops the real backend's settings.
+    simulated = DevicePlacementEnv(tiny_chain_graph, backend="auto", repeats=4)
+    assert simulated.backend.simulated or simulated.backend.describe()["repeats"] == 4
 
 
 def test_unknown_model_lists_the_zoo():

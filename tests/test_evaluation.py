@@ -5,7 +5,6 @@ Real parts: the tiny zoo models measured on the real OpenVINO backend (CPU + a o
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from agents.common.run import RunAgent
 from placement_gym import DevicePlacementEnv
 from placement_gym.evaluation import (
-    RECORD_KEYS, add_placements_to_within, compare, evaluate, make_record, model_label,
+    RECORD_KEYS, add_placements_to_within, compare, evaluate, model_label,
 )
 from placement_gym.results import (
     CSV_KEYS, format_learning_table, format_table, plot_curves, plot_summary, records_to_json, summarize,
@@ -274,3 +273,23 @@ def test_compare_gives_agents_of_one_model_one_reference(env):
     assert [r["agent"] for r in records] == ["plain", "plain", "other", "other"]
     assert len({r["reference_latency_s"] for r in records}) == 1
     assert len({r["best_known_latency_s"] for r in records}) == 1  # placements_to_within over all of them
+
+
+def test_every_registered_agent_goes_through_the_run_loop(tiny_branch_graph):
+    from agents.common.run import RunAgent
+    from placement_gym import registry
+
+    backend = DevicePlacementEnv(tiny_branch_graph, backend="simulated").backend
+    envs = {}
+    rows = registry.agent_factories(list(registry.AGENTS), backend.device_names)
+    assert len(rows) == len(registry.AGENTS) + 2  # single-device and openvino stand for two rows each
+    for label, factory in rows.items():
+        agent = factory()
+        assert isinstance(agent, RunAgent), label
+        if agent.feature_families not in envs:
+            features = {} if agent.feature_families is None else {"features": agent.feature_families}
+            envs[agent.feature_families] = DevicePlacementEnv(tiny_branch_graph, backend=backend, **features)
+        record = evaluate(agent, envs[agent.feature_families], budget=6, seeds=[0], name=label)[0]
+        assert 1 <= record["placements_measured"] <= 6 and record["curve"], label
+        assert record["predict_latency_s"] > 0 and record["placements_to_within"]["1"] is not None, label
+        assert record["agent_ms_per_placement"] >= 0 and record["latency_s"] <= record["curve"][0][1], label

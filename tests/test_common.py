@@ -278,8 +278,12 @@ def test_save_load_round_trip_and_no_overwrite(env, tmp_path):
     agent = NodeAgent(seed=1).learn(env, budget=16)
     obs, _ = env.reset(seed=0)
     path = agent.save(tmp_path / "agent.pt")
-    loaded = BaseAgent.load(path)
+    with pytest.raises(ValueError, match="its own class"):  # an unregistered class is never imported by name
+        BaseAgent.load(path)
+    loaded = NodeAgent.load(path)
     assert type(loaded) is NodeAgent and loaded.best_latency_s == agent.best_latency_s
+    assert loaded.trained_for == {"graph": "chain", "n_ops": 6, "devices": ["slow", "fast"],
+                                  "feature_families": list(env.feature_families), "simulated": True}
     assert np.array_equal(loaded.best_placement, agent.best_placement)
     assert np.array_equal(loaded.predict(obs), agent.predict(obs))
     with pytest.raises(FileExistsError):

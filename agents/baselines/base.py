@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from agents.common.checkpoint import CheckpointError
 from agents.common.run import RunAgent, RunLoop
 from placement_gym.results import write_json
 
@@ -89,14 +90,24 @@ class PlanningAgent(RunAgent):
 
     @classmethod
     def load(cls, path) -> "PlanningAgent":
-        data = json.loads(Path(path).read_text())
-        expected = f"{cls.__module__}:{cls.__qualname__}"
-        if data.get("agent") != expected:
-            raise ValueError(f"{path} holds a {data.get('agent')!r} agent, not {expected!r}")
-        agent = cls(**data["params"])
-        if data["plan"] is not None:
-            agent.plan = agent.best_placement = np.asarray(data["plan"], dtype=np.int64)
-        agent.best_latency_s, agent.plan_info = data["best_latency_s"], data.get("plan_info", {})
+        """Rebuild a planner saved with `save` (plain JSON: nothing in it is executed or imported)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no saved planner at {path}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            expected = f"{cls.__module__}:{cls.__qualname__}"
+            if data.get("agent") != expected:
+                raise CheckpointError(f"{path} holds a {data.get('agent')!r} agent, not {expected!r}")
+            agent = cls(**data["params"])
+            if data["plan"] is not None:
+                agent.plan = agent.best_placement = np.asarray(data["plan"], dtype=np.int64)
+            agent.best_latency_s, agent.plan_info = data["best_latency_s"], data.get("plan_info", {})
+        except CheckpointError:
+            raise
+        except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError) as exc:
+            raise CheckpointError(f"{path} is not a planner saved by {cls.__name__}.save ({type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
         return agent
 
     def __repr__(self) -> str:

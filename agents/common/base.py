@@ -19,7 +19,6 @@ env (the CLI, the evaluation harness) passes ``features=agent.feature_families``
 from __future__ import annotations
 
 import abc
-import importlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,14 +28,10 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from placement_gym.results import versions, write_atomically
-
+from .checkpoint import CheckpointError, agent_class_path, read_checkpoint, resolve_agent_class, write_checkpoint
 from .run import RunAgent
 
-__all__ = ["BaseAgent", "PolicySpec", "CHECKPOINT_FORMAT"]
-
-#: Written into every checkpoint; bumped when the layout changes.
-CHECKPOINT_FORMAT = "placement-gym-agent/1"
+__all__ = ["BaseAgent", "PolicySpec"]
 
 
 @dataclass(frozen=True)
@@ -135,44 +130,35 @@ class BaseAgent(RunAgent):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Save hyperparameters, policy weights, spec and best placement to `path` (a torch file).
-
-        Raises:
-            FileExistsError: `path` exists and `overwrite` is False.
-        """
+        """Save hyperparameters, policy weights, spec and best placement to `path` (`agents.common.checkpoint`:
+        tensors and plain data only). Refuses to overwrite an existing file unless `overwrite`."""
         self._require_policy()
-        checkpoint = {
-            "format": CHECKPOINT_FORMAT,
-            "agent_class": f"{type(self).__module__}:{type(self).__qualname__}",
-            "hyperparameters": self.hyperparameters(),
-            "spec": asdict(self.spec),
-            "state_dict": {k: v.detach().cpu() for k, v in self.policy.state_dict().items()},
-            "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
-            "best_latency_s": self.best_latency_s,
-            "versions": versions(),
-        }
-        return write_atomically(path, lambda tmp: torch.save(checkpoint, tmp), overwrite=overwrite)
+        return write_checkpoint(
+            path, agent=self.name, agent_class=agent_class_path(type(self)), hyperparameters=self.hyperparameters(),
+            state_dict=self.policy.state_dict(), trained_for=self.trained_for,
+            extra={"spec": asdict(self.spec),
+                   "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
+                   "best_latency_s": self.best_latency_s},
+            overwrite=overwrite)
 
     @classmethod
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":
-        """Rebuild an agent saved with `save`. Called on `BaseAgent` it builds the class recorded in the file."""
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}")
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a placement-gym agent checkpoint (format {CHECKPOINT_FORMAT})")
-        module_name, _, class_name = checkpoint["agent_class"].partition(":")
-        agent_cls = getattr(importlib.import_module(module_name), class_name)
-        if not issubclass(agent_cls, cls):
-            raise ValueError(f"{path} holds a {checkpoint['agent_class']} agent, not a {cls.__name__}")
-        agent = agent_cls(**checkpoint["hyperparameters"], device=device)
-        spec = dict(checkpoint["spec"])
-        if spec.get("feature_families") is not None:
-            spec["feature_families"] = tuple(spec["feature_families"])
-        agent.setup(PolicySpec(**spec))
-        agent.policy.load_state_dict(checkpoint["state_dict"])
-        if checkpoint.get("best_placement") is not None:
-            agent.best_placement = np.asarray(checkpoint["best_placement"], dtype=np.int64)
-        agent.best_latency_s = checkpoint.get("best_latency_s")
+        """Rebuild an agent saved with `save`. Called on `BaseAgent`, it rebuilds the registered agent the file
+        names; called on a class, the file must hold that class (or a registered subclass of it). Nothing in the
+        file is executed or imported."""
+        data = read_checkpoint(path)
+        agent_cls = resolve_agent_class(data, cls, path)
+        try:
+            agent = agent_cls(**data["hyperparameters"], device=device)
+            spec = dict(data["extra"]["spec"])
+            spec["feature_families"] = None if spec.get("feature_families") is None else tuple(spec["feature_families"])
+            agent.setup(PolicySpec(**spec))
+            agent.policy.load_state_dict(data["state_dict"])
+        except (TypeError, KeyError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
+                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+        best = data["extra"].get("best_placement")
+        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
+        agent.best_latency_s = data["extra"].get("best_latency_s")
+        agent.trained_for = dict(data["trained_for"])
         return agent

@@ -223,6 +223,8 @@ class RunAgent(abc.ABC):
         self.best_latency_s: float | None = None
         self.run_summary: RunSummary | None = None
         self.history: list[dict] = []
+        #: What the agent last learned on (graph, devices, features): recorded in its checkpoints.
+        self.trained_for: dict[str, Any] = {}
 
     def learn(self, env: gym.Env, budget: int, seed: int | None = None,
               callback: "Callback | list[Callback] | None" = None) -> "RunAgent":
@@ -239,6 +241,9 @@ class RunAgent(abc.ABC):
             self.train(run, seed)
             summary = run.finish(self.predict)
         self.run_summary, self.history = summary, run.history
+        base = run.base
+        self.trained_for = {"graph": base.graph.name, "n_ops": base.graph.n_ops, "devices": base.device_names,
+                            "feature_families": list(base.feature_families), "simulated": base.backend.simulated}
         self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
         return self
 

@@ -9,7 +9,8 @@ Both run ``model.learn`` inside the shared run loop (`agents.common.run`): the b
 whole rollouts; here collection stops when the budget is spent, so the last, partial rollout is measured but not
 trained on), the best placement is kept and re-measured afresh at the end, callbacks see every step and update,
 and the summary reports the agent's compute per placement. On `DevicePlacement-v0` (one-step episodes) PPO's
-advantage is simply r - V(s). Checkpoints are SB3 zip files (`save` / `load`).
+advantage is simply r - V(s). Checkpoints hold the policy's tensors, its spaces and the settings as plain data
+(`agents.common.checkpoint`), not SB3's pickled zip: loading one never executes code from the file.
 """
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
+from agents.common.checkpoint import (
+    CheckpointError, agent_class_path, read_checkpoint, resolve_agent_class, write_checkpoint,
+)
 from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
-from placement_gym.results import write_atomically
 from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
@@ -92,6 +96,7 @@ class SB3Agent(RunAgent):
         if self.model is None:
             self.model = self.make_model(env, seed)
         else:
+            self._check_fits({k: space.shape for k, space in env.observation_space.spaces.items()})
             self.model.set_env(env)
             if seed is not None:
                 self.model.set_random_seed(seed)
@@ -108,48 +113,128 @@ class SB3Agent(RunAgent):
         """The model's action for `obs` ((N,) int64 placement on `DevicePlacement-v0`)."""
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
+        self._check_fits({k: np.shape(v) for k, v in obs.items()})
         action, _ = self.model.predict(obs, deterministic=deterministic)
         return np.asarray(action, dtype=np.int64)
+
+    def _check_fits(self, shapes: Mapping[str, tuple]) -> None:
+        """ValueError unless the observation `shapes` are those the SB3 model was built for (its spaces fix the
+        graph size)."""
+        expected = self.model.observation_space.spaces
+        if any(k in shapes and tuple(shapes[k]) != expected[k].shape for k in expected):
+            graph = self.trained_for.get("graph", "another graph")
+            raise ValueError(
+                f"this {self.name} policy's SB3 spaces were built for {graph} "
+                f"({expected['placement'].shape[0]} ops); the observation has {shapes['placement'][0]} ops "
+                "(an SB3 policy runs on the graph size it was trained on)")
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"seed": self.seed, "torch_threads": self.torch_threads}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Save as an SB3 zip (model, optimizer, hyperparameters, best placement). Refuses to overwrite an
-        existing file unless `overwrite`; a path without a suffix gets ".zip", as SB3 does."""
+        """Save the policy's tensors, its spaces and the settings (`agents.common.checkpoint`: tensors and plain
+        data only, not SB3's pickled zip; ``agent.model.save(...)`` still writes one). Refuses to overwrite an
+        existing file unless `overwrite`."""
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has nothing to save yet: call learn(env, ...) first")
-        path = Path(path)
-        path = path.with_suffix(".zip") if not path.suffix else path
-        self.model.placement_gym_agent = {
-            "hyperparameters": self.hyperparameters(),
-            "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
-            "best_latency_s": self.best_latency_s,
-        }
-        return write_atomically(path, lambda tmp: self.model.save(tmp), overwrite=overwrite)
+        algorithm = _name_of(type(self.model), ALGORITHMS, "algorithm")
+        policy = _name_of(self.model.policy_class, POLICIES, "policy")
+        return write_checkpoint(
+            path, agent=self.name, agent_class=agent_class_path(type(self)), hyperparameters=self.hyperparameters(),
+            state_dict=self.model.policy.state_dict(), trained_for=self.trained_for,
+            extra={"algorithm": algorithm, "policy": policy, "policy_kwargs": dict(self.model.policy_kwargs),
+                   "observation_space": space_to_data(self.model.observation_space),
+                   "action_space": space_to_data(self.model.action_space),
+                   "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
+                   "best_latency_s": self.best_latency_s},
+            overwrite=overwrite)
 
     @classmethod
-    def load(cls, path: "str | Path", device: "str | torch.device" = "cpu",
-             algorithm: type[BaseAlgorithm] = PPO) -> "SB3Agent":
-        """Rebuild an agent saved with `save` (an SB3 zip of `algorithm`; a plain SB3 PPO zip works too)."""
-        path = Path(path)
-        if not path.exists() and not path.suffix and path.with_suffix(".zip").exists():
-            path = path.with_suffix(".zip")
-        if not path.exists():
-            raise FileNotFoundError(f"no checkpoint at {path}")
-        model = algorithm.load(path, device=device)
-        saved = getattr(model, "placement_gym_agent", None) or {}
-        agent = cls(**cls._load_kwargs(saved.get("hyperparameters", {}), device))
+    def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "SB3Agent":
+        """Rebuild an agent saved with `save`: the SB3 model is built anew from the recorded algorithm, policy
+        class (known names only) and spaces, and its policy's tensors are loaded. Nothing in the file is
+        executed or imported."""
+        data = read_checkpoint(path)
+        agent_cls = resolve_agent_class(data, cls, path)
+        extra = data["extra"]
+        try:
+            agent = agent_cls(**agent_cls._load_kwargs(data["hyperparameters"], device))
+            algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
+            model = algorithm(policy, env=None, device=device, policy_kwargs=dict(extra["policy_kwargs"]),
+                              _init_setup_model=False, **agent.algorithm_kwargs())
+            model.observation_space = space_from_data(extra["observation_space"])
+            model.action_space = space_from_data(extra["action_space"])
+            model.n_envs = 1
+            model._setup_model()
+            model.policy.load_state_dict(data["state_dict"])
+        except (TypeError, KeyError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
+                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
         agent.model = model
-        if saved.get("best_placement") is not None:
-            agent.best_placement = np.asarray(saved["best_placement"], dtype=np.int64)
-        agent.best_latency_s = saved.get("best_latency_s")
+        best = extra.get("best_placement")
+        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
+        agent.best_latency_s = extra.get("best_latency_s")
+        agent.trained_for = dict(data["trained_for"])
         return agent
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        """The algorithm's constructor settings for rebuilding a saved model (SB3's defaults here)."""
+        return {}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return dict(hyperparameters)
+
+
+#: The SB3 algorithms and policy classes a checkpoint may name (by name: nothing is imported from a file).
+ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
+POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
+
+
+def _name_of(value: type, known: Mapping[str, type], what: str) -> str:
+    for name, candidate in known.items():
+        if value is candidate:
+            return name
+    raise ValueError(f"cannot save an SB3 {what} {value.__name__} in a placement-gym checkpoint (known: "
+                     f"{sorted(known)}); save the SB3 model itself with agent.model.save(path)")
+
+
+def space_to_data(space: gym.Space) -> dict:
+    """A gymnasium space as plain data (`space_from_data` rebuilds it): Box, Discrete, MultiDiscrete, Dict."""
+    if isinstance(space, gym.spaces.Dict):
+        return {"type": "Dict", "spaces": {k: space_to_data(v) for k, v in space.spaces.items()}}
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
+    if isinstance(space, gym.spaces.Box):
+        def bound(values: np.ndarray):  # one number where the bound is uniform (the usual case), else a list
+            flat = values.reshape(-1)
+            return flat[0].item() if flat.size and (flat == flat[0]).all() else values.tolist()
+
+        return {"type": "Box", "low": bound(space.low), "high": bound(space.high), "shape": list(space.shape),
+                "dtype": str(space.dtype)}
+    raise ValueError(f"cannot save a {type(space).__name__} space in a placement-gym checkpoint")
+
+
+def space_from_data(data: Mapping[str, Any]) -> gym.Space:
+    """The space `space_to_data` described."""
+    kind = data["type"]
+    if kind == "Dict":
+        return gym.spaces.Dict({k: space_from_data(v) for k, v in data["spaces"].items()})
+    if kind == "Discrete":
+        return gym.spaces.Discrete(int(data["n"]))
+    if kind == "MultiDiscrete":
+        return gym.spaces.MultiDiscrete(np.asarray(data["nvec"], dtype=np.int64))
+    if kind == "Box":
+        dtype = np.dtype(data["dtype"])
+        if dtype.kind not in "fiub":
+            raise ValueError(f"a Box of dtype {dtype} is not a placement-gym space")
+        shape = tuple(int(n) for n in data["shape"])
+        return gym.spaces.Box(np.broadcast_to(np.asarray(data["low"], dtype=dtype), shape).copy(),
+                              np.broadcast_to(np.asarray(data["high"], dtype=dtype), shape).copy(), shape, dtype)
+    raise ValueError(f"unknown space type {kind!r}")
 
 
 class PPOAgent(SB3Agent):
@@ -210,6 +295,9 @@ class PPOAgent(SB3Agent):
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return {**hyperparameters, "device": device}
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        return dict(self.ppo_kwargs, verbose=0)
 
     # ------------------------------------------------------------------ learning
     def make_model(self, env: gym.Env, seed: int | None) -> PPO:

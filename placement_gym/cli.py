@@ -152,15 +152,16 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
 
 
 # ------------------------------------------------------------------------------------ run commands
-def _run_rows(args: argparse.Namespace, factories: dict, make_env, outputs: dict | None = None) -> tuple[list, list]:
+def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list, written: list,
+              outputs: dict | None = None) -> None:
     """Each table row's agent on ``args.model`` for every seed, a fresh agent per seed (its feature families
-    decide the env it observes); with `outputs`, each seed's agent and best placement are saved.
-    Returns ``(records, files written)``."""
+    decide the env it observes), appending each record to `records` as it is made (so an interrupted command
+    keeps them); with `outputs`, each seed's agent and best placement are saved and listed in `written`."""
     from tqdm.auto import tqdm
 
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
     label_, model_path = evaluation.model_label(args.model)
-    records, written = [], []
+    args.planned_runs = len(factories) * len(seeds)
     with tqdm(total=len(factories) * len(seeds), desc=f"{args.command} {args.agent} on {args.model}", unit="run",
               disable=args.no_progress or args.command == "train") as bar:
         for label, factory in factories.items():
@@ -175,8 +176,6 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, outputs: dict
                 bar.update(1)
                 if outputs and seed in outputs:
                     written += _save_run(args, agent, env, record, *outputs[seed])
-    evaluation.add_placements_to_within(records)
-    return records, written
 
 
 def _save_run(args: argparse.Namespace, agent, env, record: dict, checkpoint: Path, placement_path: Path) -> list:
@@ -205,7 +204,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         factories = registry.agent_factories([args.agent], backend.device_names,
                                              _key_values(args.agent_option, "--agent-option"))
-    records, _ = _run_rows(args, factories, make_env)
+    records: list = []
+    try:
+        _run_rows(args, factories, make_env, records, [])
+    except KeyboardInterrupt:
+        return _interrupted(args, records, paths)
+    evaluation.add_placements_to_within(records)
     return _report(args, records, [], paths)
 
 
@@ -217,7 +221,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     options = _key_values(args.agent_option, "--agent-option")
     label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
     make_env, _ = _env_factory(args)
-    records, written = _run_rows(args, {label: lambda: registry.make_agent(cls, options)}, make_env, outputs)
+    records: list = []
+    written: list = []
+    try:
+        _run_rows(args, {label: lambda: registry.make_agent(cls, options)}, make_env, records, written, outputs)
+    except KeyboardInterrupt:
+        return _interrupted(args, records, paths, written)
+    evaluation.add_placements_to_within(records)
     return _report(args, records, [], paths, extra_files=written)
 
 
@@ -237,12 +247,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"note: skipping agent {name!r}: {exc}", file=sys.stderr)
     if not agents:
         raise ValueError("none of the requested agents is available")
+    finished: list = []
+    seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
+    args.planned_runs = len(args.models) * len(agents) * len(seeds)
     with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
         def planned(n: int) -> None:
             bar.total += n
             bar.refresh()
 
         def done(record: dict) -> None:
+            finished.append(record)
             bar.set_postfix_str(f"{record['model']}/{record['agent']}")
             bar.update(1)
 
@@ -250,10 +264,34 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             bar.update(len(skip["seeds"]))
             tqdm.write(f"note: {skip['agent']} on {skip['model']} skipped: {skip['reason']}")
 
-        records, skipped = evaluation.compare(args.models, agents, make_env, args.budget,
-                                              args.seed if args.seed is not None else args.seeds,
-                                              on_record=done, on_plan=planned, on_skip=skipped_run)
+        try:
+            records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
+                                                  on_record=done, on_plan=planned, on_skip=skipped_run)
+        except KeyboardInterrupt:
+            return _interrupted(args, finished, paths)
     return _report(args, records, missing + skipped, paths)
+
+
+def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str, Path],
+                 written: Sequence[Path] = ()) -> int:
+    """Ctrl-C: keep the runs that finished (records marked incomplete, with what was left), say so in one
+    line, and exit with 130 as a shell does."""
+    planned = getattr(args, "planned_runs", None)
+    left = None if planned is None else planned - len(records)
+    saved = list(written)
+    if records and "json" in paths:
+        evaluation.add_placements_to_within(records)
+        saved.append(results.write_records(
+            paths["json"], records, overwrite=args.overwrite, command=args.command, incomplete=True,
+            interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left},
+            arguments={k: v for k, v in vars(args).items() if k != "func"}, budget=args.budget))
+        if "csv" in paths:
+            saved.append(results.write_csv(paths["csv"], records, overwrite=args.overwrite))
+    where = f"; wrote {', '.join(map(str, saved))} (marked incomplete)" if saved else (
+        "; nothing saved" + ("" if "json" in paths else " (no --json given)"))
+    print(f"placement-gym {args.command}: interrupted after {len(records)} finished run(s)"
+          f"{'' if left is None else f' of {planned}'}{where}", file=sys.stderr)
+    return 130
 
 
 def _train_outputs(args: argparse.Namespace, seeds: list[int]) -> dict[int, tuple[Path, Path]]:
@@ -378,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as exc:
         print(f"placement-gym {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before any run finished (the run commands keep finished runs themselves)
+        print(f"placement-gym {args.command}: interrupted; nothing was finished, nothing saved", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

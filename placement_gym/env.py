@@ -173,13 +173,19 @@ class DevicePlacementEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:
-        """(N,) int64 copy of `action`, or ``ValueError`` saying what is expected."""
-        array = np.asarray(action)
+        """(N,) int64 copy of `action`, or ``ValueError`` saying what is expected.
+
+        Only integer dtypes are placements (signed or unsigned); bools, floats (even whole ones), strings,
+        objects, datetimes and timedeltas (which numpy counts as integers) are refused rather than guessed at."""
         n, d = self.graph.n_ops, self.n_devices
         expected = f"an integer array of shape ({n},) with values in 0..{d - 1} (one device per compute op)"
+        try:
+            array = np.asarray(action)
+        except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+            raise ValueError(f"action is not an array ({exc}); expected {expected}") from None
         if array.shape != (n,):
             raise ValueError(f"action has shape {array.shape}; expected {expected}")
-        if not np.issubdtype(array.dtype, np.integer):
+        if array.dtype.kind not in "iu":
             raise ValueError(f"action has dtype {array.dtype}; expected {expected}")
         if array.size and (array.min() < 0 or array.max() >= d):
             raise ValueError(f"action has values in {array.min()}..{array.max()}; expected {expected}")

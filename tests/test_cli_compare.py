@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from agents.common.run import RunAgent
 from placement_gym import cli
 from placement_gym.evaluation import RECORD_KEYS
 
@@ -128,3 +130,45 @@ def test_registry_lists_agents_in_table_order_and_explains_unknown_ones():
         registry.load_agent_class("nope")
     with pytest.raises(ValueError, match="rejected the options"):
         registry.agent_factories(["random"], ["CPU"], {"no_such_option": 1})["random"]()
+
+
+class StopsOnSeed1(RunAgent):
+    """Measures one placement, except on seed 1, where it is interrupted (as Ctrl-C interrupts a run)."""
+
+    name = "stops-on-seed-1"
+
+    def train(self, run, seed):
+        if seed == 1:
+            raise KeyboardInterrupt
+        run.env.reset(seed=seed)
+        run.env.step(np.zeros(run.base.graph.n_ops, dtype=np.int64))
+
+    def predict(self, obs, deterministic=True):
+        return np.zeros(len(obs["placement"]), dtype=np.int64)
+
+    def hyperparameters(self):
+        return {}
+
+    def save(self, path, overwrite=False):
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, path):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_ctrl_c_keeps_the_finished_runs(tmp_path, capsys, command):
+    out = tmp_path / "partial.json"
+    agent = ["--agent" if command == "evaluate" else "--agents", "tests.test_cli_compare:StopsOnSeed1"]
+    model = ["--model", "tiny_chain"] if command == "evaluate" else ["--models", "tiny_chain"]
+    argv = [command, *agent, *model, "--backend", "simulated", "--budget", "3", "--seeds", "3", "--json", str(out),
+            "--no-progress"]
+    assert cli.main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted after 1 finished run(s) of 3" in err[0] and "Traceback" not in err[0]
+    data = json.loads(out.read_text())
+    assert data["incomplete"] is True and data["interrupted"] == {"finished_runs": 1, "planned_runs": 3,
+                                                                  "left_runs": 2}
+    assert [r["seed"] for r in data["records"]] == [0] and data["records"][0]["placements_measured"] == 1
+    assert (tmp_path / "partial.csv").exists()

@@ -158,6 +158,11 @@ def open_devices(
             specs = present
         else:
             specs = [specs]
+    if isinstance(specs, DeviceSpec):
+        specs = [specs]
+    if not isinstance(specs, (list, tuple)):
+        raise ValueError(f"devices must be 'auto', a device spec or a list of them (e.g. ['CPU', "
+                         f"'CPU[INFERENCE_NUM_THREADS=1]']), got {specs!r}")
     parsed = [DeviceSpec.parse(s) for s in specs]
     if not parsed:
         raise ValueError("at least one device is needed")
@@ -212,6 +217,9 @@ def _check_exists(spec: DeviceSpec, present: Sequence[str]) -> None:
 
 
 def _check_properties(spec: DeviceSpec, core: ov.Core) -> None:
+    """ValueError unless `spec`'s device has every property it names and accepts every value, with OpenVINO's
+    reason (e.g. "Expected only non negative integer numbers"). Values are tried on a throwaway `ov.Core`, so
+    the shared one keeps its settings."""
     if not spec.properties:
         return
     supported = set(core.get_property(spec.base, "SUPPORTED_PROPERTIES"))
@@ -221,6 +229,21 @@ def _check_properties(spec: DeviceSpec, core: ov.Core) -> None:
             f"device {spec.base!r} has no property {unknown[0]!r}; it supports e.g. "
             f"{sorted(p for p in supported if p.isupper())[:12]}"
         )
+    probe = ov.Core()
+    try:
+        probe.set_property(spec.base, dict(spec.properties))
+        probe.get_property(spec.base, "SUPPORTED_PROPERTIES")  # the plugin applies the values when it loads
+    except Exception as exc:  # OpenVINO raises plain Exceptions
+        reason = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        raise ValueError(f"device spec {spec.name!r}: OpenVINO refuses its properties: {reason[-1][:300]}") from None
+
+
+def openvino_error_text(exc: BaseException, limit: int = 500) -> str:
+    """The informative part of an OpenVINO exception: its message without the "Exception from <file>:<line>"
+    location lines OpenVINO stacks in front of it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = [line for line in lines if not line.startswith("Exception from ")] or lines
+    return " ".join(message)[:limit]
 
 
 def _register_virtual(core: ov.Core, spec: DeviceSpec, copy_number: int) -> str:

@@ -31,3 +31,16 @@ def env(tiny_branch_graph):
     env = DevicePlacementEnv(tiny_branch_graph, **REAL)
     yield env
     env.close()
+
+
+def break_device(backend, index: int = 1) -> None:
+    """Make OpenVINO refuse to compile anything placed on device `index` of a real backend: give it a property
+    value OpenVINO rejects (set after the checks made when the backend was created), so that placement failures
+    can be tested as measured outcomes."""
+    import dataclasses
+
+    from placement_gym.devices import DeviceSpec
+
+    device = backend.devices[index]
+    backend.devices[index] = dataclasses.replace(
+        device, spec=DeviceSpec(device.spec.base, (("PERFORMANCE_HINT", "NOT_A_HINT"),)))

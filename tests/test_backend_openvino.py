@@ -1,10 +1,12 @@
 """The real backend: HETERO placements on two devices (one virtual), caching, failures as measurements."""
+import re
+
 import numpy as np
 import pytest
 
 from placement_gym.backends.openvino import OpenVINOBackend
 
-from .conftest import TWO_DEVICES
+from .conftest import TWO_DEVICES, break_device
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +54,17 @@ def test_measurement_fields_and_cache(backend, tiny_chain_graph):
     assert not fresh.cached and fresh.samples != m.samples
 
 
+def test_bad_property_values_are_refused_with_openvinos_reason():
+    for spec, reason in (("CPU[INFERENCE_NUM_THREADS=abc]", "non negative integer"),
+                         ("CPU[INFERENCE_NUM_THREADS=-1]", "Got: -1"),
+                         ("CPU[PERFORMANCE_HINT=NOT_A_HINT]", "LATENCY/THROUGHPUT")):
+        with pytest.raises(ValueError, match=f"{re.escape(spec)}.*refuses.*{re.escape(reason)}"):
+            OpenVINOBackend(["CPU", spec], warmup=0, repeats=1)
+
+
 def test_failed_compile_is_a_measurement_not_an_exception(tiny_chain_graph):
-    # An invalid property value passes spec parsing but makes OpenVINO refuse to compile on that device.
-    backend = OpenVINOBackend(["CPU", "CPU[PERFORMANCE_HINT=NOT_A_HINT]"], warmup=0, repeats=1)
+    backend = OpenVINOBackend(TWO_DEVICES, warmup=0, repeats=1)
+    break_device(backend)  # OpenVINO now refuses to compile anything placed on the second device
     m = backend.measure(tiny_chain_graph, np.ones(tiny_chain_graph.n_ops, dtype=np.int64))
     assert not m.ok and m.latency_s == float("inf")
     assert "PERFORMANCE_HINT" in m.error or "NOT_A_HINT" in m.error

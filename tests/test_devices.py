@@ -53,3 +53,12 @@ def test_unknown_property_and_duplicates():
         open_devices(["CPU[NOT_A_PROPERTY=1]"])
     with pytest.raises(ValueError, match="listed twice"):
         open_devices(["CPU", "CPU"])
+
+
+def test_devices_must_be_auto_or_specs():
+    from placement_gym import DevicePlacementEnv
+
+    for bad in (None, 3, {"CPU": 1}):
+        for backend in ("openvino", "simulated"):
+            with pytest.raises(ValueError, match="devices must be 'auto'"):
+                DevicePlacementEnv("tiny_chain", backend=backend, devices=bad)

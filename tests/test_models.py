@@ -10,7 +10,7 @@ import openvino.opset13 as ops
 import pytest
 
 from placement_gym.models import ZOO, example_inputs, load_model, model_cache_dir, zoo_names
-from placement_gym.models.zoo import ZOO_VERSION, _save_ir_atomically
+from placement_gym.models.zoo import ZOO_VERSION, ZooEntry, _save_ir_atomically
 
 NON_COMPUTE = {"Constant", "Parameter", "Result"}
 
@@ -119,11 +119,56 @@ def test_ir_without_outputs(tmp_path):
         load_model(xml)
 
 
-def test_corrupt_onnx(tmp_path):
+def test_corrupt_onnx(tmp_path, capfd):
     path = tmp_path / "broken.onnx"
-    path.write_bytes(b"this is not a protobuf")
-    with pytest.raises(ValueError, match="could not read model"):
+    path.write_bytes(np.random.default_rng(0).bytes(2000))
+    with pytest.raises(ValueError, match=r"could not read model .*broken\.onnx: Unable to read the model"):
         load_model(path)
+    assert capfd.readouterr().err == ""  # the frontends' parser logs are not shown
+
+
+def test_truncated_user_ir_and_a_directory_named_like_a_model(tmp_path):
+    xml = tmp_path / "m.xml"
+    ov.save_model(load_model("tiny_branch"), xml, compress_to_fp16=False)
+    bin_path = xml.with_suffix(".bin")
+    bin_path.write_bytes(bin_path.read_bytes()[:100])
+    with pytest.raises(ValueError, match=r"m\.xml: its weights file .*m\.bin is truncated \(100 bytes"):
+        load_model(xml)
+    (tmp_path / "d.xml").mkdir()
+    with pytest.raises(ValueError, match="is a directory"):
+        load_model(tmp_path / "d.xml")
+
+
+def test_a_damaged_cached_zoo_model_is_rebuilt(monkeypatch, tmp_path):
+    """A torch-kind zoo entry (here built from the tiny opset model, so the test is fast) goes through the cache."""
+    monkeypatch.setenv("PLACEMENT_GYM_CACHE", str(tmp_path))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return load_model("tiny_branch")
+
+    monkeypatch.setitem(ZOO, "cached_tiny", ZooEntry(build, "tiny_branch through the cache", "x", "torch"))
+    load_model("cached_tiny")
+    load_model("cached_tiny")
+    assert len(builds) == 1  # built once, then read from the cache
+    xml = tmp_path / f"cached_tiny-{ZOO_VERSION}.xml"
+    bin_path = xml.with_suffix(".bin")
+    stale = tmp_path / f".cached_tiny-{ZOO_VERSION}.4242-deadbeef.tmp.bin"  # left by a killed build
+    stale.write_bytes(b"\0" * 1000)
+
+    bin_path.write_bytes(bin_path.read_bytes()[:-64])  # truncated
+    with pytest.warns(UserWarning, match="damaged: .*truncated.*rebuilding"):
+        model = load_model("cached_tiny")
+    assert len(builds) == 2 and n_compute(model) == n_compute(load_model("tiny_branch")) and not stale.exists()
+
+    data = bytearray(bin_path.read_bytes())  # same size, one byte changed
+    data[len(data) // 2] ^= 0xFF
+    bin_path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="differs from what was built"):
+        load_model("cached_tiny")
+    assert len(builds) == 3
+    ov.Core().compile_model(load_model("cached_tiny"), "CPU")  # the rebuilt cache is whole
 
 
 def test_unsupported_suffix(tmp_path):
@@ -191,7 +236,7 @@ def test_model_cache_dir(monkeypatch, tmp_path):
 def test_save_ir_atomically_leaves_only_the_pair(tmp_path):
     xml = tmp_path / "tiny-v0.xml"
     _save_ir_atomically(load_model("tiny_branch"), xml)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny-v0.bin", "tiny-v0.xml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny-v0.bin", "tiny-v0.manifest.json", "tiny-v0.xml"]
     assert n_compute(load_model(xml)) == n_compute(load_model("tiny_branch"))
 
 

@@ -219,3 +219,10 @@ def test_calibrate_command(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     assert main(argv) == 2  # refuses to overwrite without --overwrite
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_damaged_profile_file_is_named_in_the_error(tmp_path):
+    path = Profile.preset("paper").save(tmp_path / "p.json")
+    path.write_text(path.read_text()[:50])
+    with pytest.raises(ValueError, match=r"profile file .*p\.json is not a readable placement-gym profile"):
+        Profile.load(path)

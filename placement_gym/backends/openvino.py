@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ..devices import Device, DeviceSpec, compile_properties, open_devices, shared_core
+from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
 from .base import Measurement
 
@@ -206,11 +206,3 @@ class OpenVINOBackend:
 def _type_name(value) -> str:
     """``ov.Type.bf16`` -> ``"bf16"``; strings pass through."""
     return value.get_type_name() if hasattr(value, "get_type_name") else str(value)
-
-
-def openvino_error_text(exc: BaseException, limit: int = 500) -> str:
-    """The informative part of an OpenVINO exception: its message without the "Exception from <file>:<line>"
-    location lines OpenVINO stacks in front of it."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    message = [line for line in lines if not line.startswith("Exception from ")] or lines
-    return " ".join(message)[:limit]

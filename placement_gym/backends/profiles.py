@@ -291,8 +291,11 @@ class Profile:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"profile file {path} does not exist; presets: {sorted(PRESETS)}")
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
+            raise ValueError(f"profile file {path} is not a readable placement-gym profile ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
 
     @classmethod
     def preset(cls, name: str) -> "Profile":

@@ -213,7 +213,10 @@ class SimulatedBackend:
                  schedule: str | None = None) -> None:
         resolved = Profile.resolve(profile)
         if devices != "auto":
-            resolved = resolved.select([devices] if isinstance(devices, str) else list(devices))
+            if not isinstance(devices, (str, list, tuple)):
+                raise ValueError(f"devices must be 'auto' or the profile's device names (e.g. "
+                                 f"{resolved.device_names}), got {devices!r}")
+            resolved = resolved.select([devices] if isinstance(devices, str) else [str(d) for d in devices])
         if schedule is not None:
             if schedule not in SCHEDULES:
                 raise ValueError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")

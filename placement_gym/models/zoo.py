@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
+import json
 import os
 import re
 import uuid
@@ -24,6 +26,7 @@ import numpy as np
 import openvino as ov
 
 from ..graph import ComputationGraph
+from ..results import write_json
 from . import tiny
 
 # Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
@@ -207,6 +210,57 @@ def _build_lock(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _required_bin_bytes(xml_path: Path) -> int:
+    """Bytes the ``.bin`` of an IR must hold at least: the end of the last weight its ``.xml`` refers to."""
+    text = xml_path.read_text(encoding="utf-8", errors="replace")
+    return max((int(o) + int(n) for o, n in re.findall(r'offset="(\d+)"\s+size="(\d+)"', text)), default=0)
+
+
+def _ir_problem(xml_path: Path) -> str | None:
+    """Why the IR at `xml_path` cannot be used as it is (a missing or truncated ``.bin``), or None."""
+    bin_path = xml_path.with_suffix(".bin")
+    if not bin_path.is_file():
+        return f"its weights file {bin_path} is missing"
+    required, size = _required_bin_bytes(xml_path), bin_path.stat().st_size
+    if size < required:
+        return f"its weights file {bin_path} is truncated ({size} bytes; the IR refers to {required})"
+    return None
+
+
+def _fingerprint(path: Path) -> dict:
+    """Size and a SHA-256 of 32 slices of 64 KiB spread over the file (cheap even for BERT's 400 MB; any
+    truncation and most damage change it)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        for k in range(32):
+            f.seek(size * k // 32)
+            digest.update(f.read(1 << 16))
+    return {"size": size, "sampled_sha256": digest.hexdigest()}
+
+
+def _manifest_path(xml_path: Path) -> Path:
+    return xml_path.with_suffix(".manifest.json")
+
+
+def _cached_ir_problem(xml_path: Path) -> str | None:
+    """Why a cached zoo IR is unusable (truncated, or different from what was built), or None."""
+    problem = _ir_problem(xml_path)
+    if problem is not None:
+        return problem
+    manifest = _manifest_path(xml_path)
+    if not manifest.is_file():
+        return None  # a cache written before manifests existed: the size check above is all there is
+    try:
+        expected = json.loads(manifest.read_text())
+    except ValueError:
+        return f"its manifest {manifest} is damaged"
+    for path in (xml_path, xml_path.with_suffix(".bin")):
+        if expected.get(path.suffix) != _fingerprint(path):
+            return f"{path} differs from what was built (size or content)"
+    return None
+
+
 def _save_ir_atomically(model: ov.Model, xml_path: Path) -> None:
     """Write ``xml_path`` and its ``.bin`` so that no reader ever sees a half-written pair.
 
@@ -218,11 +272,14 @@ def _save_ir_atomically(model: ov.Model, xml_path: Path) -> None:
     tmp_bin = tmp_xml.with_suffix(".bin")
     try:
         ov.save_model(model, tmp_xml, compress_to_fp16=False)
+        fingerprints = {".xml": _fingerprint(tmp_xml), ".bin": _fingerprint(tmp_bin)}
         os.replace(tmp_bin, xml_path.with_suffix(".bin"))
         os.replace(tmp_xml, xml_path)
     finally:
         tmp_xml.unlink(missing_ok=True)
         tmp_bin.unlink(missing_ok=True)
+
+    write_json(_manifest_path(xml_path), {**fingerprints, "written_by": "placement_gym.models.zoo"}, overwrite=True)
 
 
 def _load_zoo(name: str, rebuild: bool) -> ov.Model:
@@ -232,15 +289,61 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
     cache = model_cache_dir()
     xml_path = cache / f"{name}-{ZOO_VERSION}.xml"
     if not rebuild and xml_path.exists():
-        return ov.Core().read_model(xml_path)
+        cached = _read_cached(xml_path)
+        if cached is not None:
+            return cached
     with _build_lock(cache / f".{name}-{ZOO_VERSION}.lock"):
         # Another process may have built it while we waited for the lock.
         if not rebuild and xml_path.exists():
-            return ov.Core().read_model(xml_path)
+            cached = _read_cached(xml_path, warn=False)
+            if cached is not None:
+                return cached
+        # Holding the lock, any temporary file of this model is left over from a build that was killed.
+        for stale in cache.glob(f".{xml_path.stem}.*.tmp.*"):
+            stale.unlink(missing_ok=True)
         model = entry.builder()
         model.set_friendly_name(name)
         _save_ir_atomically(model, xml_path)
     return model
+
+
+def _read_cached(xml_path: Path, warn: bool = True) -> ov.Model | None:
+    """The cached zoo IR at `xml_path`, or None (with a warning) if it is damaged and must be rebuilt."""
+    problem = _cached_ir_problem(xml_path)
+    if problem is None:
+        try:
+            return ov.Core().read_model(xml_path)
+        except Exception as exc:  # OpenVINO raises plain Exceptions
+            problem = f"OpenVINO cannot read it ({_openvino_reason(exc)})"
+    if warn:
+        warnings.warn(f"the cached zoo model {xml_path} is damaged: {problem}; rebuilding it", stacklevel=4)
+    return None
+
+
+def _openvino_reason(exc: BaseException) -> str:
+    """OpenVINO's reason: the last line of its message (the ones before say where in its sources it failed)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Silence what native code prints on file descriptor 2 in the block (OpenVINO's frontends log parser
+    errors of files they cannot read; the exception says what went wrong)."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
 
 
 # --------------------------------------------------------------------------- loading
@@ -252,19 +355,23 @@ def _read_model_file(path: Path) -> ov.Model:
         raise ValueError(
             f"unsupported model file {str(path)!r}: expected an OpenVINO IR (.xml with its .bin) or an ONNX file (.onnx)"
         )
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path} is a directory, not a model file (expected an .xml with its .bin, or an .onnx)")
     if not path.is_file():
         raise FileNotFoundError(f"model file not found: {path}")
     if suffix == ".xml" and not path.with_suffix(".bin").is_file():
         raise FileNotFoundError(
             f"weights file not found: {path.with_suffix('.bin')} (an OpenVINO IR .xml needs its .bin beside it)"
         )
+    if suffix == ".xml":
+        problem = _ir_problem(path)
+        if problem is not None:
+            raise ValueError(f"could not read model {path}: {problem}")
     try:
-        model = ov.Core().read_model(path)
+        with _quiet_native_stderr():
+            model = ov.Core().read_model(path)
     except Exception as exc:  # OpenVINO raises RuntimeError with a long multi-line trace
-        # Skip OpenVINO's "Exception from src/...cpp:84:" source-location lines.
-        lines = [line.strip() for line in str(exc).splitlines()]
-        first = next((line for line in lines if line and not line.startswith("Exception from ")), type(exc).__name__)
-        raise ValueError(f"could not read model {path}: {first}") from exc
+        raise ValueError(f"could not read model {path}: {_openvino_reason(exc)}") from None
     if not model.outputs:  # e.g. an IR whose layers OpenVINO did not recognise reads as empty
         raise ValueError(f"could not read model {path}: it has no outputs")
     return model

@@ -6,7 +6,6 @@ Real parts: the simulated env (thousands of actions) and the real OpenVINO env o
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from placement_gym import DevicePlacementEnv
 

@@ -1,7 +1,7 @@
 """The `placement-gym` command: parse arguments, run agents (`evaluation`), present results (`results`).
 
-Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``calibrate``
-(a measured profile for the simulated backend). Agents are found by name in `registry`, so importing
+Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``show`` (a
+picture of a placement), ``calibrate`` (a measured profile for the simulated backend). Agents are found by name in `registry`, so importing
 `placement_gym` never imports the agents.
 """
 from __future__ import annotations
@@ -116,6 +116,10 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
           f"budget {args.budget} placements; {len({r['seed'] for r in records})} seed(s); mean±std over seeds; "
           f"* = fastest; '% vs {reference}' = latency reduction (positive = faster)")
     print(results.format_table(rows, reference_label=reference))
+    notes = [note for prefix, note in ROW_NOTES if any(r["agent"].endswith(prefix) or r["agent"] == prefix
+                                                        for r in rows)]
+    if notes:
+        print("rows: " + "; ".join(notes))
     for r in records:  # the exact optimum: proven, or the interval the time limit left
         plan = r["extra"].get("plan", {})
         if r["agent"] == results.OPTIMAL_AGENT and "lower_bound_s" in plan and r["seed"] == records[0]["seed"]:
@@ -151,6 +155,15 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
     return 0
 
 
+#: What the baseline rows of a table are (printed under it when they appear).
+ROW_NOTES = (
+    ("-only", "X-only = every op on device X"),
+    ("openvino-auto", "openvino-auto = the one device OpenVINO's AUTO plugin picks"),
+    ("openvino-hetero", "openvino-hetero = the op-by-op map OpenVINO's HETERO plugin makes by itself"),
+    ("optimal", "optimal = the exact optimum of the simulated cost model (proven or with its bound, below)"),
+)
+
+
 # ------------------------------------------------------------------------------------ run commands
 def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list, written: list,
               outputs: dict | None = None) -> None:
@@ -179,18 +192,63 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
 
 
 def _save_run(args: argparse.Namespace, agent, env, record: dict, checkpoint: Path, placement_path: Path) -> list:
-    """Write a trained agent's checkpoint and its best placement (by op name), and note them in `record`."""
+    """Write a trained agent's checkpoint, its best placement (by op name) and a picture of that placement,
+    and note them in `record`."""
     saved = agent.save(checkpoint, overwrite=args.overwrite)
     base = env.unwrapped
-    results.write_json(placement_path, {
-        "model": record["model"], "model_path": record["model_path"], "agent": record["agent"],
-        "seed": record["seed"], "devices": base.device_names, "latency_s": record["latency_s"],
-        "speedup_vs_reference": record["speedup_vs_reference"], "simulated": record["simulated"],
-        "placement": record["placement"],
-        "by_op": {name: base.device_names[d] for name, d in zip(base.graph.op_names, record["placement"])},
-    }, overwrite=args.overwrite)
-    record["extra"].update(checkpoint=str(saved), placement_file=str(placement_path))
-    return [saved, placement_path]
+    placement = {key: record[key] for key in PLACEMENT_KEYS}
+    placement["by_op"] = {name: base.device_names[d] for name, d in zip(base.graph.op_names, record["placement"])}
+    results.write_json(placement_path, placement, overwrite=args.overwrite)
+    picture = _draw(placement, base.graph, placement_path.with_suffix(".png"), args.overwrite)
+    record["extra"].update(checkpoint=str(saved), placement_file=str(placement_path), placement_png=str(picture))
+    return [saved, placement_path, picture]
+
+
+#: What a placement file (``train``'s ``<stem>.placement.json``) holds besides ``by_op``; also what `show` reads.
+PLACEMENT_KEYS = ("model", "model_path", "agent", "seed", "devices", "latency_s", "reference_latency_s",
+                  "speedup_vs_reference", "n_submodels", "simulated", "placement")
+
+
+def _draw(placement: dict, graph, out: Path, overwrite: bool) -> Path:
+    """Write the picture of a placement record (`PLACEMENT_KEYS`) of `graph` to `out`."""
+    from .render import save_placement
+
+    return save_placement(out, graph, placement["placement"], placement["devices"], overwrite=overwrite,
+                          latency_s=placement.get("latency_s"), reference_latency_s=placement.get("reference_latency_s"),
+                          n_submodels=placement.get("n_submodels"), simulated=placement.get("simulated"),
+                          title=f"{placement['model']}, {placement['agent']}, seed {placement['seed']}")
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    """Draw placements from a results JSON (every record that matches the filters) or a placement file."""
+    from .models import load_graph
+
+    path = Path(args.file)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    chosen = [r for r in (data["records"] if "records" in data else [data])
+              if (args.agent is None or r.get("agent") == args.agent)
+              and (args.model is None or r.get("model") == args.model)
+              and (args.seed is None or r.get("seed") == args.seed)]
+    if not chosen:
+        raise ValueError(f"no placement in {path} matches --agent {args.agent} --model {args.model} --seed {args.seed}")
+    if args.out and len(chosen) > 1:
+        raise ValueError(f"--out names one file but {len(chosen)} placements match; narrow them with --agent, "
+                         "--model or --seed")
+    outs = [Path(args.out)] if args.out else [
+        path.with_suffix(".png") if "records" not in data else
+        path.with_name(f"{path.stem}.{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
+    for out in outs:
+        results.refuse_existing(out, args.overwrite)
+    graphs: dict = {}
+    for record, out in zip(chosen, outs):
+        source = record.get("model_path") or record["model"]
+        if source not in graphs:
+            graphs[source] = load_graph(source)
+        print(f"wrote {_draw(record, graphs[source], out, args.overwrite)}")
+    return 0
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -295,7 +353,8 @@ def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str,
 
 
 def _train_outputs(args: argparse.Namespace, seeds: list[int]) -> dict[int, tuple[Path, Path]]:
-    """Checkpoint and best-placement paths per seed (next to --json unless --save is given), checked up front."""
+    """Checkpoint and best-placement paths per seed (next to --json unless --save is given; the placement's
+    picture goes beside its file), checked up front."""
     stem = Path(args.save) if args.save else (Path(args.json).with_suffix("") if args.json else None)
     if stem is None:
         return {}
@@ -304,8 +363,8 @@ def _train_outputs(args: argparse.Namespace, seeds: list[int]) -> dict[int, tupl
     for seed in seeds:
         tag = "" if len(seeds) == 1 else f".seed{seed}"
         outputs[seed] = (stem.with_name(f"{stem.name}{tag}.pt"), stem.with_name(f"{stem.name}{tag}.placement.json"))
-    for pair in outputs.values():
-        for path in pair:
+    for checkpoint, placement in outputs.values():
+        for path in (checkpoint, placement, placement.with_suffix(".png")):
             results.refuse_existing(path, args.overwrite)
     return outputs
 
@@ -385,6 +444,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--save", help="checkpoint path (default: next to --json, as <stem>.pt and "
                        "<stem>.placement.json; <stem>.seedN.* with several seeds)")
     train.set_defaults(func=_cmd_train)
+
+    show = sub.add_parser("show", help="draw placements (ops coloured by device, cuts marked) as PNG")
+    show.add_argument("file", help="a results JSON (--json of train/evaluate/compare) or a placement file "
+                      "(train's <stem>.placement.json)")
+    show.add_argument("--agent", help="only this agent's records")
+    show.add_argument("--model", help="only this model's records")
+    show.add_argument("--seed", type=int, help="only this seed's records")
+    show.add_argument("--out", help="PNG path (one placement); default: next to FILE, named by model, agent, seed")
+    show.add_argument("--overwrite", action="store_true", help="replace existing PNG files")
+    show.set_defaults(func=_cmd_show)
 
     calibrate = sub.add_parser("calibrate", help="measure a device profile for the simulated backend "
                                "(per-op OpenVINO profiling + real split placements)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -56,10 +57,15 @@ def two_cpu_devices(core: ov.Core | None = None) -> list[str]:
     true two-device placements, but HETERO does not keep the thread counts apart, so its latencies say little
     about which copy is faster.
     """
-    core = core or shared_core()
-    capabilities = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-    second = "INFERENCE_PRECISION_HINT=bf16" if "BF16" in capabilities else "INFERENCE_NUM_THREADS=1"
+    second = "INFERENCE_PRECISION_HINT=bf16" if cpu_runs_bf16(core) else "INFERENCE_NUM_THREADS=1"
     return ["CPU", f"CPU[{second}]"]
+
+
+def cpu_runs_bf16(core: ov.Core | None = None) -> bool:
+    """Whether OpenVINO's CPU plugin computes in bf16 natively here (``BF16`` in its OPTIMIZATION_CAPABILITIES:
+    processors with AVX-512 BF16 or AMX); elsewhere a bf16 precision hint silently stays f32."""
+    core = core or shared_core()
+    return "CPU" in core.available_devices and "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,11 @@ def open_devices(
     for spec in parsed:
         _check_exists(spec, present)
         _check_properties(spec, core)
+        if spec.plugin == "CPU" and dict(spec.properties).get("INFERENCE_PRECISION_HINT") == "bf16" \
+                and not cpu_runs_bf16(core):
+            warnings.warn(f"{spec.name}: this processor has no native bf16, so OpenVINO computes in f32 on it and "
+                          "this device runs exactly like a plain CPU (see placement_gym.two_cpu_devices)",
+                          stacklevel=3)
         n_before = copies_of.get(spec.base, 0)
         copies_of[spec.base] = n_before + 1
         if n_before == 0:

@@ -57,10 +57,11 @@ class DevicePlacementEnv(gym.Env):
         profile: the simulated backend's profile: a preset name (``"paper"``), a profile JSON file from
             ``placement-gym calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with
             ``backend="auto"`` selects the simulated backend.
-        render_mode: ``"ansi"`` (render returns text) or ``"human"`` (render prints it).
+        render_mode: ``"ansi"`` (render returns text), ``"human"`` (render prints it) or ``"rgb_array"`` (render
+            returns an (H, W, 3) uint8 picture of the placement).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 1}
 
     def __init__(
         self,
@@ -153,7 +154,19 @@ class DevicePlacementEnv(gym.Env):
         terminated = self._steps >= self.horizon
         return self.observation(), self._reward(info["latency_s"]), terminated, False, info
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """``"ansi"``: a few lines of text (`summary`); ``"human"``: prints them; ``"rgb_array"``: an
+        ``(H, W, 3)`` uint8 picture of the current placement (`placement_gym.render`: the graph in layers, ops
+        coloured by device, cut edges marked, the last measurement in the legend)."""
+        if self.render_mode == "rgb_array":
+            from .render import placement_image
+
+            m = self.last_measurement
+            measured = m is not None and m.ok
+            return placement_image(
+                self.graph, self._placement, self.device_names, simulated=self.backend.simulated,
+                latency_s=m.latency_s if measured else None, n_submodels=m.n_submodels if measured else None,
+                reference_latency_s=self.reference.latency_s if measured else None)
         text = self.summary()
         if self.render_mode == "human":
             print(text)

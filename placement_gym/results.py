@@ -348,6 +348,15 @@ def _pyplot():
     return plt
 
 
+def _agent_colours(agents: Sequence[str]) -> dict[str, tuple]:
+    """A distinct colour per agent, the same in every plot of one file set: tab20's ten strong colours first,
+    then its ten light ones."""
+    plt = _pyplot()
+    tab20 = plt.get_cmap("tab20").colors
+    palette = list(tab20[0::2]) + list(tab20[1::2])
+    return {a: palette[i % len(palette)] for i, a in enumerate(agents)}
+
+
 def _kind(rows_or_records: Sequence[Mapping[str, Any]]) -> str:
     backend = ", ".join(sorted({str(r.get("backend")) for r in rows_or_records}))
     simulated = any(r.get("simulated") for r in rows_or_records)
@@ -364,13 +373,14 @@ def plot_summary(path, rows: Sequence[Mapping[str, Any]], *, reference_label: st
     agents = list(dict.fromkeys(r["agent"] for r in rows))
     by_cell = {(r["model"], r["agent"]): r for r in rows}
     width = 0.8 / max(len(agents), 1)
+    colour_of = _agent_colours(agents)
     fig, ax = plt.subplots(figsize=(max(7.0, 2.8 + len(models) * len(agents) * 0.3), 4.0))
     for k, a in enumerate(agents):
         means = [by_cell.get((m, a), {}).get("reduction_mean_pct") for m in models]
         stds = [by_cell.get((m, a), {}).get("reduction_std_pct") for m in models]
         xs = [i + (k - (len(agents) - 1) / 2) * width for i in range(len(models))]
         ax.bar(xs, [v if v is not None else 0.0 for v in means], width,
-               yerr=[v if v is not None else 0.0 for v in stds], label=a, capsize=2)
+               yerr=[v if v is not None else 0.0 for v in stds], label=a, capsize=2, color=colour_of[a])
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(models)), models)
     ax.set_ylabel(f"latency reduction % vs {reference_label} (higher = faster)")
@@ -401,9 +411,7 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
     refuse_existing(path, overwrite)
     models = list(dict.fromkeys(r["model"] for r in records))
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 2.5, 4.5), squeeze=False)
-    colours = plt.get_cmap("tab20").colors
-    agents = list(dict.fromkeys(r["agent"] for r in records))
-    colour_of = {a: colours[i % len(colours)] for i, a in enumerate(agents)}
+    colour_of = _agent_colours(list(dict.fromkeys(r["agent"] for r in records)))
     for ax, model_ in zip(axes[0], models):
         mine = [r for r in records if r["model"] == model_]
         horizon = max([r["placements_measured"] for r in mine] + [2])

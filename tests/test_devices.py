@@ -62,3 +62,21 @@ def test_devices_must_be_auto_or_specs():
         for backend in ("openvino", "simulated"):
             with pytest.raises(ValueError, match="devices must be 'auto'"):
                 DevicePlacementEnv("tiny_chain", backend=backend, devices=bad)
+
+
+def test_a_bf16_hint_without_native_bf16_is_called_out(monkeypatch, caplog):
+    import logging
+
+    from placement_gym import backends, devices
+
+    monkeypatch.setattr(devices, "cpu_runs_bf16", lambda core=None: False)
+    with pytest.warns(UserWarning, match="no native bf16.*computes in f32"):
+        devices.open_devices(["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]"])
+    assert devices.two_cpu_devices() == ["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]
+    # backend='auto' on a one-device machine says what real measurements need here instead of recommending
+    # a virtual pair that HETERO would not keep apart.
+    monkeypatch.setattr(backends, "_auto_choice_logged", False)
+    monkeypatch.setattr(devices, "available_devices", lambda core=None: ["CPU"])
+    with caplog.at_level(logging.WARNING):
+        backends.make_backend("auto", "auto")
+    assert "no native bf16" in caplog.text and "two_cpu_devices" not in caplog.text

@@ -122,6 +122,17 @@ def test_failing_placement_is_penalised_not_raised():
     assert env.step(np.zeros(env.graph.n_ops, dtype=np.int64))[4]["ok"]
 
 
+def test_render_draws_the_placement_as_an_rgb_array(tiny_branch_graph):
+    env = gym.make("DevicePlacement-v0", model=tiny_branch_graph, backend="simulated", render_mode="rgb_array")
+    env.reset(seed=0)
+    before = env.render()  # nothing measured yet: the reference placement
+    assert before.ndim == 3 and before.shape[2] == 3 and before.dtype == np.uint8
+    env.step(np.arange(tiny_branch_graph.n_ops) % 2)
+    after = env.render()
+    assert after.shape[2] == 3 and after.dtype == np.uint8 and not np.array_equal(before, after)
+    gym_check_env(env.unwrapped, skip_render_check=False)
+
+
 def test_render_describes_devices(env):
     env.reset(seed=0)
     env.step(np.arange(env.unwrapped.graph.n_ops) % 2)

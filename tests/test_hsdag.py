@@ -236,7 +236,7 @@ def test_save_load_round_trip(tmp_path, tiny_branch_graph):
         agent.save(path)
 
 
-def test_train_command_writes_records_checkpoint_and_placement(tmp_path):
+def test_train_command_writes_records_checkpoint_and_placement(tmp_path, capsys):
     from placement_gym.cli import main
 
     out = tmp_path / "run.json"
@@ -251,7 +251,15 @@ def test_train_command_writes_records_checkpoint_and_placement(tmp_path):
     assert record["agent_ms_per_placement"] > 0 and record["predict_latency_s"] > 0
     assert record["curve"] and record["placements_to_within"]["1"] is not None  # best in the run: reached
     assert "versions" in data
-    assert (tmp_path / "run.pt").exists() and (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "run.pt").exists() and (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"  # curves
+    assert (tmp_path / "run.placement.png").read_bytes()[:4] == b"\x89PNG"  # the best placement, drawn
+    printed = capsys.readouterr().out
+    for name in ("run.pt", "run.placement.json", "run.placement.png", "run.json", "run.csv", "run.png"):
+        assert f"wrote {tmp_path / name}" in printed  # every file written is announced
+    assert main(["show", str(tmp_path / "run.placement.json")]) == 2  # its picture exists: not overwritten
+    assert main(["show", str(tmp_path / "run.placement.json"), "--overwrite"]) == 0
+    assert main(["show", str(out), "--out", str(tmp_path / "x.png")]) == 0
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
     placement = json.loads((tmp_path / "run.placement.json").read_text())
     assert placement["placement"] == record["placement"] and len(placement["by_op"]) == len(record["placement"])
     loaded = HSDAGAgent.load(tmp_path / "run.pt")

@@ -20,15 +20,21 @@ def _log_auto_simulated(present: Sequence[str]) -> None:
     if _auto_choice_logged:
         return
     _auto_choice_logged = True
-    from ..devices import two_cpu_devices
+    from ..devices import cpu_runs_bf16
 
+    if cpu_runs_bf16():
+        real = ("For real measurements pass backend='openvino', devices=placement_gym.two_cpu_devices() (the CPU "
+                "in f32 and a virtual copy of it in bf16, which HETERO keeps apart); for a simulation calibrated "
+                "on this machine run `placement-gym calibrate` and pass profile=PATH")
+    else:
+        real = ("This processor has no native bf16, so a virtual second CPU could differ from the first only in "
+                "thread count, which HETERO does not keep apart: real measurements that tell placements apart "
+                "need two real devices (backend='openvino', devices=[...])")
     logger.warning(
         "backend='auto': this machine has %d real OpenVINO device(s) (%s), so latencies are SIMULATED with the "
         "'paper' profile (devices CPU and GPU: a desktop CPU + discrete Intel GPU, estimated from public specs). "
-        "For real measurements pass backend='openvino', devices=placement_gym.two_cpu_devices() (%s: a virtual "
-        "second CPU); for a simulation calibrated on this machine run `placement-gym calibrate` and pass "
-        "profile=PATH; backend='simulated' selects the simulator without this message.",
-        len(present), ", ".join(present) or "none", two_cpu_devices() if "CPU" in present else "needs a CPU",
+        "%s; backend='simulated' selects the simulator without this message.",
+        len(present), ", ".join(present) or "none", real,
     )
 
 

@@ -174,6 +174,7 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
 
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
     label_, model_path = evaluation.model_label(args.model)
+    options = _key_values(args.agent_option, "--agent-option")
     args.planned_runs = len(factories) * len(seeds)
     with tqdm(total=len(factories) * len(seeds), desc=f"{args.command} {args.agent} on {args.model}", unit="run",
               disable=args.no_progress or args.command == "train") as bar:
@@ -184,7 +185,7 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
                 record = evaluation.evaluate(
                     agent, env, args.budget, [seed], name=label, model=label_, model_path=model_path,
                     callback=_callback(args, f"{label}/seed{seed}"), relative=False,
-                    extra={"agent_options": _key_values(args.agent_option, "--agent-option")})[0]
+                    extra={"agent_options": options})[0]
                 records.append(record)
                 bar.update(1)
                 if outputs and seed in outputs:

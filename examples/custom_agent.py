@@ -51,8 +51,9 @@ class BlockHillClimb(RunAgent):
                 candidate[start:start + length] = rng.integers(n_devices)
             first = False
             _, _, terminated, truncated, info = run.env.step(candidate)
-            if info["ok"] and info["latency_s"] < current_latency:
-                current, current_latency = candidate, info["latency_s"]
+            latency = info["latency_corrected_s"]  # drift-corrected on a real backend (= latency_s when simulated)
+            if info["ok"] and latency < current_latency:
+                current, current_latency = candidate, latency
             if terminated or truncated:
                 run.env.reset()
         self.current = current

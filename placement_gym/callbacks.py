@@ -139,7 +139,8 @@ def make_callback(callback: "Callback | Iterable[Callback] | None" = None, *, pr
         callbacks.extend(callback)
         for cb in callbacks:
             if not isinstance(cb, Callback):
-                raise TypeError(f"callbacks must be placement_gym.callbacks.Callback instances, got {type(cb).__name__}")
+                raise TypeError(
+                    f"callbacks must be placement_gym.callbacks.Callback instances, got {type(cb).__name__}")
     if progress_bar:
         callbacks.append(ProgressBarCallback())
     if tensorboard_log:

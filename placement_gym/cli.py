@@ -1,8 +1,8 @@
 """The `placement-gym` command: parse arguments, run agents (`evaluation`), present results (`results`).
 
 Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``show`` (a
-picture of a placement), ``calibrate`` (a measured profile for the simulated backend). Agents are found by name in `registry`, so importing
-`placement_gym` never imports the agents.
+picture of a placement), ``calibrate`` (a measured profile for the simulated backend). Agents are found by
+name in `registry`, so importing `placement_gym` never imports the agents.
 """
 from __future__ import annotations
 
@@ -215,7 +215,8 @@ def _draw(placement: dict, graph, out: Path, overwrite: bool) -> Path:
     from .render import save_placement
 
     return save_placement(out, graph, placement["placement"], placement["devices"], overwrite=overwrite,
-                          latency_s=placement.get("latency_s"), reference_latency_s=placement.get("reference_latency_s"),
+                          latency_s=placement.get("latency_s"),
+                          reference_latency_s=placement.get("reference_latency_s"),
                           n_submodels=placement.get("n_submodels"), simulated=placement.get("simulated"),
                           title=f"{placement['model']}, {placement['agent']}, seed {placement['seed']}")
 

@@ -13,9 +13,14 @@ Reward (``reward=``):
     ``"speedup"``      reference latency / latency - 1 (0 for the reference placement; default)
     ``"neg_latency"``  -latency in seconds
     ``"inv_latency"``  1 / latency in seconds (the paper's reward)
-Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s``, ``speedup`` (vs the reference),
-``reference_latency_s``, ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``, ``simulated``,
-``breakdown``.
+Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s`` (as measured),
+``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference measurement),
+``latency_corrected_s`` (the latency at the machine speed of the first reference measurement),
+``reference_latency_s`` (the nearest reference), ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``,
+``simulated``, ``breakdown``.
+Drift correction (real backend): every ``reference_every`` placements the reference placement is measured
+afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
+a machine that slows down or speeds up during a run does not shift the reward.
 A placement that fails to compile or run counts as ``failure_penalty`` x the reference latency and is reported
 in ``info["ok"]`` / ``info["error"]``; the episode goes on. Episodes end after ``horizon`` placements.
 """
@@ -36,6 +41,8 @@ from .models import load_graph
 logger = logging.getLogger(__name__)
 
 REWARDS = ("speedup", "neg_latency", "inv_latency")
+#: Drift correction on a real backend: the reference placement is re-measured after this many placements.
+DRIFT_EVERY = 25
 
 
 class DevicePlacementEnv(gym.Env):
@@ -57,6 +64,9 @@ class DevicePlacementEnv(gym.Env):
         profile: the simulated backend's profile: a preset name (``"paper"``), a profile JSON file from
             ``placement-gym calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with
             ``backend="auto"`` selects the simulated backend.
+        reference_every: drift correction: re-measure the reference placement after this many placements
+            (not counted as placements); None: every `DRIFT_EVERY` on a real backend, never on a simulated one
+            (its latencies do not drift); 0: never.
         render_mode: ``"ansi"`` (render returns text), ``"human"`` (render prints it) or ``"rgb_array"`` (render
             returns an (H, W, 3) uint8 picture of the placement).
     """
@@ -77,6 +87,7 @@ class DevicePlacementEnv(gym.Env):
         backend_options: dict | None = None,
         render_mode: str | None = None,
         profile: Any = None,
+        reference_every: int | None = None,
     ) -> None:
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of {REWARDS}")
@@ -91,6 +102,16 @@ class DevicePlacementEnv(gym.Env):
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         self.feature_families = tuple(features)
         self.render_mode = render_mode
+        if reference_every is not None and (not isinstance(reference_every, int) or reference_every < 0):
+            raise ValueError(f"reference_every must be None (automatic), 0 (never) or a number of placements, "
+                             f"got {reference_every!r}")
+        #: Drift correction: re-measure the reference placement after this many placements (0: never).
+        self.reference_every = (DRIFT_EVERY if not self.backend.simulated else 0) if reference_every is None \
+            else reference_every
+        self._current_reference_s: float | None = None  # the latest re-measurement of the reference
+        self._since_reference = 0
+        #: How often the reference was re-measured for drift correction (not counted as placements).
+        self.reference_remeasures = 0
 
         n, d = self.graph.n_ops, len(self.backend.device_names)
         self._node_features = node_features(self.graph, self.feature_families)
@@ -146,13 +167,16 @@ class DevicePlacementEnv(gym.Env):
 
     def step(self, action):
         placement = self.validate_action(action)
+        if self.reference_every and self._since_reference >= self.reference_every:
+            self._remeasure_reference()
+        self._since_reference += 1
         measurement = self.backend.measure(self.graph, placement)
         self.placements_measured += 1
         self._steps += 1
         self._placement, self.last_measurement = placement, measurement
         info = self._info(placement, measurement)
         terminated = self._steps >= self.horizon
-        return self.observation(), self._reward(info["latency_s"]), terminated, False, info
+        return self.observation(), self._reward(info), terminated, False, info
 
     def render(self) -> "str | np.ndarray | None":
         """``"ansi"``: a few lines of text (`summary`); ``"human"``: prints them; ``"rgb_array"``: an
@@ -213,22 +237,39 @@ class DevicePlacementEnv(gym.Env):
             "placement": self._placement.copy(),
         }
 
-    def _reward(self, latency_s: float) -> float:
+    @property
+    def current_reference_s(self) -> float:
+        """The reference placement's latency nearest in time: its latest re-measurement (drift correction), else
+        the first measurement."""
+        return self.reference.latency_s if self._current_reference_s is None else self._current_reference_s
+
+    def _remeasure_reference(self) -> None:
+        """Drift correction: measure the reference placement afresh (a failure keeps the previous value)."""
+        m = self.backend.measure(self.graph, self.reference_placement, use_cache=False)
+        if m.ok:
+            self._current_reference_s = float(m.latency_s)
+        self._since_reference = 0
+        self.reference_remeasures += 1
+
+    def _reward(self, info: dict) -> float:
         if self.reward_name == "speedup":
-            return float(self.reference.latency_s / latency_s - 1.0)
+            return float(info["speedup"] - 1.0)
         if self.reward_name == "neg_latency":
-            return float(-latency_s)
-        return float(1.0 / latency_s)
+            return float(-info["latency_corrected_s"])
+        return float(1.0 / info["latency_corrected_s"])
 
     def _info(self, placement: np.ndarray, m: Measurement) -> dict:
-        reference = self.reference.latency_s
+        reference = self.current_reference_s
         # A failure is scored as if it were `failure_penalty` times slower than the reference.
         latency = m.latency_s if m.ok else self.failure_penalty * reference
         return {
             "placement": placement.copy(),
             "latency_s": latency,
+            # Relative to the nearest reference, so a machine that slows down or speeds up does not shift it.
             "speedup": reference / latency,
+            "latency_corrected_s": latency * self.reference.latency_s / reference,
             "reference_latency_s": reference,
+            "latency_interval_s": m.interval_s,
             "spread_s": m.spread_s,
             "compile_s": m.compile_s,
             "n_submodels": m.n_submodels,

@@ -10,6 +10,8 @@ A record (one agent, one env, one seed) is a flat dict (`RECORD_KEYS`; design.md
     model, agent, backend, seed        what ran where (a model file is named by its stem; model_path keeps it)
     latency_s                          the run's best placement, measured afresh after learning
     speedup_vs_reference               reference latency / latency_s (reference: all ops on the first device)
+    latency_corrected_s                latency_s at the machine speed of the first reference measurement (drift
+                                       correction; reference_latency_latest_s is the latest re-measurement)
     placements_measured, wall_s        placements the agent measured (env steps); seconds of the whole run
     curve                              best-so-far latency after each placement where it changed:
                                        [[placements, latency_s], ...] (latencies as measured during the run)
@@ -47,9 +49,10 @@ from .env import DevicePlacementEnv
 RECORD_KEYS = (
     "model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured", "wall_s",
     "curve", "placements_to_within", "agent_ms_per_placement", "predict_latency_s",
-    "reference_latency_s", "latency_reduction_pct", "ok", "error", "budget", "placement_source", "placement",
-    "device_counts", "n_submodels", "spread_s", "predict_placement", "predict_ok", "best_step", "devices",
-    "simulated", "backend_settings", "model_path", "extra",
+    "reference_latency_s", "latency_corrected_s", "reference_latency_latest_s", "latency_reduction_pct", "ok",
+    "error", "budget", "placement_source", "placement", "device_counts", "n_submodels", "spread_s",
+    "predict_placement", "predict_ok", "best_step", "devices", "simulated", "backend_settings", "model_path",
+    "extra",
 )
 #: Thresholds of ``placements_to_within``: percent above the best known latency.
 WITHIN_PCT = (5, 2, 1)
@@ -243,6 +246,9 @@ def make_record(env, summary: RunSummary, *, agent: str, model: str | None = Non
         "agent_ms_per_placement": summary.agent_ms_per_placement,
         "predict_latency_s": summary.predict_latency_s,
         "reference_latency_s": reference,
+        # Drift correction (real backend): the final latency at the machine speed of the first reference.
+        "latency_corrected_s": latency * reference / base.current_reference_s if latency else None,
+        "reference_latency_latest_s": base.current_reference_s,
         "latency_reduction_pct": 100.0 * (1.0 - latency / reference) if latency else None,
         "ok": bool(m.ok),
         "error": m.error,

@@ -242,9 +242,12 @@ def _to_within(records: Sequence[Mapping[str, Any]]) -> dict[str, dict]:
     for r in records:
         for pct, n in (r.get("placements_to_within") or {}).items():
             out.setdefault(pct, []).append(n)
-    return {pct: {"reached": sum(n is not None for n in ns), "seeds": len(ns),
-                  "median": float(np.median([n for n in ns if n is not None])) if any(n is not None for n in ns) else None}
-            for pct, ns in out.items()}
+    summary = {}
+    for pct, ns in out.items():
+        reached = [n for n in ns if n is not None]
+        summary[pct] = {"reached": len(reached), "seeds": len(ns),
+                        "median": float(np.median(reached)) if reached else None}
+    return summary
 
 
 def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -448,7 +451,8 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 
 
 __all__ = [
-    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "format_learning_table", "format_table", "machine", "plot_curves",
-    "plot_summary", "records_to_json", "refuse_existing", "summarize", "versions", "write_atomically", "write_csv",
+    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "format_learning_table", "format_table",
+    "machine", "plot_curves", "plot_summary", "records_to_json", "refuse_existing", "summarize", "versions",
+    "write_atomically", "write_csv",
     "write_json", "write_records", "write_text",
 ]

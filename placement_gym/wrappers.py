@@ -153,7 +153,7 @@ class NodePlacementWrapper(gym.Wrapper):
         else:
             self._placement = self.base.validate_action(start_placement)
             _, _, _, _, step_info = self.env.step(self._placement)  # measures the start placement
-            self._latency = float(step_info["latency_s"])
+            self._latency = float(step_info["latency_corrected_s"])
         self._start_latency = self._latency
         return self._observation(), {**info, "latency_s": self._latency}
 
@@ -167,7 +167,7 @@ class NodePlacementWrapper(gym.Wrapper):
         placement[mask] = device
         # The wrapped env's own termination (its horizon) is ignored: this wrapper decides the episode length.
         _, _, _, _, info = self.env.step(placement)
-        latency = float(info["latency_s"])
+        latency = float(info["latency_corrected_s"])  # drift-corrected, in units of the first reference
         reward = (self._latency - latency) / self.base.reference.latency_s
         self._placement, self._latency = placement, latency
         self._visited[mask] = 1.0

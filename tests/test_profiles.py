@@ -203,7 +203,7 @@ def test_latency_statistics_and_clocks(tiny_branch_graph):
     # Timed by CPU time, the backend compiles and runs placements as always; only its timer differs.
     backend = OpenVINOBackend(["CPU[INFERENCE_NUM_THREADS=1]"], clock="cpu", warmup=1, repeats=3)
     m = backend.measure(tiny_branch_graph, np.zeros(tiny_branch_graph.n_ops, dtype=np.int64))
-    assert m.ok and len(m.samples) == 3 and m.latency_s > 0 and not m.simulated
+    assert m.ok and len(m.samples) >= 3 and m.latency_s > 0 and not m.simulated  # adaptive: at least 3 runs
     assert backend.describe()["clock"].startswith("cpu")
 
 

@@ -128,7 +128,7 @@ class RunLoop:
     # ------------------------------------------------------------------------------------ the recorder
     def _record_step(self, reward: float, info: Mapping[str, Any]) -> None:
         self.steps += 1
-        latency = float(info["latency_s"])
+        latency = float(info["latency_corrected_s"])  # drift-corrected: comparable over a long real run
         if info["ok"] and latency < self.best_latency_s:
             self.best_latency_s, self.best_step = latency, self.steps
             self.best_placement = np.array(info["placement"], dtype=np.int64)

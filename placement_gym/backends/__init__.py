@@ -10,7 +10,8 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("openvino", "simulated", "auto")
 #: Options that say how the real backend measures; meaningless for the simulated one.
-_MEASUREMENT_OPTIONS = ("warmup", "repeats", "cache", "input_seed", "inference_precision", "clock", "core")
+_MEASUREMENT_OPTIONS = ("warmup", "repeats", "target_rel_halfwidth", "max_repeats", "max_timing_s", "cache",
+                        "input_seed", "inference_precision", "clock", "core")
 _auto_choice_logged = False
 
 

@@ -5,12 +5,31 @@ outcome (``ok=False`` with the error text), which the env turns into a penalty r
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ..graph import ComputationGraph
+
+
+def median_interval(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median of `samples`: the order statistics x_(j) and
+    x_(n+1-j), with j the largest rank such that P(B < j) <= (1 - level) / 2 for B ~ Binomial(n, 1/2) (n = 20 at
+    95%: x_(6) and x_(15)). Needs no assumption about the shape of the timing distribution; with too few samples
+    for `level` (fewer than 6 at 95%) it is their whole range."""
+    x = sorted(float(v) for v in samples)
+    n = len(x)
+    if n == 0:
+        raise ValueError("median_interval needs at least one sample")
+    tail, j, below = (1.0 - level) / 2.0, 0, 0.0
+    for k in range(n + 1):  # below = P(B <= k - 1) after step k
+        below += math.comb(n, k) / 2.0 ** n
+        if below > tail:
+            break
+        j = k + 1
+    return (x[0], x[-1]) if j == 0 else (x[j - 1], x[n - j])
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,14 @@ class Measurement:
     cached: bool = False
     simulated: bool = False
     breakdown: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def interval_s(self) -> tuple[float, float]:
+        """95% confidence interval of the median latency from the timed runs (`median_interval`); the latency
+        itself at both ends when there are no runs (a simulated latency is exact)."""
+        if not self.samples:
+            return (self.latency_s, self.latency_s)
+        return median_interval(self.samples)
 
     @property
     def spread_s(self) -> float:

@@ -5,42 +5,59 @@ Per measurement:
    Parameters / Results from the compute op they are attached to; HETERO refuses a partial map);
 2. the model is compiled on ``HETERO:<devices used>`` (or directly on the one device a single-device placement
    uses), with each device's properties under ``DEVICE_PROPERTIES``;
-3. ``warmup`` untimed inferences (the first after compile is several times slower), then ``repeats`` timed
-   synchronous inferences; the latency is their median, the spread their interquartile range.
+3. ``warmup`` untimed inferences (the first after compile is several times slower), then at least ``repeats``
+   timed synchronous inferences, more while the 95% interval of their median is wider than +-1% (adaptive
+   repeats, capped); the latency is their median, with that interval and the interquartile range.
 Compile time is reported on its own. Results are cached by placement.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 import weakref
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import openvino as ov
 
 from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
-from .base import Measurement
+from .base import Measurement, median_interval
 
 #: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
 #: (robust when other processes share the cores; meaningful only for one-thread devices, as threads add up).
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: str = "wall") -> list[float]:
-    """`warmup` untimed then `runs` timed synchronous inferences of `request`; the seconds of each timed run."""
-    if clock not in CLOCKS:
+def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | Callable[[], float]" = "wall", *,
+               target_rel_halfwidth: float | None = None, max_runs: int | None = None,
+               max_s: float = math.inf) -> list[float]:
+    """`warmup` untimed then at least `runs` timed synchronous inferences of `request`; the seconds of each.
+
+    With `target_rel_halfwidth` (adaptive repeats) timing goes on, `runs` more at a time, until the 95% interval
+    of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds of timing
+    are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
+    callable returning seconds."""
+    now = clock if callable(clock) else CLOCKS.get(clock)
+    if now is None:
         raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
-    now = CLOCKS[clock]
     for _ in range(warmup):
         request.infer()
-    samples = []
-    for _ in range(runs):
-        start = now()
-        request.infer()
-        samples.append(now() - start)
+    samples: list[float] = []
+    cap = runs if target_rel_halfwidth is None else max(runs, max_runs or runs)
+    started = now()
+    while len(samples) < cap:
+        for _ in range(min(runs, cap - len(samples))):
+            start = now()
+            request.infer()
+            samples.append(now() - start)
+        if target_rel_halfwidth is None or now() - started >= max_s:
+            break
+        low, high = median_interval(samples)
+        if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
+            break
     return samples
 
 
@@ -59,7 +76,11 @@ class OpenVINOBackend:
     Args:
         devices: device specs (``"CPU"``, ``"CPU[INFERENCE_NUM_THREADS=1]"``, ...) or ``"auto"``.
         warmup: untimed inferences after each compile.
-        repeats: timed inferences; the latency is their median.
+        repeats: timed inferences (at least; see `target_rel_halfwidth`); the latency is their median.
+        target_rel_halfwidth: adaptive repeats: time `repeats` more runs at a time until the 95% interval of the
+            median is within +-this fraction of it (default 0.01: +-1%), or `max_repeats` runs or `max_timing_s`
+            seconds of timing are spent; None times exactly `repeats` runs.
+        max_repeats, max_timing_s: the caps of adaptive repeats.
         cache: reuse the measurement of a placement seen before (``measure(..., use_cache=False)`` forces).
         input_seed: seed of the random input data.
         clock: how timed runs are timed (`CLOCKS`): ``"wall"`` (default) or ``"cpu"``.
@@ -77,6 +98,9 @@ class OpenVINOBackend:
         *,
         warmup: int = 3,
         repeats: int = 20,
+        target_rel_halfwidth: float | None = 0.01,
+        max_repeats: int = 200,
+        max_timing_s: float = 2.0,
         cache: bool = True,
         input_seed: int = 0,
         inference_precision: str | None = "f32",
@@ -91,7 +115,10 @@ class OpenVINOBackend:
         self.core = core or shared_core()
         defaults = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
         self.devices: list[Device] = open_devices(devices, self.core, defaults)
+        if target_rel_halfwidth is not None and not target_rel_halfwidth > 0:
+            raise ValueError(f"target_rel_halfwidth must be > 0 or None (fixed repeats), got {target_rel_halfwidth}")
         self.warmup, self.repeats, self.use_cache, self.input_seed = warmup, repeats, cache, input_seed
+        self.target_rel_halfwidth, self.max_repeats, self.max_timing_s = target_rel_halfwidth, max_repeats, max_timing_s
         # Keyed by the graph object itself (weakly), so a graph that is gone takes its entries with it.
         self._prepared: "weakref.WeakKeyDictionary[ComputationGraph, _PreparedGraph]" = weakref.WeakKeyDictionary()
         self._cache: "weakref.WeakKeyDictionary[ComputationGraph, dict[bytes, Measurement]]" = weakref.WeakKeyDictionary()
@@ -118,6 +145,9 @@ class OpenVINOBackend:
             },
             "warmup": self.warmup,
             "repeats": self.repeats,
+            "adaptive_repeats": None if self.target_rel_halfwidth is None else {
+                "target_rel_halfwidth": self.target_rel_halfwidth, "max_repeats": self.max_repeats,
+                "max_timing_s": self.max_timing_s},
             "clock": f"{self.clock} ({CLOCKS[self.clock].__name__})",
         }
 
@@ -176,7 +206,9 @@ class OpenVINOBackend:
         request = compiled.create_infer_request()
         for index, tensor in inputs.items():
             request.set_input_tensor(index, tensor)
-        return timed_runs(request, self.repeats, self.warmup, self.clock)
+        return timed_runs(request, self.repeats, self.warmup, self.clock,
+                          target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
+                          max_s=self.max_timing_s)
 
     def _prepare(self, graph: ComputationGraph) -> _PreparedGraph:
         prepared = self._prepared.get(graph)

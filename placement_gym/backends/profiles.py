@@ -17,9 +17,10 @@ Profiles come from three places:
 
 * ``Profile.preset("paper")``: the paper's hardware class (desktop CPU + discrete Intel data-centre GPU on
   PCIe 4.0), **estimated** from public spec figures (see `paper_profile` for the figures and their sources);
-* `placement_gym.backends.calibration.calibrate` (``placement-gym calibrate``): per-op OpenVINO profiling (``PERF_COUNT``) on real devices, runtime
-  entries mapped back to the original ops through ``originalLayersNames``, the link and boundary costs fitted
-  to a few real split placements, and a roofline fitted to the measurements for graphs that were not profiled;
+* `placement_gym.backends.calibration.calibrate` (``placement-gym calibrate``): per-op OpenVINO profiling
+  (``PERF_COUNT``) on real devices, runtime entries mapped back to the original ops through
+  ``originalLayersNames``, the link and boundary costs fitted to a few real split placements, and a roofline
+  fitted to the measurements for graphs that were not profiled;
 * ``Profile.load(path)`` of a file written by `Profile.save`.
 
 Measured per-op times apply to the model they were measured on (``graph.name``); any other graph falls back

@@ -1,0 +1,143 @@
+"""How steady are real measurements? Fixed repeats (the old default) against adaptive repeats, side by side.
+
+For each model and setting, interleaved so that a machine slowing down or speeding up affects both alike:
+
+* a few fixed placements (each device alone, and half/half in topological order) measured afresh `--fresh` times:
+  the coefficient of variation (CV) of those fresh latencies, also of the fresh minimum and 25th percentile of
+  each measurement's timed runs (other statistics from the same runs), the mean width of each measurement's 95%
+  interval of the median, and the wall time per measurement (compile included);
+* with `--rank-placements N`: N placements measured in two passes; the Spearman rank correlation between the
+  passes (do two measurements order placements the same way?).
+
+    python benchmarks/real_noise.py --models resnet inception bert --json benchmarks/results/real_noise.json
+
+Devices: `placement_gym.two_cpu_devices()` (the CPU and a virtual bf16 copy where the CPU runs bf16).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from placement_gym import DevicePlacementEnv, results, two_cpu_devices
+
+#: Settings compared: name -> (extra device properties for both devices, OpenVINO backend options).
+SETTINGS = {
+    "fixed": ("", {"repeats": 20, "target_rel_halfwidth": None}),  # before adaptive repeats
+    "adaptive": ("", {}),  # the backend's defaults: at least 20 runs, more until +-1% (capped at 200 runs / 2 s)
+    # Candidates for steadier timings on a shared machine:
+    "adaptive-1-thread": ("INFERENCE_NUM_THREADS=1", {}),  # no second thread to wait for
+    "adaptive-latency-hint": ("PERFORMANCE_HINT=LATENCY", {}),  # one stream, OpenVINO's latency mode
+    "adaptive-pinned": ("ENABLE_CPU_PINNING=YES", {}),  # inference threads pinned to cores
+}
+
+
+def with_properties(devices: list[str], extra: str) -> list[str]:
+    """`devices` with the properties `extra` ("KEY=VALUE,...") added to each spec."""
+    if not extra:
+        return list(devices)
+    return [f"{d[:-1]},{extra}]" if d.endswith("]") else f"{d}[{extra}]" for d in devices]
+
+
+def placements(n: int, count: int, seed: int) -> list[np.ndarray]:
+    """`count` two-device placements of varied shape: contiguous splits and random blocks of 8-32 ops."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        if k % 2 == 0:
+            out.append((np.arange(n) >= int(rng.integers(n // 5, 4 * n // 5))).astype(np.int64))
+        else:
+            size = int(rng.choice([8, 16, 32]))
+            out.append(np.repeat(rng.integers(0, 2, n // size + 1), size)[:n].astype(np.int64))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"])
+    parser.add_argument("--settings", nargs="+", default=["fixed", "adaptive"], choices=list(SETTINGS))
+    parser.add_argument("--fresh", type=int, default=5, help="fresh measurements of each fixed placement")
+    parser.add_argument("--rank-placements", type=int, nargs="+", default=[20, 0, 0],
+                        help="placements for the two-pass rank agreement, per model (0: skip)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="results JSON path")
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    if args.json:
+        try:
+            results.refuse_existing(args.json, args.overwrite)
+        except FileExistsError as exc:
+            parser.error(str(exc))
+
+    devices = two_cpu_devices()
+    out = {"devices": devices, "settings": {k: {"device_properties": SETTINGS[k][0], "backend_options": SETTINGS[k][1]}
+                                            for k in args.settings}, "fresh": args.fresh,
+           "versions": results.versions(), "machine": results.machine(), "models": {}}
+    for model, n_rank in zip(args.models, args.rank_placements + [0] * len(args.models)):
+        envs = {name: DevicePlacementEnv(model, backend="openvino", devices=with_properties(devices, SETTINGS[name][0]),
+                                         backend_options=dict(SETTINGS[name][1])) for name in args.settings}
+        n = next(iter(envs.values())).graph.n_ops
+        fixed = {"device0": np.zeros(n, np.int64), "device1": np.ones(n, np.int64),
+                 "half": (np.arange(n) >= n // 2).astype(np.int64)}
+        rows = {name: {"median": {p: [] for p in fixed}, "min": {p: [] for p in fixed}, "p25": {p: [] for p in fixed},
+                       "interval_rel": [], "runs": [], "wall_s": []} for name in args.settings}
+        for _ in range(args.fresh):
+            for label, placement in fixed.items():
+                for name, env in envs.items():  # interleaved
+                    start = time.perf_counter()
+                    m = env.measure(placement)
+                    row = rows[name]
+                    row["wall_s"].append(time.perf_counter() - start)
+                    row["median"][label].append(m.latency_s)
+                    row["min"][label].append(float(np.min(m.samples)))
+                    row["p25"][label].append(float(np.percentile(m.samples, 25)))
+                    low, high = m.interval_s
+                    row["interval_rel"].append((high - low) / 2 / m.latency_s)
+                    row["runs"].append(len(m.samples))
+        summary = {}
+        for name, row in rows.items():
+            def cv(values) -> float:
+                return float(np.std(values) / np.mean(values))
+
+            summary[name] = {
+                **{f"cv_{stat}": {p: cv(v) for p, v in row[stat].items()} for stat in ("median", "min", "p25")},
+                "cv_median_mean": float(np.mean([cv(v) for v in row["median"].values()])),
+                "cv_min_mean": float(np.mean([cv(v) for v in row["min"].values()])),
+                "cv_p25_mean": float(np.mean([cv(v) for v in row["p25"].values()])),
+                "interval_halfwidth_rel_mean": float(np.mean(row["interval_rel"])),
+                "runs_mean": float(np.mean(row["runs"])),
+                "wall_s_median": float(np.median(row["wall_s"])),
+            }
+        if n_rank:
+            from scipy.stats import spearmanr
+
+            chosen = placements(n, n_rank, args.seed)
+            passes = {name: [[], []] for name in args.settings}
+            for k in range(2):
+                for placement in chosen:
+                    for name, env in envs.items():
+                        passes[name][k].append(env.measure(placement).latency_s)
+            for name in args.settings:
+                summary[name]["rank_spearman_two_passes"] = float(spearmanr(*passes[name]).statistic)
+                summary[name]["rank_placements"] = n_rank
+                summary[name]["rank_latencies_s"] = passes[name]
+                first = np.asarray(passes[name][0])
+                summary[name]["rank_latency_spread"] = float((first.max() - first.min()) / np.median(first))
+        out["models"][model] = summary
+        for name, s in summary.items():
+            print(f"{model:10s} {name:9s} CV of fresh medians {100 * s['cv_median_mean']:.2f}% (min {100 * s['cv_min_mean']:.2f}%, "
+                  f"p25 {100 * s['cv_p25_mean']:.2f}%), interval +-{100 * s['interval_halfwidth_rel_mean']:.2f}%, "
+                  f"{s['runs_mean']:.0f} runs, {s['wall_s_median']:.2f} s/measurement"
+                  + (f", Spearman over two passes {s['rank_spearman_two_passes']:.3f}" if n_rank else ""), flush=True)
+        for env in envs.values():
+            env.close()
+    if args.json:
+        results.write_json(args.json, out, overwrite=args.overwrite)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

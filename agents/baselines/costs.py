@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placement_gym.backends.simulated import SimulatedBackend
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -52,7 +54,7 @@ def cost_model(env) -> CostModel:
     """
     base = env.unwrapped
     backend, graph = base.backend, base.graph
-    if not getattr(backend, "simulated", False) or not hasattr(backend, "prepare"):
+    if not isinstance(backend, SimulatedBackend):
         raise ValueError(
             f"the {backend.name!r} backend has no cost model to plan with; the greedy, topo and optimal baselines "
             "plan on the simulated backend's cost model (backend='simulated', or a profile calibrated on your "

@@ -38,6 +38,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from placement_gym.backends.simulated import SimulatedBackend
+
 from .base import PlanningAgent
 
 #: Relative tolerance for "the bound reached the best latency" (and HiGHS's MIP gap).
@@ -356,7 +358,7 @@ class ExactOptimum(PlanningAgent):
 
         base = env.unwrapped
         backend, graph = base.backend, base.graph
-        if not backend.simulated or not hasattr(backend, "prepare"):
+        if not isinstance(backend, SimulatedBackend):
             raise ValueError(
                 f"the exact optimum is defined on the simulated backend's cost model; the {backend.name!r} backend "
                 "measures real hardware, whose optimum no solver can certify (use backend='simulated')"

@@ -7,7 +7,10 @@ For each model and setting, interleaved so that a machine slowing down or speedi
   each measurement's timed runs (other statistics from the same runs), the mean width of each measurement's 95%
   interval of the median, and the wall time per measurement (compile included);
 * with `--rank-placements N`: N placements measured in two passes; the Spearman rank correlation between the
-  passes (do two measurements order placements the same way?).
+  passes (do two measurements order placements the same way?);
+* with `--paired`: the reference placement (all on device 0) is also measured right before every measurement, and
+  the same statistics are given for the ratio latency / reference (what drift correction with
+  ``reference_every=1`` rewards): a burst of load that slows both cancels out.
 
     python benchmarks/real_noise.py --models resnet inception bert --json benchmarks/results/real_noise.json
 
@@ -61,6 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--fresh", type=int, default=5, help="fresh measurements of each fixed placement")
     parser.add_argument("--rank-placements", type=int, nargs="+", default=[20, 0, 0],
                         help="placements for the two-pass rank agreement, per model (0: skip)")
+    parser.add_argument("--paired", action="store_true", help="also measure the reference before every measurement")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="results JSON path")
     parser.add_argument("--overwrite", action="store_true")
@@ -82,10 +86,12 @@ def main(argv=None) -> int:
         fixed = {"device0": np.zeros(n, np.int64), "device1": np.ones(n, np.int64),
                  "half": (np.arange(n) >= n // 2).astype(np.int64)}
         rows = {name: {"median": {p: [] for p in fixed}, "min": {p: [] for p in fixed}, "p25": {p: [] for p in fixed},
-                       "interval_rel": [], "runs": [], "wall_s": []} for name in args.settings}
+                       "ratio": {p: [] for p in fixed}, "interval_rel": [], "runs": [], "wall_s": []}
+                for name in args.settings}
         for _ in range(args.fresh):
             for label, placement in fixed.items():
                 for name, env in envs.items():  # interleaved
+                    reference = env.measure(fixed["device0"]).latency_s if args.paired else None
                     start = time.perf_counter()
                     m = env.measure(placement)
                     row = rows[name]
@@ -96,6 +102,8 @@ def main(argv=None) -> int:
                     low, high = m.interval_s
                     row["interval_rel"].append((high - low) / 2 / m.latency_s)
                     row["runs"].append(len(m.samples))
+                    if reference is not None:
+                        row["ratio"][label].append(m.latency_s / reference)
         summary = {}
         for name, row in rows.items():
             def cv(values) -> float:
@@ -107,6 +115,9 @@ def main(argv=None) -> int:
                 "cv_min_mean": float(np.mean([cv(v) for v in row["min"].values()])),
                 "cv_p25_mean": float(np.mean([cv(v) for v in row["p25"].values()])),
                 "interval_halfwidth_rel_mean": float(np.mean(row["interval_rel"])),
+                **({"cv_ratio_to_reference": {p: cv(v) for p, v in row["ratio"].items() if p != "device0"},
+                    "cv_ratio_mean": float(np.mean([cv(v) for p, v in row["ratio"].items() if p != "device0"]))}
+                   if args.paired else {}),
                 "runs_mean": float(np.mean(row["runs"])),
                 "wall_s_median": float(np.median(row["wall_s"])),
             }
@@ -115,22 +126,31 @@ def main(argv=None) -> int:
 
             chosen = placements(n, n_rank, args.seed)
             passes = {name: [[], []] for name in args.settings}
+            ratios = {name: [[], []] for name in args.settings}
             for k in range(2):
                 for placement in chosen:
                     for name, env in envs.items():
+                        reference = env.measure(fixed["device0"]).latency_s if args.paired else None
                         passes[name][k].append(env.measure(placement).latency_s)
+                        if reference is not None:
+                            ratios[name][k].append(passes[name][k][-1] / reference)
             for name in args.settings:
                 summary[name]["rank_spearman_two_passes"] = float(spearmanr(*passes[name]).statistic)
                 summary[name]["rank_placements"] = n_rank
                 summary[name]["rank_latencies_s"] = passes[name]
                 first = np.asarray(passes[name][0])
                 summary[name]["rank_latency_spread"] = float((first.max() - first.min()) / np.median(first))
+                if args.paired:
+                    summary[name]["rank_spearman_two_passes_ratio"] = float(spearmanr(*ratios[name]).statistic)
         out["models"][model] = summary
         for name, s in summary.items():
             print(f"{model:10s} {name:9s} CV of fresh medians {100 * s['cv_median_mean']:.2f}% (min {100 * s['cv_min_mean']:.2f}%, "
                   f"p25 {100 * s['cv_p25_mean']:.2f}%), interval +-{100 * s['interval_halfwidth_rel_mean']:.2f}%, "
                   f"{s['runs_mean']:.0f} runs, {s['wall_s_median']:.2f} s/measurement"
-                  + (f", Spearman over two passes {s['rank_spearman_two_passes']:.3f}" if n_rank else ""), flush=True)
+                  + (f", Spearman over two passes {s['rank_spearman_two_passes']:.3f}" if n_rank else "")
+                  + (f"; as ratios to the reference measured just before: CV {100 * s['cv_ratio_mean']:.2f}%"
+                     + (f", Spearman {s['rank_spearman_two_passes_ratio']:.3f}" if n_rank else "")
+                     if args.paired else ""), flush=True)
         for env in envs.values():
             env.close()
     if args.json:

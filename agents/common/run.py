@@ -81,7 +81,7 @@ class RunLoop:
         env: `env` wrapped in the recorder: the agent measures placements through it (or through its own
             wrappers of it, e.g. the node-by-node variant).
         steps: placements measured so far; best_latency_s / best_placement / best_step: the best seen so far
-            (by the latency measured during the run); curve: ``[[steps, latency_s], ...]`` each time the
+            (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve: ``[[steps, latency_s], ...]`` each time the
             best improved; history: one dict of statistics per update; details: what the agent reports about
             its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
     """

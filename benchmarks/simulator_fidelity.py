@@ -130,9 +130,7 @@ def plot(path: Path, records: list[dict], title: str, measured_label: str) -> No
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    results.save_figure(path, fig, overwrite=True)  # main() refused existing outputs unless --overwrite
 
 
 def plot_report(path: Path, report: dict) -> None:

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from .graph import ComputationGraph
-from .results import write_atomically
+from .results import save_figure
 
 __all__ = ["draw_placement", "placement_image", "save_placement"]
 
@@ -126,4 +126,4 @@ def save_placement(path: "str | Path", graph: ComputationGraph, placement: np.nd
 
     fig = draw_placement(graph, placement, device_names, **kwargs)
     FigureCanvasAgg(fig)
-    return write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", bbox_inches="tight"), overwrite=overwrite)
+    return save_figure(path, fig, overwrite=overwrite, dpi=None)

@@ -332,11 +332,13 @@ def format_table(rows: Sequence[Mapping[str, Any]], *, reference_label: str = "r
     return "\n".join(lines)
 
 
-def _save_figure(path, fig, overwrite: bool) -> Path:
+def save_figure(path, fig, *, overwrite: bool = False, dpi: float | None = 120) -> Path:
+    """Write a matplotlib figure as PNG with `write_atomically` (never over a file unless `overwrite`), then
+    close it."""
     import matplotlib.pyplot as plt
 
     try:
-        return write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png", bbox_inches="tight"),
+        return write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight"),
                                 overwrite=overwrite)
     finally:
         plt.close(fig)
@@ -390,7 +392,7 @@ def plot_summary(path, rows: Sequence[Mapping[str, Any]], *, reference_label: st
     ax.set_title(title or f"latency reduction vs {reference_label} ({_kind(rows)})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    return _save_figure(path, fig, overwrite)
+    return save_figure(path, fig, overwrite=overwrite)
 
 
 def _best_so_far(curve: Sequence[Sequence[float]], xs: np.ndarray) -> np.ndarray:
@@ -447,12 +449,13 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
                bbox_to_anchor=(0.995, 0.5), frameon=False)
     fig.suptitle(title or f"best latency so far ({_kind(records)}); bands: min-max over seeds; dashed: one-shot")
     fig.tight_layout()
-    return _save_figure(path, fig, overwrite)
+    return save_figure(path, fig, overwrite=overwrite)
 
 
 __all__ = [
     "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "format_learning_table", "format_table",
-    "machine", "plot_curves", "plot_summary", "records_to_json", "refuse_existing", "summarize", "versions",
+    "machine", "plot_curves", "plot_summary", "records_to_json", "refuse_existing", "save_figure", "summarize",
+    "versions",
     "write_atomically", "write_csv",
     "write_json", "write_records", "write_text",
 ]

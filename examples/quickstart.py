@@ -46,7 +46,8 @@ def main() -> None:
             continue
         print(f"{label:<28} {info['latency_s'] * 1e3:>10.2f} {info['spread_s'] * 1e3:>9.2f} "
               f"{info['speedup']:>8.3f} {info['n_submodels']:>9d} {info['compile_s']:>9.2f}")
-    print(f"\n(median of {args.repeats} timed runs after warm-up; spread = interquartile range)")
+    print(f"\n(median of at least {args.repeats} timed runs after warm-up, more while its 95% interval is wider "
+          "than +-1% (up to 2 s of timing); spread = interquartile range)")
     env.close()
 
 

@@ -67,8 +67,9 @@ class NodePlacementWrapper(gym.Wrapper):
                                     (all 0 once the episode is over)
         visited       (N,) float32  1 for the ops of nodes already placed in this episode
     Action: ``Discrete(D)``, the device of the current node.
-    info: the wrapped env's step info (latency_s, speedup, ok, error, ...) plus ``node`` (the node just
-    placed) and ``start_latency_s``; reset's info has ``latency_s`` of the start placement.
+    info: the wrapped env's step info (``placement``: the whole (N,) int64 placement measured, latency_s,
+    speedup, ok, error, ...) plus ``node`` (the node just placed) and ``start_latency_s``; reset's info has
+    ``latency_s`` of the start placement.
 
     Args:
         env: a `DevicePlacementEnv` (possibly wrapped by gymnasium's own wrappers). Its ``horizon`` is

@@ -221,12 +221,13 @@ def test_auto_on_a_one_device_machine_simulates_and_says_why(caplog):
     if len(available_devices()) >= 2:
         pytest.skip("this machine has two real devices: 'auto' measures for real")
     backends._auto_choice_logged = False
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO, logger="placement_gym.backends"):
         backend = make_backend("auto", "auto", warmup=3, repeats=20)  # measurement options are dropped
         again = make_backend("auto", "auto")
     assert isinstance(backend, SimulatedBackend) and backend.device_names == ["CPU", "GPU"]
     assert isinstance(again, SimulatedBackend)
     assert caplog.text.count("SIMULATED") == 1 and "backend='openvino'" in caplog.text
+    assert "dropped the real backend's settings ['repeats', 'warmup']" in caplog.text  # said, not silent
 
 
 def test_env_on_the_simulated_backend(tiny_branch_graph):

@@ -53,6 +53,8 @@ def test_episode_visits_every_node_in_topological_order_and_rewards_telescope(en
         assert not truncated and info["node"] == t % 4
         mask = chunks == t % 4
         assert np.all(obs["placement"][mask] == actions[t])  # the whole node moved
+        np.testing.assert_array_equal(info["placement"], obs["placement"])  # info: the whole placement measured
+        assert info["placement"].dtype == np.int64
         total += reward
         t += 1
         if not terminated:

@@ -49,7 +49,9 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
             instance (returned as is).
         devices: device specs for the backend, or ``"auto"``.
         options: backend settings (OpenVINO: ``warmup``, ``repeats``, ``cache``; simulated: ``profile``,
-            ``schedule``). With ``"auto"``, measurement settings are dropped when it picks the simulator.
+            ``schedule``). With ``"auto"``, the real backend's measurement settings are dropped (and which ones
+            logged at INFO) when it picks the simulator, so a script written for real devices also runs on a
+            one-device machine.
     """
     if not isinstance(backend, str):
         if isinstance(backend, Backend):

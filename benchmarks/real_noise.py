@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from _outputs import refuse_existing_outputs
 from placement_gym import DevicePlacementEnv, results, two_cpu_devices
 
 #: Settings compared: name -> (extra device properties for both devices, OpenVINO backend options).
@@ -69,11 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="results JSON path")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
-    if args.json:
-        try:
-            results.refuse_existing(args.json, args.overwrite)
-        except FileExistsError as exc:
-            parser.error(str(exc))
+    refuse_existing_outputs(parser, [args.json], args.overwrite)
 
     devices = two_cpu_devices()
     out = {"devices": devices, "settings": {k: {"device_properties": SETTINGS[k][0], "backend_options": SETTINGS[k][1]}

@@ -36,6 +36,8 @@ from placement_gym.backends.profiles import Profile
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
 
+from _outputs import refuse_existing_outputs
+
 
 def evaluation_placements(graph: ComputationGraph, count: int, seed: int) -> list[tuple[str, np.ndarray]]:
     """`count` two-device placements of varied kinds (single-device ones first), deterministic in `seed`."""
@@ -179,11 +181,7 @@ def main(argv=None) -> int:
     plot_path = Path(args.plot) if args.plot else out.with_suffix(".png")
     profile_path = Path(args.save_profile) if args.save_profile else out.with_suffix(".profile.json")
     outputs = [out, plot_path] + ([] if args.profile else [profile_path])
-    for path in outputs:
-        try:
-            results.refuse_existing(path, args.overwrite)
-        except FileExistsError as exc:
-            parser.error(str(exc))
+    refuse_existing_outputs(parser, outputs, args.overwrite)
     if args.placements < 3:
         parser.error("--placements must be at least 3 (a rank correlation needs several points)")
 

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from _outputs import refuse_existing_outputs
 from placement_gym import DevicePlacementEnv, load_graph, results
 from placement_gym.graph import ComputationGraph
 
@@ -75,11 +76,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="results JSON path")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
-    if args.json:
-        try:
-            results.refuse_existing(args.json, args.overwrite)
-        except FileExistsError as exc:
-            parser.error(str(exc))
+    refuse_existing_outputs(parser, [args.json], args.overwrite)
 
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

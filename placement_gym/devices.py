@@ -245,8 +245,15 @@ def _check_properties(spec: DeviceSpec, core: ov.Core) -> None:
         probe.set_property(spec.base, dict(spec.properties))
         probe.get_property(spec.base, "SUPPORTED_PROPERTIES")  # the plugin applies the values when it loads
     except Exception as exc:  # OpenVINO raises plain Exceptions
-        reason = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-        raise ValueError(f"device spec {spec.name!r}: OpenVINO refuses its properties: {reason[-1][:300]}") from None
+        raise ValueError(f"device spec {spec.name!r}: OpenVINO refuses its properties: {openvino_reason(exc)}") \
+            from None
+
+
+def openvino_reason(exc: BaseException, limit: int = 300) -> str:
+    """OpenVINO's reason for an exception: the last line of its message (the lines before say where in its
+    sources it failed, e.g. "Failed to create plugin ... Please, check your environment")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else type(exc).__name__
 
 
 def openvino_error_text(exc: BaseException, limit: int = 500) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import openvino as ov
 
+from ..devices import openvino_reason
 from ..graph import ComputationGraph
 from ..results import write_json
 from . import tiny
@@ -314,16 +315,10 @@ def _read_cached(xml_path: Path, warn: bool = True) -> ov.Model | None:
         try:
             return ov.Core().read_model(xml_path)
         except Exception as exc:  # OpenVINO raises plain Exceptions
-            problem = f"OpenVINO cannot read it ({_openvino_reason(exc)})"
+            problem = f"OpenVINO cannot read it ({openvino_reason(exc)})"
     if warn:
         warnings.warn(f"the cached zoo model {xml_path} is damaged: {problem}; rebuilding it", stacklevel=4)
     return None
-
-
-def _openvino_reason(exc: BaseException) -> str:
-    """OpenVINO's reason: the last line of its message (the ones before say where in its sources it failed)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[-1][:300] if lines else type(exc).__name__
 
 
 @contextlib.contextmanager
@@ -371,7 +366,7 @@ def _read_model_file(path: Path) -> ov.Model:
         with _quiet_native_stderr():
             model = ov.Core().read_model(path)
     except Exception as exc:  # OpenVINO raises RuntimeError with a long multi-line trace
-        raise ValueError(f"could not read model {path}: {_openvino_reason(exc)}") from None
+        raise ValueError(f"could not read model {path}: {openvino_reason(exc)}") from None
     if not model.outputs:  # e.g. an IR whose layers OpenVINO did not recognise reads as empty
         raise ValueError(f"could not read model {path}: it has no outputs")
     return model

@@ -28,7 +28,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from .checkpoint import CheckpointError, agent_class_path, read_checkpoint, resolve_agent_class, write_checkpoint
+from .checkpoint import read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint
 from .run import RunAgent
 
 __all__ = ["BaseAgent", "PolicySpec"]
@@ -133,13 +133,7 @@ class BaseAgent(RunAgent):
         """Save hyperparameters, policy weights, spec and best placement to `path` (`agents.common.checkpoint`:
         tensors and plain data only). Refuses to overwrite an existing file unless `overwrite`."""
         self._require_policy()
-        return write_checkpoint(
-            path, agent=self.name, agent_class=agent_class_path(type(self)), hyperparameters=self.hyperparameters(),
-            state_dict=self.policy.state_dict(), trained_for=self.trained_for,
-            extra={"spec": asdict(self.spec),
-                   "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
-                   "best_latency_s": self.best_latency_s},
-            overwrite=overwrite)
+        return write_checkpoint(path, self, self.policy.state_dict(), {"spec": asdict(self.spec)}, overwrite)
 
     @classmethod
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":
@@ -148,17 +142,11 @@ class BaseAgent(RunAgent):
         file is executed or imported."""
         data = read_checkpoint(path)
         agent_cls = resolve_agent_class(data, cls, path)
-        try:
+        with rebuilding(path, agent_cls):
             agent = agent_cls(**data["hyperparameters"], device=device)
             spec = dict(data["extra"]["spec"])
             spec["feature_families"] = None if spec.get("feature_families") is None else tuple(spec["feature_families"])
             agent.setup(PolicySpec(**spec))
             agent.policy.load_state_dict(data["state_dict"])
-        except (TypeError, KeyError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
-                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
-        best = data["extra"].get("best_placement")
-        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
-        agent.best_latency_s = data["extra"].get("best_latency_s")
-        agent.trained_for = dict(data["trained_for"])
+        restore_run_state(agent, data)
         return agent

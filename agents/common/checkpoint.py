@@ -19,19 +19,21 @@ tensors, another agent) is one `CheckpointError` naming the file and what is wro
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
+import numpy as np
 import torch
 
 from placement_gym.results import versions, write_atomically
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "agent_class_path", "read_checkpoint", "resolve_agent_class",
-           "tensor_checksum", "write_checkpoint"]
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "agent_class_path", "read_checkpoint", "rebuilding",
+           "resolve_agent_class", "restore_run_state", "tensor_checksum", "write_checkpoint"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/2"
@@ -52,17 +54,42 @@ def tensor_checksum(state_dict: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def write_checkpoint(path: "str | Path", *, agent: str, agent_class: str, hyperparameters: Mapping[str, Any],
-                     state_dict: Mapping[str, torch.Tensor], trained_for: Mapping[str, Any],
+def write_checkpoint(path: "str | Path", agent, state_dict: Mapping[str, torch.Tensor],
                      extra: Mapping[str, Any] | None = None, overwrite: bool = False) -> Path:
-    """Write a checkpoint (module docstring) atomically; refuses to replace a file unless `overwrite`."""
+    """Write a checkpoint (module docstring) of `agent` (a `RunAgent`: its name, class, hyperparameters, what it
+    was trained for and its run's result) with the policy's `state_dict` and agent-specific `extra` plain data,
+    atomically; refuses to replace a file unless `overwrite`."""
     tensors = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+    best = agent.best_placement
     payload = {
-        "format": CHECKPOINT_FORMAT, "agent": agent, "agent_class": agent_class,
-        "hyperparameters": dict(hyperparameters), "state_dict": tensors, "checksum": tensor_checksum(tensors),
-        "trained_for": dict(trained_for), "extra": dict(extra or {}), "versions": versions(),
+        "format": CHECKPOINT_FORMAT, "agent": agent.name, "agent_class": agent_class_path(type(agent)),
+        "hyperparameters": dict(agent.hyperparameters()), "state_dict": tensors,
+        "checksum": tensor_checksum(tensors), "trained_for": dict(agent.trained_for),
+        "extra": {**dict(extra or {}), "best_placement": None if best is None else [int(v) for v in best],
+                  "best_latency_s": agent.best_latency_s},
+        "versions": versions(),
     }
     return write_atomically(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
+
+
+@contextlib.contextmanager
+def rebuilding(path: "str | Path", agent_cls: type) -> Iterator[None]:
+    """Turn what goes wrong while rebuilding `agent_cls` from the checkpoint at `path` into one `CheckpointError`."""
+    try:
+        yield
+    except (TypeError, KeyError, ValueError, RuntimeError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
+                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+
+
+def restore_run_state(agent, data: Mapping[str, Any]) -> None:
+    """Give a rebuilt `agent` the run's result and what it was trained for, as `write_checkpoint` recorded them."""
+    best = data["extra"].get("best_placement")
+    agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
+    agent.best_latency_s = data["extra"].get("best_latency_s")
+    agent.trained_for = dict(data["trained_for"])
 
 
 def read_checkpoint(path: "str | Path", *, agent_class: str | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.common.checkpoint import (
-    CheckpointError, agent_class_path, read_checkpoint, resolve_agent_class, write_checkpoint,
+    read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
 from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
@@ -140,15 +140,10 @@ class SB3Agent(RunAgent):
             raise RuntimeError(f"{type(self).__name__} has nothing to save yet: call learn(env, ...) first")
         algorithm = _name_of(type(self.model), ALGORITHMS, "algorithm")
         policy = _name_of(self.model.policy_class, POLICIES, "policy")
-        return write_checkpoint(
-            path, agent=self.name, agent_class=agent_class_path(type(self)), hyperparameters=self.hyperparameters(),
-            state_dict=self.model.policy.state_dict(), trained_for=self.trained_for,
-            extra={"algorithm": algorithm, "policy": policy, "policy_kwargs": dict(self.model.policy_kwargs),
-                   "observation_space": space_to_data(self.model.observation_space),
-                   "action_space": space_to_data(self.model.action_space),
-                   "best_placement": None if self.best_placement is None else [int(v) for v in self.best_placement],
-                   "best_latency_s": self.best_latency_s},
-            overwrite=overwrite)
+        return write_checkpoint(path, self, self.model.policy.state_dict(), {
+            "algorithm": algorithm, "policy": policy, "policy_kwargs": dict(self.model.policy_kwargs),
+            "observation_space": space_to_data(self.model.observation_space),
+            "action_space": space_to_data(self.model.action_space)}, overwrite)
 
     @classmethod
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "SB3Agent":
@@ -158,7 +153,7 @@ class SB3Agent(RunAgent):
         data = read_checkpoint(path)
         agent_cls = resolve_agent_class(data, cls, path)
         extra = data["extra"]
-        try:
+        with rebuilding(path, agent_cls):
             agent = agent_cls(**agent_cls._load_kwargs(data["hyperparameters"], device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=dict(extra["policy_kwargs"]),
@@ -168,14 +163,8 @@ class SB3Agent(RunAgent):
             model.n_envs = 1
             model._setup_model()
             model.policy.load_state_dict(data["state_dict"])
-        except (TypeError, KeyError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
-                                  f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
         agent.model = model
-        best = extra.get("best_placement")
-        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
-        agent.best_latency_s = extra.get("best_latency_s")
-        agent.trained_for = dict(data["trained_for"])
+        restore_run_state(agent, data)
         return agent
 
     def algorithm_kwargs(self) -> dict[str, Any]:

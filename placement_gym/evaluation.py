@@ -44,10 +44,10 @@ import numpy as np
 
 from .backends.base import Measurement
 from .env import DevicePlacementEnv
+from .results import REQUIRED_KEYS
 
 #: Keys every record has (the contract in design.md first).
-RECORD_KEYS = (
-    "model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured", "wall_s",
+RECORD_KEYS = REQUIRED_KEYS + (
     "curve", "placements_to_within", "agent_ms_per_placement", "predict_latency_s",
     "reference_latency_s", "latency_corrected_s", "reference_latency_latest_s", "latency_reduction_pct", "ok",
     "error", "budget", "placement_source", "placement", "device_counts", "n_submodels", "spread_s",

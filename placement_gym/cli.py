@@ -134,16 +134,8 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
         print(learning)
     for skip in skipped:
         print(f"skipped {skip['agent']} on {skip['model']}: {skip['reason']}")
-    metadata = {"command": args.command, "arguments": {k: v for k, v in vars(args).items() if k != "func"},
-                "budget": args.budget, "summary": rows, "skipped": skipped,
-                "backend_settings": records[0]["backend_settings"]}
-    if sys.argv and sys.argv[0].endswith("placement-gym"):  # run from the shell: keep the exact command line
-        metadata["command_line"] = "placement-gym " + " ".join(sys.argv[1:])
-    written = list(extra_files)
-    if "json" in paths:
-        written.append(results.write_records(paths["json"], records, overwrite=args.overwrite, **metadata))
-    if "csv" in paths:
-        written.append(results.write_csv(paths["csv"], records, overwrite=args.overwrite))
+    written = list(extra_files) + _write_records(args, records, paths, summary=rows, skipped=skipped,
+                                                 backend_settings=records[0]["backend_settings"])
     if "curves" in paths:
         written.append(results.plot_curves(paths["curves"], records, overwrite=args.overwrite))
     if "bars" in paths:
@@ -332,6 +324,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return _report(args, records, missing + skipped, paths)
 
 
+def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[str, Path], **metadata) -> list[Path]:
+    """Write `records` as the command's JSON (with its arguments and `metadata`) and CSV, where asked for."""
+    metadata = {"command": args.command, "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+                "budget": args.budget, **metadata}
+    if sys.argv and sys.argv[0].endswith("placement-gym"):  # run from the shell: keep the exact command line
+        metadata["command_line"] = "placement-gym " + " ".join(sys.argv[1:])
+    written = []
+    if "json" in paths:
+        written.append(results.write_records(paths["json"], records, overwrite=args.overwrite, **metadata))
+    if "csv" in paths:
+        written.append(results.write_csv(paths["csv"], records, overwrite=args.overwrite))
+    return written
+
+
 def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str, Path],
                  written: Sequence[Path] = ()) -> int:
     """Ctrl-C: keep the runs that finished (records marked incomplete, with what was left), say so in one
@@ -339,14 +345,10 @@ def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str,
     planned = getattr(args, "planned_runs", None)
     left = None if planned is None else planned - len(records)
     saved = list(written)
-    if records and "json" in paths:
+    if records:
         evaluation.add_placements_to_within(records)
-        saved.append(results.write_records(
-            paths["json"], records, overwrite=args.overwrite, command=args.command, incomplete=True,
-            interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left},
-            arguments={k: v for k, v in vars(args).items() if k != "func"}, budget=args.budget))
-        if "csv" in paths:
-            saved.append(results.write_csv(paths["csv"], records, overwrite=args.overwrite))
+        saved += _write_records(args, records, paths, incomplete=True,
+                                interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left})
     where = f"; wrote {', '.join(map(str, saved))} (marked incomplete)" if saved else (
         "; nothing saved" + ("" if "json" in paths else " (no --json given)"))
     print(f"placement-gym {args.command}: interrupted after {len(records)} finished run(s)"

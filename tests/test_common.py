@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from agents.common import (
-    BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, ReinforceAgent, ReinforceConfig,
+    BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, PolicyGradientAgent, ReinforceConfig,
     ReinforceTrainer, RunLoop, make_callback, obs_to_batch, sample_categorical,
 )
 from placement_gym.backends.base import Measurement
@@ -62,7 +62,7 @@ class NodePolicy(nn.Module):
         return PolicySample(*sample_categorical(self.head(h), num_samples, deterministic))
 
 
-class NodeAgent(ReinforceAgent):
+class NodeAgent(PolicyGradientAgent):
     name = "node"
 
     def __init__(self, learning_rate: float = 0.02, seed=None, device="cpu", **kwargs):
@@ -187,7 +187,7 @@ def test_switches_change_the_update(env):
     run = RunLoop(env, budget=16, seed=0)
     trainer.train(run, run.env, seed=0)
     assert run.steps == 16 and run.updates == 2 and all(np.isnan(h["grad_norm"]) for h in run.history)
-    assert trainer._baseline is None  # no baseline was tracked
+    assert trainer.advantages.baseline is None  # no baseline was tracked
     with pytest.raises(ValueError, match="mode"):
         ReinforceConfig(mode="ppo")
 
@@ -196,7 +196,7 @@ def test_episodic_mode_uses_per_step_baselines():
     env = DevicePlacementEnv(chain_graph(), backend=CountingBackend(), horizon=3)
     agent = NodeAgent(seed=0, mode="episodic", episodes_per_update=2).learn(env, budget=30)
     assert agent.run_summary.steps == 30 and agent.run_summary.updates == 5
-    assert len(agent.trainer._step_baselines) == 3  # one baseline per step of the episode
+    assert len(agent.trainer.advantages.step_baselines) == 3  # one baseline per step of the episode
 
 
 def test_callback_sees_every_step_and_can_stop(env):

@@ -28,9 +28,9 @@ def test_policy_shapes_and_current_node_mask(node_env):
     assert len(set(greedy.tolist())) == 1
     # The decision depends on which node is current and on the placement so far.
     moved = dict(obs, current_node=np.roll(obs["current_node"], 12))
-    assert not torch.allclose(policy.logits(obs), policy.logits(moved))
+    assert not torch.allclose(policy.logits(obs)[0], policy.logits(moved)[0])
     placed = dict(obs, placement=np.ones_like(obs["placement"]))
-    assert not torch.allclose(policy.logits(obs), policy.logits(placed))
+    assert not torch.allclose(policy.logits(obs)[0], policy.logits(placed)[0])
     with pytest.raises(ValueError, match="current_node"):
         policy.act({k: v for k, v in obs.items() if k != "current_node"})
     with pytest.raises(ValueError, match="no current node"):

@@ -1,16 +1,12 @@
-"""THE REINFORCE trainer shared by HSDAG, Placeto and the RNN placer (read `ReinforceTrainer.train` top to bottom).
+"""THE REINFORCE trainer shared by HSDAG, Placeto, the RNN placer and Post (read `ReinforceTrainer.train` top to
+bottom). Its sibling `agents.common.ppo` trains the same policies with PPO.
 
-A policy is any ``nn.Module`` with
+A policy follows `agents.common.policy` (``act(obs, num_samples, deterministic) -> PolicySample``). Two ways
+to collect experience (`ReinforceConfig.mode`, `agents.common.rollout`):
 
-    act(obs, num_samples=1, deterministic=False) -> PolicySample
-
-that encodes the observation once and draws `num_samples` actions from it, returning their log-probabilities
-(differentiable) and the policy's entropy. Two ways to collect experience (`ReinforceConfig.mode`):
-
-``"bandit"`` (one-step envs: `DevicePlacement-v0`, where a step is a whole placement and its reward does not
-    depend on earlier steps): draw K = `samples_per_update` placements from ONE encoding, measure each (K env
-    steps), and make one gradient step on ``-(A_k * log p(a_k))`` with A_k = (r_k - b) / scale. Sampling several
-    placements per forward/backward pass is what keeps the agent's compute per placement small.
+``"bandit"`` (one-step envs: `DevicePlacement-v0`): draw K = `samples_per_update` placements from ONE
+    encoding, measure each (K env steps), and make one gradient step on ``-(A_k * log p(a_k))`` with
+    A_k = (r_k - b) / scale.
 ``"episodic"`` (multi-step envs, e.g. the node-by-node `DevicePlacementNode-v0` of Placeto): roll out whole
     episodes one action at a time, with per-step rewards r_t, returns G_t = sum_{t'>=t} gamma^(t'-t) r_t' and a
     baseline b_t per step index (moving average over earlier episodes, as Placeto does); one gradient step per
@@ -29,65 +25,21 @@ callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .base import BaseAgent, PolicySpec
+from .policy import PolicySample, sample_categorical
+from .rollout import AdvantageEstimator, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
-__all__ = ["PolicySample", "ReinforceAgent", "ReinforceConfig", "ReinforceTrainer", "sample_categorical"]
+__all__ = ["PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "sample_categorical"]
 
 
-# ------------------------------------------------------------------------------------------- policy output
-@dataclass
-class PolicySample:
-    """What a policy's ``act`` returns for one observation.
-
-    Attributes:
-        actions: (K, *action_shape) int64, one action per sample (K = num_samples); for DevicePlacement-v0
-            (K, N) devices per node, for the node-by-node env (K,) devices.
-        log_prob: (K,) log-probability of each action (differentiable; sum over the action's parts).
-        entropy: () or (K,) entropy of the distribution, averaged per decision (differentiable).
-        info: extra scalars to log (e.g. ``{"n_groups": 12}``).
-    """
-
-    actions: Tensor
-    log_prob: Tensor
-    entropy: Tensor
-    info: dict[str, float] = field(default_factory=dict)
-
-
-def sample_categorical(logits: Tensor, num_samples: int = 1, deterministic: bool = False,
-                       generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """Draw `num_samples` joint samples from M independent categoricals, vectorised (one op for all M, unlike
-    SB3's per-dimension `MultiCategoricalDistribution`).
-
-    Args:
-        logits: (M, D) unnormalised log-probabilities of M decisions over D choices.
-        num_samples: K.
-        deterministic: return the argmax K times.
-        generator: torch generator for the draws (default: torch's global one).
-
-    Returns:
-        actions (K, M) int64, log_prob (K,) = sum over the M decisions, entropy () = mean entropy per decision.
-    """
-    log_p = torch.log_softmax(logits, dim=-1)  # (M, D)
-    if deterministic:
-        actions = log_p.argmax(-1).expand(num_samples, -1)
-    else:
-        actions = torch.multinomial(log_p.exp(), num_samples, replacement=True, generator=generator).T  # (K, M)
-    log_prob = log_p.gather(1, actions.T).sum(0)  # (K,)
-    entropy = -(log_p.exp() * log_p).sum(-1).mean()
-    return actions.contiguous(), log_prob, entropy
-
-
-# ------------------------------------------------------------------------------------------- configuration
 @dataclass
 class ReinforceConfig:
     """Settings of `ReinforceTrainer` (see the module docstring for what each does)."""
@@ -116,7 +68,18 @@ class ReinforceConfig:
             raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
 
 
-# ------------------------------------------------------------------------------------------- the trainer
+def apply_gradients(optimizer: torch.optim.Optimizer, parameters, loss: Tensor, max_grad_norm: float | None) -> float:
+    """One optimiser step on `loss`, the gradient norm clipped to `max_grad_norm`; returns the norm (nan if
+    not clipped)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = float("nan")
+    if max_grad_norm is not None:
+        grad_norm = float(nn.utils.clip_grad_norm_(parameters, max_grad_norm))
+    optimizer.step()
+    return grad_norm
+
+
 class ReinforceTrainer:
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
@@ -131,12 +94,10 @@ class ReinforceTrainer:
         self.policy = policy
         self.config = config or ReinforceConfig()
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
-        # Running statistics (kept across `train` calls, so training can be resumed).
-        self._baseline: float | None = None            # bandit: EMA of the reward
-        self._step_baselines: list[float] = []          # episodic: EMA of the return at each step index
-        self._adv_sq: float | None = None              # EMA of advantage**2, for normalisation
+        # Baselines and scale persist across `train` calls, so training can be resumed.
+        self.advantages = AdvantageEstimator(self.config.baseline, self.config.baseline_decay,
+                                             self.config.normalize_advantage)
 
-    # ----------------------------------------------------------------------------------------- train
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
         if seed is not None:
@@ -150,25 +111,11 @@ class ReinforceTrainer:
                 stats = self._episodic_update(run, env)
             run.record_update(stats)
 
-    # ------------------------------------------------------------------------------------- collection
-    def _bandit_update(self, run: RunLoop, env: gym.Env, obs) -> tuple[Any, dict]:
+    def _bandit_update(self, run: RunLoop, env: gym.Env, obs) -> tuple[object, dict]:
         """K placements from one encoding of `obs`, K env steps, one gradient step."""
-        k = min(self.config.samples_per_update, run.remaining)
-        sample = self.policy.act(obs, num_samples=k)
-        actions = sample.actions.detach().cpu().numpy()
-        rewards = []
-        next_obs = obs
-        for action in actions:
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            rewards.append(float(reward))
-            if terminated or truncated:
-                next_obs, _ = env.reset()
-            if run.stopped:
-                break
-        n = len(rewards)  # fewer than k if a callback stopped training
-        r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
-        advantage = self._advantage(r, slot=None)
-        stats = self._gradient_step(sample.log_prob[:n], advantage, sample.entropy)
+        decision, next_obs = collect_placements(self.policy, run, env, obs, min(self.config.samples_per_update, run.remaining))
+        r, sample = decision.rewards, decision.sample
+        stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r), sample.entropy)
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
         return next_obs, stats
 
@@ -178,102 +125,26 @@ class ReinforceTrainer:
         for _ in range(self.config.episodes_per_update):
             if run.done:
                 break
-            obs, _ = env.reset()
-            rewards, done = [], False
-            while not done and not run.done:
-                sample = self.policy.act(obs, num_samples=1)
-                obs, reward, terminated, truncated, _ = env.step(sample.actions[0].detach().cpu().numpy())
-                done = terminated or truncated
-                log_probs.append(sample.log_prob[0])
-                entropies.append(sample.entropy.mean())
-                rewards.append(float(reward))
-            returns = np.zeros(len(rewards))
-            running = 0.0
-            for t in reversed(range(len(rewards))):
-                running = rewards[t] + self.config.gamma * running
-                returns[t] = running
-            g = torch.as_tensor(returns, dtype=torch.float32)
-            advantages.append(torch.stack([self._advantage(g[t:t + 1], slot=t)[0] for t in range(len(g))]) if len(g) else g)
+            steps = collect_episode(self.policy, run, env)
+            rewards = [float(step.rewards[0]) for step in steps]
+            g = discounted_returns(rewards, self.config.gamma)
+            advantages += [self.advantages(g[t:t + 1], slot=t)[0] for t in range(len(g))]
+            log_probs += [step.sample.log_prob[0] for step in steps]
+            entropies += [step.sample.entropy.mean() for step in steps]
             episode_rewards.append(float(sum(rewards)))
         if not log_probs:
             return {"reward_mean": 0.0}
-        advantage = torch.cat(advantages).to(log_probs[0].device)
+        advantage = torch.stack(advantages).to(log_probs[0].device)
         stats = self._gradient_step(torch.stack(log_probs), advantage, torch.stack(entropies))
         stats.update(reward_mean=float(np.mean(episode_rewards)), reward_max=float(np.max(episode_rewards)))
         return stats
 
-    # ---------------------------------------------------------------------------------------- learning
-    def _advantage(self, r: Tensor, slot: int | None) -> Tensor:
-        """(r - b) / scale with b the moving-average baseline (of the step index `slot` in episodic mode),
-        then update b and the scale. The first batch initialises b with its own mean."""
-        cfg, decay = self.config, self.config.baseline_decay
-        mean = float(r.mean())
-        if cfg.baseline:
-            if slot is None:
-                b = mean if self._baseline is None else self._baseline
-                self._baseline = decay * b + (1 - decay) * mean
-            else:
-                while len(self._step_baselines) <= slot:
-                    self._step_baselines.append(math.nan)
-                prev = self._step_baselines[slot]
-                b = mean if math.isnan(prev) else prev
-                self._step_baselines[slot] = decay * b + (1 - decay) * mean
-            centred = r - b
-        else:
-            centred = r
-        if cfg.normalize_advantage:
-            sq = float((centred ** 2).mean())
-            self._adv_sq = sq if self._adv_sq is None else decay * self._adv_sq + (1 - decay) * sq
-            return centred / (math.sqrt(self._adv_sq) + 1e-8)
-        return centred
-
     def _gradient_step(self, log_prob: Tensor, advantage: Tensor, entropy: Tensor) -> dict:
-        cfg = self.config
         policy_loss = -(advantage.detach() * log_prob).mean()
         entropy_term = entropy.mean()
-        loss = policy_loss - cfg.entropy_coef * entropy_term
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = float("nan")
-        if cfg.max_grad_norm is not None:
-            grad_norm = float(nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm))
-        self.optimizer.step()
-        return {
-            "loss": float(loss.detach()),
-            "policy_loss": float(policy_loss.detach()),
-            "entropy": float(entropy_term.detach()),
-            "baseline": float(self._baseline) if self._baseline is not None else 0.0,
-            "grad_norm": grad_norm,
-        }
-
-
-# ------------------------------------------------------------------------------------------- agent glue
-class ReinforceAgent(BaseAgent):
-    """A `BaseAgent` trained by the shared `ReinforceTrainer` (HSDAG, Placeto and the RNN placer).
-
-    Subclasses implement `build_policy(spec)` (a module with ``act``) and `hyperparameters()`, pass the trainer
-    settings to this constructor, and may override `agent_env` to train on a wrapper of the run's env (the
-    node-by-node variant, another reward). Calling `learn` again continues training (same optimizer and
-    baselines).
-
-    Args:
-        reinforce: `ReinforceConfig` or a dict of its fields.
-        seed, torch_threads, device: see `BaseAgent`.
-    """
-
-    def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, device=device)
-        self.reinforce = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
-        self.trainer: ReinforceTrainer | None = None
-
-    def agent_env(self, env: gym.Env) -> gym.Env:
-        """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
-        return env
-
-    def train(self, run: RunLoop, seed: int | None) -> None:
-        env = self.agent_env(run.env)
-        policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
-        if self.trainer is None:
-            self.trainer = ReinforceTrainer(policy, self.reinforce)
-        self.trainer.train(run, env, seed)
+        loss = policy_loss - self.config.entropy_coef * entropy_term
+        grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, self.config.max_grad_norm)
+        baseline = self.advantages.baseline
+        return {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),
+                "entropy": float(entropy_term.detach()), "baseline": 0.0 if baseline is None else float(baseline),
+                "grad_norm": grad_norm}

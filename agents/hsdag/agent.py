@@ -48,7 +48,8 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.reinforce import ReinforceAgent, ReinforceConfig
+from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.reinforce import ReinforceConfig
 
 from .policy import HSDAGPolicy
 
@@ -71,7 +72,7 @@ def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, stru
     return tuple(families)
 
 
-class HSDAGAgent(ReinforceAgent):
+class HSDAGAgent(PolicyGradientAgent):
     """HSDAG: directed GNN + graph-parsing pooling + per-group placer, trained with REINFORCE.
 
     Build its env with ``features=agent.feature_families`` (the CLI does).
@@ -90,6 +91,8 @@ class HSDAGAgent(ReinforceAgent):
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
+        algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
+            (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
@@ -118,6 +121,8 @@ class HSDAGAgent(ReinforceAgent):
         entropy_coef: float = 0.05,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
+        algorithm: str = "reinforce",
+        ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
         torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
@@ -127,7 +132,8 @@ class HSDAGAgent(ReinforceAgent):
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm,
         )
-        super().__init__(reinforce, seed=seed, torch_threads=torch_threads, device=device)
+        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+                         device=device)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
                             directed=directed, use_edge_features=use_edge_features)
@@ -142,7 +148,7 @@ class HSDAGAgent(ReinforceAgent):
             "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
-            "torch_threads": self.torch_threads,
+            "torch_threads": self.torch_threads, **self.algorithm_options(),
         }
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:

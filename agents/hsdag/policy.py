@@ -23,7 +23,7 @@ from torch_geometric.utils import scatter
 from agents.common.base import PolicySpec
 from agents.common.gnn import MLP, DirectedGNN
 from agents.common.graph_batch import obs_to_batch
-from agents.common.reinforce import PolicySample, sample_categorical
+from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
 
 from .pooling import GraphParsingPool, PoolResult
 
@@ -77,26 +77,50 @@ class HSDAGPolicy(nn.Module):
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """Sample `num_samples` placements from one encoding of `obs` (a single graph).
 
-        Returns a `PolicySample` with actions (K, N) int64, log_prob (K,) (parsing choices + group devices) and
-        entropy (per-decision mean of the device choice, plus that of the parsing choice when sampled).
+        Returns a `PolicySample` with actions (K, N) int64, log_prob (K,) (parsing choices + group devices),
+        entropy (per-decision mean of the device choice, plus that of the parsing choice when sampled), the
+        parse and the group devices as ``replay``, and [mean, max] of the node embeddings (2H,) as
+        ``embedding``.
         """
+        return self._place(obs, num_samples, deterministic)
+
+    def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
+        """`taken` (an earlier ``act`` on `obs`) re-scored under the current weights: the same parse (replayed,
+        `GraphParsingPool`'s ``choices``) and the same group devices, their log-probabilities recomputed."""
+        return self._place(obs, int(taken.actions.shape[0]), taken=taken)
+
+    def _place(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
+               taken: PolicySample | None = None) -> PolicySample:
+        """``act`` (taken None: draw K placements) and ``evaluate`` (score `taken`'s decisions) in one path."""
         h, batch = self.encode(obs)
+        embedding = torch.cat([h.mean(0), h.amax(0)])
+
+        def devices(logits: torch.Tensor, num: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            """Draw (or, replaying, look up and score) one device per row of `logits`, `num` times."""
+            if taken is None:
+                return sample_categorical(logits, num, deterministic)
+            chosen = taken.replay.get("group_actions", taken.actions)
+            return (chosen, *categorical_log_prob(logits, chosen))
+
         if self.pool is None:  # ablation: every op is its own group
-            actions, log_prob, entropy = sample_categorical(self.placer(h), num_samples, deterministic)
-            return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])})
-        if deterministic or not self.stochastic_parsing:  # one parse (argmax rule) shared by all samples
-            pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
-            group_actions, log_prob, entropy = sample_categorical(self.placer(pooled.x), num_samples, deterministic)
+            actions, log_prob, entropy = devices(self.placer(h), k)
+            return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])}, embedding=embedding)
+        replayed = None if taken is None else taken.replay["choices"]
+        stochastic = taken.replay["stochastic"] if taken is not None else self.stochastic_parsing and not deterministic
+        if not stochastic:  # one parse (argmax rule) shared by all samples
+            pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
+            group_actions, log_prob, entropy = devices(self.placer(pooled.x), k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
-            return PolicySample(group_actions[:, pooled.assignment], log_prob, entropy, info)
+            replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
+            return PolicySample(group_actions[:, pooled.assignment], log_prob, entropy, info, replay, embedding)
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
-        k, n = num_samples, h.shape[0]
+        n = h.shape[0]
         copies = torch.arange(k, device=h.device)
         edges = (batch.edge_index.unsqueeze(0) + (copies * n).view(k, 1, 1)).permute(1, 0, 2).reshape(2, -1)
         attr = None if batch.edge_attr is None else batch.edge_attr.repeat(k, 1)
-        pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True)
+        pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True, choices=replayed)
         logits = self.placer(pooled.x)  # (sum of groups over the K parses, D)
-        group_actions, _, _ = sample_categorical(logits, 1)
+        group_actions = devices(logits, 1)[0] if taken is None else taken.replay["group_actions"]  # (1, sum G)
         log_p = torch.log_softmax(logits, -1)
         group_log_prob = log_p.gather(1, group_actions.T).squeeze(1)
         group_entropy = -(log_p.exp() * log_p).sum(-1)
@@ -106,4 +130,6 @@ class HSDAGPolicy(nn.Module):
         actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}
-        return PolicySample(actions, device_log_prob + pooled.log_prob, device_entropy + pooled.entropy, info)
+        replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
+        return PolicySample(actions, device_log_prob + pooled.log_prob, device_entropy + pooled.entropy, info,
+                            replay, embedding)

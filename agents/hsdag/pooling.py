@@ -56,6 +56,8 @@ class PoolResult:
         group_counts: number of groups after each merging level (the last one is G).
         log_prob: (B,) log-probability of each graph's sampled parsing choices (None when not sampled).
         entropy: (B,) mean entropy of a node's candidate choice over all levels, per graph (None when not sampled).
+        choices: the candidate each node kept, per level (`keep_best_candidates`' ``chosen``): passing them back
+            to ``forward(..., choices=...)`` replays this parse under the current weights (PPO re-scores with it).
     """
 
     assignment: Tensor
@@ -65,6 +67,7 @@ class PoolResult:
     group_counts: list[int]
     log_prob: Tensor | None = None
     entropy: Tensor | None = None
+    choices: list[Tensor] | None = None
 
     @property
     def num_groups(self) -> int:
@@ -168,8 +171,13 @@ class GraphParsingPool(nn.Module):
         return logits[: edge_index.shape[1]], logits[edge_index.shape[1]:] + self.stay_bias
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None, batch: Tensor,
-                sample: bool = False, generator: torch.Generator | None = None) -> PoolResult:
-        """Parse the graph(s) into groups; `sample` draws the candidate choices (module docstring)."""
+                sample: bool = False, generator: torch.Generator | None = None,
+                choices: list[Tensor] | None = None) -> PoolResult:
+        """Parse the graph(s) into groups; `sample` draws the candidate choices (module docstring).
+
+        `choices` (a `PoolResult.choices` of the same graphs) replays an earlier parse instead of choosing anew:
+        the groups are the same, their embeddings and (with `sample`) the choices' log-probability are computed
+        with the current weights."""
         n = x.shape[0]
         num_graphs = int(batch.max()) + 1 if n else 0
         assignment = torch.arange(n, device=x.device)
@@ -177,7 +185,8 @@ class GraphParsingPool(nn.Module):
         counts: list[int] = []
         # Per graph: summed log-probabilities and entropies of the sampled choices, and how many choices.
         log_prob = x.new_zeros(num_graphs) if sample else None
-        entropy_sum, choices = x.new_zeros(num_graphs), x.new_zeros(num_graphs)
+        entropy_sum, decisions = x.new_zeros(num_graphs), x.new_zeros(num_graphs)
+        made: list[Tensor] = []  # the candidates kept at each level (PoolResult.choices)
         level = 0
         while self.max_levels is None or level < self.max_levels:
             if edge_index.shape[1] == 0:
@@ -185,18 +194,24 @@ class GraphParsingPool(nn.Module):
             n_now, e = x.shape[0], edge_index.shape[1]
             edge_logit, self_logit = self.score_logits(x, edge_index, attr)
             logits = torch.cat([edge_logit, edge_logit, self_logit])  # one per candidate
-            if sample:  # Gumbel-max: the best candidate under perturbed logits is a softmax sample
+            if choices is not None:  # replay: the same candidates as the parse being re-scored
+                chosen = choices[level]
+                kept = torch.zeros(e, dtype=torch.bool, device=x.device)
+                kept[chosen[chosen < 2 * e] % e] = True
+            elif sample:  # Gumbel-max: the best candidate under perturbed logits is a softmax sample
                 uniform = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(1e-10, 1.0)
                 noisy = logits.detach() - torch.log(-torch.log(uniform))
                 kept, chosen = keep_best_candidates(edge_index, noisy[:e], noisy[2 * e:])
+            else:
+                kept, chosen = keep_best_candidates(edge_index, edge_logit, self_logit)
+            made.append(chosen)
+            if sample:
                 owner = _candidates(edge_index, n_now)
                 log_p = _candidate_log_softmax(logits, owner, n_now)
                 node_entropy = -scatter(log_p.exp() * log_p, owner, 0, dim_size=n_now, reduce="sum")
                 log_prob = log_prob + scatter(log_p[chosen], batch, 0, dim_size=num_graphs, reduce="sum")
                 entropy_sum = entropy_sum + scatter(node_entropy, batch, 0, dim_size=num_graphs, reduce="sum")
-                choices = choices + torch.bincount(batch, minlength=num_graphs).to(choices.dtype)
-            else:
-                kept, chosen = keep_best_candidates(edge_index, edge_logit, self_logit)
+                decisions = decisions + torch.bincount(batch, minlength=num_graphs).to(decisions.dtype)
             weight = torch.sigmoid(logits[chosen])  # the score of what each node kept
             num_groups, cluster = _components(n_now, edge_index[:, kept])
             if num_groups == n_now:  # nobody merged: parsing is finished
@@ -211,8 +226,8 @@ class GraphParsingPool(nn.Module):
             assignment = cluster[assignment]
             counts.append(num_groups)
             level += 1
-        entropy = entropy_sum / choices.clamp(min=1) if sample else None
-        return PoolResult(assignment, x, batch, level, counts, log_prob, entropy)
+        entropy = entropy_sum / decisions.clamp(min=1) if sample else None
+        return PoolResult(assignment, x, batch, level, counts, log_prob, entropy, made)
 
     @staticmethod
     def _coarsen(edge_index: Tensor, edge_attr: Tensor | None, cluster: Tensor, num_groups: int):

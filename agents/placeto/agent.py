@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.reinforce import ReinforceAgent, ReinforceConfig
+from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.reinforce import ReinforceConfig
 from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 from .policy import PlacetoPolicy
@@ -31,7 +32,7 @@ from .policy import PlacetoPolicy
 __all__ = ["PlacetoAgent"]
 
 
-class PlacetoAgent(ReinforceAgent):
+class PlacetoAgent(PolicyGradientAgent):
     """Placeto-like agent (see the module docstring).
 
     Args:
@@ -46,6 +47,8 @@ class PlacetoAgent(ReinforceAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
+        algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
+            (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
@@ -54,6 +57,7 @@ class PlacetoAgent(ReinforceAgent):
     def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
                  sweeps: int = 1, learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+                 algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu") -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
@@ -61,7 +65,8 @@ class PlacetoAgent(ReinforceAgent):
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
                                  max_grad_norm=max_grad_norm)
-        super().__init__(config, seed=seed, torch_threads=torch_threads, device=device)
+        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+                         device=device)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)
         self.learning_rate, self.entropy_coef, self.gamma = learning_rate, entropy_coef, gamma
@@ -71,7 +76,8 @@ class PlacetoAgent(ReinforceAgent):
         return dict(hidden_dim=self.hidden_dim, n_layers=self.n_layers, directed=self.directed, groups=self.groups,
                     sweeps=self.sweeps, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads)
+                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
+                    **self.algorithm_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)

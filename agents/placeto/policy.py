@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from agents.common.base import PolicySpec
 from agents.common.gnn import MLP, DirectedGNN
 from agents.common.graph_batch import obs_to_batch
-from agents.common.reinforce import PolicySample, sample_categorical
+from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
 from agents.common.sb3 import placement_input_features
 
 __all__ = ["PlacetoPolicy"]
@@ -45,8 +45,9 @@ class PlacetoPolicy(nn.Module):
         # [current node, mean over the graph, max over the graph] -> device logits
         self.head = MLP(3 * hidden_dim, hidden_dim, spec.n_devices, num_layers=2)
 
-    def logits(self, obs: Mapping[str, Any]) -> Tensor:
-        """(1, D) device logits for the current node of `obs`."""
+    def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
+        """(1, D) device logits for the current node of `obs`, and the (3H,) summary they were read from
+        ([current node, mean over the graph, max over the graph])."""
         for key in ("current_node", "visited"):
             if key not in obs:
                 raise ValueError(f"PlacetoPolicy needs the node-by-node observation (DevicePlacementNode-v0) with "
@@ -62,9 +63,16 @@ class PlacetoPolicy(nn.Module):
             raise ValueError("the observation marks no current node (the episode is over): reset the env")
         node = (h * current).sum(0) / current.sum()
         summary = torch.cat([node, h.mean(0), h.amax(0)])
-        return self.head(summary).unsqueeze(0)
+        return self.head(summary).unsqueeze(0), summary
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
-        """`num_samples` devices for the current node: actions (K,), log_prob (K,), entropy ()."""
-        actions, log_prob, entropy = sample_categorical(self.logits(obs), num_samples, deterministic)
-        return PolicySample(actions=actions[:, 0], log_prob=log_prob, entropy=entropy)
+        """`num_samples` devices for the current node: actions (K,), log_prob (K,), entropy (), embedding (3H,)."""
+        logits, summary = self.logits(obs)
+        actions, log_prob, entropy = sample_categorical(logits, num_samples, deterministic)
+        return PolicySample(actions=actions[:, 0], log_prob=log_prob, entropy=entropy, embedding=summary)
+
+    def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
+        """`taken`'s devices for the current node of `obs`, scored under the current weights."""
+        logits, summary = self.logits(obs)
+        log_prob, entropy = categorical_log_prob(logits, taken.actions.view(-1, 1))
+        return PolicySample(actions=taken.actions, log_prob=log_prob, entropy=entropy, embedding=summary)

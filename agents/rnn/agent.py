@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.reinforce import ReinforceAgent, ReinforceConfig
+from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.reinforce import ReinforceConfig
 from placement_gym.wrappers import SqrtLatencyReward
 
 from .policy import RNNPolicy
@@ -26,7 +27,7 @@ __all__ = ["RNNAgent", "REWARDS"]
 REWARDS = ("neg_sqrt_latency", "env")
 
 
-class RNNAgent(ReinforceAgent):
+class RNNAgent(PolicyGradientAgent):
     """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
 
     Args:
@@ -39,6 +40,8 @@ class RNNAgent(ReinforceAgent):
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
+        algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
+            (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
     """
 
@@ -46,7 +49,8 @@ class RNNAgent(ReinforceAgent):
 
     def __init__(self, n_groups: int = 8, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
-                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, *, seed: int | None = None,
+                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, algorithm: str = "reinforce",
+                 ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
@@ -54,7 +58,8 @@ class RNNAgent(ReinforceAgent):
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(config, seed=seed, torch_threads=torch_threads, device=device)
+        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+                         device=device)
         self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -63,7 +68,8 @@ class RNNAgent(ReinforceAgent):
         return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward,
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads)
+                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
+                    **self.algorithm_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim)

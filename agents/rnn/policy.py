@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
 from agents.common.graph_batch import obs_to_batch
-from agents.common.reinforce import PolicySample
+from agents.common.policy import PolicySample
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["RNNPolicy", "group_inputs"]
@@ -99,8 +99,21 @@ class RNNPolicy(nn.Module):
         return states[0], groups, (h[0], c[0])
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
+        """Decode K placements: actions (K, N), log_prob (K,), entropy (), the group devices (K, G) as
+        ``replay["group_actions"]`` and the encoder's final state (H,) as ``embedding``."""
+        return self._decode(obs, num_samples, deterministic)
+
+    def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
+        """`taken`'s group devices scored under the current weights (the decoder fed them, teacher-forced)."""
+        forced = taken.replay["group_actions"]
+        return self._decode(obs, int(forced.shape[0]), forced=forced)
+
+    def _decode(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
+                forced: Tensor | None = None) -> PolicySample:
+        """K decoder runs over one encoding; each group's device is drawn (or, with `forced` (K, G), given)."""
         enc, groups, (h, c) = self.encode(obs)
-        g, k = enc.shape[0], num_samples
+        embedding = h.reshape(-1)  # (H,): the encoder's final state
+        g = enc.shape[0]
         h, c = h.expand(k, -1).contiguous(), c.expand(k, -1).contiguous()
         keys = self.attn_enc(enc)  # (G, H), computed once for every decoding step
         previous = torch.full((k,), self.n_devices, dtype=torch.long, device=enc.device)
@@ -111,7 +124,12 @@ class RNNPolicy(nn.Module):
             scores = self.attn_v(torch.tanh(keys.unsqueeze(0) + self.attn_dec(h).unsqueeze(1))).squeeze(-1)  # (K, G)
             context = torch.softmax(scores, dim=-1) @ enc  # (K, H)
             log_p = torch.log_softmax(self.out(torch.cat([h, context], dim=-1)), dim=-1)  # (K, D)
-            device_t = log_p.argmax(-1) if deterministic else torch.multinomial(log_p.exp(), 1).squeeze(-1)
+            if forced is not None:
+                device_t = forced[:, t]
+            elif deterministic:
+                device_t = log_p.argmax(-1)
+            else:
+                device_t = torch.multinomial(log_p.exp(), 1).squeeze(-1)
             choices.append(device_t)
             log_probs.append(log_p.gather(1, device_t.unsqueeze(1)).squeeze(1))
             entropies.append(-(log_p.exp() * log_p).sum(-1))
@@ -122,4 +140,6 @@ class RNNPolicy(nn.Module):
             log_prob=torch.stack(log_probs, dim=1).sum(1),
             entropy=torch.stack(entropies).mean(),
             info={"n_groups": float(g)},
+            replay={"group_actions": group_devices},
+            embedding=embedding,
         )

@@ -1,0 +1,88 @@
+"""The policy contract every trained placer follows, and the vectorised categorical it samples with.
+
+A policy is an ``nn.Module`` with two methods:
+
+    act(obs, num_samples=1, deterministic=False) -> PolicySample
+        encode the observation once and draw `num_samples` actions from it, with their log-probabilities
+        (differentiable), the policy's entropy, what is needed to score the same decisions again (``replay``)
+        and a summary of the observation (``embedding``, read by a critic);
+    evaluate(obs, taken: PolicySample) -> PolicySample
+        the log-probabilities and entropy of the decisions in `taken` (an earlier ``act`` on the same
+        observation) under the policy's *current* weights. PPO needs it to compare the new policy with the one
+        that drew the samples; REINFORCE does not call it.
+
+Both trainers (`agents.common.reinforce`, `agents.common.ppo`) and every agent (HSDAG, Placeto, the RNN placer,
+Post) use these, so a policy written once trains with either algorithm.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["PolicySample", "categorical_log_prob", "sample_categorical"]
+
+
+@dataclass
+class PolicySample:
+    """What a policy's ``act`` (or ``evaluate``) returns for one observation.
+
+    Attributes:
+        actions: (K, *action_shape) int64, one action per sample (K = num_samples); for DevicePlacement-v0
+            (K, N) devices per node, for the node-by-node env (K,) devices.
+        log_prob: (K,) log-probability of each action (differentiable; sum over the action's parts).
+        entropy: () or (K,) entropy of the distribution, averaged per decision (differentiable).
+        info: extra scalars to log (e.g. ``{"n_groups": 12}``).
+        replay: the policy's own record of its decisions beyond ``actions`` (e.g. HSDAG's parsing choices and
+            per-group devices), read back by its ``evaluate``; empty when ``actions`` say it all.
+        embedding: (E,) summary of the observation the decisions were made from (a critic's input), or None.
+    """
+
+    actions: Tensor
+    log_prob: Tensor
+    entropy: Tensor
+    info: dict[str, float] = field(default_factory=dict)
+    replay: dict[str, Any] = field(default_factory=dict)
+    embedding: Tensor | None = None
+
+
+def sample_categorical(logits: Tensor, num_samples: int = 1, deterministic: bool = False,
+                       generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """Draw `num_samples` joint samples from M independent categoricals, vectorised (one op for all M, unlike
+    SB3's per-dimension `MultiCategoricalDistribution`).
+
+    Args:
+        logits: (M, D) unnormalised log-probabilities of M decisions over D choices.
+        num_samples: K.
+        deterministic: return the argmax K times.
+        generator: torch generator for the draws (default: torch's global one).
+
+    Returns:
+        actions (K, M) int64, log_prob (K,) = sum over the M decisions, entropy () = mean entropy per decision.
+    """
+    log_p = torch.log_softmax(logits, dim=-1)  # (M, D)
+    if deterministic:
+        actions = log_p.argmax(-1).expand(num_samples, -1)
+    else:
+        actions = torch.multinomial(log_p.exp(), num_samples, replacement=True, generator=generator).T  # (K, M)
+    log_prob = log_p.gather(1, actions.T).sum(0)  # (K,)
+    entropy = -(log_p.exp() * log_p).sum(-1).mean()
+    return actions.contiguous(), log_prob, entropy
+
+
+def categorical_log_prob(logits: Tensor, actions: Tensor) -> tuple[Tensor, Tensor]:
+    """Score given joint actions under M independent categoricals (`sample_categorical`'s ``evaluate`` side).
+
+    Args:
+        logits: (M, D).
+        actions: (K, M) int64.
+
+    Returns:
+        log_prob (K,) = sum over the M decisions, entropy () = mean entropy per decision.
+    """
+    log_p = torch.log_softmax(logits, dim=-1)
+    log_prob = log_p.gather(1, actions.T.to(log_p.device)).sum(0)
+    entropy = -(log_p.exp() * log_p).sum(-1).mean()
+    return log_prob, entropy

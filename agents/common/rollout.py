@@ -1,0 +1,137 @@
+"""Experience collection and advantages, shared by the REINFORCE and the PPO trainer.
+
+Two ways to collect (the trainers' ``mode``):
+
+``collect_placements`` (bandit mode; one-step envs such as `DevicePlacement-v0`, where a step is a whole
+    placement and its reward does not depend on earlier steps): K placements drawn from ONE encoding of the
+    observation, each measured (K env steps). Sampling several placements per forward pass is what keeps the
+    agent's compute per placement small.
+``collect_episode`` (episodic mode; multi-step envs such as the node-by-node `DevicePlacementNode-v0`): one
+    episode, one action per step, with its per-step rewards.
+
+``AdvantageEstimator`` turns rewards (or returns) into advantages: minus a moving-average baseline (one per
+step index in episodic mode, as Placeto) or minus a critic's values, divided by a moving RMS so the step size
+does not depend on the reward's units.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .policy import PolicySample
+from .run import RunLoop
+
+__all__ = ["AdvantageEstimator", "Decision", "collect_episode", "collect_placements", "discounted_returns"]
+
+
+@dataclass
+class Decision:
+    """One call of the policy's ``act`` and what the env answered.
+
+    Attributes:
+        obs: the observation the policy acted on.
+        sample: its `PolicySample` (K actions; log-probabilities with or without a graph, see the collectors).
+        rewards: (n,) reward of each action that was measured (n <= K: a callback may stop a run); float32 for
+            placements, float64 for episode steps (their returns are summed in full precision).
+    """
+
+    obs: Any
+    sample: PolicySample
+    rewards: Tensor
+
+
+def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, k: int,
+                       track_grad: bool = True) -> tuple[Decision, Any]:
+    """K placements from one encoding of `obs`, each measured; returns the decision and the next observation.
+
+    `track_grad`: keep the autograd graph of the log-probabilities (REINFORCE steps on it directly; PPO
+    re-scores the decisions with ``policy.evaluate`` and collects without one)."""
+    with torch.set_grad_enabled(track_grad):
+        sample = policy.act(obs, num_samples=k)
+    rewards = []
+    next_obs = obs
+    for action in sample.actions.detach().cpu().numpy():
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        rewards.append(float(reward))
+        if terminated or truncated:
+            next_obs, _ = env.reset()
+        if run.stopped:
+            break
+    r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
+    return Decision(obs, sample, r), next_obs
+
+
+def collect_episode(policy: nn.Module, run: RunLoop, env: gym.Env, track_grad: bool = True) -> list[Decision]:
+    """One episode from a fresh ``env.reset()``, one action per step, until it ends or the run does."""
+    obs, _ = env.reset()
+    steps: list[Decision] = []
+    done = False
+    while not done and not run.done:
+        with torch.set_grad_enabled(track_grad):
+            sample = policy.act(obs, num_samples=1)
+        next_obs, reward, terminated, truncated, _ = env.step(sample.actions[0].detach().cpu().numpy())
+        steps.append(Decision(obs, sample, torch.tensor([float(reward)], dtype=torch.float64)))
+        obs, done = next_obs, terminated or truncated
+    return steps
+
+
+def discounted_returns(rewards: "list[float] | np.ndarray", gamma: float) -> Tensor:
+    """(T,) G_t = sum_{t' >= t} gamma^(t' - t) r_t'."""
+    returns = np.zeros(len(rewards))
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + gamma * running
+        returns[t] = running
+    return torch.as_tensor(returns, dtype=torch.float32)
+
+
+class AdvantageEstimator:
+    """(r - b) / scale, with b a moving-average baseline (per step index `slot` in episodic mode) or given
+    values (a critic's), and scale a moving RMS of (r - b).
+
+    Args:
+        baseline: subtract the moving average (False: raw rewards, as the HSDAG authors' code).
+        decay: the moving averages' decay.
+        normalize: divide by the moving RMS.
+
+    The running statistics persist across calls (and `learn` calls), so training can be resumed.
+    """
+
+    def __init__(self, baseline: bool = True, decay: float = 0.9, normalize: bool = True) -> None:
+        self.use_baseline, self.decay, self.normalize = baseline, decay, normalize
+        self.baseline: float | None = None          # bandit: moving average of the reward
+        self.step_baselines: list[float] = []       # episodic: moving average of the return at each step index
+        self.mean_square: float | None = None       # moving average of (r - b)**2
+
+    def __call__(self, r: Tensor, slot: int | None = None, values: Tensor | None = None) -> Tensor:
+        """Advantages of the rewards `r` (K,). The first batch initialises the baseline with its own mean."""
+        if values is not None:
+            centred = r - values
+        elif self.use_baseline:
+            centred = r - self._update_baseline(float(r.mean()), slot)
+        else:
+            centred = r
+        if not self.normalize:
+            return centred
+        sq = float((centred ** 2).mean())
+        self.mean_square = sq if self.mean_square is None else self.decay * self.mean_square + (1 - self.decay) * sq
+        return centred / (math.sqrt(self.mean_square) + 1e-8)
+
+    def _update_baseline(self, mean: float, slot: int | None) -> float:
+        """The baseline before this batch (this batch's mean on the first one), then fold the batch in."""
+        if slot is None:
+            b = mean if self.baseline is None else self.baseline
+            self.baseline = self.decay * b + (1 - self.decay) * mean
+            return b
+        while len(self.step_baselines) <= slot:
+            self.step_baselines.append(math.nan)
+        previous = self.step_baselines[slot]
+        b = mean if math.isnan(previous) else previous
+        self.step_baselines[slot] = self.decay * b + (1 - self.decay) * mean
+        return b

@@ -60,6 +60,7 @@ AGENTS: dict[str, AgentEntry] = {
     "hsdag": AgentEntry("agents.hsdag:HSDAGAgent", "the paper's method: GNN + graph-parsing pooling + placer"),
     "placeto": AgentEntry("agents.placeto:PlacetoAgent", "node-by-node re-placement with message passing"),
     "rnn": AgentEntry("agents.rnn:RNNAgent", "Mirhoseini et al.'s seq2seq LSTM placer"),
+    "post": AgentEntry("agents.post:PostAgent", "Post: per-group softmax placements, PPO + cross-entropy on elites"),
     "ppo": AgentEntry("agents.ppo:PPOAgent", "Stable-Baselines3 PPO with the graph policy"),
     "ppo-node": AgentEntry("agents.ppo:PPONodeAgent", "the same on the node-by-node env"),
     "optimal": AgentEntry("agents.baselines:ExactOptimum", "exact optimum of the simulated cost model (MILP)"),

@@ -43,12 +43,15 @@ class PolicySpec:
         edge_features: Fe, width of ``obs["edge_features"]`` (0 if absent).
         n_devices: D, devices an op can be placed on.
         feature_families: the node-feature families F was built from (None if unknown).
+        n_ops: N, ops of the env's graph (the most, for a padded multi-graph observation); only policies with
+            parameters per op (Post) are built for it, the others serve any graph.
     """
 
     node_features: int
     edge_features: int
     n_devices: int
     feature_families: tuple[str, ...] | None = None
+    n_ops: int | None = None
 
     @classmethod
     def from_env(cls, env, expected_families: "tuple[str, ...] | None" = None) -> "PolicySpec":
@@ -73,7 +76,7 @@ class PolicySpec:
                 f"this agent expects node features {tuple(expected_families)} but the env observes {families}; "
                 f"create the env with features={tuple(expected_families)!r}"
             )
-        return cls(f, fe, d, families)
+        return cls(f, fe, d, families, int(obs_space["node_features"].shape[-2]))
 
 
 class BaseAgent(RunAgent):

@@ -12,11 +12,12 @@ from dataclasses import asdict, fields
 from typing import Any, Mapping
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from .base import BaseAgent, PolicySpec
 from .ppo import PPOConfig, PPOTrainer
-from .reinforce import ReinforceConfig, ReinforceTrainer
+from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
 __all__ = ["ALGORITHMS", "PolicyGradientAgent"]
@@ -64,17 +65,54 @@ class PolicyGradientAgent(BaseAgent):
         return self.trainer_config
 
     def algorithm_options(self) -> dict[str, Any]:
-        """The constructor arguments that pick the trainer (for `hyperparameters`)."""
-        return {"algorithm": self.algorithm, "ppo": dict(self.ppo)}
+        """The constructor arguments that pick the trainer and the convergence aids (for `hyperparameters`)."""
+        c = self.trainer_config
+        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), "imitation_coef": c.imitation_coef,
+                "elites": c.elites, "distill_steps": c.distill_steps}
 
     def agent_env(self, env: gym.Env) -> gym.Env:
         """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
         return env
 
+    def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
+        """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
+        trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
+        return trainer_cls(policy, self.trainer_config, imitate=self.imitate)
+
+    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+        """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``
+        would on the run's graph (differentiable): the self-imitation term's (``imitation_coef``). Here the
+        policy's ``placement_log_prob(obs, placement)``; agents whose placement is built step by step override
+        it (Placeto)."""
+        scorer = getattr(self.policy, "placement_log_prob", None)
+        if scorer is None:
+            raise ValueError(f"{type(self.policy).__name__} has no placement_log_prob(obs, placement): "
+                             "imitation_coef > 0 is not available for this policy")
+        return scorer(self.imitation_obs, placement)
+
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
+        # What `predict` sees when the run ends: the graph with the reference placement (`RunLoop.finish`).
+        base = run.env.unwrapped
+        self.imitation_obs = {**base.observation(), "placement": base.reference_placement.copy()}
         if self.trainer is None:
-            trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
-            self.trainer = trainer_cls(policy, self.trainer_config)
+            self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
+        self.distill(run.best_placement, self.trainer_config.distill_steps)
+
+    def distill(self, placement: np.ndarray | None, max_steps: int) -> int:
+        """Fit the policy to `placement` (the run's best): gradient steps on ``-imitate(placement)`` until
+        ``predict`` returns it, at most `max_steps`; returns the steps taken. Measures nothing: the search is
+        over, this makes the policy's own placement the one its search found (``distill_steps``)."""
+        if placement is None or max_steps == 0:
+            return 0
+        self.distilled_steps = 0
+        for _ in range(max_steps):
+            self.policy.train()
+            if np.array_equal(self.predict(self.imitation_obs), placement):
+                break
+            apply_gradients(self.trainer.optimizer, self.policy.parameters(), -self.imitate(placement),
+                            self.trainer_config.max_grad_norm)
+            self.distilled_steps += 1
+        return self.distilled_steps

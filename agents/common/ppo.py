@@ -14,7 +14,8 @@ Proximal Policy Optimisation (Schulman et al., 2017) in the form SB3 and CleanRL
    ``-min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)`` with rho = p_new(a) / p_old(a) (`clipped_surrogate`),
    minus `entropy_coef` x entropy, gradient norm clipped to `max_grad_norm`; the critic regresses on the
    rewards/returns. The epochs stop early once the approximate KL between the collecting and the current
-   policy exceeds 1.5 x `target_kl` (SB3's rule).
+   policy exceeds 1.5 x `target_kl` (SB3's rule). With ``imitation_coef > 0`` every step also imitates the
+   run's elite placements (`agents.common.reinforce.imitation_loss`), as the REINFORCE trainer does.
 
 With ``n_epochs=1`` and one minibatch the update is REINFORCE's (rho = 1 on the only step). The critic reads a
 detached embedding and has its own optimiser, so it never pulls the policy's encoder; it is part of the trainer
@@ -32,8 +33,8 @@ import torch
 from torch import Tensor, nn
 
 from .gnn import MLP
-from .reinforce import ReinforceConfig, apply_gradients
-from .rollout import AdvantageEstimator, Decision, collect_episode, collect_placements, discounted_returns
+from .reinforce import Imitate, ReinforceConfig, apply_gradients, imitation_loss
+from .rollout import AdvantageEstimator, Decision, EliteSet, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
 __all__ = ["PPOConfig", "PPOTrainer", "clipped_surrogate"]
@@ -110,10 +111,11 @@ class PPOTrainer:
     Args:
         policy: the policy module.
         config: `PPOConfig` (defaults if None).
+        imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
     """
 
-    def __init__(self, policy: nn.Module, config: PPOConfig | None = None) -> None:
-        self.policy = policy
+    def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None) -> None:
+        self.policy, self.imitate = policy, imitate
         self.config = config or PPOConfig()
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
@@ -121,6 +123,7 @@ class PPOTrainer:
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
         self.advantages = AdvantageEstimator(self.config.baseline, self.config.baseline_decay,
                                              self.config.normalize_advantage)
+        self.elites = EliteSet(self.config.elites if self.config.imitation_coef > 0 else 0)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 
@@ -137,10 +140,13 @@ class PPOTrainer:
                 decision, obs = collect_placements(self.policy, run, env, obs,
                                                    min(self.config.samples_per_update, run.remaining), track_grad=False)
                 episodes = [[decision]]
+                self.elites.offer([decision])
             else:
                 episodes = [collect_episode(self.policy, run, env, track_grad=False)
                             for _ in range(self.config.episodes_per_update) if not run.done]
                 episodes = [steps for steps in episodes if steps]
+                for steps in episodes:
+                    self.elites.offer(steps)
                 if not episodes:
                     break
             decisions = [d for steps in episodes for d in steps]
@@ -154,7 +160,11 @@ class PPOTrainer:
             else:
                 totals = [float(sum(float(d.rewards.sum()) for d in steps)) for steps in episodes]
                 stats.update(reward_mean=float(np.mean(totals)), reward_max=float(np.max(totals)))
+            self.after_update(decisions, stats)
             run.record_update(stats)
+
+    def after_update(self, decisions: list[Decision], stats: dict) -> None:
+        """Called after every rollout's update (subclasses: Post's cross-entropy step); may add to `stats`."""
 
     # ------------------------------------------------------------------------------------- advantages
     def _values(self, decision: Decision) -> Tensor | None:
@@ -222,7 +232,7 @@ class PPOTrainer:
                 if cfg.target_kl is not None and diagnostics["approx_kl"] > 1.5 * cfg.target_kl:
                     stop = True  # the policy moved far enough from the one that collected: keep the rest for later
                     break
-                loss = policy_loss - cfg.entropy_coef * entropy
+                loss = policy_loss - cfg.entropy_coef * entropy + imitation_loss(self.imitate, self.elites, cfg)
                 grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, cfg.max_grad_norm)
                 self._fit_critic(decisions, units, targets, index)
                 for key, value in {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),

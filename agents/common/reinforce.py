@@ -18,7 +18,16 @@ Both modes use (each switchable, for ablations):
     normalize_advantage divide advantages by a moving RMS of (r - b), so the step size does not depend on the
                         reward's units;
     entropy_coef        bonus on the policy's (per-decision) entropy; 0 = none, as the HSDAG code;
-    max_grad_norm       gradient-norm clipping (None = off).
+    max_grad_norm       gradient-norm clipping (None = off);
+    imitation_coef      weight of a self-imitation term, ``-log p(elite placement)`` (per decision) averaged
+                        over the `elites` fastest placements measured so far (`agents.common.rollout.EliteSet`);
+                        0 = off (the papers' methods). It makes the policy's own (deterministic) placement
+                        converge to what its sampling found, which a policy-gradient step alone does not: a rare
+                        fast sample moves the policy by one step, the many slow ones around it by many. The
+                        agent supplies ``imitate(placement) -> log-likelihood`` (`PolicyGradientAgent.imitate`);
+    distill_steps       after the budget is spent, at most this many gradient steps of ``-imitate(best
+                        placement)`` until the policy's own placement is the run's best one (no placement is
+                        measured; `PolicyGradientAgent.distill`); 0 = off.
 
 The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
 callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the trainer steps.
@@ -26,7 +35,7 @@ callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -34,10 +43,10 @@ import torch
 from torch import Tensor, nn
 
 from .policy import PolicySample, sample_categorical
-from .rollout import AdvantageEstimator, collect_episode, collect_placements, discounted_returns
+from .rollout import AdvantageEstimator, EliteSet, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
-__all__ = ["PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "sample_categorical"]
+__all__ = ["PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -54,6 +63,9 @@ class ReinforceConfig:
     normalize_advantage: bool = True
     entropy_coef: float = 0.01
     max_grad_norm: float | None = 1.0
+    imitation_coef: float = 0.0
+    elites: int = 4
+    distill_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -66,6 +78,25 @@ class ReinforceConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.entropy_coef < 0:
             raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
+        if self.distill_steps < 0:
+            raise ValueError(f"distill_steps must be >= 0, got {self.distill_steps}")
+        if self.imitation_coef < 0 or self.elites < 1:
+            raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
+
+
+#: ``imitate(placement (N,) int64) -> ()``: the log-likelihood, per decision, that the current policy produces
+#: the placement (differentiable); see `PolicyGradientAgent.imitate`.
+Imitate = Callable[[np.ndarray], Tensor]
+
+
+def imitation_loss(imitate: Imitate | None, elites: EliteSet, config: ReinforceConfig) -> Tensor | float:
+    """The self-imitation term of the loss: ``-imitation_coef * mean log p(elite placement)`` (0 when off or
+    while no placement was measured)."""
+    if config.imitation_coef == 0 or not elites.members:
+        return 0.0
+    if imitate is None:
+        raise ValueError("imitation_coef > 0 needs the agent's imitate(placement) (PolicyGradientAgent.imitate)")
+    return -config.imitation_coef * torch.stack([imitate(p) for p in elites.placements]).mean()
 
 
 def apply_gradients(optimizer: torch.optim.Optimizer, parameters, loss: Tensor, max_grad_norm: float | None) -> float:
@@ -87,16 +118,18 @@ class ReinforceTrainer:
         policy: module with ``act(obs, num_samples, deterministic) -> PolicySample``.
         config: `ReinforceConfig` (defaults if None).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
+        imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
-                 optimizer: torch.optim.Optimizer | None = None) -> None:
-        self.policy = policy
+                 optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None) -> None:
+        self.policy, self.imitate = policy, imitate
         self.config = config or ReinforceConfig()
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
         # Baselines and scale persist across `train` calls, so training can be resumed.
         self.advantages = AdvantageEstimator(self.config.baseline, self.config.baseline_decay,
                                              self.config.normalize_advantage)
+        self.elites = EliteSet(self.config.elites if self.config.imitation_coef > 0 else 0)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
@@ -115,6 +148,7 @@ class ReinforceTrainer:
         """K placements from one encoding of `obs`, K env steps, one gradient step."""
         decision, next_obs = collect_placements(self.policy, run, env, obs, min(self.config.samples_per_update, run.remaining))
         r, sample = decision.rewards, decision.sample
+        self.elites.offer([decision])
         stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r), sample.entropy)
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
         return next_obs, stats
@@ -126,6 +160,7 @@ class ReinforceTrainer:
             if run.done:
                 break
             steps = collect_episode(self.policy, run, env)
+            self.elites.offer(steps)
             rewards = [float(step.rewards[0]) for step in steps]
             g = discounted_returns(rewards, self.config.gamma)
             advantages += [self.advantages(g[t:t + 1], slot=t)[0] for t in range(len(g))]
@@ -142,7 +177,7 @@ class ReinforceTrainer:
     def _gradient_step(self, log_prob: Tensor, advantage: Tensor, entropy: Tensor) -> dict:
         policy_loss = -(advantage.detach() * log_prob).mean()
         entropy_term = entropy.mean()
-        loss = policy_loss - self.config.entropy_coef * entropy_term
+        loss = policy_loss - self.config.entropy_coef * entropy_term + imitation_loss(self.imitate, self.elites, self.config)
         grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, self.config.max_grad_norm)
         baseline = self.advantages.baseline
         return {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),

@@ -12,11 +12,15 @@ Two ways to collect (the trainers' ``mode``):
 ``AdvantageEstimator`` turns rewards (or returns) into advantages: minus a moving-average baseline (one per
 step index in episodic mode, as Placeto) or minus a critic's values, divided by a moving RMS so the step size
 does not depend on the reward's units.
+
+``EliteSet`` keeps the fastest placements measured so far: what the imitation term both trainers can add
+imitates (``imitation_coef``: the policy learns to produce the run's elite placements itself, so it ends on
+what its search found), and the elites of Post's cross-entropy step.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -27,7 +31,7 @@ from torch import Tensor, nn
 from .policy import PolicySample
 from .run import RunLoop
 
-__all__ = ["AdvantageEstimator", "Decision", "collect_episode", "collect_placements", "discounted_returns"]
+__all__ = ["AdvantageEstimator", "Decision", "EliteSet", "collect_episode", "collect_placements", "discounted_returns"]
 
 
 @dataclass
@@ -39,11 +43,15 @@ class Decision:
         sample: its `PolicySample` (K actions; log-probabilities with or without a graph, see the collectors).
         rewards: (n,) reward of each action that was measured (n <= K: a callback may stop a run); float32 for
             placements, float64 for episode steps (their returns are summed in full precision).
+        latencies: (n,) the drift-corrected latency (s) of the placement each action led to.
+        placements: (n,) those placements ((N,) int64 each).
     """
 
     obs: Any
     sample: PolicySample
     rewards: Tensor
+    latencies: list[float] = field(default_factory=list)
+    placements: list[np.ndarray] = field(default_factory=list)
 
 
 def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, k: int,
@@ -54,17 +62,19 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
     re-scores the decisions with ``policy.evaluate`` and collects without one)."""
     with torch.set_grad_enabled(track_grad):
         sample = policy.act(obs, num_samples=k)
-    rewards = []
+    rewards, latencies, placements = [], [], []
     next_obs = obs
     for action in sample.actions.detach().cpu().numpy():
-        next_obs, reward, terminated, truncated, _ = env.step(action)
+        next_obs, reward, terminated, truncated, info = env.step(action)
         rewards.append(float(reward))
+        latencies.append(float(info["latency_corrected_s"]))
+        placements.append(np.asarray(info["placement"]))
         if terminated or truncated:
             next_obs, _ = env.reset()
         if run.stopped:
             break
     r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
-    return Decision(obs, sample, r), next_obs
+    return Decision(obs, sample, r, latencies, placements), next_obs
 
 
 def collect_episode(policy: nn.Module, run: RunLoop, env: gym.Env, track_grad: bool = True) -> list[Decision]:
@@ -75,8 +85,9 @@ def collect_episode(policy: nn.Module, run: RunLoop, env: gym.Env, track_grad: b
     while not done and not run.done:
         with torch.set_grad_enabled(track_grad):
             sample = policy.act(obs, num_samples=1)
-        next_obs, reward, terminated, truncated, _ = env.step(sample.actions[0].detach().cpu().numpy())
-        steps.append(Decision(obs, sample, torch.tensor([float(reward)], dtype=torch.float64)))
+        next_obs, reward, terminated, truncated, info = env.step(sample.actions[0].detach().cpu().numpy())
+        steps.append(Decision(obs, sample, torch.tensor([float(reward)], dtype=torch.float64),
+                              [float(info["latency_corrected_s"])], [np.asarray(info["placement"])]))
         obs, done = next_obs, terminated or truncated
     return steps
 
@@ -135,3 +146,43 @@ class AdvantageEstimator:
         b = mean if math.isnan(previous) else previous
         self.step_baselines[slot] = self.decay * b + (1 - self.decay) * mean
         return b
+
+
+class EliteSet:
+    """The `size` fastest distinct placements measured so far (every placement a collected action led to).
+
+    Args:
+        size: how many placements to keep (0: none).
+    """
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"the elite set's size must be >= 0, got {size}")
+        self.size = size
+        self.members: list[tuple[float, bytes, np.ndarray]] = []  # (latency, key, placement), fastest first
+
+    def offer(self, decisions: list[Decision]) -> None:
+        """Every placement measured by `decisions` is a candidate."""
+        for decision in decisions:
+            for latency, placement in zip(decision.latencies, decision.placements):
+                self._offer(latency, placement)
+
+    def _offer(self, latency: float, placement: np.ndarray) -> None:
+        if self.size == 0 or not math.isfinite(latency):
+            return
+        if len(self.members) == self.size and latency >= self.members[-1][0]:
+            return
+        key = np.ascontiguousarray(placement).tobytes()
+        if any(key == k for _, k, _ in self.members):
+            return
+        self.members.append((latency, key, np.array(placement, dtype=np.int64)))
+        self.members.sort(key=lambda member: member[0])
+        del self.members[self.size:]
+
+    @property
+    def latencies(self) -> list[float]:
+        return [latency for latency, _, _ in self.members]
+
+    @property
+    def placements(self) -> list[np.ndarray]:
+        return [placement for _, _, placement in self.members]

@@ -62,14 +62,21 @@ def n_devices_of(observation_space: spaces.Dict) -> int:
 
 def placement_input_features(batch, obs: dict, n_devices: int) -> Tensor:
     """(sumN, F + D [+ 2]) the node features a placement policy reads: the env's features, the one-hot current
-    device, and for the node-by-node variant the ``current_node`` and ``visited`` marks.
+    device (node by node: of the visited ops only), and for the node-by-node variant the ``current_node`` and
+    ``visited`` marks.
 
     `batch` is the `GraphBatch` of `obs` (`agents.common.graph_batch.obs_to_batch`); extra per-node keys are
     flattened the same way (padded nodes dropped with ``node_mask``).
     """
     parts = [batch.x]
     if batch.placement is not None:
-        parts.append(nn.functional.one_hot(batch.placement.clamp(0, n_devices - 1), n_devices).float())
+        device = nn.functional.one_hot(batch.placement.clamp(0, n_devices - 1), n_devices).float()
+        if "visited" in obs:
+            # Node by node, only the devices this episode chose are shown; the ops not visited yet read "no
+            # device", whatever the episode's start placement put there. So the decisions cannot depend on the
+            # start (which would favour whichever device it uses), and ``predict`` is the same from any start.
+            device = device * _per_node(obs, "visited", batch.x.device).unsqueeze(-1)
+        parts.append(device)
     for key in ("current_node", "visited"):
         if key in obs:
             parts.append(_per_node(obs, key, batch.x.device).unsqueeze(-1))

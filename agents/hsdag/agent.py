@@ -85,12 +85,15 @@ class HSDAGAgent(PolicyGradientAgent):
         stochastic_parsing: sample the parsing choices while training so the reward trains the grouping
             (default False: the paper's argmax rule throughout; see above).
         stay_bias: initial learned bias of the pooling's no-merge (self-loop) logits.
+        refine: per-op refinement after the group placer (`HSDAGPolicy`: an op may override its group's device).
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
         output_shape, node_id, structure, cost: feature-family switches (ablations).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
+        imitation_coef, elites, distill_steps: self-imitation of the run's fastest placements and the final
+            distillation of the best one into the policy (`ReinforceConfig`; our additions, see below).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
@@ -108,6 +111,7 @@ class HSDAGAgent(PolicyGradientAgent):
         max_levels: int | None = 3,
         stochastic_parsing: bool = False,
         stay_bias: float = 0.0,
+        refine: bool = True,
         directed: bool = True,
         use_edge_features: bool = True,
         output_shape: bool = True,
@@ -121,6 +125,9 @@ class HSDAGAgent(PolicyGradientAgent):
         entropy_coef: float = 0.05,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
+        imitation_coef: float = 0.0,
+        elites: int = 4,
+        distill_steps: int = 1000,
         algorithm: str = "reinforce",
         ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
@@ -130,12 +137,12 @@ class HSDAGAgent(PolicyGradientAgent):
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
-            max_grad_norm=max_grad_norm,
+            max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
-                            max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
+                            max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
                             directed=directed, use_edge_features=use_edge_features)
         self.feature_switches = dict(output_shape=output_shape, node_id=node_id, structure=structure, cost=cost)
         #: The env's node features for this agent (instance attribute: the ablation switches change it).

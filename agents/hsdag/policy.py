@@ -11,17 +11,25 @@ and its log-probability is that of its parsing choices plus that of its devices.
 parses with the paper's argmax rule and takes each group's most likely device.
 
 Without pooling (ablation) the placer reads every node embedding and places nodes independently.
+
+Per-op refinement (``refine=True``; our addition, switchable; `agents.common.refine.OpRefiner`): a group's
+device goes to all its ops unless an op *overrides* it with a learned, initially tiny, probability. Groups come
+from the parse, which knows nothing of where the best cut lies; without this stage a placement that splits a
+group (e.g. "the last 33 ops of ResNet on the CPU" when the tail shares a group with earlier ops) is out of the
+policy's reach, however long it trains.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 from torch import nn
 from torch_geometric.utils import scatter
 
 from agents.common.base import PolicySpec
 from agents.common.gnn import MLP, DirectedGNN
+from agents.common.refine import OpRefiner
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
 
@@ -43,11 +51,14 @@ class HSDAGPolicy(nn.Module):
         use_edge_features: feed the tensor sizes on the edges to the encoder and the edge scorer.
         stochastic_parsing: sample the parsing choices while training (False: the paper's argmax rule always).
         stay_bias: initial learned bias on the self-loop (no-merge) logits of the pooling.
+        refine: add the per-op refinement stage (module docstring).
+        override_bias: initial logit of an op overriding its group's device (`OpRefiner`).
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
-                 stochastic_parsing: bool = False, stay_bias: float = 0.0) -> None:
+                 stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
+                 override_bias: float = -8.0) -> None:
         super().__init__()
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
@@ -60,6 +71,7 @@ class HSDAGPolicy(nn.Module):
         # would reach the encoder and the pooling on the first update).
         nn.init.normal_(self.placer[-1].weight, std=0.01)
         nn.init.zeros_(self.placer[-1].bias)
+        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.n_devices, override_bias) if refine else None
 
     def encode(self, obs: Mapping[str, Any]):
         """Node embeddings h (N, H) and the `GraphBatch` they came from."""
@@ -89,6 +101,25 @@ class HSDAGPolicy(nn.Module):
         `GraphParsingPool`'s ``choices``) and the same group devices, their log-probabilities recomputed."""
         return self._place(obs, int(taken.actions.shape[0]), taken=taken)
 
+    def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> torch.Tensor:
+        """() log-likelihood, per decision, that the policy places `placement` (N,) under its *current* argmax
+        parse (the one ``predict`` uses): each op's device scored by its group's distribution, averaged within
+        the group, then over the groups. What the self-imitation term raises (``imitation_coef``)."""
+        h, batch = self.encode(obs)
+        target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=h.device)
+        if self.pool is None:
+            return torch.log_softmax(self.placer(h), -1).gather(1, target.view(-1, 1)).mean()
+        pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
+        group_log_p = torch.log_softmax(self.placer(pooled.x), -1)  # (G, D)
+        if self.refiner is None:
+            per_op = group_log_p[pooled.assignment, target]  # (N,)
+            return scatter(per_op, pooled.assignment, 0, dim_size=pooled.num_groups, reduce="mean").mean()
+        # With refinement: each group's most common device, then every op's device given it.
+        votes = torch.zeros_like(group_log_p).index_put_((pooled.assignment, target), torch.ones_like(target, dtype=group_log_p.dtype), accumulate=True)
+        majority = votes.argmax(-1)  # (G,)
+        return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
+                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target))
+
     def _place(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
                taken: PolicySample | None = None) -> PolicySample:
         """``act`` (taken None: draw K placements) and ``evaluate`` (score `taken`'s decisions) in one path."""
@@ -112,7 +143,11 @@ class HSDAGPolicy(nn.Module):
             group_actions, log_prob, entropy = devices(self.placer(pooled.x), k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
-            return PolicySample(group_actions[:, pooled.assignment], log_prob, entropy, info, replay, embedding)
+            actions = group_actions[:, pooled.assignment]
+            if self.refiner is not None:
+                actions, op_log_prob = self.refiner(h, actions, deterministic, None if taken is None else taken.actions)
+                log_prob = log_prob + op_log_prob
+            return PolicySample(actions, log_prob, entropy, info, replay, embedding)
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
         n = h.shape[0]
         copies = torch.arange(k, device=h.device)
@@ -128,8 +163,11 @@ class HSDAGPolicy(nn.Module):
         device_log_prob = scatter(group_log_prob, pooled.batch, 0, dim_size=k, reduce="sum")
         device_entropy = scatter(group_entropy, pooled.batch, 0, dim_size=k, reduce="sum") / n_groups
         actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
+        log_prob = device_log_prob + pooled.log_prob
+        if self.refiner is not None:
+            actions, op_log_prob = self.refiner(h, actions, False, None if taken is None else taken.actions)
+            log_prob = log_prob + op_log_prob
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}
         replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
-        return PolicySample(actions, device_log_prob + pooled.log_prob, device_entropy + pooled.entropy, info,
-                            replay, embedding)
+        return PolicySample(actions, log_prob, device_entropy + pooled.entropy, info, replay, embedding)

@@ -9,11 +9,12 @@
 Every step re-places one node and measures the new placement, so the budget (placements measured) buys
 ``budget / n_nodes`` episodes: with 500 placements, one node per op would not even finish one episode on BERT
 (376 ops). ``groups`` therefore cuts the topological order into that many contiguous groups of ops that move
-together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops. Starting
-every episode from the reference placement (all ops on device 0) and moving one contiguous group at a time
-also lets it find moves that sampling each op independently cannot, e.g. "the first 33 ops of ResNet on the
-CPU" (the optimum on the simulated paper profile). Rewards are per-step latency improvements; the trainer's baseline is per step index, a moving
-average over earlier episodes, as in Placeto.
+together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops.
+Episodes start from a uniformly random placement (``start="random"``; Placeto started from a reference
+placement, here everything on device 0, which made results depend on the order the devices are listed in:
++74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model), and the policy sees only the devices
+of the nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
+step index, a moving average over earlier episodes, as in Placeto.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import torch
 from agents.common.base import PolicySpec
 from agents.common.policy_gradient import PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
-from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
+from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 from .policy import PlacetoPolicy
 
@@ -40,6 +41,11 @@ class PlacetoAgent(PolicyGradientAgent):
         groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
             of ops) or None (every op is a node).
         sweeps: visits of every node per episode.
+        start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
+            device per node, a placement that favours no device; one extra placement measured per episode) or
+            ``"reference"`` (every op on device 0, Placeto's choice, which makes the result depend on the
+            order the devices are listed in). The policy never sees the start devices of the nodes it has not
+            placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not depend on it.
         gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
             step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
             the next moves make of it (e.g. a cut that the next group's move removes). With gamma 1 every step
@@ -47,6 +53,7 @@ class PlacetoAgent(PolicyGradientAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
+        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
@@ -55,8 +62,9 @@ class PlacetoAgent(PolicyGradientAgent):
     name = "placeto"
 
     def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
-                 sweeps: int = 1, learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
+                 sweeps: int = 1, start: str = "random", learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+                 imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu") -> None:
@@ -64,17 +72,20 @@ class PlacetoAgent(PolicyGradientAgent):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
-                                 max_grad_norm=max_grad_norm)
+                                 max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
+                                 distill_steps=distill_steps)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
-        self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+        self.groups, self.sweeps, self.start = None if groups is None else int(groups), int(sweeps), start
         self.learning_rate, self.entropy_coef, self.gamma = learning_rate, entropy_coef, gamma
         self.episodes_per_update, self.baseline_decay, self.max_grad_norm = episodes_per_update, baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(hidden_dim=self.hidden_dim, n_layers=self.n_layers, directed=self.directed, groups=self.groups,
-                    sweeps=self.sweeps, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
+                    sweeps=self.sweeps, start=self.start, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
                     **self.algorithm_options())
@@ -94,7 +105,24 @@ class PlacetoAgent(PolicyGradientAgent):
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self.node_groups(env.unwrapped.graph.n_ops), sweeps=self.sweeps)
+        return NodePlacementWrapper(env, groups=self.node_groups(env.unwrapped.graph.n_ops), sweeps=self.sweeps,
+                                    start=self.start)
+
+    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+        """() mean log-probability of the steps that build `placement` the way ``predict`` builds one (every
+        group in order from the reference placement, each given the device most of its ops have in
+        `placement`): the self-imitation term's (``imitation_coef``)."""
+        log_probs = []
+
+        def choose(node_obs) -> int:
+            logits, _ = self.policy.logits(node_obs)
+            mask = node_obs["current_node"] > 0
+            target = int(np.bincount(placement[mask], minlength=logits.shape[-1]).argmax())
+            log_probs.append(torch.log_softmax(logits[0], -1)[target])
+            return target
+
+        place_node_by_node(self.imitation_obs, self.node_groups(len(placement)), choose, self.sweeps)
+        return torch.stack(log_probs).mean()
 
     # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:

@@ -31,7 +31,7 @@ from agents.common.checkpoint import (
 )
 from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
-from placement_gym.wrappers import NodePlacementWrapper, contiguous_groups, place_node_by_node
+from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
 
@@ -251,6 +251,8 @@ class PPOAgent(SB3Agent):
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
+        start: node-by-node only: where episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours no
+            device, ``"reference"`` starts from everything on device 0).
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
     """
 
@@ -261,7 +263,7 @@ class PPOAgent(SB3Agent):
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
                  entropy_per_node: bool = True, action_groups: int | None = 16, greedy_final: bool = True,
-                 node_groups: int | None = None, *, seed: int | None = None, torch_threads: int | None = 1,
+                 node_groups: int | None = None, start: str = "random", *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu") -> None:
         super().__init__(seed=seed, torch_threads=torch_threads)
         if n_steps < 1 or batch_size < 1:
@@ -275,11 +277,14 @@ class PPOAgent(SB3Agent):
         if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
             raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
         self.node_groups = None if node_groups is None else int(node_groups)
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+        self.start = start
         self.device = torch.device(device)
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
-                    node_groups=self.node_groups, seed=self.seed, torch_threads=self.torch_threads)
+                    node_groups=self.node_groups, start=self.start, seed=self.seed, torch_threads=self.torch_threads)
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -303,7 +308,7 @@ class PPOAgent(SB3Agent):
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self._groups(env.unwrapped.graph.n_ops))
+        return NodePlacementWrapper(env, groups=self._groups(env.unwrapped.graph.n_ops), start=self.start)
 
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Whole-placement env: the last placement of the budget is kept for the policy's own (greedy)

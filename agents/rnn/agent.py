@@ -37,9 +37,12 @@ class RNNAgent(PolicyGradientAgent):
             and Inception (12.08 vs 12.36 ms) for every seed, G=16 for 2 of 3 seeds, G=32 (the hierarchical
             planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
         hidden_dim: LSTM width.
+        refine: per-op refinement after the group decoder (`agents.common.refine.OpRefiner`): single ops may
+            leave their group's device, so placements that split a group are within reach.
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
+        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
@@ -47,9 +50,10 @@ class RNNAgent(PolicyGradientAgent):
 
     name = "rnn"
 
-    def __init__(self, n_groups: int = 8, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
+    def __init__(self, n_groups: int = 8, hidden_dim: int = 64, refine: bool = True, reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
-                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, algorithm: str = "reinforce",
+                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.0,
+                 elites: int = 4, distill_steps: int = 1000, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
         if reward not in REWARDS:
@@ -57,22 +61,23 @@ class RNNAgent(PolicyGradientAgent):
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
-                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
+                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
+                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device)
-        self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
+        self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward,
+        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, refine=self.refine, reward=self.reward,
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
                     **self.algorithm_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
-        return RNNPolicy(spec, self.n_groups, self.hidden_dim)
+        return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine)
 
     def agent_env(self, env):
         """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from agents.common.base import PolicySpec
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample
+from agents.common.refine import OpRefiner
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["RNNPolicy", "group_inputs"]
@@ -59,12 +60,14 @@ class RNNPolicy(nn.Module):
         n_groups: G, the number of op groups (at most the number of ops of the graph).
         hidden_dim: LSTM and embedding width H.
 
+    refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
+
     ``act(obs, K)`` decodes K placements in parallel (a batch of K decoder runs over the same encoding) and
     returns actions (K, N) (each op takes its group's device), the summed log-probability of the G decisions
     (K,) and the mean entropy per decision ().
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64) -> None:
+    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False) -> None:
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
@@ -77,6 +80,9 @@ class RNNPolicy(nn.Module):
         self.attn_dec = nn.Linear(hidden_dim, hidden_dim)
         self.attn_v = nn.Linear(hidden_dim, 1, bias=False)
         self.out = nn.Linear(2 * hidden_dim, spec.n_devices)
+        # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
+        self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
+        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.n_devices) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
 
     def groups_for(self, n_ops: int) -> np.ndarray:
@@ -85,8 +91,9 @@ class RNNPolicy(nn.Module):
             self._groups_cache[n_ops] = contiguous_groups(n_ops, min(self.n_groups, n_ops))
         return self._groups_cache[n_ops]
 
-    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
-        """Encoder states (G, H), the op -> group map (N,) and the final LSTM state."""
+    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None]:
+        """Encoder states (G, H), the op -> group map (N,), the final LSTM state and, with refinement, the op
+        embeddings (N, H)."""
         device = next(self.parameters()).device
         batch = obs_to_batch(obs, device=device)
         if batch.num_graphs != 1:
@@ -96,7 +103,8 @@ class RNNPolicy(nn.Module):
         g = int(groups_np.max()) + 1
         inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups))  # (G, H)
         states, (h, c) = self.encoder(inputs.unsqueeze(0))
-        return states[0], groups, (h[0], c[0])
+        ops = None if self.op_embed is None else self.op_embed(torch.cat([batch.x, states[0][groups]], dim=-1))
+        return states[0], groups, (h[0], c[0]), ops
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """Decode K placements: actions (K, N), log_prob (K,), entropy (), the group devices (K, G) as
@@ -106,12 +114,27 @@ class RNNPolicy(nn.Module):
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s group devices scored under the current weights (the decoder fed them, teacher-forced)."""
         forced = taken.replay["group_actions"]
-        return self._decode(obs, int(forced.shape[0]), forced=forced)
+        return self._decode(obs, int(forced.shape[0]), forced=forced, taken_actions=taken.actions)
 
-    def _decode(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
-                forced: Tensor | None = None) -> PolicySample:
-        """K decoder runs over one encoding; each group's device is drawn (or, with `forced` (K, G), given)."""
-        enc, groups, (h, c) = self.encode(obs)
+    def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
+        """() log-likelihood, per group, of decoding `placement` (N,): each group's device is the one most of
+        its ops have (all of them, for the decoder's own placements), teacher-forced."""
+        groups = self.groups_for(len(placement))
+        votes = np.zeros((int(groups.max()) + 1, self.n_devices), dtype=np.int64)
+        np.add.at(votes, (groups, np.asarray(placement, dtype=np.int64)), 1)
+        forced = torch.as_tensor(votes.argmax(1), device=next(self.parameters()).device).unsqueeze(0)
+        decoded = self._decode(obs, 1, forced=forced, refined=False)
+        log_prob = decoded.log_prob[0] / votes.shape[0]
+        if self.refiner is None:
+            return log_prob
+        target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=forced.device)
+        return log_prob + self.refiner.mean_log_prob(decoded.replay["ops"], decoded.actions[0], target)
+
+    def _decode(self, obs: Mapping[str, Any], k: int, deterministic: bool = False, forced: Tensor | None = None,
+                taken_actions: Tensor | None = None, refined: bool = True) -> PolicySample:
+        """K decoder runs over one encoding; each group's device is drawn (or, with `forced` (K, G), given);
+        then, with refinement, each op's (or, with `taken_actions` (K, N), those re-scored)."""
+        enc, groups, (h, c), ops = self.encode(obs)
         embedding = h.reshape(-1)  # (H,): the encoder's final state
         g = enc.shape[0]
         h, c = h.expand(k, -1).contiguous(), c.expand(k, -1).contiguous()
@@ -135,11 +158,11 @@ class RNNPolicy(nn.Module):
             entropies.append(-(log_p.exp() * log_p).sum(-1))
             previous = device_t
         group_devices = torch.stack(choices, dim=1)  # (K, G)
-        return PolicySample(
-            actions=group_devices[:, groups],  # (K, N): every op takes its group's device
-            log_prob=torch.stack(log_probs, dim=1).sum(1),
-            entropy=torch.stack(entropies).mean(),
-            info={"n_groups": float(g)},
-            replay={"group_actions": group_devices},
-            embedding=embedding,
-        )
+        actions = group_devices[:, groups]  # (K, N): every op takes its group's device ...
+        log_prob = torch.stack(log_probs, dim=1).sum(1)
+        if self.refiner is not None and refined:  # ... unless it overrides it
+            actions, op_log_prob = self.refiner(ops, actions, deterministic, taken_actions)
+            log_prob = log_prob + op_log_prob
+        return PolicySample(actions=actions, log_prob=log_prob, entropy=torch.stack(entropies).mean(),
+                            info={"n_groups": float(g)}, replay={"group_actions": group_devices, "ops": ops},
+                            embedding=embedding)

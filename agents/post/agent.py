@@ -1,0 +1,119 @@
+"""`PostAgent`: Post (Gao et al., NeurIPS 2018: "Post: Device Placement with Cross-Entropy Minimization and
+Proximal Policy Optimization").
+
+>>> env = gym.make("DevicePlacement-v0", model="resnet", backend="simulated")
+>>> agent = PostAgent(seed=0).learn(env, budget=500)
+>>> agent.best_placement, agent.best_latency_s, agent.predict(env.reset()[0])
+
+The placement distribution is a product of independent softmax distributions, one per op group
+(`PostPolicy`). Training interleaves the two updates of the paper:
+
+* PPO on every batch of sampled placements: the project's shared trainer (`agents.common.ppo.PPOTrainer`,
+  bandit mode, moving-average baseline: the distribution does not depend on an observation, so there is
+  nothing for a critic to read);
+* every ``ce_every`` batches, the cross-entropy step: the elite fraction ``elite_fraction`` of the placements
+  sampled since the last such step (the fastest ones) and the distributions are moved toward their device
+  frequencies (`PostPolicy.fit`, closed form, ``ce_smoothing``).
+
+Like every learned agent it ends by distilling its best placement into the policy (``distill_steps``) so
+that ``predict`` (every group's most likely device) is what the search found.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.common.base import PolicySpec
+from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.ppo import PPOTrainer
+from agents.common.reinforce import ReinforceConfig
+from agents.common.rollout import Decision
+
+from .policy import PostPolicy
+
+__all__ = ["PostAgent", "PostTrainer"]
+
+
+class PostTrainer(PPOTrainer):
+    """The shared PPO trainer plus Post's periodic cross-entropy step (`after_update`).
+
+    Args:
+        policy: a `PostPolicy`.
+        config: `PPOConfig`.
+        imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
+        ce_every, elite_fraction, ce_smoothing: see `PostAgent`.
+    """
+
+    def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int = 5, elite_fraction: float = 0.1,
+                 ce_smoothing: float = 0.5) -> None:
+        super().__init__(policy, config, imitate)
+        self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
+        self.updates = 0
+        self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
+
+    def after_update(self, decisions: list[Decision], stats: dict) -> None:
+        for decision in decisions:
+            self.pool += list(zip(decision.latencies, decision.placements))
+        self.updates += 1
+        if self.updates % self.ce_every:
+            return
+        self.pool.sort(key=lambda item: item[0])
+        elites = self.pool[:max(1, int(round(self.elite_fraction * len(self.pool))))]
+        self.policy.fit(np.stack([placement for _, placement in elites]), self.ce_smoothing)
+        stats["ce_elites"], stats["ce_elite_latency_s"] = float(len(elites)), float(elites[-1][0])
+        self.pool = []
+
+
+class PostAgent(PolicyGradientAgent):
+    """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
+
+    Args:
+        n_groups: G contiguous op groups with one distribution each (None: one per op).
+        learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: the PPO settings shared
+            with REINFORCE (`agents.common.reinforce.ReinforceConfig`, bandit mode).
+        ppo: further PPO settings (`agents.common.ppo.PPOConfig`: n_epochs, clip_range, target_kl, ...).
+        ce_every: PPO updates between two cross-entropy steps.
+        elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
+        ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
+            the way, the paper's closed form).
+        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+    """
+
+    name = "post"
+
+    def __init__(self, n_groups: int | None = 16, learning_rate: float = 0.05, samples_per_update: int = 10,
+                 entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+                 ppo: "dict[str, Any] | None" = None, ce_every: int = 5, elite_fraction: float = 0.1,
+                 ce_smoothing: float = 0.5, imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
+                 *, seed: int | None = None, torch_threads: int | None = 1,
+                 device: "str | torch.device" = "cpu") -> None:
+        if n_groups is not None and n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
+        if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
+            raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
+        config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
+                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
+                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
+        super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device)
+        self.n_groups = n_groups
+        self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
+        self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
+        self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
+
+    def hyperparameters(self) -> dict[str, Any]:
+        options = self.algorithm_options()
+        del options["algorithm"]  # always PPO
+        return dict(n_groups=self.n_groups, learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
+                    entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
+                    max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
+                    ce_smoothing=self.ce_smoothing, seed=self.seed, torch_threads=self.torch_threads, **options)
+
+    def build_policy(self, spec: PolicySpec) -> PostPolicy:
+        return PostPolicy(spec, self.n_groups)
+
+    def make_trainer(self, policy: PostPolicy) -> PostTrainer:
+        return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
+                           elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing)

@@ -1,0 +1,82 @@
+"""Post's policy: one independent categorical distribution over the devices per op group (Gao et al., 2018).
+
+    p(placement) = prod_g softmax(theta_g)[device of g]
+
+The parameters theta (G, D) are the distribution itself, not a network's output: the cross-entropy step can set
+them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PPO moves them by gradient.
+Groups are contiguous chunks of the topological order (``n_groups``; None = one per op). The policy is built
+for one graph (its number of ops, `PolicySpec.n_ops`): Post does not transfer across graphs.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from agents.common.base import PolicySpec
+from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
+from placement_gym.wrappers import contiguous_groups
+
+__all__ = ["PostPolicy"]
+
+
+class PostPolicy(nn.Module):
+    """Independent per-group device distributions (module docstring).
+
+    Args:
+        spec: sizes from the env (`PolicySpec`, with ``n_ops``).
+        n_groups: G contiguous groups of ops (None: one per op).
+    """
+
+    def __init__(self, spec: PolicySpec, n_groups: int | None = None) -> None:
+        super().__init__()
+        if spec.n_ops is None:
+            raise ValueError("PostPolicy is built for one graph: its PolicySpec needs n_ops")
+        self.n_ops, self.n_devices = int(spec.n_ops), spec.n_devices
+        g = self.n_ops if n_groups is None else min(int(n_groups), self.n_ops)
+        self.register_buffer("groups", torch.as_tensor(contiguous_groups(self.n_ops, g)), persistent=False)
+        self.logits = nn.Parameter(torch.zeros(g, spec.n_devices))  # uniform at first
+
+    def _check(self, obs: Mapping[str, Any]) -> None:
+        n = int(np.asarray(obs["node_features"]).shape[0])
+        if n != self.n_ops:
+            raise ValueError(f"this Post policy was built for a graph of {self.n_ops} ops, the observation has {n}")
+
+    def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
+        """K placements: actions (K, N), log_prob (K,), entropy () per group; group devices as replay."""
+        self._check(obs)
+        group_actions, log_prob, entropy = sample_categorical(self.logits, num_samples, deterministic)
+        return PolicySample(group_actions[:, self.groups], log_prob, entropy,
+                            {"n_groups": float(self.logits.shape[0])}, {"group_actions": group_actions})
+
+    def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
+        """`taken`'s group devices scored under the current distributions."""
+        group_actions = taken.replay["group_actions"]
+        log_prob, entropy = categorical_log_prob(self.logits, group_actions)
+        return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay)
+
+    def group_devices(self, placements: np.ndarray) -> np.ndarray:
+        """(M, G) each group's most common device in each of the placements (M, N)."""
+        placements = np.atleast_2d(np.asarray(placements, dtype=np.int64))
+        groups = self.groups.cpu().numpy()
+        votes = np.zeros((placements.shape[0], self.logits.shape[0], self.n_devices), dtype=np.int64)
+        for m, placement in enumerate(placements):
+            np.add.at(votes[m], (groups, placement), 1)
+        return votes.argmax(-1)
+
+    def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
+        """() log-likelihood, per group, of `placement` (N,) (each group scored by its ops' majority device)."""
+        target = torch.as_tensor(self.group_devices(placement), device=self.logits.device)
+        return categorical_log_prob(self.logits, target)[0][0] / self.logits.shape[0]
+
+    @torch.no_grad()
+    def fit(self, placements: np.ndarray, smoothing: float) -> None:
+        """The cross-entropy step: move every group's distribution toward the device frequencies of the elite
+        `placements` (M, N): p <- (1 - smoothing) p + smoothing freq (smoothing 1 = the elites' frequencies,
+        the closed-form cross-entropy minimiser; a little probability is kept on every device)."""
+        devices = torch.as_tensor(self.group_devices(placements), device=self.logits.device)  # (M, G)
+        freq = nn.functional.one_hot(devices, self.n_devices).float().mean(0)  # (G, D)
+        p = (1 - smoothing) * torch.softmax(self.logits, -1) + smoothing * freq
+        self.logits.copy_(torch.log(p.clamp_min(1e-3)))

@@ -183,7 +183,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> list[dict]:
     reference_latency_s, placements_measured (mean), wall_mean_s, best (True for the fastest agent(s) of its
     model), gap_to_optimal_pct (latency / the ``optimal`` agent's - 1, in %, where it ran on that model),
     predict_latency_mean_s (the agents' own deterministic placements), agent_ms_per_placement (mean), and
-    to_within: per threshold of ``placements_to_within`` the seeds that got there and their median count.
+    to_within: per threshold of ``placements_to_within`` the seeds that got there and their median, min and
+    max count.
     Failed seeds are counted and left out of the means.
     """
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
@@ -246,14 +247,16 @@ def _to_within(records: Sequence[Mapping[str, Any]]) -> dict[str, dict]:
     for pct, ns in out.items():
         reached = [n for n in ns if n is not None]
         summary[pct] = {"reached": len(reached), "seeds": len(ns),
-                        "median": float(np.median(reached)) if reached else None}
+                        "median": float(np.median(reached)) if reached else None,
+                        "min": min(reached) if reached else None, "max": max(reached) if reached else None}
     return summary
 
 
 def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """How the agents that measured more than one placement learned: the best placement found next to the
     agent's own deterministic placement (``predict``), the placements needed to get within 5/2/1 % of the
-    best known latency (median over the seeds that got there, and how many did), and the agent's compute."""
+    best known latency (median [range] over the seeds that got there, and how many did when not all), and the
+    agent's compute."""
     lines = []
     header = ("model", "agent", "best ms", "predict ms", "to 5%", "to 2%", "to 1%", "agent ms/pl")
     body = []
@@ -268,8 +271,11 @@ def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
             w = r["to_within"].get(pct)
             if not w:
                 return "-"
-            median = "never" if w["median"] is None else f"{w['median']:.0f}"
-            return median if w["reached"] == w["seeds"] else f"{median} ({w['reached']}/{w['seeds']})"
+            if w["median"] is None:
+                return "never"
+            spread = f" [{w['min']}-{w['max']}]" if w.get("min") is not None and w["min"] != w["max"] else ""
+            cell = f"{w['median']:.0f}{spread}"
+            return cell if w["reached"] == w["seeds"] else f"{cell} ({w['reached']}/{w['seeds']})"
 
         agent_ms = r.get("agent_ms_per_placement")
         body.append((r["model"], r["agent"], ms(r["latency_mean_s"]), ms(r.get("predict_latency_mean_s")),

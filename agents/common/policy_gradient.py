@@ -20,7 +20,7 @@ from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "PolicyGradientAgent"]
+__all__ = ["ALGORITHMS", "PolicyGradientAgent", "distill"]
 
 #: The trainers an agent can use.
 ALGORITHMS = ("reinforce", "ppo")
@@ -102,17 +102,23 @@ class PolicyGradientAgent(BaseAgent):
         self.distill(run.best_placement, self.trainer_config.distill_steps)
 
     def distill(self, placement: np.ndarray | None, max_steps: int) -> int:
-        """Fit the policy to `placement` (the run's best): gradient steps on ``-imitate(placement)`` until
-        ``predict`` returns it, at most `max_steps`; returns the steps taken. Measures nothing: the search is
-        over, this makes the policy's own placement the one its search found (``distill_steps``)."""
-        if placement is None or max_steps == 0:
-            return 0
-        self.distilled_steps = 0
-        for _ in range(max_steps):
-            self.policy.train()
-            if np.array_equal(self.predict(self.imitation_obs), placement):
-                break
-            apply_gradients(self.trainer.optimizer, self.policy.parameters(), -self.imitate(placement),
-                            self.trainer_config.max_grad_norm)
-            self.distilled_steps += 1
+        """Fit the policy to `placement` (the run's best) until ``predict`` returns it (`distill`)."""
+        self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
+                                       self.imitation_obs, max_steps, self.trainer_config.max_grad_norm)
         return self.distilled_steps
+
+
+def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,
+            placement: np.ndarray | None, obs: Mapping[str, Any], max_steps: int,
+            max_grad_norm: float | None = 1.0) -> int:
+    """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`;
+    returns the steps taken. Measures nothing: the search is over, this makes the policy's own placement the one
+    its search found (the ``distill_steps`` of every learned agent, torch and SB3 alike)."""
+    if placement is None or max_steps == 0:
+        return 0
+    for step in range(max_steps):
+        if np.array_equal(predict(obs), placement):
+            return step
+        policy.train()
+        apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
+    return max_steps

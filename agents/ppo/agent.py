@@ -29,6 +29,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
+from agents.common.policy_gradient import distill
 from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
@@ -64,15 +65,18 @@ class SB3Agent(RunAgent):
 
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
+        distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it, at most
+            this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off).
         seed, torch_threads: see `agents.common.run.RunAgent`.
     """
 
     name = "sb3"
 
-    def __init__(self, model: BaseAlgorithm | None = None, *, seed: int | None = None,
+    def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0, seed: int | None = None,
                  torch_threads: int | None = 1) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads)
         self.model = model
+        self.distill_steps = int(distill_steps)
 
     # ------------------------------------------------------------------ for subclasses
     def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
@@ -104,6 +108,20 @@ class SB3Agent(RunAgent):
         if run.budget > 0:
             self.model.learn(total_timesteps=run.budget, callback=bridge, reset_num_timesteps=False)
         self.after_collection(env, run)
+        # What `predict` sees when the run ends: the graph with the reference placement (`RunLoop.finish`).
+        base = run.env.unwrapped
+        self.imitation_obs = {**base.observation(), "placement": base.reference_placement.copy()}
+        self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
+                                       run.best_placement, self.imitation_obs, self.distill_steps,
+                                       getattr(self.model, "max_grad_norm", None))
+
+    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+        """() log-likelihood, per decision, that the model's policy takes `placement` (N,) on the run's graph
+        (SB3's ``evaluate_actions``), for `distill`."""
+        policy = self.model.policy
+        obs_tensor, _ = policy.obs_to_tensor(self.imitation_obs)
+        _, log_prob, _ = policy.evaluate_actions(obs_tensor, torch.as_tensor(placement, device=policy.device)[None])
+        return log_prob[0] / len(placement)
 
     @property
     def policy(self) -> torch.nn.Module | None:
@@ -129,7 +147,7 @@ class SB3Agent(RunAgent):
                 "(an SB3 policy runs on the graph size it was trained on)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"seed": self.seed, "torch_threads": self.torch_threads}
+        return {"distill_steps": self.distill_steps, "seed": self.seed, "torch_threads": self.torch_threads}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -251,6 +269,8 @@ class PPOAgent(SB3Agent):
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
+        distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it
+            (`SB3Agent`; 0 = off).
         start: node-by-node only: where episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours no
             device, ``"reference"`` starts from everything on device 0).
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
@@ -263,9 +283,9 @@ class PPOAgent(SB3Agent):
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
                  entropy_per_node: bool = True, action_groups: int | None = 16, greedy_final: bool = True,
-                 node_groups: int | None = None, start: str = "random", *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads)
+                 node_groups: int | None = None, start: str = "random", distill_steps: int = 1000, *,
+                 seed: int | None = None, torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
+        super().__init__(distill_steps=distill_steps, seed=seed, torch_threads=torch_threads)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -284,7 +304,7 @@ class PPOAgent(SB3Agent):
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
-                    node_groups=self.node_groups, start=self.start, seed=self.seed, torch_threads=self.torch_threads)
+                    node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps, seed=self.seed, torch_threads=self.torch_threads)
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -321,6 +341,22 @@ class PPOAgent(SB3Agent):
         if self.kept_back(env, run) and not run.done:
             obs, _ = env.reset()
             env.step(self.predict(obs, deterministic=True))
+
+    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+        """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does
+        (`PlacetoAgent.imitate`); whole placements: `SB3Agent.imitate`."""
+        if self.node_groups is None:
+            return super().imitate(placement)
+        policy, log_probs = self.model.policy, []
+
+        def choose(node_obs) -> int:
+            target = int(np.bincount(placement[node_obs["current_node"] > 0], minlength=policy.action_space.n).argmax())
+            obs_tensor, _ = policy.obs_to_tensor(node_obs)
+            log_probs.append(policy.evaluate_actions(obs_tensor, torch.tensor([target], device=policy.device))[1][0])
+            return target
+
+        place_node_by_node(self.imitation_obs, self._groups(len(placement)), choose)
+        return torch.stack(log_probs).mean()
 
     # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:

@@ -44,6 +44,10 @@ class PlacetoPolicy(nn.Module):
         self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=spec.edge_features, directed=directed)
         # [current node, mean over the graph, max over the graph] -> device logits
         self.head = MLP(3 * hidden_dim, hidden_dim, spec.n_devices, num_layers=2)
+        # Start from a near-uniform device distribution: a random initial preference for one device index would
+        # make the result depend on the order the devices are listed in (as HSDAG's placer does).
+        nn.init.normal_(self.head[-1].weight, std=0.01)
+        nn.init.zeros_(self.head[-1].bias)
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         """(1, D) device logits for the current node of `obs`, and the (3H,) summary they were read from

@@ -80,6 +80,8 @@ class RNNPolicy(nn.Module):
         self.attn_dec = nn.Linear(hidden_dim, hidden_dim)
         self.attn_v = nn.Linear(hidden_dim, 1, bias=False)
         self.out = nn.Linear(2 * hidden_dim, spec.n_devices)
+        nn.init.normal_(self.out.weight, std=0.01)  # near-uniform devices at first: no device index preferred
+        nn.init.zeros_(self.out.bias)
         # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
         self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.n_devices) if refine else None

@@ -33,8 +33,8 @@ import torch
 from torch import Tensor, nn
 
 from .gnn import MLP
-from .reinforce import Imitate, ReinforceConfig, apply_gradients, imitation_loss
-from .rollout import AdvantageEstimator, Decision, EliteSet, collect_episode, collect_placements, discounted_returns
+from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
+from .rollout import Decision, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
 __all__ = ["PPOConfig", "PPOTrainer", "clipped_surrogate"]
@@ -105,7 +105,7 @@ def clipped_surrogate(log_prob: Tensor, old_log_prob: Tensor, advantage: Tensor,
     return loss, {"approx_kl": approx_kl, "clip_fraction": clip_fraction}
 
 
-class PPOTrainer:
+class PPOTrainer(PolicyGradientTrainer):
     """PPO on a policy with ``act`` and ``evaluate`` (module docstring).
 
     Args:
@@ -115,25 +115,17 @@ class PPOTrainer:
     """
 
     def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None) -> None:
-        self.policy, self.imitate = policy, imitate
-        self.config = config or PPOConfig()
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
                              "decisions it collected (agents.common.policy); train it with REINFORCE instead")
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
-        self.advantages = AdvantageEstimator(self.config.baseline, self.config.baseline_decay,
-                                             self.config.normalize_advantage)
-        self.elites = EliteSet(self.config.elites if self.config.imitation_coef > 0 else 0)
+        super().__init__(policy, config or PPOConfig(), imitate=imitate)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 
     # ------------------------------------------------------------------------------------------ train
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """PPO on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
-        if seed is not None:
-            env.action_space.seed(seed)
-        obs, _ = env.reset(seed=seed)
-        self.policy.train()
+        obs = self.start(env, seed)
         while not run.done:
             # 1. a rollout, collected without gradients
             if self.config.mode == "bandit":

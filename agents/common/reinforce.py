@@ -46,7 +46,7 @@ from .policy import PolicySample, sample_categorical
 from .rollout import AdvantageEstimator, EliteSet, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
-__all__ = ["PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
+__all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -111,32 +111,48 @@ def apply_gradients(optimizer: torch.optim.Optimizer, parameters, loss: Tensor, 
     return grad_norm
 
 
-class ReinforceTrainer:
-    """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
+class PolicyGradientTrainer:
+    """What the REINFORCE and the PPO trainer share: the policy, its optimiser, the advantage statistics and the
+    elite placements (all kept across `train` calls, so training can be resumed), and how a run starts.
 
     Args:
-        policy: module with ``act(obs, num_samples, deterministic) -> PolicySample``.
-        config: `ReinforceConfig` (defaults if None).
+        policy: module with ``act(obs, num_samples, deterministic) -> PolicySample`` (`agents.common.policy`).
+        config: the trainer's settings (`ReinforceConfig` or `agents.common.ppo.PPOConfig`).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
     """
 
-    def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
-                 optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None) -> None:
-        self.policy, self.imitate = policy, imitate
-        self.config = config or ReinforceConfig()
-        self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=self.config.learning_rate)
-        # Baselines and scale persist across `train` calls, so training can be resumed.
-        self.advantages = AdvantageEstimator(self.config.baseline, self.config.baseline_decay,
-                                             self.config.normalize_advantage)
-        self.elites = EliteSet(self.config.elites if self.config.imitation_coef > 0 else 0)
+    def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
+                 imitate: Imitate | None = None) -> None:
+        self.policy, self.config, self.imitate = policy, config, imitate
+        self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+        self.advantages = AdvantageEstimator(config.baseline, config.baseline_decay, config.normalize_advantage)
+        self.elites = EliteSet(config.elites if config.imitation_coef > 0 else 0)
 
-    def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
-        """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
+    def start(self, env: gym.Env, seed: int | None) -> object:
+        """Seed the env's action space, reset it and put the policy in training mode; the first observation."""
         if seed is not None:
             env.action_space.seed(seed)
         obs, _ = env.reset(seed=seed)
         self.policy.train()
+        return obs
+
+
+class ReinforceTrainer(PolicyGradientTrainer):
+    """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
+
+    Args:
+        policy, optimizer, imitate: see `PolicyGradientTrainer`.
+        config: `ReinforceConfig` (defaults if None).
+    """
+
+    def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
+                 optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate)
+
+    def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
+        """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
+        obs = self.start(env, seed)
         while not run.done:
             if self.config.mode == "bandit":
                 obs, stats = self._bandit_update(run, env, obs)

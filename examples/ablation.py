@@ -30,6 +30,8 @@ VARIANTS: dict[str, dict] = {
     "no-node-id": {"node_id": False},
     "no-structure": {"structure": False},
     "no-pooling": {"pooling": False},
+    "no-refine": {"refine": False},  # groups only: placements that split a parsed group are out of reach
+    "no-distill": {"distill_steps": 0},  # predict = the policy's mode after training, not fitted to the best
     "stochastic-parsing": {"stochastic_parsing": True},  # sampled merge decisions trained by the reward
     "until-no-merge": {"max_levels": None},  # the paper's stopping rule (parse until a level merges nothing)
     "no-baseline-no-entropy": {"baseline": False, "entropy_coef": 0.0, "normalize_advantage": False},  # authors' REINFORCE

@@ -12,7 +12,7 @@ Every step re-places one node and measures the new placement, so the budget (pla
 together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops.
 Episodes start from a uniformly random placement (``start="random"``; Placeto started from a reference
 placement, here everything on device 0, which made results depend on the order the devices are listed in:
-+74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model), and the policy sees only the devices
++74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model, measured on the previous release), and the policy sees only the devices
 of the nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
 step index, a moving average over earlier episodes, as in Placeto.
 """

@@ -17,6 +17,13 @@ The placement distribution is a product of independent softmax distributions, on
 
 Like every learned agent it ends by distilling its best placement into the policy (``distill_steps``) so
 that ``predict`` (every group's most likely device) is what the search found.
+
+Defaults, measured on the simulated ``paper`` preset (budget 500; placements to within 2% of the optimum, median
+over the seeds that got there): ``n_groups=16`` (one distribution per op ended 60-90% above the optimum, 32
+groups 3-6% above on Inception); ``ce_every=5, elite_fraction=0.1, ce_smoothing=0.5``: ResNet 122 / 108 and
+Inception 153 / 153 placements on seeds 0-4 / 5-9, every seed within 0.9% of the optimum. More frequent
+cross-entropy steps get there sooner but not always: ``ce_every=2, elite_fraction=0.2`` took 82 / 79 (ResNet) and
+115 / 100 (Inception) placements, and 1 of seeds 5-9 never got within 2% on each model.
 """
 from __future__ import annotations
 

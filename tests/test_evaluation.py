@@ -294,3 +294,11 @@ def test_every_registered_agent_goes_through_the_run_loop(tiny_branch_graph):
         assert 1 <= record["placements_measured"] <= 6 and record["curve"], label
         assert record["predict_latency_s"] > 0 and record["placements_to_within"]["1"] is not None, label
         assert record["agent_ms_per_placement"] >= 0 and record["latency_s"] <= record["curve"][0][1], label
+
+
+def test_gap_to_the_optimum_is_never_negative():
+    # An `optimal` stopped by its time limit can return a placement slower than an agent found: gaps are then
+    # measured against the agent's, not reported as negative.
+    records = [_record("m", "optimal", 0, 10.0), _record("m", "agent", 0, 9.0), _record("m", "slow", 0, 18.0)]
+    gaps = {r["agent"]: r["gap_to_optimal_pct"] for r in summarize(records)}
+    assert gaps == {"optimal": pytest.approx(100 / 9), "agent": 0.0, "slow": pytest.approx(100.0)}

@@ -1,8 +1,10 @@
-"""What every benchmark script does with its output paths before any work: refuse existing files (unless
-``--overwrite``) with argparse's usage error, so a long measurement never ends on a file it may not replace."""
+"""What the benchmark scripts share before any work: refuse existing output files (unless ``--overwrite``) with
+argparse's usage error, so a long measurement never ends on a file it may not replace; and pin the timing
+process to one CPU core."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -19,3 +21,12 @@ def refuse_existing_outputs(parser: argparse.ArgumentParser, paths: Iterable["st
             results.refuse_existing(path, overwrite)
         except FileExistsError as exc:
             parser.error(str(exc))
+
+
+def pin_to_one_core(enabled: bool = True) -> bool:
+    """Pin this process to one CPU core (where the OS allows it), so timings are not spread over cores that other
+    jobs use; returns whether it did."""
+    if not enabled or not hasattr(os, "sched_setaffinity"):
+        return False
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    return True

@@ -29,14 +29,13 @@ pinned to one CPU core. Both sides include the HETERO cut. SIMULATED latencies.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 import time
 
 import numpy as np
 import simpy
-from _outputs import refuse_existing_outputs
+from _outputs import pin_to_one_core, refuse_existing_outputs
 from simulator_speed import synthetic_graph
 
 from placement_gym import load_graph, results
@@ -216,9 +215,7 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
 
-    pinned = not args.no_pin and hasattr(os, "sched_setaffinity")
-    if pinned:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    pinned = pin_to_one_core(not args.no_pin)
     graphs = [load_graph(m) for m in args.models] + [synthetic_graph(n, args.seed) for n in args.synthetic]
     rows = []
     started = time.perf_counter()

@@ -12,13 +12,12 @@ placements are drawn before timing, so only ``env.step`` is timed; the reported 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
-from _outputs import refuse_existing_outputs
+from _outputs import pin_to_one_core, refuse_existing_outputs
 from placement_gym import DevicePlacementEnv, load_graph, results
 from placement_gym.graph import ComputationGraph
 
@@ -78,8 +77,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     refuse_existing_outputs(parser, [args.json], args.overwrite)
 
-    if not args.no_pin and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    pin_to_one_core(not args.no_pin)
     graphs = [load_graph(m) for m in args.models] + [synthetic_graph(n, args.seed) for n in args.sizes]
     rows = []
     for graph in graphs:

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["PolicySample", "categorical_log_prob", "sample_categorical"]
+__all__ = ["PolicySample", "categorical_log_prob", "group_majority", "sample_categorical"]
 
 
 @dataclass
@@ -86,3 +87,20 @@ def categorical_log_prob(logits: Tensor, actions: Tensor) -> tuple[Tensor, Tenso
     log_prob = log_p.gather(1, actions.T.to(log_p.device)).sum(0)
     entropy = -(log_p.exp() * log_p).sum(-1).mean()
     return log_prob, entropy
+
+
+def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int) -> np.ndarray:
+    """(G,) int64 the device most ops of each group have in `placement` (ties: the lowest index).
+
+    A group placer scores a whole placement (imitation, distillation, Post's cross-entropy step) through its
+    groups' devices; for the placements it drew itself every op of a group has that device.
+
+    Args:
+        groups: (N,) int64 group of every op, 0..G-1.
+        placement: (N,) int64 device of every op.
+        n_devices: D.
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    votes = np.zeros((int(groups.max()) + 1, n_devices), dtype=np.int64)
+    np.add.at(votes, (groups, np.asarray(placement, dtype=np.int64)), 1)
+    return votes.argmax(1)

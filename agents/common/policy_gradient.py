@@ -9,18 +9,21 @@ instead, with the PPO settings given in ``ppo`` (a dict of `PPOConfig` fields be
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from placement_gym.wrappers import place_node_by_node
+
 from .base import BaseAgent, PolicySpec
+from .policy import group_majority
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "PolicyGradientAgent", "distill"]
+__all__ = ["ALGORITHMS", "PolicyGradientAgent", "distill", "node_by_node_log_prob"]
 
 #: The trainers an agent can use.
 ALGORITHMS = ("reinforce", "ppo")
@@ -93,9 +96,7 @@ class PolicyGradientAgent(BaseAgent):
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
-        # What `predict` sees when the run ends: the graph with the reference placement (`RunLoop.finish`).
-        base = run.env.unwrapped
-        self.imitation_obs = {**base.observation(), "placement": base.reference_placement.copy()}
+        self.imitation_obs = run.predict_observation()
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
@@ -122,3 +123,30 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
     return max_steps
+
+
+def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement: np.ndarray, n_devices: int,
+                          log_prob: Callable[[Mapping[str, Any], int], torch.Tensor], sweeps: int = 1) -> torch.Tensor:
+    """() mean log-probability of the steps that build `placement` the way a node-by-node ``predict`` builds one
+    (`placement_gym.wrappers.place_node_by_node`: every group in order from ``obs["placement"]``, each given the
+    device most of its ops have in `placement`): the ``imitate`` of Placeto and ppo-node.
+
+    Args:
+        obs: the whole-placement observation ``predict`` starts from.
+        groups: (N,) int64 node (group of ops) of every op, in episode order.
+        placement: (N,) int64 the placement to score.
+        n_devices: D.
+        log_prob: ``log_prob(node_obs, device)`` -> () differentiable log-probability of the policy choosing
+            `device` for the current node of `node_obs`.
+        sweeps: visits of every node.
+    """
+    target = group_majority(groups, placement, n_devices)
+    steps = []
+
+    def choose(node_obs) -> int:
+        device = int(target[groups[np.argmax(node_obs["current_node"] > 0)]])
+        steps.append(log_prob(node_obs, device))
+        return device
+
+    place_node_by_node(obs, groups, choose, sweeps)
+    return torch.stack(steps).mean()

@@ -137,6 +137,11 @@ class RunLoop:
             self.stopped = True
 
     # ------------------------------------------------------------------------------------- the end
+    def predict_observation(self) -> dict[str, np.ndarray]:
+        """The observation `finish` gives ``predict``: the whole graph with the reference placement (what the env
+        shows after a reset), built without resetting the env (agents fit their policy to it, `distill`)."""
+        return {**self.base.observation(), "placement": self.base.reference_placement.copy()}
+
     def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> RunSummary:
         """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
         observation of the whole graph) afresh, and return the run's summary. Neither measurement counts

@@ -31,7 +31,7 @@ from agents.common.base import PolicySpec
 from agents.common.gnn import MLP, DirectedGNN
 from agents.common.refine import OpRefiner
 from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
+from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
 
 from .pooling import GraphParsingPool, PoolResult
 
@@ -115,8 +115,8 @@ class HSDAGPolicy(nn.Module):
             per_op = group_log_p[pooled.assignment, target]  # (N,)
             return scatter(per_op, pooled.assignment, 0, dim_size=pooled.num_groups, reduce="mean").mean()
         # With refinement: each group's most common device, then every op's device given it.
-        votes = torch.zeros_like(group_log_p).index_put_((pooled.assignment, target), torch.ones_like(target, dtype=group_log_p.dtype), accumulate=True)
-        majority = votes.argmax(-1)  # (G,)
+        majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, self.spec.n_devices),
+                                   device=h.device)  # (G,)
         return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
                 + self.refiner.mean_log_prob(h, majority[pooled.assignment], target))
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import PolicyGradientAgent, node_by_node_log_prob
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
@@ -112,17 +112,11 @@ class PlacetoAgent(PolicyGradientAgent):
         """() mean log-probability of the steps that build `placement` the way ``predict`` builds one (every
         group in order from the reference placement, each given the device most of its ops have in
         `placement`): the self-imitation term's (``imitation_coef``)."""
-        log_probs = []
+        def log_prob(node_obs, device: int) -> torch.Tensor:
+            return torch.log_softmax(self.policy.logits(node_obs)[0][0], -1)[device]
 
-        def choose(node_obs) -> int:
-            logits, _ = self.policy.logits(node_obs)
-            mask = node_obs["current_node"] > 0
-            target = int(np.bincount(placement[mask], minlength=logits.shape[-1]).argmax())
-            log_probs.append(torch.log_softmax(logits[0], -1)[target])
-            return target
-
-        place_node_by_node(self.imitation_obs, self.node_groups(len(placement)), choose, self.sweeps)
-        return torch.stack(log_probs).mean()
+        return node_by_node_log_prob(self.imitation_obs, self.node_groups(len(placement)), placement,
+                                     self.spec.n_devices, log_prob, self.sweeps)
 
     # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:

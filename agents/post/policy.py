@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
-from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
+from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["PostPolicy"]
@@ -59,12 +59,9 @@ class PostPolicy(nn.Module):
 
     def group_devices(self, placements: np.ndarray) -> np.ndarray:
         """(M, G) each group's most common device in each of the placements (M, N)."""
-        placements = np.atleast_2d(np.asarray(placements, dtype=np.int64))
         groups = self.groups.cpu().numpy()
-        votes = np.zeros((placements.shape[0], self.logits.shape[0], self.n_devices), dtype=np.int64)
-        for m, placement in enumerate(placements):
-            np.add.at(votes[m], (groups, placement), 1)
-        return votes.argmax(-1)
+        return np.stack([group_majority(groups, placement, self.n_devices)
+                         for placement in np.atleast_2d(np.asarray(placements, dtype=np.int64))])
 
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         """() log-likelihood, per group, of `placement` (N,) (each group scored by its ops' majority device)."""

@@ -29,7 +29,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.policy_gradient import distill
+from agents.common.policy_gradient import distill, node_by_node_log_prob
 from agents.common.run import RunAgent, RunLoop
 from agents.common.sb3 import GraphPolicy
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
@@ -108,9 +108,7 @@ class SB3Agent(RunAgent):
         if run.budget > 0:
             self.model.learn(total_timesteps=run.budget, callback=bridge, reset_num_timesteps=False)
         self.after_collection(env, run)
-        # What `predict` sees when the run ends: the graph with the reference placement (`RunLoop.finish`).
-        base = run.env.unwrapped
-        self.imitation_obs = {**base.observation(), "placement": base.reference_placement.copy()}
+        self.imitation_obs = run.predict_observation()
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                                        run.best_placement, self.imitation_obs, self.distill_steps,
                                        getattr(self.model, "max_grad_norm", None))
@@ -347,16 +345,14 @@ class PPOAgent(SB3Agent):
         (`PlacetoAgent.imitate`); whole placements: `SB3Agent.imitate`."""
         if self.node_groups is None:
             return super().imitate(placement)
-        policy, log_probs = self.model.policy, []
+        policy = self.model.policy
 
-        def choose(node_obs) -> int:
-            target = int(np.bincount(placement[node_obs["current_node"] > 0], minlength=policy.action_space.n).argmax())
+        def log_prob(node_obs, device: int) -> torch.Tensor:
             obs_tensor, _ = policy.obs_to_tensor(node_obs)
-            log_probs.append(policy.evaluate_actions(obs_tensor, torch.tensor([target], device=policy.device))[1][0])
-            return target
+            return policy.evaluate_actions(obs_tensor, torch.tensor([device], device=policy.device))[1][0]
 
-        place_node_by_node(self.imitation_obs, self._groups(len(placement)), choose)
-        return torch.stack(log_probs).mean()
+        return node_by_node_log_prob(self.imitation_obs, self._groups(len(placement)), placement,
+                                     int(policy.action_space.n), log_prob)
 
     # ------------------------------------------------------------------ inference
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
 from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import PolicySample
+from agents.common.policy import PolicySample, group_majority
 from agents.common.refine import OpRefiner
 from placement_gym.wrappers import contiguous_groups
 
@@ -121,12 +121,10 @@ class RNNPolicy(nn.Module):
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         """() log-likelihood, per group, of decoding `placement` (N,): each group's device is the one most of
         its ops have (all of them, for the decoder's own placements), teacher-forced."""
-        groups = self.groups_for(len(placement))
-        votes = np.zeros((int(groups.max()) + 1, self.n_devices), dtype=np.int64)
-        np.add.at(votes, (groups, np.asarray(placement, dtype=np.int64)), 1)
-        forced = torch.as_tensor(votes.argmax(1), device=next(self.parameters()).device).unsqueeze(0)
+        majority = group_majority(self.groups_for(len(placement)), placement, self.n_devices)
+        forced = torch.as_tensor(majority, device=next(self.parameters()).device).unsqueeze(0)
         decoded = self._decode(obs, 1, forced=forced, refined=False)
-        log_prob = decoded.log_prob[0] / votes.shape[0]
+        log_prob = decoded.log_prob[0] / len(majority)
         if self.refiner is None:
             return log_prob
         target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=forced.device)

@@ -188,7 +188,7 @@ class PPOTrainer(PolicyGradientTrainer):
             rewards = [float(d.rewards[0]) for d in steps]
             if values[0] is None:  # moving-average baseline per step index, as REINFORCE
                 g = discounted_returns(rewards, cfg.gamma)
-                advantages += [self.advantages(g[t:t + 1], slot=t) for t in range(len(g))]
+                advantages += list(self.advantages.per_step(g).split(1))
                 targets += [g[t:t + 1] for t in range(len(g))]
                 continue
             v = torch.stack(values).cpu().numpy()

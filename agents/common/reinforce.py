@@ -179,7 +179,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
             self.elites.offer(steps)
             rewards = [float(step.rewards[0]) for step in steps]
             g = discounted_returns(rewards, self.config.gamma)
-            advantages += [self.advantages(g[t:t + 1], slot=t)[0] for t in range(len(g))]
+            advantages += list(self.advantages.per_step(g))
             log_probs += [step.sample.log_prob[0] for step in steps]
             entropies += [step.sample.entropy.mean() for step in steps]
             episode_rewards.append(float(sum(rewards)))

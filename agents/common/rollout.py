@@ -134,6 +134,10 @@ class AdvantageEstimator:
         self.mean_square = sq if self.mean_square is None else self.decay * self.mean_square + (1 - self.decay) * sq
         return centred / (math.sqrt(self.mean_square) + 1e-8)
 
+    def per_step(self, returns: Tensor) -> Tensor:
+        """(T,) advantages of an episode's returns (T,), each against the baseline of its step index."""
+        return torch.cat([self(returns[t:t + 1], slot=t) for t in range(len(returns))]) if len(returns) else returns
+
     def _update_baseline(self, mean: float, slot: int | None) -> float:
         """The baseline before this batch (this batch's mean on the first one), then fold the batch in."""
         if slot is None:

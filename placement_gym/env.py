@@ -8,7 +8,19 @@ Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines
     edge_index     (2, E) int64     producer -> consumer pairs, sources before targets in topological order
     edge_features  (E, 1) float32   log10(1 + bytes) / 10 of the tensors on each edge
     placement      (N,)   int64     the current placement (the reference placement after reset)
-Action: ``MultiDiscrete([D] * N)``: the device index of every compute op.
+    action_mask    (N, D) int8      1 where device d can run op i (operator support of the device)
+    device_features (D, K) float32  what each device is (`placement_gym.backends.base.DEVICE_FEATURES`: log10
+                                    peak FLOP/s, memory bandwidth, memory capacity, link bandwidth, launch cost)
+    node_device_cost (N, D) float32 estimated seconds of op i alone on device d (simulated: what the cost model
+                                    charges; real: measured by per-op profiling); `UNSUPPORTED_COST_S` where the
+                                    device cannot run the op
+Listing the devices in another order permutes the D axes of the last three consistently, so a policy that reads
+them (rather than device indices) can follow a device wherever it is listed.
+Action: ``MultiDiscrete([D] * N)``: the device index of every compute op. ``env.action_masks()`` returns the
+flattened (N * D,) bool mask sb3-contrib's ``MaskablePPO`` asks for.
+Objective (``objective=``): ``"latency"`` (one synchronous inference) or ``"throughput"`` (steady-state seconds
+per inference with several requests in flight, 1 / throughput); ``info["latency_s"]`` is the seconds per
+inference of the objective, so every reward below is relative throughput under ``"throughput"``.
 Reward (``reward=``):
     ``"speedup"``      reference latency / latency - 1 (0 for the reference placement; default)
     ``"neg_latency"``  -latency in seconds
@@ -17,7 +29,9 @@ Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s`` (
 ``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference measurement),
 ``latency_corrected_s`` (the latency at the machine speed of the first reference measurement),
 ``reference_latency_s`` (the nearest reference), ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``,
-``simulated``, ``breakdown``.
+``simulated``, ``breakdown``, ``objective``, ``throughput_per_s`` (1 / ``latency_s``).
+Reference placement: every op on the first listed device that can run every op and whose memory holds the
+model (``"CPU"`` on the presets that list it first); ``env.reference_device`` names it.
 Drift correction (real backend): every ``reference_every`` placements the reference placement is measured
 afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
 a machine that slows down or speeds up during a run does not shift the reward.
@@ -34,6 +48,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
+from .backends.base import DEVICE_FEATURES
 from .features import DEFAULT_FAMILIES, node_features
 from .graph import ComputationGraph
 from .models import load_graph
@@ -43,6 +58,8 @@ logger = logging.getLogger(__name__)
 REWARDS = ("speedup", "neg_latency", "inv_latency")
 #: Drift correction on a real backend: the reference placement is re-measured after this many placements.
 DRIFT_EVERY = 25
+#: ``node_device_cost`` of an op on a device that cannot run it (seconds; finite, so networks can read it).
+UNSUPPORTED_COST_S = 1.0
 
 
 class DevicePlacementEnv(gym.Env):
@@ -61,9 +78,12 @@ class DevicePlacementEnv(gym.Env):
             defaults, 3 and 20, apply when not given; with ``backend="auto"`` they are dropped if it simulates).
         backend_options: more keyword arguments for the backend (``make_backend``): each setting is given once,
             here or as one of the shorthands. None of these apply to a ready `Backend` instance.
-        profile: the simulated backend's profile: a preset name (``"paper"``), a profile JSON file from
-            ``placement-gym calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with
-            ``backend="auto"`` selects the simulated backend.
+        profile: the simulated backend's profile: a preset name (``"paper"``, ``"ai_pc"``, ``"server"``,
+            ``"edge"``: `placement_gym.backends.profiles.PRESETS`), a profile JSON file from ``placement-gym
+            calibrate``, or a `placement_gym.backends.profiles.Profile`. Giving one with ``backend="auto"``
+            selects the simulated backend.
+        objective: ``"latency"`` or ``"throughput"`` (see the module docstring); None keeps the backend's
+            (``"latency"`` unless a ready backend instance says otherwise).
         reference_every: drift correction: re-measure the reference placement after this many placements
             (not counted as placements); None: every `DRIFT_EVERY` on a real backend, never on a simulated one
             (its latencies do not drift); 0: never.
@@ -88,6 +108,7 @@ class DevicePlacementEnv(gym.Env):
         render_mode: str | None = None,
         profile: Any = None,
         reference_every: int | None = None,
+        objective: str | None = None,
     ) -> None:
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of {REWARDS}")
@@ -98,7 +119,8 @@ class DevicePlacementEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
-        self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats)
+        self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats,
+                                objective=objective)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         self.feature_families = tuple(features)
         self.render_mode = render_mode
@@ -116,13 +138,29 @@ class DevicePlacementEnv(gym.Env):
         n, d = self.graph.n_ops, len(self.backend.device_names)
         self._node_features = node_features(self.graph, self.feature_families)
         self._edge_features = (np.log10(1.0 + self.graph.edge_bytes.astype(np.float32)) / 10.0)[:, None]
-        self.reference_placement = np.zeros(n, dtype=np.int64)  # everything on the first device
+        self._action_mask = np.asarray(self.backend.action_mask(self.graph), dtype=bool)
+        self._device_features = np.asarray(self.backend.device_features(), dtype=np.float32)
+        cost = np.asarray(self.backend.node_device_cost(self.graph), dtype=np.float64)
+        self._node_device_cost = np.where(self._action_mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32)
+        if self._action_mask.shape != (n, d) or self._device_features.shape != (d, len(DEVICE_FEATURES)):
+            raise ValueError(f"backend {self.backend.name!r} returned an action mask of shape {self._action_mask.shape} "
+                             f"and device features of shape {self._device_features.shape}; expected ({n}, {d}) and "
+                             f"({d}, {len(DEVICE_FEATURES)})")
+        if not self._action_mask.any(axis=1).all():
+            i = int(np.flatnonzero(~self._action_mask.any(axis=1))[0])
+            raise ValueError(f"no device of {self.device_names} can run op {self.graph.op_names[i]!r} "
+                             f"({self.graph.op_types[i]}); add a device that supports it")
+        #: Every op on `reference_device` (see `reference`): the first listed device that can run every op.
+        self.reference_placement = np.zeros(n, dtype=np.int64)
 
         self.observation_space = spaces.Dict({
             "node_features": spaces.Box(-np.inf, np.inf, self._node_features.shape, np.float32),
             "edge_index": spaces.Box(0, max(n - 1, 0), (2, self.graph.n_edges), np.int64),
             "edge_features": spaces.Box(0.0, np.inf, (self.graph.n_edges, 1), np.float32),
             "placement": spaces.Box(0, d - 1, (n,), np.int64),
+            "action_mask": spaces.MultiBinary([n, d]),
+            "device_features": spaces.Box(-np.inf, np.inf, (d, len(DEVICE_FEATURES)), np.float32),
+            "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
         })
         self.action_space = spaces.MultiDiscrete(np.full(n, d, dtype=np.int64))
 
@@ -145,25 +183,51 @@ class DevicePlacementEnv(gym.Env):
         return len(self.backend.device_names)
 
     @property
+    def objective(self) -> str:
+        """``"latency"`` or ``"throughput"``: what ``info["latency_s"]`` is the seconds per inference of."""
+        return getattr(self.backend, "objective", "latency")
+
+    @property
+    def reference_device(self) -> str:
+        """The device the reference placement puts every op on."""
+        return self.device_names[int(self.reference_placement[0])] if self.graph.n_ops else self.device_names[0]
+
+    @property
     def reference(self) -> Measurement:
-        """The reference placement's measurement (all ops on the first device), measured once on first use."""
+        """The reference placement's measurement, measured once on first use: every op on the first listed
+        device that can run every op (`action_mask`) and holds the model (its measurement succeeds)."""
         if self._reference is None:
-            self._reference = self.backend.measure(self.graph, self.reference_placement)
-            if not self._reference.ok:
+            errors = []
+            for device in np.flatnonzero(self._action_mask.all(axis=0)):
+                placement = np.full(self.graph.n_ops, device, dtype=np.int64)
+                measurement = self.backend.measure(self.graph, placement)
+                if measurement.ok:
+                    self.reference_placement, self._reference = placement, measurement
+                    break
+                errors.append(f"{self.device_names[device]}: {measurement.error}")
+            else:
                 raise RuntimeError(
-                    f"the reference placement (all ops on {self.device_names[0]}) failed: {self._reference.error}"
+                    f"no single device can run all of {self.graph.name!r}, so there is no reference placement "
+                    f"({'; '.join(errors) or 'every device lacks support for some op'})"
                 )
         return self._reference
+
+    def action_masks(self) -> np.ndarray:
+        """(N * D,) bool: the action mask flattened op by op, as sb3-contrib's ``MaskablePPO`` asks of an env
+        with a ``MultiDiscrete([D] * N)`` action space."""
+        return self._action_mask.reshape(-1).copy()
 
     # ---------------------------------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Start an episode from the reference placement (or ``options["placement"]``)."""
         super().reset(seed=seed)
         start = (options or {}).get("placement")
+        reference = self.reference  # measured first: it decides the reference placement
         self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
         self._steps = 0
         self.last_measurement = None
-        return self.observation(), {"reference_latency_s": self.reference.latency_s, "devices": self.device_names}
+        return self.observation(), {"reference_latency_s": reference.latency_s, "devices": self.device_names,
+                                    "reference_device": self.reference_device}
 
     def step(self, action):
         placement = self.validate_action(action)
@@ -235,6 +299,9 @@ class DevicePlacementEnv(gym.Env):
             "edge_index": self.graph.edge_index.copy(),
             "edge_features": self._edge_features.copy(),
             "placement": self._placement.copy(),
+            "action_mask": self._action_mask.astype(np.int8),
+            "device_features": self._device_features.copy(),
+            "node_device_cost": self._node_device_cost.copy(),
         }
 
     @property
@@ -277,6 +344,8 @@ class DevicePlacementEnv(gym.Env):
             "error": m.error,
             "simulated": m.simulated,
             "breakdown": dict(m.breakdown),
+            "objective": self.objective,
+            "throughput_per_s": 1.0 / latency,
         }
 
     def summary(self) -> str:

@@ -48,8 +48,8 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
             ``"paper"`` profile, or with ``profile`` when one is given, saying why once), or a ready `Backend`
             instance (returned as is).
         devices: device specs for the backend, or ``"auto"``.
-        options: backend settings (OpenVINO: ``warmup``, ``repeats``, ``cache``; simulated: ``profile``,
-            ``schedule``). With ``"auto"``, the real backend's measurement settings are dropped (and which ones
+        options: backend settings (both: ``objective``, ``"latency"`` or ``"throughput"``; OpenVINO: ``warmup``,
+            ``repeats``, ``cache``; simulated: ``profile``, ``schedule``). With ``"auto"``, the real backend's measurement settings are dropped (and which ones
             logged at INFO) when it picks the simulator, so a script written for real devices also runs on a
             one-device machine.
     """
@@ -86,7 +86,8 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
     if wrong:
         raise ValueError(
             f"the simulated backend takes no {wrong} (they set how the real backend measures); its options are "
-            "profile= (a preset name, a profile JSON path or a Profile) and schedule= ('sequential' or 'parallel')"
+            "profile= (a preset name, a profile JSON path or a Profile), schedule= ('sequential' or 'parallel') and "
+            "objective= ('latency' or 'throughput')"
         )
     from .simulated import SimulatedBackend
 

@@ -13,6 +13,28 @@ import numpy as np
 
 from ..graph import ComputationGraph
 
+#: What a backend measures per placement (``objective=`` of the env, the backends and the CLI):
+#: ``"latency"``: one synchronous inference, start to end (the paper's objective);
+#: ``"throughput"``: inferences streaming through the placement with several requests in flight, each device
+#: working on its submodels of one request while the others work on other requests (Tarnawski et al. 2020's
+#: objective). Both are reported as *seconds per inference* (`Measurement.latency_s`): for throughput that is
+#: the steady-state time between completed inferences, 1 / throughput, so every "lower is better" formula
+#: (speedup, regret, gap to the optimum) reads the same under both objectives.
+OBJECTIVES = ("latency", "throughput")
+
+#: Columns of a backend's ``device_features()`` (D, K) array, in order (log10 of SI units, so that devices of
+#: very different size stay comparable): peak FLOP/s, memory bandwidth (B/s), memory capacity (bytes; 12 =
+#: 1 TB when unknown/unbounded), bandwidth of the link to the other devices (B/s; 12 when shared memory or
+#: unknown), launch overhead per op (log10 microseconds + 1, so 0 = 0.1 us).
+DEVICE_FEATURES = ("log10_peak_flops", "log10_memory_bandwidth_Bps", "log10_memory_bytes", "log10_link_Bps",
+                   "log10_launch_us")
+
+
+def check_objective(objective: str) -> str:
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
+    return objective
+
 
 def median_interval(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     """Distribution-free confidence interval of the median of `samples`: the order statistics x_(j) and
@@ -37,7 +59,9 @@ class Measurement:
     """The outcome of measuring one placement.
 
     Attributes:
-        latency_s: median inference latency in seconds (``inf`` when ``ok`` is False).
+        latency_s: seconds per inference under `objective` (``inf`` when ``ok`` is False): the median latency of
+            one inference (``"latency"``), or the steady-state time between completed inferences, 1 /
+            throughput (``"throughput"``; `throughput_per_s`).
         ok: False when the placement failed to compile or run.
         samples: the individual timed runs (seconds), empty for the simulated backend.
         error: the error text when ``ok`` is False.
@@ -46,6 +70,7 @@ class Measurement:
         cached: True when the result was reused for a placement measured before.
         simulated: True when the latency comes from a cost model, not a measurement.
         breakdown: backend-specific parts of the latency (simulated: compute per device, transfer, overhead).
+        objective: ``"latency"`` or ``"throughput"`` (`OBJECTIVES`): what `latency_s` is the seconds of.
     """
 
     latency_s: float
@@ -57,6 +82,12 @@ class Measurement:
     cached: bool = False
     simulated: bool = False
     breakdown: Mapping[str, float] = field(default_factory=dict)
+    objective: str = "latency"
+
+    @property
+    def throughput_per_s(self) -> float:
+        """Inferences per second: 1 / `latency_s` (0 for a failed placement)."""
+        return 1.0 / self.latency_s if self.ok and self.latency_s > 0 else 0.0
 
     @property
     def interval_s(self) -> tuple[float, float]:
@@ -94,9 +125,12 @@ class Backend(Protocol):
     simulated: bool
     device_names: Sequence[str]
     virtual_devices: Sequence[bool]
+    objective: str
 
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
-        """Latency of `graph` with op ``i`` on device ``placement[i]``; `placement` is (N,) int.
+        """Seconds per inference (`objective`) of `graph` with op ``i`` on device ``placement[i]``; `placement`
+        is (N,) int. An op on a device that cannot run it, or a device whose memory the placement exceeds, is a
+        failed placement (``ok=False``, the error says which op / device), not an exception.
 
         ``use_cache=False`` measures afresh even if the backend keeps earlier measurements (how final
         placements are reported: a new measurement, not the luckiest of many noisy draws); a backend that
@@ -105,6 +139,19 @@ class Backend(Protocol):
 
     def describe(self) -> dict:
         """Settings and versions worth recording in results files."""
+        ...
+
+    def action_mask(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) bool: ``True`` where device ``d`` can run op ``i`` (operator support; memory is a property of
+        a whole placement and is checked by `measure`)."""
+        ...
+
+    def device_features(self) -> np.ndarray:
+        """(D, K) float32 description of each device, columns `DEVICE_FEATURES`."""
+        ...
+
+    def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) float64 estimated seconds of op ``i`` alone on device ``d`` (``inf`` where it cannot run)."""
         ...
 
     def close(self) -> None:

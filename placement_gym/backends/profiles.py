@@ -75,14 +75,15 @@ class LinkProfile:
 _OP_BYTES: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
-def op_bytes(graph: ComputationGraph) -> np.ndarray:
-    """(N,) float64 roofline traffic of each op: bytes read from other compute ops, bytes written, and, when the
-    graph has its ov.Model, bytes of its constant inputs (weights: what makes a batch-1 dense layer slow)."""
-    cached = _OP_BYTES.get(graph)
+_WEIGHT_BYTES: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def weight_bytes(graph: ComputationGraph) -> np.ndarray:
+    """(N,) float64 bytes of the constant inputs (weights) of each op; zeros when the graph has no ov.Model."""
+    cached = _WEIGHT_BYTES.get(graph)
     if cached is not None:
         return cached
-    traffic = np.bincount(graph.edge_index[1], weights=graph.edge_bytes.astype(np.float64), minlength=graph.n_ops)
-    traffic += graph.bytes_out.astype(np.float64)
+    weights = np.zeros(graph.n_ops)
     if graph.model is not None:
         index = {name: i for i, name in enumerate(graph.op_names)}
         for op in graph.model.get_ordered_ops():
@@ -92,10 +93,43 @@ def op_bytes(graph: ComputationGraph) -> np.ndarray:
             for target in op.output(0).get_target_inputs():
                 consumer = index.get(target.get_node().get_friendly_name())
                 if consumer is not None:
-                    traffic[consumer] += nbytes
+                    weights[consumer] += nbytes
+    weights.setflags(write=False)
+    _WEIGHT_BYTES[graph] = weights
+    return weights
+
+
+def op_bytes(graph: ComputationGraph) -> np.ndarray:
+    """(N,) float64 roofline traffic of each op: bytes read from other compute ops, bytes written, and, when the
+    graph has its ov.Model, bytes of its constant inputs (`weight_bytes`: what makes a batch-1 dense layer slow)."""
+    cached = _OP_BYTES.get(graph)
+    if cached is not None:
+        return cached
+    traffic = np.bincount(graph.edge_index[1], weights=graph.edge_bytes.astype(np.float64), minlength=graph.n_ops)
+    traffic += graph.bytes_out.astype(np.float64) + weight_bytes(graph)
     traffic.setflags(write=False)
     _OP_BYTES[graph] = traffic
     return traffic
+
+
+def device_memory_bytes(graph: ComputationGraph, placement: np.ndarray, n_devices: int) -> np.ndarray:
+    """(D,) float64 estimated memory each device needs for `placement` ((N,) ints): the weights of its ops plus
+    the largest working set (inputs + output) of one of its ops, the activations that must be resident at once
+    when ops run one at a time. An estimate: real plugins also keep workspace and may reuse buffers."""
+    weights = weight_bytes(graph)
+    working = op_bytes(graph) - weights
+    need = np.bincount(placement, weights=weights, minlength=n_devices)
+    peak = np.zeros(n_devices)
+    np.maximum.at(peak, placement, working)
+    return need + peak
+
+
+def format_bytes(nbytes: float) -> str:
+    """``9.2e9`` -> ``"9.2 GB"`` (decimal units, as device specs give them)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 @dataclass
@@ -120,6 +154,8 @@ class DeviceProfile:
         measured_wall_s: model name -> measured latency of the whole model on this device alone.
         virtual: the device was a virtual copy of another (e.g. a second CPU plugin with one thread).
         description: where the figures come from.
+        memory_bytes: memory the device can give to one model (weights + activations); None = unbounded.
+        unsupported_ops: op types the device cannot run (a placement putting one there fails).
     """
 
     name: str
@@ -132,6 +168,8 @@ class DeviceProfile:
     measured_wall_s: dict[str, float] = field(default_factory=dict)
     virtual: bool = False
     description: str = ""
+    memory_bytes: float | None = None
+    unsupported_ops: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not (self.peak_flops > 0 and self.memory_bandwidth_Bps > 0):
@@ -141,6 +179,13 @@ class DeviceProfile:
         bad = {k: v for k, v in {**self.efficiency, "<default>": self.default_efficiency}.items() if not v > 0}
         if bad:
             raise ValueError(f"device {self.name!r}: efficiencies must be > 0, got {bad}")
+        if self.memory_bytes is not None and not self.memory_bytes > 0:
+            raise ValueError(f"device {self.name!r}: memory_bytes must be > 0 or None (unbounded), got {self.memory_bytes}")
+
+    def supports(self, graph: ComputationGraph) -> np.ndarray:
+        """(N,) bool: this device can run op ``i`` (its type is not in `unsupported_ops`)."""
+        unsupported = set(self.unsupported_ops)
+        return np.array([t not in unsupported for t in graph.op_types], dtype=bool)
 
     def roofline_times(self, graph: ComputationGraph) -> np.ndarray:
         """(N,) float64 estimated seconds of every op of `graph` on this device."""
@@ -378,8 +423,166 @@ def paper_profile() -> Profile:
     )
 
 
+#: Op types that dominate the FLOPs (dense/convolutional math): what matrix engines (XMX, NPUs) accelerate.
+MATRIX_OPS = ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData")
+#: Op types an inference accelerator compiler commonly lacks (attention fused ops, embedding lookups, detection
+#: post-processing, data-dependent shapes). An assumption modelled on the "Not Supported" cells of OpenVINO's
+#: per-device support table for its fixed-function accelerator (GNA column, docs.openvino.ai 2023.3
+#: "Supported Operations - by Inference Devices"), not read from the NPU plugin's conformance report.
+ACCELERATOR_UNSUPPORTED = ["ScaledDotProductAttention", "Gather", "NonMaxSuppression", "TopK", "NonZero",
+                           "Loop", "If", "ScatterUpdate", "ScatterNDUpdate"]
+
+
+def ai_pc_profile() -> Profile:
+    """An AI PC: CPU + integrated GPU + NPU on one chip sharing LPDDR5x (Intel Core Ultra 7 155H class).
+
+    Where placement pays: the NPU is fast on convolutions and matrix products and slow on everything else (its
+    vector DSPs), cannot run some op types at all (`ACCELERATOR_UNSUPPORTED`), and every device shares one
+    memory, so a tensor crossing devices is a cheap copy. An **estimate** from public spec figures:
+
+    CPU: 6 P-cores (Redwood Cove, AVX2 2 x 256-bit FMA = 32 FP32 FLOP/cycle) at up to 4.8 GHz -> ~0.9 TFLOP/s;
+    LPDDR5x-7467, 128-bit -> 119.5 GB/s shared by all three devices.
+    GPU: Intel Arc integrated, 8 Xe-cores (128 FP32 lanes each) at 2.25 GHz -> 4.6 TFLOP/s FP32, 9.2 FP16 (no
+    XMX on this generation); OpenVINO's GPU plugin infers in f16; without matrix engines batch-1 convolutions
+    reach ~15% of it.
+    NPU: Intel AI Boost, 11 TOPS INT8 (-> 5.5 TFLOP/s FP16 on its MAC arrays, ~60% reached on convolutions and
+    matrix products); other ops run on its SHAVE DSPs at ~12% of the memory roofline; ~10 us per op.
+    Link: shared memory, a copy through DRAM (~50 GB/s, ~5 us); each extra submodel ~20 us (sub-request
+    dispatch and sync on one chip).
+    """
+    shared = 119.5e9
+    cpu = DeviceProfile(
+        name="CPU", peak_flops=0.92e12, memory_bandwidth_Bps=shared, launch_overhead_s=3e-6,
+        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
+        default_efficiency=0.5, memory_bytes=16e9,
+        description="Intel Core Ultra 7 155H CPU class: 6 P-cores AVX2 ~4.8 GHz, LPDDR5x-7467 (estimate)")
+    gpu = DeviceProfile(
+        name="GPU", peak_flops=9.2e12, memory_bandwidth_Bps=shared, launch_overhead_s=8e-6,
+        efficiency={t: 0.15 for t in MATRIX_OPS} | {"GroupConvolution": 0.08}, default_efficiency=0.3,
+        memory_bytes=8e9,
+        description="Intel Arc integrated GPU class: 8 Xe-cores 2.25 GHz, f16 9.2 TFLOP/s, shared memory (estimate)")
+    npu = DeviceProfile(
+        name="NPU", peak_flops=5.5e12, memory_bandwidth_Bps=shared, launch_overhead_s=10e-6,
+        efficiency={t: 0.6 for t in MATRIX_OPS} | {"GroupConvolution": 0.2}, default_efficiency=0.12,
+        memory_bytes=4e9, unsupported_ops=list(ACCELERATOR_UNSUPPORTED),
+        description="Intel AI Boost NPU class: 11 TOPS INT8 MAC arrays, slow SHAVE DSPs for other ops (estimate)")
+    return Profile(
+        devices=[cpu, gpu, npu], link=LinkProfile(latency_s=5e-6, bandwidth_Bps=50e9), boundary_overhead_s=20e-6,
+        schedule="sequential", name="ai_pc",
+        description=("ESTIMATE of an AI PC (CPU + integrated GPU + NPU sharing LPDDR5x, Core Ultra 7 155H class) from "
+                     "public spec figures; not measured. Figures are simulated."),
+        sources=[
+            "Intel Core Ultra 7 155H: 6P+8E+2LP-E cores, P-core up to 4.8 GHz, LPDDR5x-7467 (ark.intel.com)",
+            "Intel Arc graphics (Meteor Lake): 8 Xe-cores, up to 2.25 GHz (Intel product brief)",
+            "Intel AI Boost NPU: up to 11 TOPS INT8 (Intel Core Ultra product brief)",
+            "Op support gaps: OpenVINO 'Supported Operations - by Inference Devices' (docs.openvino.ai 2023.3), "
+            "accelerator column; an assumption, see ACCELERATOR_UNSUPPORTED",
+        ],
+    )
+
+
+def server_profile() -> Profile:
+    """A server: a Xeon CPU and three discrete Intel data-centre GPUs of different size and memory.
+
+    Where placement pays: several fast devices at once. Under the throughput objective the model is cut into a
+    pipeline whose stages run on different GPUs at the same time; under latency one inference runs on one device
+    at a time, so the best single GPU is close to the optimum (the honest control case). An **estimate**:
+
+    CPU: Xeon Platinum 8480+ class, one socket in latency mode: 56 cores with AMX; OpenVINO runs f32 by default
+    here (``inference_precision="f32"``): 56 x 2 x 512-bit FMA = 64 FP32 FLOP/cycle at ~2.0 GHz all-core ->
+    ~7 TFLOP/s; 8 channels DDR5-4800 -> 307 GB/s.
+    GPU.0: Data Center GPU Max 1100 class: 56 Xe-cores, 48 GB HBM2e at 1.23 TB/s, ~22 TFLOP/s FP32,
+    ~350 TFLOP/s FP16 on XMX, PCIe 5.0 x16 (~50 GB/s reached).
+    GPU.1: Data Center GPU Flex 170 class (as in ``paper``): 16 GB, 576 GB/s, 128 TFLOP/s FP16 XMX, PCIe 4.0.
+    GPU.2: Data Center GPU Flex 140 class, one of its two GPUs: 8 Xe-cores, 6 GB GDDR6 at 186 GB/s, ~32
+    TFLOP/s FP16 XMX, PCIe 4.0 x8 (~12 GB/s reached).
+    Each extra submodel ~60 us; device to device copies go through the host.
+    """
+    conv = {t: 0.04 for t in MATRIX_OPS} | {"GroupConvolution": 0.01}
+    cpu = DeviceProfile(
+        name="CPU", peak_flops=7.0e12, memory_bandwidth_Bps=307e9, launch_overhead_s=4e-6,
+        efficiency={"Convolution": 0.3, "GroupConvolution": 0.1, "MatMul": 0.3, "ConvolutionBackpropData": 0.2},
+        default_efficiency=0.3, memory_bytes=256e9,
+        description="Intel Xeon Platinum 8480+ class, one socket: 56 cores ~2.0 GHz, 8 x DDR5-4800 (estimate)")
+    big = DeviceProfile(
+        name="GPU.0", peak_flops=350e12, memory_bandwidth_Bps=1230e9, launch_overhead_s=10e-6, efficiency=conv,
+        default_efficiency=0.3, memory_bytes=48e9,
+        description="Intel Data Center GPU Max 1100 class: 56 Xe-cores, 48 GB HBM2e 1.23 TB/s (estimate)")
+    mid = DeviceProfile(
+        name="GPU.1", peak_flops=128e12, memory_bandwidth_Bps=576e9, launch_overhead_s=10e-6, efficiency=conv,
+        default_efficiency=0.3, memory_bytes=16e9,
+        description="Intel Data Center GPU Flex 170 class: 32 Xe-cores, 16 GB GDDR6 576 GB/s (estimate)")
+    small = DeviceProfile(
+        name="GPU.2", peak_flops=32e12, memory_bandwidth_Bps=186e9, launch_overhead_s=10e-6, efficiency=conv,
+        default_efficiency=0.3, memory_bytes=6e9,
+        description="Intel Data Center GPU Flex 140 class, one GPU: 8 Xe-cores, 6 GB GDDR6 186 GB/s (estimate)")
+    pcie4 = LinkProfile(latency_s=15e-6, bandwidth_Bps=24e9)
+    slow = LinkProfile(latency_s=15e-6, bandwidth_Bps=12e9)
+    links = {f"{a}->{b}": slow for a in ("CPU", "GPU.0", "GPU.1", "GPU.2") for b in ("CPU", "GPU.0", "GPU.1", "GPU.2")
+             if a != b and "GPU.2" in (a, b)}
+    links |= {"CPU->GPU.0": LinkProfile(latency_s=10e-6, bandwidth_Bps=50e9),
+              "GPU.0->CPU": LinkProfile(latency_s=10e-6, bandwidth_Bps=50e9)}
+    return Profile(
+        devices=[cpu, big, mid, small], link=pcie4, links=links, boundary_overhead_s=60e-6, schedule="sequential",
+        name="server",
+        description=("ESTIMATE of a server (Xeon CPU + three discrete Intel data-centre GPUs of different size and "
+                     "memory) from public spec figures; not measured. Figures are simulated."),
+        sources=[
+            "Intel Xeon Platinum 8480+: 56 cores, 2.0 GHz base, AVX-512 + AMX, 8 x DDR5-4800 (ark.intel.com)",
+            "Intel Data Center GPU Max 1100: 56 Xe-cores, 48 GB HBM2e, 1.23 TB/s, PCIe 5.0 x16 (Intel product brief)",
+            "Intel Data Center GPU Flex 170: 32 Xe-cores, 16 GB GDDR6 576 GB/s, PCIe 4.0 x16 (Intel product brief)",
+            "Intel Data Center GPU Flex 140: 2 x 8 Xe-cores, 2 x 6 GB GDDR6, PCIe 4.0 x8 (Intel product brief)",
+        ],
+    )
+
+
+def edge_profile() -> Profile:
+    """An edge box: a small x86 CPU with its integrated GPU and an M.2 inference accelerator with little memory.
+
+    Where placement pays: the accelerator is by far the fastest on matrix ops but holds only 64 MB (the weights
+    of ResNet-50 in f32 are 102 MB), cannot run some op types (`ACCELERATOR_UNSUPPORTED`), and sits behind a
+    narrow PCIe link; the CPU and its small GPU are slow. An **estimate**:
+
+    CPU: Intel Atom x7425E class, 4 Gracemont E-cores (2 x 128-bit FMA = 16 FP32 FLOP/cycle) at 3.4 GHz ->
+    0.22 TFLOP/s; single-channel LPDDR5-4800 -> 38.4 GB/s.
+    GPU: its Intel UHD graphics, 24 EUs at ~1 GHz -> ~0.8 TFLOP/s FP16, sharing the CPU's memory.
+    ACCEL: an M.2 accelerator of the Hailo-8 class: 26 TOPS INT8 (modelled as 13 TFLOP/s at its f16-equivalent
+    rate), weights kept on the device (64 MB assumed: the vendor does not publish its memory), PCIe 3.0 x2
+    (~1.6 GB/s reached, ~30 us per copy); each extra submodel ~100 us.
+    """
+    cpu = DeviceProfile(
+        name="CPU", peak_flops=0.22e12, memory_bandwidth_Bps=38.4e9, launch_overhead_s=4e-6,
+        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
+        default_efficiency=0.5, memory_bytes=8e9,
+        description="Intel Atom x7425E class: 4 E-cores 3.4 GHz, LPDDR5-4800 single channel (estimate)")
+    gpu = DeviceProfile(
+        name="GPU", peak_flops=0.8e12, memory_bandwidth_Bps=38.4e9, launch_overhead_s=12e-6,
+        efficiency={t: 0.3 for t in MATRIX_OPS}, default_efficiency=0.3, memory_bytes=2e9,
+        description="Intel UHD graphics (24 EU) class, f16 ~0.8 TFLOP/s, shared memory (estimate)")
+    accel = DeviceProfile(
+        name="ACCEL", peak_flops=13e12, memory_bandwidth_Bps=100e9, launch_overhead_s=15e-6,
+        efficiency={t: 0.5 for t in MATRIX_OPS}, default_efficiency=0.1, memory_bytes=64e6,
+        unsupported_ops=list(ACCELERATOR_UNSUPPORTED),
+        description="M.2 inference accelerator, Hailo-8 class: 26 TOPS INT8, 64 MB assumed, PCIe 3.0 x2 (estimate)")
+    shared = LinkProfile(latency_s=5e-6, bandwidth_Bps=20e9)
+    m2 = LinkProfile(latency_s=30e-6, bandwidth_Bps=1.6e9)
+    return Profile(
+        devices=[cpu, gpu, accel], link=m2, links={"CPU->GPU": shared, "GPU->CPU": shared},
+        boundary_overhead_s=100e-6, schedule="sequential", name="edge",
+        description=("ESTIMATE of an edge box (small CPU + its integrated GPU + an M.2 accelerator with 64 MB) from "
+                     "public spec figures; not measured. Figures are simulated."),
+        sources=[
+            "Intel Atom x7425E: 4 E-cores up to 3.4 GHz, LPDDR5-4800, Intel UHD graphics 24 EU (ark.intel.com)",
+            "Hailo-8 M.2: 26 TOPS INT8, PCIe Gen3 x2/x4 M.2 modules (hailo.ai product brief); memory size assumed",
+            "PCIe 3.0: 8 GT/s per lane, 128b/130b -> ~0.98 GB/s per lane per direction (PCI-SIG)",
+        ],
+    )
+
+
 #: Preset name -> function building the profile.
-PRESETS: dict[str, Callable[[], Profile]] = {"paper": paper_profile}
+PRESETS: dict[str, Callable[[], Profile]] = {"paper": paper_profile, "ai_pc": ai_pc_profile,
+                                             "server": server_profile, "edge": edge_profile}
 
 
-__all__ = ["DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "op_bytes", "paper_profile"]
+__all__ = ["DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "device_memory_bytes", "format_bytes",
+           "op_bytes", "paper_profile", "ai_pc_profile", "server_profile", "edge_profile", "weight_bytes"]

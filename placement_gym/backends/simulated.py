@@ -11,13 +11,24 @@ For a placement (a device per compute op) it
 3. charges every tensor that crosses from one submodel to another once per (producer, consumer submodel), as
    HETERO does, at ``link.latency_s + bytes / link.bandwidth_Bps``, every submodel beyond the first
    ``boundary_overhead_s``, and a placement cut at all ``split_overhead_s``;
-4. schedules it (`Profile.schedule`):
+4. checks what the profile forbids: an op on a device that lists its type in ``unsupported_ops``, or a device
+   whose ``memory_bytes`` the placement exceeds (`device_memory_bytes`: weights + the largest op working set),
+   is a failed placement (``ok=False``, the error names the op or the device and the sizes);
+5. prices one inference under the backend's ``objective``:
 
-   * ``"sequential"`` (default): HETERO's synchronous inference runs the submodels one after another on the
-     calling thread, so latency = compute + transfers + boundaries;
-   * ``"parallel"``: a list scheduler with one execution queue per device and one channel per (source,
-     destination) device pair; ops are taken in topological order, an op starts when its device is free and
-     its inputs have arrived, so ops on different devices overlap (the simulator of Placeto / Baechi).
+   * ``"latency"``: one synchronous inference, scheduled as the profile says (`Profile.schedule`):
+
+     ``"sequential"`` (default): HETERO's synchronous inference runs the submodels one after another on the
+     calling thread, so latency = compute + transfers + boundaries; ``"parallel"``: a list scheduler with one
+     execution queue per device and one channel per (source, destination) device pair; ops are taken in
+     topological order, an op starts when its device is free and its inputs have arrived, so ops on different
+     devices overlap (the simulator of Placeto / Baechi);
+   * ``"throughput"``: inferences stream through the placement with enough requests in flight that every
+     device and link works on some request at all times (a pipeline, Tarnawski et al. 2020), so the time
+     between completed inferences is the bottleneck: the busiest device (its ops' compute plus the dispatch
+     of its submodels, ``boundary_overhead_s`` each beyond the first) or the busiest directed link (the
+     tensors crossing it), plus ``split_overhead_s`` once for a split placement (the HETERO request wrapping
+     the submodels). One device alone: its compute, the same as its latency.
 
 Everything that does not depend on the placement (per-op times per device, per-edge transfer times per device
 pair, the reachability bitsets the cut needs) is computed once per graph and kept while the graph lives.
@@ -32,8 +43,8 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
-from .base import Measurement
-from .profiles import SCHEDULES, Profile
+from .base import DEVICE_FEATURES, Measurement, check_objective
+from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +206,7 @@ class _PreparedGraph:
     edge_seconds: np.ndarray  # (D * D, E) transfer seconds of edge k's tensor from device a to device b (row a*D+b)
     cutter: HeteroCutter
     in_edges: list[list[int]]  # per op, the indices of its incoming edges (for the parallel scheduler)
+    supported: np.ndarray  # (N, D) bool: device d can run op i (profile's unsupported_ops)
 
 
 class SimulatedBackend:
@@ -203,14 +215,17 @@ class SimulatedBackend:
     Args:
         profile: a preset name (``"paper"``), a profile JSON path (``placement-gym calibrate``) or a `Profile`.
         devices: ``"auto"`` (every device of the profile) or the profile devices to use, in placement order.
-        schedule: override the profile's schedule (``"sequential"`` or ``"parallel"``).
+        schedule: override the profile's schedule (``"sequential"`` or ``"parallel"``) of the latency objective.
+        objective: ``"latency"`` (one synchronous inference) or ``"throughput"`` (steady-state seconds per
+            inference with requests in flight); see the module docstring.
     """
 
     name = "simulated"
     simulated = True
 
     def __init__(self, profile: "str | Profile" = "paper", devices: "str | Sequence[str]" = "auto", *,
-                 schedule: str | None = None) -> None:
+                 schedule: str | None = None, objective: str = "latency") -> None:
+        self.objective = check_objective(objective)
         resolved = Profile.resolve(profile)
         if devices != "auto":
             if not isinstance(devices, (str, list, tuple)):
@@ -241,12 +256,53 @@ class SimulatedBackend:
             "note": "latencies are SIMULATED by a cost model (per-op times + transfers + submodel boundaries), not measured",
             "devices": self.device_names,
             **self.profile.describe(),
+            "objective": self.objective,
             "measured_op_fraction": coverage,
             "fallback": "ops without measured times use each device's roofline (FLOPs, bytes, efficiency per op type)",
         }
 
     def close(self) -> None:
         self._prepared.clear()
+
+    def action_mask(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) bool: device ``d`` can run op ``i`` (its type is not among the device's ``unsupported_ops``)."""
+        return self.prepare(graph).supported.copy()
+
+    def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) float64 seconds of op ``i`` alone on device ``d`` (what the simulator charges); ``inf`` where
+        the device cannot run it."""
+        prepared = self.prepare(graph)
+        return np.where(prepared.supported, prepared.op_seconds, np.inf)
+
+    def device_features(self) -> np.ndarray:
+        """(D, 5) float32, columns `DEVICE_FEATURES`, from the profile's figures."""
+        rows = []
+        for device in self.profile.devices:
+            links = [self.profile.link_between(device.name, other.name) for other in self.profile.devices
+                     if other is not device]
+            link_bw = min((l.bandwidth_Bps or 1e12 for l in links), default=1e12)
+            memory = device.memory_bytes or 1e12
+            rows.append([np.log10(device.peak_flops), np.log10(device.memory_bandwidth_Bps), np.log10(memory),
+                         np.log10(link_bw), np.log10(device.launch_overhead_s * 1e6 + 0.1) + 1.0])
+        features = np.asarray(rows, dtype=np.float32)
+        assert features.shape[1] == len(DEVICE_FEATURES)
+        return features
+
+    def check_feasible(self, graph: ComputationGraph, placement: np.ndarray) -> str | None:
+        """Why `placement` cannot run (an op on a device that cannot run it, a device out of memory), or None."""
+        prepared = self.prepare(graph)
+        ok = prepared.supported[np.arange(graph.n_ops), placement]
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            return (f"{graph.op_types[i]} is not supported on {self.device_names[placement[i]]} (op {graph.op_names[i]!r}; "
+                    f"{int((~ok).sum())} op(s) of the placement are on a device that cannot run them)")
+        capacity = [d.memory_bytes for d in self.profile.devices]
+        if any(c is not None for c in capacity):
+            need = device_memory_bytes(graph, placement, len(capacity))
+            for name, needed, cap in zip(self.device_names, need, capacity):
+                if cap is not None and needed > cap:
+                    return f"out of memory on {name}: {format_bytes(needed)} > {format_bytes(cap)}"
+        return None
 
     # ------------------------------------------------------------------------------- measure
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
@@ -255,6 +311,9 @@ class SimulatedBackend:
         The cost model is deterministic and keeps no measurements, so `use_cache` changes nothing."""
         prepared = self.prepare(graph)
         placement = self._check_placement(graph, placement)
+        problem = self.check_feasible(graph, placement)
+        if problem is not None:
+            return Measurement.failure(problem, simulated=True, objective=self.objective)
         d = len(self.profile.devices)
         op_s = prepared.op_seconds[np.arange(graph.n_ops), placement]
         compute_per_device = np.bincount(placement, weights=op_s, minlength=d)
@@ -272,7 +331,11 @@ class SimulatedBackend:
             boundary_s += self.profile.split_overhead_s
         compute_s = float(compute_per_device.sum())
 
-        if self.profile.schedule == "sequential" or labels is None:
+        if self.objective == "throughput":
+            latency = compute_s if labels is None else self._bottleneck(graph, prepared, placement, labels, n_submodels,
+                                                                       compute_per_device, breakdown)
+            breakdown["throughput_per_s"] = 1.0 / latency
+        elif self.profile.schedule == "sequential" or labels is None:
             latency = compute_s + transfer_s + boundary_s
         else:
             latency = self._parallel_makespan(prepared, placement, labels, op_s) + boundary_s
@@ -283,7 +346,8 @@ class SimulatedBackend:
             "transfers": float(n_transfers),
             "transfer_bytes": float(transfer_bytes),
         })
-        return Measurement(latency_s=float(latency), simulated=True, n_submodels=n_submodels, breakdown=breakdown)
+        return Measurement(latency_s=float(latency), simulated=True, n_submodels=n_submodels, breakdown=breakdown,
+                           objective=self.objective)
 
     def _check_placement(self, graph: ComputationGraph, placement) -> np.ndarray:
         array = np.asarray(placement)
@@ -308,6 +372,27 @@ class SimulatedBackend:
         pair = placement[src[edges]] * d + placement[dst[edges]]
         seconds = prepared.edge_seconds[pair, edges]
         return float(seconds.sum()), int(graph.edge_bytes[edges].sum()), int(edges.size)
+
+    def _bottleneck(self, graph, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
+                    n_submodels: int, compute_per_device: np.ndarray, breakdown: dict) -> float:
+        """Steady-state seconds per inference of a split placement: the busiest device or directed link, plus
+        the split overhead (module docstring). Records each device's and link's busy time in `breakdown`."""
+        d = len(self.profile.devices)
+        roots = np.flatnonzero(labels == np.arange(graph.n_ops))
+        submodels_per_device = np.bincount(placement[roots], minlength=d)
+        busy = compute_per_device + np.maximum(submodels_per_device - 1, 0) * self.profile.boundary_overhead_s
+        link_busy = np.zeros(d * d)
+        src, dst = graph.edge_index
+        crossing = np.flatnonzero(labels[src] != labels[dst])
+        if crossing.size:
+            _, first = np.unique(src[crossing] * graph.n_ops + labels[dst[crossing]], return_index=True)
+            edges = crossing[first]
+            pair = placement[src[edges]] * d + placement[dst[edges]]
+            link_busy = np.bincount(pair, weights=prepared.edge_seconds[pair, edges], minlength=d * d)
+        for name, seconds in zip(self.device_names, busy):
+            breakdown[f"busy_s/{name}"] = float(seconds)
+        breakdown["busiest_link_s"] = float(link_busy.max())
+        return float(max(busy.max(), link_busy.max()) + self.profile.split_overhead_s)
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:
@@ -378,7 +463,8 @@ class SimulatedBackend:
         in_edges: list[list[int]] = [[] for _ in range(graph.n_ops)]
         for k, target in enumerate(graph.edge_index[1].tolist()):
             in_edges[target].append(k)
-        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges)
+        supported = np.stack([device.supports(graph) for device in devices], axis=1)
+        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported)
         self._prepared[graph] = prepared
         return prepared
 

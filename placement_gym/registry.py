@@ -57,6 +57,7 @@ AGENTS: dict[str, AgentEntry] = {
     "greedy": AgentEntry("agents.baselines:GreedyETF", "Baechi's m-ETF list scheduling on the cost model"),
     "topo": AgentEntry("agents.baselines:TopoBalance", "Baechi's m-TOPO: topological order split by speed"),
     "metis": AgentEntry("agents.baselines:MetisPartition", "METIS graph partitioning weighted by cost"),
+    "dp": AgentEntry("agents.baselines:ContiguousDP", "Tarnawski et al.'s dynamic program over contiguous splits"),
     "hsdag": AgentEntry("agents.hsdag:HSDAGAgent", "the paper's method: GNN + graph-parsing pooling + placer"),
     "placeto": AgentEntry("agents.placeto:PlacetoAgent", "node-by-node re-placement with message passing"),
     "rnn": AgentEntry("agents.rnn:RNNAgent", "Mirhoseini et al.'s seq2seq LSTM placer"),

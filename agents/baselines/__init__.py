@@ -1,17 +1,18 @@
 """Classical placement baselines: single device, OpenVINO's own choice, random search, Baechi's greedy
-heuristics (m-ETF, m-TOPO), METIS partitioning and the exact optimum on the simulated backend's cost model.
+heuristics (m-ETF, m-TOPO), METIS partitioning, Tarnawski et al.'s contiguous dynamic program and the exact optimum on the simulated backend's cost model.
 
 All follow the agent interface (`learn(env, budget, seed, callback)`, `predict(obs)`, `save`/`load`) through
 `PlanningAgent`, so `placement_gym.evaluation.evaluate` and `placement-gym compare` run them like any agent.
 """
 from .base import PlanningAgent
 from .costs import CostModel, cost_model
+from .dp import ContiguousDP, contiguous_dp
 from .greedy import GreedyETF, TopoBalance, etf_schedule, topo_balance
 from .metis import MetisPartition, metis_partition
-from .optimal import ExactOptimum, OptimumResult, solve_optimum
+from .optimal import Constraints, ExactOptimum, OptimumResult, solve_optimum
 from .simple import OpenVINOChoice, RandomSearch, SingleDevice
 
 __all__ = [
-    "CostModel", "ExactOptimum", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
+    "Constraints", "ContiguousDP", "CostModel", "ExactOptimum", "contiguous_dp", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
     "SingleDevice", "TopoBalance", "cost_model", "etf_schedule", "metis_partition", "solve_optimum", "OptimumResult", "topo_balance",
 ]

@@ -60,13 +60,16 @@ def cost_model(env) -> CostModel:
             "plan on the simulated backend's cost model (backend='simulated', or a profile calibrated on your "
             "devices with `placement-gym calibrate`)"
         )
+    from placement_gym.env import UNSUPPORTED_COST_S
+
     prepared = backend.prepare(graph)
     d = prepared.op_seconds.shape[1]
     edge_time = prepared.edge_seconds.T.reshape(graph.n_edges, d, d).copy()  # row a*D+b -> [e, a, b]
     edge_time[:, np.arange(d), np.arange(d)] = 0.0  # an edge inside one device's region costs nothing
     profile = backend.profile
     return CostModel(
-        op_time_s=np.asarray(prepared.op_seconds, dtype=np.float64),
+        # A device that cannot run an op is priced out of it (1 s per op), so planners keep ops where they run.
+        op_time_s=np.where(prepared.supported, prepared.op_seconds, UNSUPPORTED_COST_S).astype(np.float64),
         edge_time_s=edge_time,
         submodel_overhead_s=float(profile.boundary_overhead_s),
         source=f"simulated profile {profile.name!r} ({profile.schedule} schedule)",

@@ -71,8 +71,16 @@ class OptimumResult:
     def gap(self) -> float:
         return max(0.0, (self.latency_s - self.lower_bound_s) / self.latency_s) if self.latency_s > 0 else 0.0
 
+    @property
+    def label(self) -> str:
+        """``"proven"`` or ``"best found, bound B ms, gap G%"``: what a table prints beside the placement."""
+        if self.status == "optimal":
+            return "proven"
+        return f"best found, bound {self.lower_bound_s * 1e3:.3f} ms, gap {100 * self.gap:.1f}%"
+
     def info(self) -> dict:
-        return {"status": self.status, "latency_s": self.latency_s, "lower_bound_s": self.lower_bound_s,
+        return {"status": self.status, "label": self.label, "latency_s": self.latency_s,
+                "lower_bound_s": self.lower_bound_s,
                 "gap": self.gap, "iterations": self.iterations, "simulator_calls": self.simulator_calls,
                 "solve_s": round(self.solve_s, 3), "notes": list(self.notes)}
 
@@ -105,15 +113,56 @@ class _Rows:
         return LinearConstraint(matrix, np.array(self.lower), np.array(self.upper))
 
 
+@dataclass(frozen=True)
+class Constraints:
+    """What a placement must respect besides its cost (`SimulatedBackend.check_feasible` checks the same).
+
+    Attributes:
+        supported: (N, D) bool, device d can run op i.
+        weights: (N,) bytes of each op's weights; working: (N,) bytes of its inputs + output.
+        capacity: (D,) bytes each device holds (``inf``: unbounded). A device needs the weights of its ops plus
+            the largest working set among them.
+    """
+
+    supported: np.ndarray
+    weights: np.ndarray
+    working: np.ndarray
+    capacity: np.ndarray
+
+    @classmethod
+    def none(cls, n: int, d: int) -> "Constraints":
+        return cls(np.ones((n, d), dtype=bool), np.zeros(n), np.zeros(n), np.full(d, np.inf))
+
+    @classmethod
+    def of(cls, backend: SimulatedBackend, graph) -> "Constraints":
+        from placement_gym.backends.profiles import op_bytes, weight_bytes
+
+        weights = weight_bytes(graph)
+        capacity = np.array([d.memory_bytes or np.inf for d in backend.profile.devices], dtype=float)
+        return cls(backend.action_mask(graph), weights, op_bytes(graph) - weights, capacity)
+
+
+#: Above this many ops the schedule's pairwise ordering rows (N^2 of them) are left out of the MIP: the bound
+#: stays valid (fewer constraints, a lower minimum) but is weaker.
+MAX_OPS_FOR_PAIR_ROWS = 400
+#: Above this many ops no MIP is built at all (it would not even be built within a minute at 10,000 ops): the
+#: result is the best start placement with a closed-form lower bound (`_quick_bound`).
+MAX_OPS_FOR_MIP = 3000
+
+
 def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: np.ndarray, boundary_s: float,
-                       schedule: str, horizon_s: float):
+                       schedule: str, horizon_s: float, constraints: "Constraints | None" = None,
+                       objective: str = "latency"):
     """The MIP of ``L(p)`` (see the module docstring): (objective c, constant, rows, integrality, bounds, x_of).
 
     Args:
         op_time: (N, D) seconds; edge_time: (D*D, E) seconds of edge e from device a to b in row a*D+b.
         horizon_s: an upper bound on any useful latency (big-M of the parallel schedule).
+        constraints: op support (fixes ``x[i, d] = 0``) and device memory (weights + largest working set).
+        objective: ``"latency"`` (`schedule` applies) or ``"throughput"`` (the busiest device or link).
     """
     n, d = op_time.shape
+    constraints = constraints or Constraints.none(n, d)
     src, dst = edge_index
     e_count = src.size
     pairs = [(a, b) for a in range(d) for b in range(d) if a != b]
@@ -143,6 +192,38 @@ def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: n
 
     for i in range(n):
         rows.add({x(i, dev): 1.0 for dev in range(d)}, 1.0, 1.0)
+
+    # Memory: a device holds the weights of its ops plus its largest working set (m_dev >= working_i x[i, dev]).
+    for dev in np.flatnonzero(np.isfinite(constraints.capacity)):
+        m = block(1)
+        rows.add({m: 1.0, **{x(i, int(dev)): float(constraints.weights[i]) for i in range(n)}},
+                 upper=float(constraints.capacity[dev]))
+        for i in range(n):
+            if constraints.working[i] > 0:
+                rows.add({m: 1.0, x(i, int(dev)): -float(constraints.working[i])}, lower=0.0)
+
+    if objective == "throughput":
+        # Period T >= each device's compute and each directed link's traffic (one tensor per producer and
+        # device pair at its cheapest out-edge: the simulator charges at least that); submodel dispatch and the
+        # split overhead only add, so T is a lower bound of the simulated period.
+        t_var = block(1)
+        cost[t_var] = 1.0
+        for dev in range(d):
+            rows.add({t_var: 1.0, **{x(i, dev): -float(op_time[i, dev]) for i in range(n)}}, lower=0.0)
+        w_index = {}
+        for u in producers:
+            for a, b in pairs:
+                w_index[u, a, b] = block(1)
+        for e in range(e_count):
+            u, v = int(src[e]), int(dst[e])
+            for a, b in pairs:
+                rows.add({w_index[u, a, b]: 1.0, x(u, a): -1.0, x(v, b): -1.0}, lower=-1.0)
+        for a, b in pairs:
+            link = {w_index[u, a, b]: -cmin[u, a, b] for u in producers}
+            if link:
+                rows.add({t_var: 1.0, **link}, lower=0.0)
+        return _finish_model(count, cost, 0.0, rows, [(x0, n * d)], {w: 1.0 for w in w_index.values()},
+                             x0, n, d, constraints)
 
     # Submodels: a root per connected same-device region; flow from roots along kept edges reaches every op.
     for e in range(e_count):
@@ -201,8 +282,8 @@ def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: n
             rows.add(coefficients, lower=0.0)  # S_v >= S_u + t_u + transfer
         # Each device runs its ops in topological order: for ops j < i with no path between them, on the same
         # device, S_i >= S_j + t[j]. (With a path, the precedence rows imply it.)
-        descendants = _descendant_sets(n, src, dst)
-        for i in range(n):
+        descendants = _descendant_sets(n, src, dst) if n <= MAX_OPS_FOR_PAIR_ROWS else []
+        for i in range(n if descendants else 0):
             for j in range(i):
                 if not (descendants[j] >> i) & 1:
                     for dev in range(d):
@@ -212,19 +293,41 @@ def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: n
         bounds_upper_s = {s0 + i: horizon_s for i in range(n)}
         bounds_upper_s[c_var] = horizon_s
 
+    upper = {**bounds_upper, **bounds_upper_s, **{r0 + i: 1.0 for i in range(n)}, **{k0 + e: 1.0 for e in range(e_count)}}
+    return _finish_model(count, cost, constant, rows, integer, upper, x0, n, d, constraints)
+
+
+def _finish_model(count: int, cost: dict, constant: float, rows: "_Rows", integer: list, upper_of: dict,
+                  x0: int, n: int, d: int, constraints: "Constraints"):
+    """Objective vector, integrality and upper bounds of the MIP (``x[i, d]`` fixed to 0 where unsupported)."""
     c = np.zeros(count)
     for index, value in cost.items():
         c[index] = value
     upper = np.full(count, np.inf)
-    upper[x0:x0 + n * d] = 1.0
-    upper[r0:r0 + n] = 1.0
-    upper[k0:k0 + e_count] = 1.0
-    for index, value in {**bounds_upper, **bounds_upper_s}.items():
+    upper[x0:x0 + n * d] = constraints.supported.reshape(-1).astype(float)
+    for index, value in upper_of.items():
         upper[index] = value
     integrality = np.zeros(count)
     for start, size in integer:
         integrality[start:start + size] = 1
     return c, constant, rows, integrality, upper, (x0, n, d)
+
+
+def _quick_bound(op_time: np.ndarray, edge_index: np.ndarray, schedule: str, objective: str,
+                 supported: np.ndarray) -> float:
+    """A closed-form lower bound, for graphs too big for the MIP: every op at its fastest supported device
+    (sum of those for a sequential latency; the longest such path or the work spread over all devices for a
+    parallel one; the work spread over all devices, or the slowest single op, for throughput)."""
+    fastest = np.where(supported, op_time, np.inf).min(axis=1)
+    spread = float(fastest.sum()) / op_time.shape[1]
+    if objective == "latency" and schedule == "sequential":
+        return float(fastest.sum())
+    if objective == "throughput":
+        return max(spread, float(fastest.max(initial=0.0)))
+    longest = fastest.copy()  # longest path with the fastest times (ops are in topological order)
+    for u, v in zip(edge_index[0].tolist(), edge_index[1].tolist()):
+        longest[v] = max(longest[v], longest[u] + fastest[v])
+    return max(spread, float(longest.max(initial=0.0)))
 
 
 def _descendant_sets(n: int, src: np.ndarray, dst: np.ndarray) -> list[int]:
@@ -251,6 +354,8 @@ def solve_optimum(
     *,
     start: "list[np.ndarray] | tuple" = (),
     time_limit_s: float = 60.0,
+    constraints: "Constraints | None" = None,
+    objective: str = "latency",
 ) -> OptimumResult:
     """The placement minimising ``simulate(p)`` with a proven lower bound (see the module docstring).
 
@@ -258,9 +363,11 @@ def solve_optimum(
         op_time: (N, D) seconds per op per device; edge_time: (D*D, E) transfer seconds (row ``a*D+b``).
         edge_index: (2, E) producer -> consumer (topological).
         boundary_s: seconds per submodel beyond the first; schedule: ``"sequential"`` or ``"parallel"``.
-        simulate: the simulated latency of a placement (the backend itself).
+        simulate: the simulated seconds per inference of a placement (the backend itself; ``inf`` if it fails).
         start: placements to simulate first (an initial upper bound: single-device, greedy...).
-        time_limit_s: wall-time budget for all MIP solves together.
+        time_limit_s: wall-time budget for everything (building the MIP included): the result comes back
+            within it, proven or labelled with its bound.
+        constraints: op support and device memory (`Constraints`); objective: ``"latency"`` or ``"throughput"``.
     """
     from scipy.optimize import Bounds, milp
 
@@ -280,19 +387,29 @@ def solve_optimum(
         if latency < result.latency_s:
             result.placement, result.latency_s = p.astype(np.int64).copy(), latency
 
+    constraints = constraints or Constraints.none(n, d)
     for dev in range(d):
         consider(np.full(n, dev, dtype=np.int64))
     for p in start:
         consider(np.asarray(p, dtype=np.int64))
+    result.lower_bound_s = min(result.latency_s, _quick_bound(op_time, edge_index, schedule, objective,
+                                                              constraints.supported))
+    if n > MAX_OPS_FOR_MIP or not np.isfinite(result.latency_s):
+        result.notes.append(f"{n} ops: above {MAX_OPS_FOR_MIP} no MIP is built; best start placement, closed-form bound"
+                            if n > MAX_OPS_FOR_MIP else "no start placement is feasible; no MIP horizon")
+        result.solve_s = time.perf_counter() - began
+        return result
 
     c, constant, rows, integrality, upper, (x0, _, _) = _lower_bound_model(
-        op_time, edge_time, edge_index, boundary_s, schedule, horizon_s=result.latency_s)
+        op_time, edge_time, edge_index, boundary_s, schedule, horizon_s=result.latency_s, constraints=constraints,
+        objective=objective)
     n_vars = c.size
     # The LP relaxation's optimum is a valid lower bound even if the MIP finds nothing within the time limit.
+    left = time_limit_s - (time.perf_counter() - began)
     relaxed = milp(c, constraints=[rows.constraint(n_vars)], integrality=np.zeros(n_vars), bounds=Bounds(0, upper),
-                   options={"time_limit": max(1.0, 0.1 * time_limit_s)})
+                   options={"time_limit": max(0.1, min(0.1 * time_limit_s, left))})
     if relaxed.status == 0:
-        result.lower_bound_s = min(result.latency_s, float(relaxed.fun) + constant)
+        result.lower_bound_s = max(result.lower_bound_s, min(result.latency_s, float(relaxed.fun) + constant))
     cuts = _Rows()
     while True:
         remaining = time_limit_s - (time.perf_counter() - began)
@@ -363,18 +480,21 @@ class ExactOptimum(PlanningAgent):
                 f"the exact optimum is defined on the simulated backend's cost model; the {backend.name!r} backend "
                 "measures real hardware, whose optimum no solver can certify (use backend='simulated')"
             )
+        from .dp import contiguous_dp
+
         costs = cost_model(env)
-        schedule = backend.profile.schedule
-        key = (json.dumps(backend.profile.to_dict(), sort_keys=True, default=str), self.time_limit_s)
+        schedule, objective = backend.profile.schedule, backend.objective
+        key = (json.dumps(backend.profile.to_dict(), sort_keys=True, default=str), objective, self.time_limit_s)
         solved = _SOLVED.setdefault(graph, {})
         cached = key in solved
         if not cached:
-            start = [etf_schedule(graph.edge_index, costs)[0], topo_balance(costs)]
+            start = [etf_schedule(graph.edge_index, costs)[0], topo_balance(costs), contiguous_dp(backend, graph)[0]]
             solved[key] = solve_optimum(
-                costs.op_time_s, backend.prepare(graph).edge_seconds, graph.edge_index, costs.submodel_overhead_s,
-                schedule, lambda p: backend.measure(graph, p).latency_s, start=start, time_limit_s=self.time_limit_s,
+                backend.prepare(graph).op_seconds, backend.prepare(graph).edge_seconds, graph.edge_index,
+                costs.submodel_overhead_s, schedule, lambda p: backend.measure(graph, p).latency_s, start=start,
+                time_limit_s=self.time_limit_s, constraints=Constraints.of(backend, graph), objective=objective,
             )
         result = solved[key]
         self.plan_info = {"method": "MIP lower bound (HiGHS) + no-good certificate loop", "schedule": schedule,
-                          **result.info(), "reused_earlier_solve": cached}
+                          "objective": objective, **result.info(), "reused_earlier_solve": cached}
         yield result.placement.copy()

@@ -20,7 +20,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from .graph import format_stats_table
     from .models import load_graph, zoo_names
 
-    report: dict = {"devices": available_devices(), "models": zoo_names()}
+    from .backends.profiles import PRESETS, Profile
+
+    presets = {}
+    for name in PRESETS:
+        profile = Profile.preset(name)
+        presets[name] = {"description": profile.description, "schedule": profile.schedule, "devices": [
+            {"name": d.name, "description": d.description, "memory_bytes": d.memory_bytes,
+             "unsupported_ops": list(d.unsupported_ops)} for d in profile.devices]}
+    report: dict = {"devices": available_devices(), "models": zoo_names(), "presets": presets}
     if args.model:
         report["graph"] = load_graph(args.model).stats()
     if args.json:
@@ -28,6 +36,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
         return 0
     print(f"OpenVINO devices: {', '.join(report['devices'])}")
     print(f"zoo models: {', '.join(report['models'])}")
+    print("simulated presets (--profile NAME):")
+    for name, preset in presets.items():
+        print(f"  {name}: " + ", ".join(d["name"] + (f" ({d['memory_bytes'] / 1e9:g} GB)" if d["memory_bytes"] else "")
+                                      for d in preset["devices"]))
     if args.model:
         s = report["graph"]
         print("\n" + format_stats_table([s]))
@@ -59,7 +71,7 @@ def _env_factory(args: argparse.Namespace):
     from .models import load_graph
 
     options = _key_values(args.backend_option, "--backend-option")
-    for key in ("warmup", "repeats", "profile"):  # given flags only: the backend's own defaults otherwise
+    for key in ("warmup", "repeats", "profile", "objective"):  # given flags only: the backend's defaults otherwise
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
     backend = make_backend(args.backend, args.devices or "auto", **options)
@@ -69,7 +81,7 @@ def _env_factory(args: argparse.Namespace):
         if model not in graphs:
             graphs[model] = load_graph(model)
         features = {} if families is None else {"features": families}
-        return DevicePlacementEnv(graphs[model], backend=backend, **features)
+        return DevicePlacementEnv(graphs[model], backend=backend, unsupported=args.unsupported, **features)
 
     return make_env, backend
 
@@ -110,7 +122,9 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
     rows = results.summarize(records)
     reference = f"{records[0]['devices'][0]}-only"
     settings = records[0]["backend_settings"]
-    kind = (f"SIMULATED latencies, profile {settings.get('profile')}, {settings.get('schedule')} schedule"
+    objective = settings.get("objective", "latency")
+    kind = (f"SIMULATED {'seconds per inference at steady state (1/throughput)' if objective == 'throughput' else 'latencies'}, "
+            f"profile {settings.get('profile')}, {settings.get('schedule')} schedule"
             if records[0]["simulated"] else f"measured latencies, median of {settings.get('repeats')} runs")
     print(f"\nbackend {records[0]['backend']} ({kind}); devices {', '.join(records[0]['devices'])}; "
           f"budget {args.budget} placements; {len({r['seed'] for r in records})} seed(s); mean±std over seeds; "
@@ -123,9 +137,13 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
     for r in records:  # the exact optimum: proven, or the interval the time limit left
         plan = r["extra"].get("plan", {})
         if r["agent"] == results.OPTIMAL_AGENT and "lower_bound_s" in plan and r["seed"] == records[0]["seed"]:
-            proof = "proven optimal" if plan["status"] == "optimal" else f"time limit, gap {100 * plan['gap']:.2f}%"
+            proof = "proven optimal" if plan["status"] == "optimal" else f"best found, gap {100 * plan['gap']:.2f}% to its bound"
+            fastest = min(x["latency_s"] for x in records if x["model"] == r["model"] and x["latency_s"] is not None)
+            beaten = (f"; an agent found {fastest * 1e3:.3f} ms, the gaps above are to that"
+                      if fastest < plan["latency_s"] * (1 - 1e-9) else "")
             print(f"optimal on {r['model']}: {plan['latency_s'] * 1e3:.3f} ms, lower bound "
-                  f"{plan['lower_bound_s'] * 1e3:.3f} ms ({proof}, {plan['solve_s']:.1f} s, {plan['schedule']} schedule)")
+                  f"{plan['lower_bound_s'] * 1e3:.3f} ms ({proof}, {plan['solve_s']:.1f} s, {plan['schedule']} schedule"
+                  f"{beaten})")
     learning = results.format_learning_table(rows)
     if learning:
         print("\nhow they learned (best = the best placement found, re-measured; predict = the agent's own "
@@ -378,7 +396,14 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="auto", help="openvino, simulated or auto (default)")
     parser.add_argument("--devices", nargs="+", help="device specs, e.g. CPU 'CPU[INFERENCE_NUM_THREADS=1]' "
                         "(default: the backend's own choice)")
-    parser.add_argument("--profile", help="simulated backend: a preset name (paper) or a profile JSON file")
+    parser.add_argument("--profile", help="simulated backend: a preset name (paper, ai_pc, server, edge: see "
+                        "`placement-gym info`) or a profile JSON file")
+    parser.add_argument("--objective", choices=["latency", "throughput"],
+                        help="what a placement is scored by: one synchronous inference (latency, default) or "
+                        "steady-state seconds per inference with requests in flight (throughput)")
+    parser.add_argument("--unsupported", choices=["fail", "repair"], default="fail",
+                        help="an op placed on a device that cannot run it fails the placement (default) or is "
+                        "moved to its fastest device that can (repair)")
     parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE",
                         help="extra backend setting (repeatable), e.g. schedule=parallel")
     parser.add_argument("--budget", type=int, default=500, help="placements each agent may measure per seed")

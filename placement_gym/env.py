@@ -35,8 +35,11 @@ model (``"CPU"`` on the presets that list it first); ``env.reference_device`` na
 Drift correction (real backend): every ``reference_every`` placements the reference placement is measured
 afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
 a machine that slows down or speeds up during a run does not shift the reward.
-A placement that fails to compile or run counts as ``failure_penalty`` x the reference latency and is reported
-in ``info["ok"]`` / ``info["error"]``; the episode goes on. Episodes end after ``horizon`` placements.
+A placement that fails to compile or run (an op on a device that cannot run it, a device out of memory, a
+compile error) counts as ``failure_penalty`` x the reference latency and is reported in ``info["ok"]`` /
+``info["error"]``; the episode goes on. With ``unsupported="repair"`` an op placed on a device that cannot run
+it is moved to the fastest device that can (``node_device_cost``) before measuring, ``info["placement"]`` is
+what was measured and ``info["repaired_ops"]`` how many ops were moved: for agents that do not read the mask. Episodes end after ``horizon`` placements.
 """
 from __future__ import annotations
 
@@ -58,6 +61,8 @@ logger = logging.getLogger(__name__)
 REWARDS = ("speedup", "neg_latency", "inv_latency")
 #: Drift correction on a real backend: the reference placement is re-measured after this many placements.
 DRIFT_EVERY = 25
+#: What a placement putting an op on a device that cannot run it does (``unsupported=``).
+UNSUPPORTED_MODES = ("fail", "repair")
 #: ``node_device_cost`` of an op on a device that cannot run it (seconds; finite, so networks can read it).
 UNSUPPORTED_COST_S = 1.0
 
@@ -84,6 +89,8 @@ class DevicePlacementEnv(gym.Env):
             selects the simulated backend.
         objective: ``"latency"`` or ``"throughput"`` (see the module docstring); None keeps the backend's
             (``"latency"`` unless a ready backend instance says otherwise).
+        unsupported: ``"fail"`` (an op on a device that cannot run it fails the placement) or ``"repair"``
+            (it is moved to its fastest device that can run it; see the module docstring).
         reference_every: drift correction: re-measure the reference placement after this many placements
             (not counted as placements); None: every `DRIFT_EVERY` on a real backend, never on a simulated one
             (its latencies do not drift); 0: never.
@@ -109,7 +116,11 @@ class DevicePlacementEnv(gym.Env):
         profile: Any = None,
         reference_every: int | None = None,
         objective: str | None = None,
+        unsupported: str = "fail",
     ) -> None:
+        if unsupported not in UNSUPPORTED_MODES:
+            raise ValueError(f"unsupported must be one of {UNSUPPORTED_MODES}, got {unsupported!r}")
+        self.unsupported = unsupported
         if reward not in REWARDS:
             raise ValueError(f"unknown reward {reward!r}; choose one of {REWARDS}")
         if horizon < 1:
@@ -212,6 +223,17 @@ class DevicePlacementEnv(gym.Env):
                 )
         return self._reference
 
+    def repair(self, placement: np.ndarray) -> tuple[np.ndarray, int]:
+        """`placement` with every op on a device that cannot run it moved to its fastest device that can, and
+        how many ops were moved."""
+        bad = ~self._action_mask[np.arange(self.graph.n_ops), placement]
+        if not bad.any():
+            return placement, 0
+        allowed_cost = np.where(self._action_mask, self._node_device_cost, np.inf)
+        placement = placement.copy()
+        placement[bad] = allowed_cost[bad].argmin(axis=1)
+        return placement, int(bad.sum())
+
     def action_masks(self) -> np.ndarray:
         """(N * D,) bool: the action mask flattened op by op, as sb3-contrib's ``MaskablePPO`` asks of an env
         with a ``MultiDiscrete([D] * N)`` action space."""
@@ -231,6 +253,9 @@ class DevicePlacementEnv(gym.Env):
 
     def step(self, action):
         placement = self.validate_action(action)
+        repaired = 0
+        if self.unsupported == "repair":
+            placement, repaired = self.repair(placement)
         if self.reference_every and self._since_reference >= self.reference_every:
             self._remeasure_reference()
         self._since_reference += 1
@@ -239,6 +264,7 @@ class DevicePlacementEnv(gym.Env):
         self._steps += 1
         self._placement, self.last_measurement = placement, measurement
         info = self._info(placement, measurement)
+        info["repaired_ops"] = repaired
         terminated = self._steps >= self.horizon
         return self.observation(), self._reward(info), terminated, False, info
 

@@ -51,7 +51,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
-from .backends.base import DEVICE_FEATURES
+from .backends.base import DEVICE_FEATURES, describe_devices
 from .features import DEFAULT_FAMILIES, node_features
 from .graph import ComputationGraph
 from .models import load_graph
@@ -149,9 +149,7 @@ class DevicePlacementEnv(gym.Env):
         n, d = self.graph.n_ops, len(self.backend.device_names)
         self._node_features = node_features(self.graph, self.feature_families)
         self._edge_features = (np.log10(1.0 + self.graph.edge_bytes.astype(np.float32)) / 10.0)[:, None]
-        self._action_mask = np.asarray(self.backend.action_mask(self.graph), dtype=bool)
-        self._device_features = np.asarray(self.backend.device_features(), dtype=np.float32)
-        cost = np.asarray(self.backend.node_device_cost(self.graph), dtype=np.float64)
+        self._action_mask, self._device_features, cost = describe_devices(self.backend, self.graph)
         self._node_device_cost = np.where(self._action_mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32)
         if self._action_mask.shape != (n, d) or self._device_features.shape != (d, len(DEVICE_FEATURES)):
             raise ValueError(f"backend {self.backend.name!r} returned an action mask of shape {self._action_mask.shape} "

@@ -118,8 +118,8 @@ def contiguous_dp(backend: SimulatedBackend, graph) -> tuple[np.ndarray, dict]:
                     for prev in range(d):
                         if not rest & (1 << prev):
                             continue
-                        period = np.maximum(np.maximum(best[j, rest, prev], cost + boundary),
-                                            cut_s[j, prev * d + dev])
+                        # One submodel per device: no dispatch cost beyond the first (the simulator's rule).
+                        period = np.maximum(np.maximum(best[j, rest, prev], cost), cut_s[j, prev * d + dev])
                         k = int(np.argmin(period[1:])) + 1 if i > 1 else 0
                         if k and period[k] < best[i, mask, dev]:
                             best[i, mask, dev], choice[i, mask, dev] = period[k], (k, prev)

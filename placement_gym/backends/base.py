@@ -119,13 +119,20 @@ class Backend(Protocol):
         simulated: whether latencies come from a model rather than a measurement.
         device_names: the devices a placement indexes, in order (placement value ``d`` = ``device_names[d]``).
         virtual_devices: one bool per device: is it a virtual copy of a real device.
+
+    Optional (both shipped backends have them; `describe_devices` fills in for a backend without them):
+        objective: ``"latency"`` (assumed when absent) or ``"throughput"``.
+        action_mask(graph) -> (N, D) bool: ``True`` where device ``d`` can run op ``i`` (operator support;
+            memory is a property of a whole placement, checked by `measure`).
+        device_features() -> (D, K) float32: each device, columns `DEVICE_FEATURES`.
+        node_device_cost(graph) -> (N, D) float64: estimated seconds of op ``i`` alone on device ``d`` (``inf``
+            where it cannot run).
     """
 
     name: str
     simulated: bool
     device_names: Sequence[str]
     virtual_devices: Sequence[bool]
-    objective: str
 
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
         """Seconds per inference (`objective`) of `graph` with op ``i`` on device ``placement[i]``; `placement`
@@ -141,19 +148,17 @@ class Backend(Protocol):
         """Settings and versions worth recording in results files."""
         ...
 
-    def action_mask(self, graph: ComputationGraph) -> np.ndarray:
-        """(N, D) bool: ``True`` where device ``d`` can run op ``i`` (operator support; memory is a property of
-        a whole placement and is checked by `measure`)."""
-        ...
-
-    def device_features(self) -> np.ndarray:
-        """(D, K) float32 description of each device, columns `DEVICE_FEATURES`."""
-        ...
-
-    def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
-        """(N, D) float64 estimated seconds of op ``i`` alone on device ``d`` (``inf`` where it cannot run)."""
-        ...
-
     def close(self) -> None:
         ...
 
+
+def describe_devices(backend: Backend, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(action_mask (N, D) bool, device_features (D, K) float32, node_device_cost (N, D) float64)`` from the
+    backend's optional methods; a backend without them (a user's own that only measures) gets every op allowed
+    everywhere and zeros for the unknown features and costs."""
+    n, d = graph.n_ops, len(backend.device_names)
+    mask = backend.action_mask(graph) if hasattr(backend, "action_mask") else np.ones((n, d), dtype=bool)
+    features = backend.device_features() if hasattr(backend, "device_features") else \
+        np.zeros((d, len(DEVICE_FEATURES)), dtype=np.float32)
+    cost = backend.node_device_cost(graph) if hasattr(backend, "node_device_cost") else np.zeros((n, d))
+    return np.asarray(mask, dtype=bool), np.asarray(features, dtype=np.float32), np.asarray(cost, dtype=np.float64)

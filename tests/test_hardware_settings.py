@@ -1,0 +1,214 @@
+"""Hardware settings where placement pays: presets with three or more devices, op support and memory enforced,
+the throughput objective, device observations, MaskablePPO, and the exact baselines (optimal, dp) under them.
+
+Real parts: the simulated backend prices every placement; brute force over every placement of small graphs
+checks the solvers; sb3-contrib's MaskablePPO trains on the env.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from dataclasses import replace
+
+from agents.baselines import ContiguousDP, ExactOptimum, SingleDevice, contiguous_dp
+from placement_gym import DevicePlacementEnv
+from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes, weight_bytes
+from placement_gym.backends.simulated import SimulatedBackend
+
+from .known_optimum import chain_graph
+from .test_baselines_optimal import brute_force, mixed_profile, random_dag
+
+
+def with_device(profile: Profile, index: int, **changes) -> Profile:
+    devices = list(profile.devices)
+    devices[index] = replace(devices[index], **changes)
+    return replace(profile, devices=devices)
+
+
+# ------------------------------------------------------------------------------------------------ presets
+@pytest.mark.parametrize("name", ["ai_pc", "server", "edge"])
+def test_new_presets_have_three_or_more_described_devices(name):
+    profile = Profile.preset(name)
+    assert len(profile.devices) >= 3 and name in PRESETS
+    assert "ESTIMATE" in profile.description and len(profile.sources) >= 3
+    assert all(d.description and d.memory_bytes for d in profile.devices)
+    assert Profile.from_dict(profile.to_dict()) == profile  # memory and op support survive a save
+
+
+def test_presets_are_where_placement_pays(tiny_branch_graph):
+    """The edge accelerator cannot hold ResNet-sized weights; the AI PC's NPU cannot run attention."""
+    edge, ai_pc = Profile.preset("edge"), Profile.preset("ai_pc")
+    assert edge.device("ACCEL").memory_bytes < 102e6  # ResNet-50's f32 weights
+    assert "ScaledDotProductAttention" in ai_pc.device("NPU").unsupported_ops
+
+
+# ------------------------------------------------------------------------------------- support and memory
+def test_an_op_on_a_device_that_cannot_run_it_fails_with_a_clear_error():
+    graph = random_dag(8, 0)
+    banned = graph.op_types[3]
+    profile = with_device(mixed_profile(3, "sequential"), 0, unsupported_ops=[banned])
+    backend = SimulatedBackend(profile)
+    mask = backend.action_mask(graph)
+    assert mask.shape == (8, 3) and mask.dtype == bool
+    assert np.array_equal(mask[:, 0], [t != banned for t in graph.op_types]) and mask[:, 1:].all()
+    m = backend.measure(graph, np.zeros(8, dtype=np.int64))
+    assert not m.ok and f"{banned} is not supported on CPU" in m.error
+    assert np.isinf(backend.node_device_cost(graph)[3, 0])
+
+    env = DevicePlacementEnv(graph, backend=backend)
+    env.reset(seed=0)
+    assert env.reference_device == "GPU"  # the first device that runs every op
+    assert np.array_equal(env.action_masks(), mask.reshape(-1))
+    _, reward, _, _, info = env.step(np.zeros(8, dtype=np.int64))
+    assert not info["ok"] and reward < 0 and "not supported" in info["error"]
+
+    repairing = DevicePlacementEnv(graph, backend=backend, unsupported="repair")
+    repairing.reset(seed=0)
+    _, _, _, _, info = repairing.step(np.zeros(8, dtype=np.int64))
+    moved = sum(t == banned for t in graph.op_types)
+    assert info["ok"] and info["repaired_ops"] == moved and mask[np.arange(8), info["placement"]].all()
+    with pytest.raises(ValueError, match="fail"):
+        DevicePlacementEnv(graph, backend=backend, unsupported="ignore")
+
+
+def test_a_device_out_of_memory_fails_and_the_reference_moves_on(tiny_branch_graph):
+    graph = tiny_branch_graph
+    need = device_memory_bytes(graph, np.zeros(graph.n_ops, dtype=np.int64), 1)[0]
+    assert need > weight_bytes(graph).sum() > 0  # weights plus the largest working set
+    profile = with_device(Profile.preset("paper"), 0, memory_bytes=need / 2)
+    backend = SimulatedBackend(profile)
+    m = backend.measure(graph, np.zeros(graph.n_ops, dtype=np.int64))
+    assert not m.ok and m.error.startswith("out of memory on CPU:") and " > " in m.error
+    env = DevicePlacementEnv(graph, backend=backend)
+    env.reset(seed=0)
+    assert env.reference_device == "GPU" and env.reference.ok
+
+
+def test_no_device_for_an_op_is_a_clear_error():
+    graph = random_dag(6, 1)
+    profile = mixed_profile(2, "sequential")
+    for k in range(2):
+        profile = with_device(profile, k, unsupported_ops=[graph.op_types[0]])
+    with pytest.raises(ValueError, match="no device"):
+        DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
+
+
+# ------------------------------------------------------------------------------------------- throughput
+def test_throughput_is_the_bottleneck_device_or_link():
+    graph = random_dag(10, 2)
+    profile = mixed_profile(3, "sequential")
+    latency, throughput = SimulatedBackend(profile), SimulatedBackend(profile, objective="throughput")
+    single = np.full(10, 1, dtype=np.int64)
+    assert throughput.measure(graph, single).latency_s == pytest.approx(latency.measure(graph, single).latency_s)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = rng.integers(0, 3, 10)
+        m = throughput.measure(graph, p)
+        busiest = max(max(v for k, v in m.breakdown.items() if k.startswith("busy_s/")), m.breakdown["busiest_link_s"])
+        assert m.objective == "throughput" and m.latency_s == pytest.approx(busiest + profile.split_overhead_s)
+        assert m.throughput_per_s == pytest.approx(1 / m.latency_s)
+        # Pipelining never loses to one synchronous inference of the same placement.
+        assert m.latency_s <= latency.measure(graph, p).latency_s + 1e-12
+    with pytest.raises(ValueError, match="throughput"):
+        SimulatedBackend(profile, objective="fps")
+
+
+def test_env_reports_the_objective():
+    graph = random_dag(8, 3)
+    env = DevicePlacementEnv(graph, backend="simulated", profile=mixed_profile(3, "sequential"), objective="throughput")
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.array([0, 1, 2] * 2 + [0, 1]))
+    assert info["objective"] == "throughput" == env.objective
+    assert info["throughput_per_s"] == pytest.approx(1 / info["latency_s"])
+    assert reward == pytest.approx(info["speedup"] - 1)  # relative throughput - 1
+
+
+# ------------------------------------------------------------------------------------ device observations
+def test_device_observations_permute_with_the_device_order():
+    graph = random_dag(8, 4)
+    profile = with_device(mixed_profile(3, "sequential"), 2, unsupported_ops=[graph.op_types[1]], memory_bytes=1e9)
+    order = ["NPU", "CPU", "GPU"]
+    a = DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
+    b = DevicePlacementEnv(graph, backend=SimulatedBackend(profile, devices=order))
+    obs_a, _ = a.reset(seed=0)
+    obs_b, _ = b.reset(seed=0)
+    perm = [a.device_names.index(name) for name in order]
+    for key in ("action_mask", "node_device_cost"):
+        assert obs_a[key].shape == (8, 3)
+        assert np.array_equal(obs_a[key][:, perm], obs_b[key])
+    assert obs_a["device_features"].shape == (3, 5)
+    assert np.array_equal(obs_a["device_features"][perm], obs_b["device_features"])
+    assert not obs_a["action_mask"][1, 2] and obs_a["node_device_cost"][1, 2] == 1.0  # cannot run: the sentinel
+    assert a.observation_space.contains(obs_a) and b.observation_space.contains(obs_b)
+    # Device features tell devices apart (memory capacity is a column).
+    assert obs_a["device_features"][2, 2] == pytest.approx(9.0) and obs_a["device_features"][0, 2] == pytest.approx(12.0)
+
+
+def test_maskable_ppo_trains_on_a_masked_env():
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    graph = random_dag(8, 5)
+    banned = graph.op_types[0]
+    profile = with_device(mixed_profile(3, "sequential"), 2, unsupported_ops=[banned])
+    env = DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, batch_size=16, n_epochs=2, seed=0, device="cpu")
+    model.learn(64)
+    obs, _ = env.reset(seed=0)
+    for _ in range(10):
+        action, _ = model.predict(obs, action_masks=get_action_masks(env), deterministic=False)
+        assert env.action_masks().reshape(8, 3)[np.arange(8), action].all()  # never an unsupported device
+        obs, _, _, _, info = env.step(action)
+        assert info["ok"]
+
+
+# -------------------------------------------------------------------------------- optimal and dp under it
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_optimum_with_constraints_matches_brute_force(objective):
+    graph = random_dag(7, 6)
+    profile = with_device(mixed_profile(3, "sequential"), 2, unsupported_ops=[graph.op_types[2]])
+    memory = device_memory_bytes(graph, np.zeros(7, dtype=np.int64), 1)[0]
+    profile = with_device(profile, 0, memory_bytes=0.6 * memory)  # device 0 cannot hold everything
+    backend = SimulatedBackend(profile, objective=objective)
+    best_latency, _ = brute_force(backend, graph, 3)
+    assert np.isfinite(best_latency)
+    env = DevicePlacementEnv(graph, backend=backend)
+    agent = ExactOptimum(time_limit_s=30).learn(env, budget=1, seed=0)
+    assert agent.plan_info["status"] == "optimal" and agent.plan_info["label"] == "proven"
+    assert agent.best_latency_s == pytest.approx(best_latency, rel=1e-9)
+
+
+def test_optimum_keeps_its_time_limit_on_a_10k_op_graph():
+    graph = random_dag(10_000, 8)
+    for objective, schedule in [("latency", "parallel"), ("throughput", "sequential")]:
+        env = DevicePlacementEnv(graph, backend=SimulatedBackend(mixed_profile(3, schedule), objective=objective))
+        started = time.perf_counter()
+        agent = ExactOptimum(time_limit_s=5).learn(env, budget=1, seed=0)
+        assert time.perf_counter() - started < 5 * 1.1
+        info = agent.plan_info
+        assert 0 < info["lower_bound_s"] <= info["latency_s"] and info["label"].startswith("best found, bound")
+        assert info["latency_s"] <= min(SingleDevice(d).learn(env, 1, 0).best_latency_s for d in range(3))
+
+
+def test_dp_is_exact_on_a_chain_and_respects_constraints():
+    graph = chain_graph(9)
+    for objective in ("latency", "throughput"):
+        backend = SimulatedBackend(mixed_profile(3, "sequential"), objective=objective)
+        placement, info = contiguous_dp(backend, graph)
+        # On a chain every tensor crosses one cut, so the program's cost is the simulator's.
+        assert info["dp_estimate_s"] == pytest.approx(backend.measure(graph, placement).latency_s)
+        contiguous = []
+        for cuts in itertools.combinations(range(1, 9), 2):
+            for devices in itertools.product(range(3), repeat=3):
+                if objective == "throughput" and len(set(devices)) < 3:
+                    continue  # a pipeline stage per device
+                p = np.repeat(devices, np.diff([0, *cuts, 9]))
+                contiguous.append(backend.measure(graph, p).latency_s)
+        assert info["dp_estimate_s"] <= min(contiguous) + 1e-12
+    profile = with_device(mixed_profile(3, "sequential"), 0, unsupported_ops=["MatMul"])
+    env = DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
+    agent = ContiguousDP().learn(env, budget=1, seed=0)
+    assert agent.best_placement is not None and not np.any(agent.best_placement == 0)

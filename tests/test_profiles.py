@@ -36,7 +36,7 @@ def test_paper_preset_is_an_estimate_with_sources():
     assert "ESTIMATE" in profile.description and profile.sources
     assert profile.schedule == "sequential" and profile.boundary_overhead_s > 0
     assert profile.link.bandwidth_Bps == pytest.approx(24e9)
-    with pytest.raises(ValueError, match="presets: \\['paper'\\]"):
+    with pytest.raises(ValueError, match="presets: \\[.*'paper'"):
         Profile.preset("laptop")
 
 

@@ -31,7 +31,8 @@ def test_gym_make_builds_the_wrapped_env():
     assert isinstance(env.unwrapped, DevicePlacementEnv)
     assert env.action_space == gym.spaces.Discrete(2)
     obs, info = env.reset(seed=0)
-    assert set(obs) == {"node_features", "edge_index", "edge_features", "placement", "current_node", "visited"}
+    assert set(obs) == {"node_features", "edge_index", "edge_features", "placement", "action_mask", "device_features",
+                        "node_device_cost", "current_node", "visited"}
     assert info["latency_s"] == pytest.approx(info["reference_latency_s"])
     env.close()
 

@@ -206,13 +206,16 @@ def _name_of(value: type, known: Mapping[str, type], what: str) -> str:
 
 
 def space_to_data(space: gym.Space) -> dict:
-    """A gymnasium space as plain data (`space_from_data` rebuilds it): Box, Discrete, MultiDiscrete, Dict."""
+    """A gymnasium space as plain data (`space_from_data` rebuilds it): Box, Discrete, MultiDiscrete, MultiBinary,
+    Dict."""
     if isinstance(space, gym.spaces.Dict):
         return {"type": "Dict", "spaces": {k: space_to_data(v) for k, v in space.spaces.items()}}
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n)}
     if isinstance(space, gym.spaces.MultiDiscrete):
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.atleast_1d(space.n).tolist()}
     if isinstance(space, gym.spaces.Box):
         def bound(values: np.ndarray):  # one number where the bound is uniform (the usual case), else a list
             flat = values.reshape(-1)
@@ -232,6 +235,8 @@ def space_from_data(data: Mapping[str, Any]) -> gym.Space:
         return gym.spaces.Discrete(int(data["n"]))
     if kind == "MultiDiscrete":
         return gym.spaces.MultiDiscrete(np.asarray(data["nvec"], dtype=np.int64))
+    if kind == "MultiBinary":
+        return gym.spaces.MultiBinary([int(n) for n in data["n"]])
     if kind == "Box":
         dtype = np.dtype(data["dtype"])
         if dtype.kind not in "fiub":

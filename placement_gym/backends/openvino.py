@@ -8,11 +8,19 @@ Per measurement:
 3. ``warmup`` untimed inferences (the first after compile is several times slower), then at least ``repeats``
    timed synchronous inferences, more while the 95% interval of their median is wider than +-1% (adaptive
    repeats, capped); the latency is their median, with that interval and the interquartile range.
+   Under ``objective="throughput"`` instead: several asynchronous requests stay in flight (`timed_periods`), so
+   HETERO can run one request's submodel on one device while another device runs another request's; the
+   result is the median steady-state time between completed inferences (1 / throughput) over timed windows.
 Compile time is reported on its own. Results are cached by placement.
+
+The device observations (`action_mask`, `node_device_cost`, `device_features`) come from OpenVINO itself:
+``query_model`` per device for operator support, and per-op profiling of the graph compiled on each device alone
+for costs and the fitted roofline (`placement_gym.backends.calibration`), once per graph.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 import weakref
@@ -24,7 +32,9 @@ import openvino as ov
 
 from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
-from .base import Measurement, median_interval
+from .base import DEVICE_FEATURES, OBJECTIVES, Measurement, check_objective, median_interval
+
+logger = logging.getLogger(__name__)
 
 #: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
 #: (robust when other processes share the cores; meaningful only for one-thread devices, as threads add up).
@@ -58,6 +68,70 @@ def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | C
         low, high = median_interval(samples)
         if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
             break
+    return samples
+
+
+def timed_periods(compiled: ov.CompiledModel, inputs: dict, requests_in_flight: int, warmup: int, *,
+                  windows: int = 5, window_s: float = 0.2, window_inferences: int | None = None,
+                  target_rel_halfwidth: float | None = None, max_windows: int | None = None,
+                  max_s: float = math.inf) -> list[float]:
+    """Steady-state seconds per inference of `compiled` with `requests_in_flight` asynchronous requests, one
+    value per timed window.
+
+    An ``ov.AsyncInferQueue`` of `requests_in_flight` requests is kept full (a new inference starts as soon as
+    one completes), so a HETERO model can pipeline: device A runs request 2's first submodel while device B runs
+    request 1's second. Completion times are taken in the queue's callback. The first ``max(1, warmup) *
+    requests_in_flight`` completions are warm-up (each request's first inference after compile is slow, and the
+    pipeline fills). Then completions are cut into consecutive windows of at least `window_s` seconds and
+    `window_inferences` inferences (default ``max(4, 2 * requests_in_flight)``: every request completes at least
+    twice, so a window spans whole turns of the queue); each window gives (its seconds) / (its completions).
+    Windows share their boundary completion, so together they cover the timed stretch without gaps.
+
+    At least `windows` windows; with `target_rel_halfwidth` (adaptive, like `timed_runs`) more until the 95%
+    interval of their median is within +-target of it, or `max_windows` windows or `max_s` seconds of timing
+    are spent. Always wall-clock time: with several requests in flight, CPU time adds up over threads.
+
+    Args:
+        compiled: a compiled model (HETERO or single device).
+        inputs: input index -> ``ov.Tensor`` (shared read-only by every request).
+        requests_in_flight: size of the request pool (1 = back-to-back asynchronous inferences, no overlap).
+
+    Returns:
+        (W,) seconds per inference of each window, W >= `windows`.
+    """
+    if requests_in_flight < 1 or windows < 1:
+        raise ValueError(f"need requests_in_flight >= 1 and windows >= 1, got {requests_in_flight}, {windows}")
+    per_window = window_inferences or max(4, 2 * requests_in_flight)
+    skip = max(1, warmup) * requests_in_flight
+    cap = windows if target_rel_halfwidth is None else max(windows, max_windows or windows)
+    queue = ov.AsyncInferQueue(compiled, requests_in_flight)
+    for request in queue:
+        for index, tensor in inputs.items():
+            request.set_input_tensor(index, tensor)
+    done: list[float] = []  # completion times, appended by OpenVINO's callback thread (list.append is atomic)
+    queue.set_callback(lambda request, userdata: done.append(time.perf_counter()))
+    samples: list[float] = []
+    first = None  # index into `done` of the current window's opening completion
+    try:
+        while len(samples) < cap:
+            queue.start_async()  # blocks until a request is idle, which keeps the pool full
+            last = len(done) - 1
+            if first is None:
+                if last + 1 >= skip:
+                    first = opened = last
+                continue
+            if last - first >= per_window and done[last] - done[first] >= window_s:
+                samples.append((done[last] - done[first]) / (last - first))
+                first = last
+                if len(samples) < windows:
+                    continue
+                if target_rel_halfwidth is None or done[last] - done[opened] >= max_s:
+                    break
+                low, high = median_interval(samples)
+                if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
+                    break
+    finally:
+        queue.wait_all()  # never leave inferences running on a model that is about to be released
     return samples
 
 

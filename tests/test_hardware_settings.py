@@ -212,3 +212,28 @@ def test_dp_is_exact_on_a_chain_and_respects_constraints():
     env = DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
     agent = ContiguousDP().learn(env, budget=1, seed=0)
     assert agent.best_placement is not None and not np.any(agent.best_placement == 0)
+
+
+# -------------------------------------------------------------------------------------------------- CLI
+def test_cli_lists_presets_and_compares_under_the_throughput_objective(tmp_path, capsys):
+    import json
+
+    from placement_gym import cli
+
+    assert cli.main(["info", "--json"]) == 0
+    presets = json.loads(capsys.readouterr().out)["presets"]
+    assert {"paper", "ai_pc", "server", "edge"} <= set(presets)
+    assert [d["name"] for d in presets["ai_pc"]["devices"]] == ["CPU", "GPU", "NPU"]
+    assert "ScaledDotProductAttention" in presets["ai_pc"]["devices"][2]["unsupported_ops"]
+
+    out = tmp_path / "thr.json"
+    argv = ["compare", "--models", "tiny_branch", "--agents", "single-device", "random", "dp",
+            "--budget", "4", "--seeds", "1", "--profile", "ai_pc", "--objective", "throughput",
+            "--unsupported", "repair", "--json", str(out), "--no-progress"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "1/throughput" in printed and "NPU-only" in printed
+    records = json.loads(out.read_text())["records"]
+    assert all(r["backend_settings"]["objective"] == "throughput" for r in records)
+    best_single = min(r["latency_s"] for r in records if r["agent"].endswith("-only"))
+    assert next(r for r in records if r["agent"] == "dp")["latency_s"] < best_single  # a pipeline beats one device

@@ -1,0 +1,97 @@
+"""The README's leaderboard tables from the results of `benchmarks/leaderboard.sh` (SIMULATED figures).
+
+    python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard] > leaderboard.md
+
+One markdown table per (preset, objective): per model, each agent's mean seconds per inference over seeds
+(latency, or 1 / throughput) as its gap to the best placement anyone in the table found (never negative), and
+its deterministic policy's gap (``predict``, for agents that learn a policy); then, per model, the headroom
+(best single device / best found - 1: what placement can win), the best found and its lower bound (from the
+``optimal`` row: "proven", or a bound the time limit left).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+SINGLE_SUFFIX = "-only"
+#: Agents that learn a policy: their deterministic placement (predict) is shown beside their best.
+LEARNED = ("hsdag", "placeto", "rnn", "post", "ppo", "ppo-node")
+MODELS = ("resnet", "inception", "bert")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
+def table(path: Path) -> tuple[str, list[dict]]:
+    data = json.loads(path.read_text())
+    records = data["records"]
+    settings = data["backend_settings"] if isinstance(data["backend_settings"], dict) else records[0]["backend_settings"]
+    preset, objective = settings.get("profile"), settings.get("objective", "latency")
+    by = defaultdict(list)
+    for r in records:
+        by[r["model"], r["agent"]].append(r)
+    agents = list(dict.fromkeys(r["agent"] for r in records))
+    models = [m for m in MODELS if any(r["model"] == m for r in records)]
+
+    def mean(values):
+        values = [v for v in values if v is not None and np.isfinite(v)]
+        return float(np.mean(values)) if values else None
+
+    best, cases = {}, []
+    for m in models:
+        found = [v for (model, _), rs in by.items() if model == m for r in rs
+                 for v in (r["latency_s"], r.get("predict_latency_s")) if v is not None and r.get("ok", True)]
+        best[m] = min(found)
+        single = min(mean([r["latency_s"] for r in by[m, a]]) for a in agents if a.endswith(SINGLE_SUFFIX)
+                     and mean([r["latency_s"] for r in by[m, a]]) is not None)
+        plan = next((r["extra"].get("plan", {}) for r in by.get((m, "optimal"), [])), {})
+        bound = plan.get("lower_bound_s")
+        cases.append({"preset": preset, "objective": objective, "model": m, "best_single_s": single,
+                      "best_found_s": best[m], "headroom_pct": 100 * (single / best[m] - 1),
+                      "lower_bound_s": bound, "proven": plan.get("status") == "optimal"})
+    header = "| agent | " + " | ".join(f"{m} gap % (predict)" for m in models) + " |"
+    lines = [f"**{preset}, {objective}** (SIMULATED; seconds per inference: "
+             f"{'1 / throughput' if objective == 'throughput' else 'one inference'}; gap to the best found, "
+             f"mean over {len({r['seed'] for r in records})} seeds, budget {data['budget']} placements)", "", header, "|" + "---|" * (len(models) + 1)]
+    for a in agents:
+        cells = []
+        for m in models:
+            rs = by.get((m, a), [])
+            lat = mean([r["latency_s"] for r in rs])
+            pred = mean([r.get("predict_latency_s") for r in rs])
+            failed = sum(not r.get("ok", True) for r in rs)
+            cell = "failed" if lat is None else _fmt(100 * (lat / best[m] - 1))
+            if pred is not None and lat is not None and a in LEARNED:
+                cell += f" ({_fmt(100 * (pred / best[m] - 1))})"
+            if failed and lat is not None:
+                cell += f" [{failed} failed]"
+            cells.append(cell)
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    lines.append("| **headroom** (best single device vs best found) | " + " | ".join(
+        f"{c['headroom_pct']:.0f}% ({c['best_single_s'] * 1e3:.2f} -> {c['best_found_s'] * 1e3:.2f} ms; "
+        + ("proven" if c["proven"] else f"bound {c['lower_bound_s'] * 1e3:.2f} ms" if c["lower_bound_s"] else "no bound")
+        + ")" for c in cases) + " |")
+    return "\n".join(lines), cases
+
+
+def main(argv: list[str]) -> int:
+    folder = Path(argv[0] if argv else "benchmarks/results/leaderboard")
+    all_cases = []
+    for path in sorted(folder.glob("*.json")):
+        text, cases = table(path)
+        all_cases += cases
+        print(text + "\n")
+    big = [c for c in all_cases if c["headroom_pct"] >= 15]
+    print(f"cases with headroom >= 15%: {len(big)} of {len(all_cases)}: "
+          + ", ".join(f"{c['preset']}/{c['objective']}/{c['model']}" for c in all_cases if c["headroom_pct"] < 15)
+          + (" below" if len(big) < len(all_cases) else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

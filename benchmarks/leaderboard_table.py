@@ -76,7 +76,7 @@ def table(path: Path) -> tuple[str, list[dict]]:
     # Sample efficiency: placements each learning agent (and random search) needed to get within 5% of the
     # best known value (the optimum where proven, else the best any record reached), from the summary rows.
     summary = {(r["model"], r["agent"]): r for r in data.get("summary", [])}
-    lines += ["", f"placements to within 5% (median over the seeds that got there; k/n seeds):", "",
+    lines += ["", "placements to within 5% (median over the seeds that got there; k/n seeds):", "",
               "| agent | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
     for a in [a for a in agents if a in LEARNED or a == "random"]:
         cells = []

@@ -15,125 +15,26 @@ Compile time is reported on its own. Results are cached by placement.
 
 The device observations (`action_mask`, `node_device_cost`, `device_features`) come from OpenVINO itself:
 ``query_model`` per device for operator support, and per-op profiling of the graph compiled on each device alone
-for costs and the fitted roofline (`placement_gym.backends.calibration`), once per graph.
+for costs and the fitted roofline (`placement_gym.backends.profiling`), once per graph.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import time
 import weakref
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import openvino as ov
 
 from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
-from .base import DEVICE_FEATURES, OBJECTIVES, Measurement, check_objective, median_interval
+from .base import DEVICE_FEATURES, Measurement, check_objective
+from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_periods, timed_runs
 
 logger = logging.getLogger(__name__)
-
-#: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
-#: (robust when other processes share the cores; meaningful only for one-thread devices, as threads add up).
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | Callable[[], float]" = "wall", *,
-               target_rel_halfwidth: float | None = None, max_runs: int | None = None,
-               max_s: float = math.inf) -> list[float]:
-    """`warmup` untimed then at least `runs` timed synchronous inferences of `request`; the seconds of each.
-
-    With `target_rel_halfwidth` (adaptive repeats) timing goes on, `runs` more at a time, until the 95% interval
-    of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds of timing
-    are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
-    callable returning seconds."""
-    now = clock if callable(clock) else CLOCKS.get(clock)
-    if now is None:
-        raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
-    for _ in range(warmup):
-        request.infer()
-    samples: list[float] = []
-    cap = runs if target_rel_halfwidth is None else max(runs, max_runs or runs)
-    started = now()
-    while len(samples) < cap:
-        for _ in range(min(runs, cap - len(samples))):
-            start = now()
-            request.infer()
-            samples.append(now() - start)
-        if target_rel_halfwidth is None or now() - started >= max_s:
-            break
-        low, high = median_interval(samples)
-        if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
-            break
-    return samples
-
-
-def timed_periods(compiled: ov.CompiledModel, inputs: dict, requests_in_flight: int, warmup: int, *,
-                  windows: int = 5, window_s: float = 0.2, window_inferences: int | None = None,
-                  target_rel_halfwidth: float | None = None, max_windows: int | None = None,
-                  max_s: float = math.inf) -> list[float]:
-    """Steady-state seconds per inference of `compiled` with `requests_in_flight` asynchronous requests, one
-    value per timed window.
-
-    An ``ov.AsyncInferQueue`` of `requests_in_flight` requests is kept full (a new inference starts as soon as
-    one completes), so a HETERO model can pipeline: device A runs request 2's first submodel while device B runs
-    request 1's second. Completion times are taken in the queue's callback. The first ``max(1, warmup) *
-    requests_in_flight`` completions are warm-up (each request's first inference after compile is slow, and the
-    pipeline fills). Then completions are cut into consecutive windows of at least `window_s` seconds and
-    `window_inferences` inferences (default ``max(4, 2 * requests_in_flight)``: every request completes at least
-    twice, so a window spans whole turns of the queue); each window gives (its seconds) / (its completions).
-    Windows share their boundary completion, so together they cover the timed stretch without gaps.
-
-    At least `windows` windows; with `target_rel_halfwidth` (adaptive, like `timed_runs`) more until the 95%
-    interval of their median is within +-target of it, or `max_windows` windows or `max_s` seconds of timing
-    are spent. Always wall-clock time: with several requests in flight, CPU time adds up over threads.
-
-    Args:
-        compiled: a compiled model (HETERO or single device).
-        inputs: input index -> ``ov.Tensor`` (shared read-only by every request).
-        requests_in_flight: size of the request pool (1 = back-to-back asynchronous inferences, no overlap).
-
-    Returns:
-        (W,) seconds per inference of each window, W >= `windows`.
-    """
-    if requests_in_flight < 1 or windows < 1:
-        raise ValueError(f"need requests_in_flight >= 1 and windows >= 1, got {requests_in_flight}, {windows}")
-    per_window = window_inferences or max(4, 2 * requests_in_flight)
-    skip = max(1, warmup) * requests_in_flight
-    cap = windows if target_rel_halfwidth is None else max(windows, max_windows or windows)
-    queue = ov.AsyncInferQueue(compiled, requests_in_flight)
-    for request in queue:
-        for index, tensor in inputs.items():
-            request.set_input_tensor(index, tensor)
-    done: list[float] = []  # completion times, appended by OpenVINO's callback thread (list.append is atomic)
-    queue.set_callback(lambda request, userdata: done.append(time.perf_counter()))
-    samples: list[float] = []
-    first = None  # index into `done` of the current window's opening completion
-    try:
-        while len(samples) < cap:
-            queue.start_async()  # blocks until a request is idle, which keeps the pool full
-            last = len(done) - 1
-            if first is None:
-                if last + 1 >= skip:
-                    first = opened = last
-                continue
-            if last - first >= per_window and done[last] - done[first] >= window_s:
-                samples.append((done[last] - done[first]) / (last - first))
-                first = last
-                if len(samples) < windows:
-                    continue
-                if target_rel_halfwidth is None or done[last] - done[opened] >= max_s:
-                    break
-                low, high = median_interval(samples)
-                if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
-                    break
-    finally:
-        queue.wait_all()  # never leave inferences running on a model that is about to be released
-    return samples
-
 
 @dataclass
 class _PreparedGraph:
@@ -142,6 +43,14 @@ class _PreparedGraph:
     ops: list  # every op of graph.model
     follows: np.ndarray  # (len(ops),) index of the compute op whose device each op takes
     inputs: dict  # input index -> ov.Tensor with random data
+
+
+@dataclass
+class _OpTimes:
+    """Per-graph per-op profile on every device alone, measured once (`OpenVINOBackend.node_device_cost`)."""
+
+    seconds: np.ndarray  # (N, D) float64 seconds of op i on device d; NaN where device d's profiling failed
+    info: list  # per device: `measure_op_times`' info dict, or {"error": text}
 
 
 class OpenVINOBackend:
@@ -161,6 +70,20 @@ class OpenVINOBackend:
         inference_precision: ``"f32"`` (default) pins every device's ``INFERENCE_PRECISION_HINT`` unless its spec
             sets one, so latencies are comparable across processors (OpenVINO's CPU default is bf16 on CPUs with
             AVX-512 BF16 or AMX and f32 elsewhere); None keeps OpenVINO's per-device default.
+        objective: ``"latency"`` (default: synchronous inferences, `timed_runs`) or ``"throughput"``
+            (`OBJECTIVES`: several asynchronous requests in flight, `timed_periods`; ``latency_s`` is then the
+            median steady-state seconds between completed inferences and ``samples`` are per-window periods).
+            The devices are compiled with the same properties under both objectives (no THROUGHPUT performance
+            hint is added), so the two differ only in how requests are issued.
+        requests_in_flight: throughput: the number of asynchronous requests kept in flight; None (default) =
+            the number of devices the placement uses + 1, at least 2 (enough for every device of a pipeline to
+            hold a request, plus one being handed over).
+        windows, window_s, window_inferences: throughput: at least `windows` timed windows (then adaptive, like
+            the repeats: `target_rel_halfwidth`, at most `max_repeats` windows or `max_timing_s`), each at least
+            `window_s` seconds and `window_inferences` completed inferences (None: twice `requests_in_flight`,
+            at least 4). `warmup` inferences per request come first.
+        profile_runs: timed runs of the per-op profiling behind `node_device_cost` and `device_features` (per
+            device, once per graph; after `warmup` untimed ones).
     """
 
     name = "openvino"
@@ -180,11 +103,30 @@ class OpenVINOBackend:
         inference_precision: str | None = "f32",
         clock: str = "wall",
         core: ov.Core | None = None,
+        objective: str = "latency",
+        requests_in_flight: int | None = None,
+        windows: int = 5,
+        window_s: float = 0.2,
+        window_inferences: int | None = None,
+        profile_runs: int = 5,
     ) -> None:
+        self.objective = check_objective(objective)
         if warmup < 0 or repeats < 1:
             raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
         if clock not in CLOCKS:
             raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
+        if objective == "throughput" and clock != "wall":
+            raise ValueError(f"objective='throughput' is timed by the wall clock (with several requests in flight "
+                             f"the process's CPU time adds up over threads); got clock={clock!r}")
+        if requests_in_flight is not None and requests_in_flight < 1:
+            raise ValueError(f"requests_in_flight must be >= 1 or None (devices used + 1), got {requests_in_flight}")
+        if windows < 1 or not window_s >= 0 or (window_inferences is not None and window_inferences < 1):
+            raise ValueError(f"need windows >= 1, window_s >= 0, window_inferences >= 1 or None; got {windows}, "
+                             f"{window_s}, {window_inferences}")
+        if profile_runs < 1:
+            raise ValueError(f"profile_runs must be >= 1, got {profile_runs}")
+        self.requests_in_flight, self.windows, self.profile_runs = requests_in_flight, windows, profile_runs
+        self.window_s, self.window_inferences = window_s, window_inferences
         self.clock = clock
         self.core = core or shared_core()
         defaults = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
@@ -196,6 +138,9 @@ class OpenVINOBackend:
         # Keyed by the graph object itself (weakly), so a graph that is gone takes its entries with it.
         self._prepared: "weakref.WeakKeyDictionary[ComputationGraph, _PreparedGraph]" = weakref.WeakKeyDictionary()
         self._cache: "weakref.WeakKeyDictionary[ComputationGraph, dict[bytes, Measurement]]" = weakref.WeakKeyDictionary()
+        self._masks: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
+        self._op_times: "weakref.WeakKeyDictionary[ComputationGraph, _OpTimes]" = weakref.WeakKeyDictionary()
+        self._device_features: np.ndarray | None = None  # fitted once (see device_features), then fixed
 
     @property
     def device_names(self) -> list[str]:
@@ -223,12 +168,20 @@ class OpenVINOBackend:
                 "target_rel_halfwidth": self.target_rel_halfwidth, "max_repeats": self.max_repeats,
                 "max_timing_s": self.max_timing_s},
             "clock": f"{self.clock} ({CLOCKS[self.clock].__name__})",
+            "objective": self.objective,
+            "profile_runs": self.profile_runs,
+            **({"throughput": {
+                "requests_in_flight": self.requests_in_flight or "devices used + 1 (at least 2)",
+                "windows": self.windows, "window_s": self.window_s,
+                "window_inferences": self.window_inferences or "2 x requests_in_flight (at least 4)"}}
+               if self.objective == "throughput" else {}),
         }
 
     # --------------------------------------------------------------------------------------- measure
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
-        """Latency of `placement`; an identical placement measured before is reused when `use_cache` and the
-        backend keeps measurements (``cache=True``); ``use_cache=False`` measures afresh (and caches that)."""
+        """Seconds per inference of `placement` ((N,) ints) under the backend's `objective`; an identical
+        placement measured before is reused when `use_cache` and the backend keeps measurements
+        (``cache=True``); ``use_cache=False`` measures afresh (and caches that)."""
         placement = np.asarray(placement, dtype=np.int64)
         key = hashlib.blake2b(placement.tobytes(), digest_size=16).digest()
         cache = self._cache.setdefault(graph, {})
@@ -259,21 +212,41 @@ class OpenVINOBackend:
         """The input tensors every measurement of `graph` uses, by input index."""
         return self._prepare(graph).inputs
 
+    def requests_for(self, placement: np.ndarray) -> int:
+        """Asynchronous requests in flight when measuring `placement` under ``objective="throughput"``: the
+        `requests_in_flight` setting, or the number of devices it uses + 1 (at least 2)."""
+        if self.requests_in_flight is not None:
+            return self.requests_in_flight
+        return max(2, len(set(np.asarray(placement).tolist())) + 1)
+
     def _measure_uncached(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
         compile_s = 0.0
+        breakdown: dict[str, float] = {}
         try:
             start = time.perf_counter()
             compiled, n_submodels = self.compile_placement(graph, placement)
             compile_s = time.perf_counter() - start
-            samples = self._time_inference(compiled, self._prepare(graph).inputs)
+            inputs = self._prepare(graph).inputs
+            if self.objective == "throughput":
+                jobs = self.requests_for(placement)
+                samples = timed_periods(compiled, inputs, jobs, self.warmup, windows=self.windows,
+                                        window_s=self.window_s, window_inferences=self.window_inferences,
+                                        target_rel_halfwidth=self.target_rel_halfwidth, max_windows=self.max_repeats,
+                                        max_s=self.max_timing_s)
+                breakdown = {"throughput_per_s": 1.0 / float(np.median(samples)), "requests_in_flight": float(jobs)}
+            else:
+                samples = self._time_inference(compiled, inputs)
             del compiled  # release the compiled weights before the next placement
         except Exception as exc:  # a failing placement is a measured outcome, not a crash
-            return Measurement.failure(f"{type(exc).__name__}: {openvino_error_text(exc)}", compile_s=compile_s)
+            return Measurement.failure(f"{type(exc).__name__}: {openvino_error_text(exc)}", compile_s=compile_s,
+                                       objective=self.objective)
         return Measurement(
             latency_s=float(np.median(samples)),
             samples=tuple(samples),
             compile_s=compile_s,
             n_submodels=n_submodels,
+            breakdown=breakdown,
+            objective=self.objective,
         )
 
     def _time_inference(self, compiled: ov.CompiledModel, inputs: dict) -> list[float]:
@@ -304,9 +277,120 @@ class OpenVINOBackend:
         self._prepared[graph] = prepared
         return prepared
 
+    # ------------------------------------------------------------------------ device observations
+    def action_mask(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) bool: ``True`` where device ``d`` can run compute op ``i``, from OpenVINO's own answer
+        (``Core.query_model`` of the whole model on each device with its compile properties: the ops it names
+        are the ones that device supports). Asked once per graph (a query per device, well under a second for
+        ResNet-50), then cached; returns a copy.
+
+        An op that no device's answer names at all is marked supported everywhere: a plugin may report a
+        transformed op under another friendly name (fused or renamed while it checks support), and since no
+        device claims it, the names say nothing about it; if it really cannot run, compiling a placement fails
+        and `measure` reports that as a failed placement with OpenVINO's error text.
+        """
+        mask = self._masks.get(graph)
+        if mask is None:
+            if graph.model is None:
+                raise ValueError(f"graph {graph.name!r} has no ov.Model attached; the OpenVINO backend needs one")
+            supported = []
+            for device in self.devices:
+                try:
+                    supported.append(set(self.core.query_model(graph.model, device.ov_name, device.properties)))
+                except Exception as exc:  # a plugin that cannot even check the model supports none of it
+                    logger.warning("query_model of %s on %s failed (%s); treating every op as unsupported there",
+                                   graph.name, device.name, openvino_error_text(exc))
+                    supported.append(set())
+            mask = np.array([[name in names for names in supported] for name in graph.op_names], dtype=bool)
+            mask = mask.reshape(graph.n_ops, len(self.devices))
+            mask[~mask.any(axis=1)] = True  # named by no device: unknown, not unsupported (see docstring)
+            self._masks[graph] = mask
+        return mask.copy()
+
+    def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
+        """(N, D) float64: measured seconds of op ``i`` on device ``d``; ``inf`` where `action_mask` is False.
+
+        Measured, not estimated (the real backend has no spec sheet): on the first call for a graph, the graph is
+        compiled on each device alone and profiled per op (`profiling.measure_op_times`: ``PERF_COUNT``,
+        runtime entries mapped back to the original ops, scaled to the measured whole-model latency), with this
+        backend's `warmup` and `profile_runs`. That costs two single-device compiles and 2 x (`warmup` +
+        `profile_runs`) inferences per device (ResNet-50 on a shared 2-core CPU: 3-8 s for two devices), once
+        per graph; later calls reuse it. A device on which the whole graph does not compile alone gets, for the ops it
+        supports, the mean of the other devices' times (logged).
+        """
+        seconds = self._profile(graph).seconds
+        return np.where(self.action_mask(graph), seconds, np.inf)
+
+    def device_features(self) -> np.ndarray:
+        """(D, 5) float32, columns `DEVICE_FEATURES`, measured: a roofline per device (`profiling.fit_roofline`:
+        peak FLOP/s, memory bandwidth, launch overhead) fitted to the per-op profiles of the graphs this backend
+        has been asked about so far (`action_mask`, `node_device_cost`, `measure`; profiling each one not
+        profiled yet, see `node_device_cost` for the cost), or of the zoo's ResNet-50 when it has seen none.
+        Memory is the device's ``GPU_DEVICE_TOTAL_MEM_SIZE`` where OpenVINO reports one, else 1e12 (unknown);
+        the link is 1e12 (12: CPU-attached and virtual devices share host memory; unknown for others).
+
+        Fitted on the first call, then fixed for the backend's lifetime, so that observations of later graphs
+        describe the devices the same way. Returns a copy.
+        """
+        if self._device_features is None:
+            graphs = list({id(g): g for g in [*self._op_times.keys(), *self._masks.keys(), *self._prepared.keys()]}
+                          .values())
+            if not graphs:
+                from ..models import load_graph  # the zoo pulls in more than a backend needs
+
+                graphs = [load_graph("resnet")]
+            profiles = [(g, self._profile(g)) for g in graphs]
+            rows = []
+            for d, device in enumerate(self.devices):
+                measured = [(g, p.seconds[:, d]) for g, p in profiles if "error" not in p.info[d]]
+                peak, bandwidth, launch = 1e11, 1e10, 0.0  # fit_roofline's own defaults when nothing was measured
+                if measured:
+                    roofline = fit_roofline(device.name, measured)
+                    peak, bandwidth, launch = roofline.peak_flops, roofline.memory_bandwidth_Bps, roofline.launch_overhead_s
+                rows.append([np.log10(peak), np.log10(bandwidth), np.log10(self._memory_bytes(device)), 12.0,
+                             np.log10(launch * 1e6 + 0.1) + 1.0])
+            self._device_features = np.asarray(rows, dtype=np.float32).reshape(len(self.devices), len(DEVICE_FEATURES))
+        return self._device_features.copy()
+
+    def _memory_bytes(self, device: Device) -> float:
+        """Device memory in bytes where OpenVINO reports it (GPUs), else 1e12 (unknown / host memory)."""
+        try:
+            if "GPU_DEVICE_TOTAL_MEM_SIZE" in self.core.get_property(device.ov_name, "SUPPORTED_PROPERTIES"):
+                return float(self.core.get_property(device.ov_name, "GPU_DEVICE_TOTAL_MEM_SIZE"))
+        except Exception:  # a plugin that cannot answer: unknown, like a CPU
+            pass
+        return 1e12
+
+    def _profile(self, graph: ComputationGraph) -> _OpTimes:
+        """Per-op seconds of `graph` on every device alone (see `node_device_cost`), measured once per graph."""
+        cached = self._op_times.get(graph)
+        if cached is not None:
+            return cached
+        seconds = np.full((graph.n_ops, len(self.devices)), np.nan)
+        info: list = []
+        for d, device in enumerate(self.devices):
+            try:
+                seconds[:, d], device_info = measure_op_times(graph, device, core=self.core, runs=self.profile_runs,
+                                                              warmup=self.warmup, input_seed=self.input_seed)
+                info.append(device_info)
+            except Exception as exc:  # e.g. an op the device cannot run: the whole graph does not compile there
+                info.append({"error": f"{type(exc).__name__}: {openvino_error_text(exc)}"})
+                logger.warning("per-op profiling of %s on %s failed (%s); its node_device_cost uses the other "
+                               "devices' times", graph.name, device.name, info[-1]["error"])
+        failed = np.isnan(seconds).all(axis=0)
+        if failed.all():
+            raise RuntimeError(f"per-op profiling of {graph.name!r} failed on every device: "
+                               + "; ".join(f"{dev.name}: {i['error']}" for dev, i in zip(self.devices, info)))
+        seconds[:, failed] = seconds[:, ~failed].mean(axis=1, keepdims=True)
+        profile = _OpTimes(seconds, info)
+        self._op_times[graph] = profile
+        return profile
+
     def close(self) -> None:
         self._prepared.clear()
         self._cache.clear()
+        self._masks.clear()
+        self._op_times.clear()
 
 
 def _type_name(value) -> str:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's leaderboard: every registered agent, 3 seeds, ResNet / Inception / BERT, on every preset with
-# three or more devices, under both objectives (SIMULATED). One `placement-gym compare` per (preset, objective);
+# three or more devices, under both objectives, and `paper` under throughput (its latency table is Table 2) (SIMULATED). One `placement-gym compare` per (preset, objective);
 # `python benchmarks/leaderboard_table.py` turns the JSON files into the README's tables.
 # Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [reverse]
 # Existing results are kept (delete them to re-run); a second copy started with "reverse" works through the
@@ -8,7 +8,7 @@
 set -euo pipefail
 budget="${1:-100}"
 out="${2:-benchmarks/results/leaderboard}"
-cases=(ai_pc:throughput ai_pc:latency edge:throughput edge:latency server:throughput server:latency)
+cases=(ai_pc:throughput ai_pc:latency edge:throughput edge:latency server:throughput server:latency paper:throughput)
 if [ "${3:-}" = reverse ]; then
   reversed=(); for ((k=${#cases[@]}-1; k>=0; k--)); do reversed+=("${cases[k]}"); done; cases=("${reversed[@]}")
 fi

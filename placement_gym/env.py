@@ -250,10 +250,7 @@ class DevicePlacementEnv(gym.Env):
                                     "reference_device": self.reference_device}
 
     def step(self, action):
-        placement = self.validate_action(action)
-        repaired = 0
-        if self.unsupported == "repair":
-            placement, repaired = self.repair(placement)
+        placement, repaired = self._as_measured(action)
         if self.reference_every and self._since_reference >= self.reference_every:
             self._remeasure_reference()
         self._since_reference += 1
@@ -289,12 +286,22 @@ class DevicePlacementEnv(gym.Env):
         self.backend.close()
 
     def measure(self, placement, *, fresh: bool = True) -> Measurement:
-        """Measure `placement` outside the episode (no step, no reward, not counted in `placements_measured`).
+        """Measure `placement` outside the episode (no step, no reward, not counted in `placements_measured`),
+        as a step would: with ``unsupported="repair"`` after `repair` (`as_measured`).
 
         ``fresh`` bypasses the backend's measurement cache, so a final placement is reported with a new
         measurement rather than the luckiest of many noisy draws.
         """
-        return self.backend.measure(self.graph, self.validate_action(placement), use_cache=not fresh)
+        return self.backend.measure(self.graph, self.as_measured(placement), use_cache=not fresh)
+
+    def as_measured(self, action) -> np.ndarray:
+        """(N,) int64: the placement a step measures for `action`: validated (`validate_action`) and, with
+        ``unsupported="repair"``, repaired (`repair`)."""
+        return self._as_measured(action)[0]
+
+    def _as_measured(self, action) -> tuple[np.ndarray, int]:
+        placement = self.validate_action(action)
+        return self.repair(placement) if self.unsupported == "repair" else (placement, 0)
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:

@@ -100,10 +100,10 @@ class PolicyGradientAgent(BaseAgent):
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
-        self.distill(run.best_placement, self.trainer_config.distill_steps)
+        self.distill(run.best_action, self.trainer_config.distill_steps)
 
     def distill(self, placement: np.ndarray | None, max_steps: int) -> int:
-        """Fit the policy to `placement` (the run's best) until ``predict`` returns it (`distill`)."""
+        """Fit the policy to `placement` (the run's best action) until ``predict`` returns it (`distill`)."""
         self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
                                        self.imitation_obs, max_steps, self.trainer_config.max_grad_norm)
         return self.distilled_steps

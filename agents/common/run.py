@@ -97,6 +97,11 @@ class RunLoop:
         self.callback = callback or Callback()
         self.steps, self.updates = 0, 0
         self.best_latency_s, self.best_placement, self.best_step = math.inf, None, None
+        # The action the agent sent at the best step: the best placement before the env's ``unsupported="repair"``
+        # moved ops off devices that cannot run them (the same placement otherwise; the placement itself where the
+        # env's action is not a whole placement). It is what the agent's own policy can produce, so distillation
+        # aims at it.
+        self.best_action: np.ndarray | None = None
         self.curve: list[list] = []
         self.history: list[dict] = []
         self.details: dict[str, Any] = {}
@@ -126,12 +131,14 @@ class RunLoop:
         self.callback.on_update(self.steps, stats)
 
     # ------------------------------------------------------------------------------------ the recorder
-    def _record_step(self, reward: float, info: Mapping[str, Any]) -> None:
+    def _record_step(self, action: Any, reward: float, info: Mapping[str, Any]) -> None:
         self.steps += 1
         latency = float(info["latency_corrected_s"])  # drift-corrected: comparable over a long real run
         if info["ok"] and latency < self.best_latency_s:
             self.best_latency_s, self.best_step = latency, self.steps
             self.best_placement = np.array(info["placement"], dtype=np.int64)
+            action = np.array(action, dtype=np.int64)  # a node-by-node env's action is one node's device only
+            self.best_action = action if action.shape == self.best_placement.shape else self.best_placement.copy()
             self.curve.append([self.steps, latency])
         if self.callback.on_step(self.steps, float(reward), info) is False:
             self.stopped = True
@@ -148,7 +155,7 @@ class RunLoop:
         against the budget."""
         finish_started = time.perf_counter()
         obs, _ = self.base.reset(seed=self.seed)
-        predicted = self.base.validate_action(predict(obs))
+        predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would measure it
         predicted_m = self.base.measure(predicted)
         if self.best_placement is None:  # nothing measured (budget 0): the policy's own placement is the result
             placement, source, final = predicted, "predict", predicted_m
@@ -187,7 +194,7 @@ class _Recorder(gym.Wrapper):
         started = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.run.env_s += time.perf_counter() - started
-        self.run._record_step(reward, info)
+        self.run._record_step(action, reward, info)
         return obs, reward, terminated, truncated, info
 
     def reset(self, **kwargs):

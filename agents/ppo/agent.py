@@ -110,7 +110,7 @@ class SB3Agent(RunAgent):
         self.after_collection(env, run)
         self.imitation_obs = run.predict_observation()
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
-                                       run.best_placement, self.imitation_obs, self.distill_steps,
+                                       run.best_action, self.imitation_obs, self.distill_steps,
                                        getattr(self.model, "max_grad_norm", None))
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:

@@ -37,6 +37,30 @@ def test_every_learned_agent_ends_on_what_it_found(name, tiny_branch_graph):
     assert summary.predict_latency_s <= 1.01 * agent.best_latency_s, (summary.predict_latency_s, agent.best_latency_s)
 
 
+@pytest.mark.parametrize("name", LEARNED)
+def test_under_repair_the_policy_ends_on_its_best_action(name, tiny_branch_graph):
+    # A device that cannot run some ops, and an env that repairs placements onto devices that can: the best
+    # placement measured is a repaired one, which a group placer cannot express itself. Distillation aims at the
+    # action the agent sent instead, so it converges (well before its cap) and `predict`, measured as a step
+    # would measure it, is the best placement.
+    from placement_gym.backends.simulated import SimulatedBackend
+
+    from .test_baselines_optimal import mixed_profile
+    from .test_hardware_settings import with_device
+
+    banned = sorted(set(tiny_branch_graph.op_types))[0]
+    profile = with_device(mixed_profile(3, "sequential"), 1, unsupported_ops=[banned])
+    agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0})
+    features = {} if agent.feature_families is None else {"features": agent.feature_families}
+    env = DevicePlacementEnv(tiny_branch_graph, backend=SimulatedBackend(profile),
+                             unsupported="repair", **features)
+    agent.learn(env, budget=30)
+    summary = agent.run_summary
+    assert summary.predict.ok, summary.predict.error
+    assert summary.predict_latency_s == pytest.approx(agent.best_latency_s, rel=1e-9)
+    assert agent.distilled_steps < 1000
+
+
 def test_without_distillation_the_policy_need_not_end_on_its_best():
     # The same run with the distillation switched off and on: the sampled best (here the optimum) is found long
     # before the policy's own placement gets there; distilling it makes them the same.

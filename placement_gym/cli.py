@@ -141,6 +141,8 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
             fastest = min(x["latency_s"] for x in records if x["model"] == r["model"] and x["latency_s"] is not None)
             beaten = (f"; an agent found {fastest * 1e3:.3f} ms, the gaps above are to that"
                       if fastest < plan["latency_s"] * (1 - 1e-9) else "")
+            if plan.get("best_from", "solver") != "solver":
+                beaten += f"; its best placement is {plan['best_from']}'s, which it was given as a warm start"
             print(f"optimal on {r['model']}: {plan['latency_s'] * 1e3:.3f} ms, lower bound "
                   f"{plan['lower_bound_s'] * 1e3:.3f} ms ({proof}, {plan['solve_s']:.1f} s, {plan['schedule']} schedule"
                   f"{beaten})")

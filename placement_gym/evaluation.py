@@ -160,6 +160,19 @@ class Agent(Protocol):
         """Rebuild a saved agent."""
 
 
+@runtime_checkable
+class TakesWarmStarts(Protocol):
+    """An agent that can start from placements others found (the exact optimum: a solver's incumbents).
+
+    `compare` hands such an agent, before each of its runs on a model, the best placement of every run that came
+    before it on that model (table order puts `optimal` last), so a time-limited solver never reports a
+    placement worse than one in its own table.
+    """
+
+    def warm_start(self, placements: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Take ``(row label, (N,) placement)`` pairs to consider besides the agent's own."""
+
+
 def _agent_for_seed(agent: Any, copy_instance: bool) -> Agent:
     """The agent for one seed: a class or a factory is called; an instance is deep-copied when `copy_instance`
     (seeds must not share learned state), else used as it is."""
@@ -397,13 +410,18 @@ def compare(
         if on_plan is not None:
             on_plan(len(runs))
         failed: set[str] = set()
+        found: list[tuple[str, np.ndarray]] = []  # (row label, best placement) of every run so far on this model
         for label, seed, agent in runs:
             if label in failed:  # the same error would repeat for the other seeds
                 continue
             env = envs[None if agent.feature_families is None else tuple(agent.feature_families)]
+            if isinstance(agent, TakesWarmStarts):
+                agent.warm_start(found)
             try:
                 records += evaluate(agent, env, budget, [seed], name=label, model=label_, model_path=path,
                                     on_record=on_record, relative=False)
+                if agent.best_placement is not None:
+                    found.append((label, np.asarray(agent.best_placement, dtype=np.int64).copy()))
             except SKIPPABLE as exc:
                 failed.add(label)
                 skip = {"model": label_ or str(model_), "agent": label,
@@ -417,6 +435,6 @@ def compare(
 
 
 __all__ = [
-    "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "WITHIN_PCT", "add_placements_to_within",
+    "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
     "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list",
 ]

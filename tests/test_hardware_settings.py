@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dataclasses import replace
 
-from agents.baselines import ContiguousDP, ExactOptimum, SingleDevice, contiguous_dp
+from agents.baselines import ContiguousDP, ExactOptimum, RandomSearch, SingleDevice, contiguous_dp
 from placement_gym import DevicePlacementEnv
 from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes, weight_bytes
 from placement_gym.backends.simulated import SimulatedBackend
@@ -237,3 +237,48 @@ def test_cli_lists_presets_and_compares_under_the_throughput_objective(tmp_path,
     assert all(r["backend_settings"]["objective"] == "throughput" for r in records)
     best_single = min(r["latency_s"] for r in records if r["agent"].endswith("-only"))
     assert next(r for r in records if r["agent"] == "dp")["latency_s"] < best_single  # a pipeline beats one device
+
+
+def test_optimal_never_reports_worse_than_a_placement_in_its_table():
+    # A time limit too short to solve anything: the solver's own best is a heuristic start. Given a better
+    # placement found by another row (compare's warm starts), it reports that one, says whose, keeps its bound.
+    from placement_gym import evaluation
+
+    graph = random_dag(9, 3)
+    backend = SimulatedBackend(mixed_profile(3, "parallel"))
+    optimum_s, best = brute_force(backend, graph, 3)
+    env = DevicePlacementEnv(graph, backend=backend)
+    solver = ExactOptimum(time_limit_s=0.0)
+    assert isinstance(solver, evaluation.TakesWarmStarts)
+    solver.learn(env, 1, 0)
+    alone = solver.plan_info
+    assert alone["best_from"] == "solver" and alone["status"] == "time_limit"
+    assert alone["latency_s"] > optimum_s * (1 + 1e-9)  # the test needs a solver that did not find the optimum
+    solver.warm_start([("someone", best)])
+    solver.learn(env, 1, 0)
+    assert solver.plan_info["best_from"] == "someone"
+    assert solver.best_latency_s == pytest.approx(optimum_s)
+    assert solver.plan_info["lower_bound_s"] == alone["lower_bound_s"] <= optimum_s * (1 + 1e-9)
+    # And through compare: the table's other rows warm-start it.
+    records, _ = evaluation.compare(
+        [graph], {"random": RandomSearch, "optimal": lambda: ExactOptimum(time_limit_s=0.0)},
+        lambda model, families: DevicePlacementEnv(model, backend=backend), budget=200, seeds=[0])
+    by_agent = {r["agent"]: r["latency_s"] for r in records}
+    assert by_agent["optimal"] <= by_agent["random"] * (1 + 1e-12)
+
+
+@pytest.mark.slow
+def test_dp_plans_within_memory_where_segments_share_a_device():
+    # Edge box, ResNet-50, latency: the program's best contiguous plan puts several segments on the 64 MB
+    # accelerator, each fitting alone but not together; the baseline re-plans with one segment per device.
+    from placement_gym.models import load_graph
+
+    graph = load_graph("resnet")
+    backend = SimulatedBackend(Profile.preset("edge"))
+    first, _ = contiguous_dp(backend, graph)
+    assert not backend.measure(graph, first).ok and "out of memory" in backend.measure(graph, first).error
+    env = DevicePlacementEnv(graph, backend=backend)
+    dp = ContiguousDP().learn(env, 1, 0)
+    singles = [backend.measure(graph, np.full(graph.n_ops, d, dtype=np.int64)) for d in range(3)]
+    assert dp.run_summary.final.ok and dp.plan_info["one_segment_per_device"]
+    assert dp.best_latency_s < min(m.latency_s for m in singles if m.ok)

@@ -17,7 +17,9 @@ The program plans on the simulated backend's own per-op and per-tensor costs:
 
 This is exact **for that contiguous cost model**. The simulator charges a tensor once per consumer submodel
 rather than once per cut it passes, and counts memory per device over all its segments, so the returned
-placement is then measured by the simulator itself, and ``plan_info`` reports both numbers. Graphs with more
+placement is then measured by the simulator itself, and ``plan_info`` reports both numbers. Where the latency
+program's placement overflows a device that holds several of its segments, the baseline plans again with one
+segment per device (then a segment's memory is its device's, checked exactly). Graphs with more
 than `MAX_CUT_POSITIONS` ops restrict cuts to that many positions spread evenly over the work (recorded).
 """
 from __future__ import annotations
@@ -45,8 +47,12 @@ def _cut_positions(work: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(([0], np.searchsorted(cumulative, targets[1:-1]), [n]))).astype(np.int64)
 
 
-def contiguous_dp(backend: SimulatedBackend, graph) -> tuple[np.ndarray, dict]:
+def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool = False) -> tuple[np.ndarray, dict]:
     """The best contiguous placement of `graph` under `backend`'s costs and objective (module docstring).
+
+    `one_segment_per_device` (always so for throughput, where every device is one pipeline stage) lets each
+    device hold at most one segment, so a segment's memory is its device's: the latency program's fallback when
+    several segments on one device together overflow its memory.
 
     Returns:
         placement: (N,) int64 device per op.
@@ -100,8 +106,9 @@ def contiguous_dp(backend: SimulatedBackend, graph) -> tuple[np.ndarray, dict]:
     boundary = profile.boundary_overhead_s
     throughput = backend.objective == "throughput"
     starts = np.arange(m + 1)
-    if throughput:
-        # best[i, S, last]: smallest period of ops [0, p_i) on the device set S (bitmask), last segment on `last`.
+    if throughput or one_segment_per_device:
+        # best[i, S, last]: smallest cost of ops [0, p_i) on the device set S (bitmask), each device holding one
+        # segment, the last one on `last`. Throughput: the period (largest segment or cut); latency: the sum.
         full = 1 << d
         best = np.full((m + 1, full, d), np.inf)
         choice = np.zeros((m + 1, full, d, 2), dtype=np.int64)  # (j, previous device) of the last segment
@@ -118,11 +125,13 @@ def contiguous_dp(backend: SimulatedBackend, graph) -> tuple[np.ndarray, dict]:
                     for prev in range(d):
                         if not rest & (1 << prev):
                             continue
-                        # One submodel per device: no dispatch cost beyond the first (the simulator's rule).
-                        period = np.maximum(np.maximum(best[j, rest, prev], cost), cut_s[j, prev * d + dev])
-                        k = int(np.argmin(period[1:])) + 1 if i > 1 else 0
-                        if k and period[k] < best[i, mask, dev]:
-                            best[i, mask, dev], choice[i, mask, dev] = period[k], (k, prev)
+                        if throughput:  # one submodel per device: no dispatch cost beyond the first (the simulator's rule)
+                            total = np.maximum(np.maximum(best[j, rest, prev], cost), cut_s[j, prev * d + dev])
+                        else:
+                            total = best[j, rest, prev] + cost + cut_s[j, prev * d + dev] + boundary
+                        k = int(np.argmin(total[1:])) + 1 if i > 1 else 0
+                        if k and total[k] < best[i, mask, dev]:
+                            best[i, mask, dev], choice[i, mask, dev] = total[k], (k, prev)
         mask, dev = np.unravel_index(np.argmin(best[m]), best[m].shape)
         estimate = float(best[m, mask, dev])
         segments, i = [], m
@@ -160,6 +169,7 @@ def contiguous_dp(backend: SimulatedBackend, graph) -> tuple[np.ndarray, dict]:
     for start, end, dev in segments:
         placement[start:end] = dev
     info = {"dp_estimate_s": estimate, "objective": backend.objective, "cut_positions": int(m),
+            "one_segment_per_device": bool(throughput or one_segment_per_device),
             "segments": [[s, e, backend.device_names[dev]] for s, e, dev in reversed(segments)]}
     return placement, info
 
@@ -174,6 +184,11 @@ class ContiguousDP(PlanningAgent):
         if not isinstance(backend, SimulatedBackend):
             raise ValueError(f"the dp baseline plans on the simulated backend's costs; the {backend.name!r} backend "
                              "has none (use backend='simulated', or a profile calibrated with `placement-gym calibrate`)")
-        placement, info = contiguous_dp(backend, env.unwrapped.graph)
+        graph = env.unwrapped.graph
+        placement, info = contiguous_dp(backend, graph)
+        if not backend.measure(graph, placement).ok:  # planning on the cost model, not a measured placement
+            # Memory counts per device over all its segments, the program per segment: re-plan with one segment
+            # per device, whose memory the program then checks exactly.
+            placement, info = contiguous_dp(backend, graph, one_segment_per_device=True)
         self.plan_info = {"method": "dynamic program over contiguous splits (Tarnawski et al. 2020)", **info}
         yield placement

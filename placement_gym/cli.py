@@ -310,10 +310,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     paths = _output_paths(args)
     make_env, backend = _env_factory(args)
     agents: dict = {}
+    rows: dict[str, str] = {}  # table row -> registry name (compare --ray rebuilds each row's agent in a worker)
     missing = []
     for name in args.agents or list(registry.AGENTS):
         try:
-            agents.update(registry.agent_factories([name], backend.device_names))
+            factories = registry.agent_factories([name], backend.device_names)
+            agents.update(factories)
+            rows.update({label: name for label in factories})
         except ValueError as exc:
             missing.append({"model": "*", "agent": name, "seeds": [], "reason": str(exc)})
             print(f"note: skipping agent {name!r}: {exc}", file=sys.stderr)
@@ -337,11 +340,59 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             tqdm.write(f"note: {skip['agent']} on {skip['model']} skipped: {skip['reason']}")
 
         try:
-            records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
-                                                  on_record=done, on_plan=planned, on_skip=skipped_run)
+            if args.ray:
+                planned(args.planned_runs)
+                records, skipped = _compare_on_ray(args, rows, backend, seeds, on_record=done)
+            else:
+                records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
+                                                      on_record=done, on_plan=planned, on_skip=skipped_run)
         except KeyboardInterrupt:
             return _interrupted(args, finished, paths)
     return _report(args, records, missing + skipped, paths)
+
+
+def _compare_on_ray(args: argparse.Namespace, rows: dict[str, str], backend, seeds: list[int],
+                    on_record) -> tuple[list[dict], list[dict]]:
+    """compare's runs as Ray tasks (`placement_gym.distributed.compare`), records in the serial order."""
+    from . import distributed
+
+    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    order = [(model, label, name, seed) for model in args.models for label, name in rows.items() for seed in seeds]
+    jobs = [{"index": index, "model": model, "label": label, "agent": name, "seed": seed,
+             "real": not backend.simulated, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
+    warm = {label for label, name in rows.items()
+            if isinstance(registry.make_agent(registry.load_agent_class(name), None), evaluation.TakesWarmStarts)}
+    records, skipped = distributed.compare(jobs, _compare_job, args.ray, warm_started=lambda j: j["label"] in warm,
+                                           on_record=on_record)
+    evaluation.add_placements_to_within(records)
+    return records, skipped
+
+
+#: Per worker process: the env factory of each command's settings, so the jobs of one (model, row) share a
+#: graph and backend as the serial compare does (the exact optimum reuses its solve across seeds).
+_JOB_ENVS: dict[str, tuple] = {}
+
+
+def _compare_job(job: dict, warm_starts: list) -> dict:
+    """One (agent, model, seed) run of ``compare --ray``, in a Ray worker: ``{"records", "skipped"}``."""
+    args = argparse.Namespace(**job["args"])
+    key = json.dumps(job["args"], sort_keys=True, default=str)
+    if key not in _JOB_ENVS:
+        _JOB_ENVS[key] = _env_factory(args)
+    make_env, backend = _JOB_ENVS[key]
+    agent = registry.agent_factories([job["agent"]], backend.device_names)[job["label"]]()
+    label, path = evaluation.model_label(job["model"])
+    try:
+        env = make_env(job["model"], None if agent.feature_families is None else tuple(agent.feature_families))
+        env.unwrapped.reference  # the reference first, as the serial compare pins it before any agent runs
+        if isinstance(agent, evaluation.TakesWarmStarts):
+            agent.warm_start(warm_starts)
+        records = evaluation.evaluate(agent, env, args.budget, [job["seed"]], name=job["label"], model=label,
+                                      model_path=path, relative=False)
+    except evaluation.SKIPPABLE as exc:
+        return {"records": [], "skipped": {"model": label or str(job["model"]), "agent": job["label"],
+                                           "seeds": [job["seed"]], "reason": f"{type(exc).__name__}: {exc}"}}
+    return {"records": records, "skipped": None}
 
 
 def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[str, Path], **metadata) -> list[Path]:
@@ -466,6 +517,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"], help="zoo names or files")
     compare.add_argument("--agents", nargs="+",
                          help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)})")
+    compare.add_argument("--ray", metavar="ADDRESS",
+                         help="run the (agent, model, seed) runs as Ray tasks: local:N (N at once on this machine) or "
+                              "a Ray cluster address whose measurement nodes offer the 'placement_bench' resource "
+                              "(pip install -e '.[distributed]'; README: a measurement farm)")
     _add_run_arguments(compare)
     compare.set_defaults(func=_cmd_compare)
 

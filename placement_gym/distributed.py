@@ -1,0 +1,314 @@
+"""A measurement farm on Ray (optional extra: ``pip install -e ".[distributed]"``).
+
+Real measurement costs seconds per placement, so a study of real hardware soon wants several machines. Two ways
+to spread the work, both on a Ray cluster whose measurement nodes each offer one unit of the custom resource
+`BENCH_RESOURCE` (so that at most one measurement runs per node at a time and timings do not disturb each
+other; Ray's resources are logical, so keep other work off a bench node):
+
+* `FarmBackend`: a `Backend` whose placements are measured by `MeasurementWorker` actors, one per bench unit,
+  each holding its own backend (its OpenVINO core, compiled-model settings, measurement cache) and the graphs
+  it has been sent. ``measure_many`` spreads a batch of placements (an update's worth, e.g. from the vector
+  env) over the workers, one placement per worker at a time, and returns the results in the order given.
+* `compare`: the (agent, model, seed) runs of ``placement-gym compare --ray ADDRESS`` as Ray tasks, gathered
+  into one list of records in the order the serial `placement_gym.evaluation.compare` produces.
+
+``address`` is ``"local:N"`` (start Ray on this machine with N bench units and N CPUs: N measurements at once)
+or a cluster address as ``ray.init`` takes it (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``). A cluster:
+
+    ray start --head --port=6379 --resources='{"placement_bench": 1}'          # first measurement node
+    ray start --address=HEAD:6379 --resources='{"placement_bench": 1}'         # every other one
+    placement-gym compare --ray HEAD:6379 --models resnet --backend openvino ...
+
+Every node needs placement-gym installed (same version) and, for model files, the same paths.
+"""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .backends.base import Measurement, describe_devices
+from .graph import ComputationGraph
+
+#: The Ray custom resource a measurement node offers one unit of (`ray start --resources=...`).
+BENCH_RESOURCE = "placement_bench"
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("the measurement farm needs Ray: pip install -e '.[distributed]' (or pip install ray)") \
+            from None
+    return ray
+
+
+def connect(address: str) -> int:
+    """Start (``"local:N"``) or join (a cluster address) Ray, once per process; return the number of measurement
+    slots (`BENCH_RESOURCE` units) the cluster offers."""
+    ray = _ray()
+    if address.startswith("local:"):
+        count = address.split(":", 1)[1]
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--ray {address!r}: expected local:N with N >= 1 workers, or a Ray cluster address")
+        if not ray.is_initialized():
+            ray.init(num_cpus=int(count), resources={BENCH_RESOURCE: int(count)}, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+    elif not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    slots = int(ray.cluster_resources().get(BENCH_RESOURCE, 0))
+    if slots < 1:
+        raise RuntimeError(f"the Ray cluster at {address!r} offers no {BENCH_RESOURCE!r} resource: start each "
+                           f"measurement node with ray start ... --resources='{{\"{BENCH_RESOURCE}\": 1}}'")
+    return slots
+
+
+# ----------------------------------------------------------------------------------- graphs on the wire
+@dataclass(frozen=True)
+class GraphPayload:
+    """A `ComputationGraph` in a form that crosses processes: its OpenVINO IR as bytes (an ``ov.Model`` does not
+    pickle), or the graph itself when it has no model (synthetic graphs are plain arrays)."""
+
+    name: str
+    xml: bytes | None = None
+    weights: bytes | None = None
+    graph: ComputationGraph | None = None
+
+    @classmethod
+    def of(cls, graph: ComputationGraph) -> "GraphPayload":
+        if graph.model is None:
+            return cls(name=graph.name, graph=graph)
+        import openvino as ov
+
+        with tempfile.TemporaryDirectory() as folder:
+            xml = Path(folder) / "model.xml"
+            ov.save_model(graph.model, xml, compress_to_fp16=False)  # as it is: the graph's exact ops
+            return cls(name=graph.name, xml=xml.read_bytes(), weights=xml.with_suffix(".bin").read_bytes())
+
+    def load(self) -> ComputationGraph:
+        if self.graph is not None:
+            return self.graph
+        import openvino as ov
+
+        from .devices import shared_core
+
+        weights = ov.Tensor(np.frombuffer(self.weights, dtype=np.uint8).copy())
+        model = shared_core().read_model(self.xml.decode(), weights)
+        return ComputationGraph.from_model(model, name=self.name)
+
+
+def _graph_key(graph: ComputationGraph) -> str:
+    """Identifies a graph's structure across processes (name, ops, edges)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(graph.name.encode())
+    digest.update("\0".join(graph.op_names).encode())
+    digest.update(np.ascontiguousarray(graph.edge_index).tobytes())
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------- the farm
+class MeasurementWorker:
+    """One measurement node's worker (a Ray actor holding one bench unit): its own backend, built from the
+    `placement_gym.backends.make_backend` arguments it is given, and the graphs it has been sent."""
+
+    def __init__(self, backend: str, devices: "str | Sequence[str]", options: Mapping[str, Any]) -> None:
+        from .backends import make_backend
+
+        self.backend = make_backend(backend, devices, **dict(options))
+        self.graphs: dict[str, ComputationGraph] = {}
+
+    def info(self) -> dict:
+        b = self.backend
+        return {"name": b.name, "simulated": b.simulated, "device_names": list(b.device_names),
+                "virtual_devices": list(b.virtual_devices), "objective": getattr(b, "objective", "latency"),
+                "describe": b.describe()}
+
+    def add_graph(self, key: str, payload: GraphPayload) -> None:
+        if key not in self.graphs:
+            self.graphs[key] = payload.load()
+
+    def measure(self, key: str, placement: np.ndarray, use_cache: bool) -> Measurement:
+        return self.backend.measure(self.graphs[key], placement, use_cache=use_cache)
+
+    def describe_devices(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return describe_devices(self.backend, self.graphs[key])
+
+
+class FarmBackend:
+    """A `Backend` that measures on `MeasurementWorker` actors of a Ray cluster (module docstring).
+
+    Args:
+        backend, devices, **options: what every worker builds (`placement_gym.backends.make_backend`), e.g.
+            ``FarmBackend("openvino", ["CPU", "GPU"], address="HEAD:6379", warmup=3)``.
+        address: ``"local:N"`` or a Ray cluster address (`connect`).
+        workers: how many workers (default: one per bench unit of the cluster).
+        cache: keep measurements by placement here (identical placements are not measured again).
+
+    ``measure_many(graph, placements)`` keeps every worker busy with one placement at a time and returns the
+    measurements in the order of `placements`; ``measure`` is a batch of one. Device observations
+    (``action_mask``, ``device_features``, ``node_device_cost``) come from the first worker, once per graph.
+    """
+
+    def __init__(self, backend: str = "openvino", devices: "str | Sequence[str]" = "auto", *,
+                 address: str = "local:1", workers: int | None = None, cache: bool = True, **options) -> None:
+        ray = _ray()
+        slots = connect(address)
+        count = slots if workers is None else int(workers)
+        if count < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        actor = ray.remote(resources={BENCH_RESOURCE: 1}, num_cpus=0)(MeasurementWorker)
+        self.address, self.cache = address, cache
+        self.workers = [actor.remote(backend, devices, dict(options)) for _ in range(count)]
+        info = ray.get(self.workers[0].info.remote())
+        self.name = f"{info['name']} (Ray farm, {count} workers)"
+        self.simulated: bool = info["simulated"]
+        self.device_names: list[str] = info["device_names"]
+        self.virtual_devices: list[bool] = info["virtual_devices"]
+        self.objective: str = info["objective"]
+        self._describe = info["describe"]
+        self._sent: dict[str, set[int]] = {}  # graph key -> workers that hold it
+        self._payload_refs: dict[str, Any] = {}
+        self._cache: dict[str, dict[bytes, Measurement]] = {}
+        self._devices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def describe(self) -> dict:
+        return {**self._describe, "farm": {"address": self.address, "workers": len(self.workers),
+                                           "resource": BENCH_RESOURCE}}
+
+    # ------------------------------------------------------------------------------------ measuring
+    def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
+        return self.measure_many(graph, [placement], use_cache=use_cache)[0]
+
+    def measure_many(self, graph: ComputationGraph, placements: Sequence[np.ndarray], *,
+                     use_cache: bool = True) -> list[Measurement]:
+        """One `Measurement` per placement ((N,) ints each), in order; each distinct uncached placement is
+        measured once, by whichever worker is free."""
+        ray = _ray()
+        key = _graph_key(graph)
+        cache = self._cache.setdefault(key, {})
+        arrays = [np.asarray(p, dtype=np.int64) for p in placements]
+        keys = [a.tobytes() for a in arrays]
+        todo = list(dict.fromkeys(k for k in keys if not (use_cache and self.cache and k in cache)))
+        by_key = {k: a for k, a in zip(keys, arrays)}
+        fresh: dict[bytes, Measurement] = {}
+        idle, running = list(range(len(self.workers))), {}
+        while todo or running:
+            while todo and idle:  # one placement per worker at a time: a node never times two at once
+                worker, placement_key = idle.pop(0), todo.pop(0)
+                self._ensure_sent(key, graph, worker)
+                ref = self.workers[worker].measure.remote(key, by_key[placement_key], use_cache)
+                running[ref] = (worker, placement_key)
+            done, _ = ray.wait(list(running), num_returns=1)
+            worker, placement_key = running.pop(done[0])
+            fresh[placement_key] = ray.get(done[0])
+            idle.append(worker)
+        if self.cache:
+            cache.update(fresh)
+        results, given = [], set()  # a placement's first fresh result as measured, every later one as a cache hit
+        for k in keys:
+            results.append(fresh[k] if k in fresh and k not in given else _cached(fresh.get(k) or cache[k]))
+            given.add(k)
+        return results
+
+    def _ensure_sent(self, key: str, graph: ComputationGraph, worker: int) -> None:
+        ray = _ray()
+        holders = self._sent.setdefault(key, set())
+        if worker not in holders:
+            if key not in self._payload_refs:
+                self._payload_refs[key] = ray.put(GraphPayload.of(graph))
+            ray.get(self.workers[worker].add_graph.remote(key, self._payload_refs[key]))
+            holders.add(worker)
+
+    # -------------------------------------------------------------------------- device observations
+    def _device_observations(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        key = _graph_key(graph)
+        if key not in self._devices:
+            self._ensure_sent(key, graph, 0)
+            self._devices[key] = _ray().get(self.workers[0].describe_devices.remote(key))
+        return self._devices[key]
+
+    def action_mask(self, graph: ComputationGraph) -> np.ndarray:
+        return self._device_observations(graph)[0].copy()
+
+    def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
+        return self._device_observations(graph)[2].copy()
+
+    def device_features(self) -> np.ndarray:
+        if not self._devices:
+            raise RuntimeError("FarmBackend.device_features() is known once a graph has been sent; call "
+                               "action_mask(graph) first (the env does)")
+        return next(iter(self._devices.values()))[1].copy()
+
+    def close(self) -> None:
+        ray = _ray()
+        for worker in self.workers:
+            ray.kill(worker)
+        self.workers = []
+
+
+def _cached(m: Measurement) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, cached=True)
+
+
+# --------------------------------------------------------------------------------- compare on Ray
+def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address: str, *,
+            warm_started: Callable[[dict], bool],
+            on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
+    """Run compare's (agent, model, seed) jobs as Ray tasks: ``(records, skipped)``, records in job order.
+
+    Args:
+        jobs: plain-data job descriptions in the serial order (model, then table row, then seed); each has
+            ``"index"`` (its position), ``"model"``, ``"label"`` (the table row) and ``"real"`` (measures on a
+            real backend).
+        run_job: ``run_job(job, warm_starts) -> {"records": [...], "skipped": dict | None}`` (picklable; runs in
+            a Ray worker process). `warm_starts` are ``(row label, placement)`` pairs
+            (`placement_gym.evaluation.TakesWarmStarts`).
+        warm_started: True for jobs whose agent takes warm starts (the exact optimum): they run after every
+            other job of their model, given those jobs' best placements, all seeds of one (model, row) in one
+            task in seed order (as the serial loop runs them), so the table's optimum is never worse than its
+            other rows.
+        on_record: called on the driver with each record as its task finishes.
+
+    Simulated jobs take one CPU each; jobs on a real backend take one bench unit, so that no two time at once.
+    """
+    ray = _ray()
+    connect(address)
+    task = ray.remote(lambda group, warm: [run_job(job, warm) for job in group])
+    outcomes: dict[int, dict] = {}
+
+    def submit(group: list[dict], warm: list) -> Any:
+        placement = {"num_cpus": 0, "resources": {BENCH_RESOURCE: 1}} if group[0]["real"] else {"num_cpus": 1}
+        return task.options(**placement).remote(group, warm)
+
+    def gather(pending: dict) -> None:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for job, outcome in zip(pending.pop(done[0]), ray.get(done[0])):
+                outcomes[job["index"]] = outcome
+                for record in outcome["records"]:
+                    if on_record is not None:
+                        on_record(record)
+
+    gather({submit([job], []): [job] for job in jobs if not warm_started(job)})
+    groups: dict[tuple, list[dict]] = {}
+    for job in jobs:
+        if warm_started(job):
+            groups.setdefault((job["model"], job["label"]), []).append(job)
+    pending = {}
+    for (model, _), group in groups.items():
+        found = [(r["agent"], np.asarray(r["placement"], dtype=np.int64))
+                 for job in jobs if job["model"] == model and job["index"] in outcomes
+                 for r in outcomes[job["index"]]["records"] if r.get("ok", True)]
+        pending[submit(group, found)] = group
+    gather(pending)
+    ordered = [outcomes[index] for index in sorted(outcomes)]
+    return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
+
+
+__all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect"]

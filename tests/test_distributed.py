@@ -1,0 +1,83 @@
+"""The measurement farm on Ray: a local 2-worker Ray instance, real workers, real backends (the simulator and
+OpenVINO on a tiny model), and ``compare --ray`` against the serial compare."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import ray  # the README's test command installs it (the "test" extra includes the "distributed" one)
+
+from placement_gym import DevicePlacementEnv, cli
+from placement_gym.backends.simulated import SimulatedBackend
+from placement_gym.distributed import BENCH_RESOURCE, FarmBackend, GraphPayload, connect
+
+from .conftest import TWO_DEVICES
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    slots = connect("local:2")
+    yield slots
+    ray.shutdown()
+
+
+def test_local_address_offers_one_bench_unit_per_worker(local_ray):
+    assert local_ray == 2 and ray.cluster_resources()[BENCH_RESOURCE] == 2
+    with pytest.raises(ValueError, match="local:N"):
+        connect("local:0")
+
+
+def test_graphs_cross_processes_intact(tiny_branch_graph):
+    back = GraphPayload.of(tiny_branch_graph).load()
+    assert back.op_names == tiny_branch_graph.op_names and back.name == tiny_branch_graph.name
+    assert np.array_equal(back.edge_index, tiny_branch_graph.edge_index)
+    assert np.array_equal(back.flops, tiny_branch_graph.flops)
+
+
+def test_farm_measures_a_batch_in_order_as_one_backend_would(local_ray, tiny_branch_graph):
+    g = tiny_branch_graph
+    farm = FarmBackend("simulated", "auto", address="local:2", profile="ai_pc", objective="throughput")
+    local = SimulatedBackend("ai_pc", objective="throughput")
+    rng = np.random.default_rng(0)
+    placements = [rng.integers(0, 3, g.n_ops) for _ in range(9)]
+    placements.append(placements[2].copy())  # a repeat is measured once
+    got = farm.measure_many(g, placements)
+    assert len(got) == len(placements) and farm.simulated and farm.device_names == local.device_names
+    for placement, m in zip(placements, got):
+        expected = local.measure(g, placement)
+        assert (m.ok, m.latency_s, m.error, m.n_submodels) == (expected.ok, expected.latency_s, expected.error,
+                                                                expected.n_submodels)
+    assert got[-1].cached and not got[2].cached
+    assert farm.measure(g, placements[0]).cached and not farm.measure(g, placements[0], use_cache=False).cached
+    assert np.array_equal(farm.action_mask(g), local.action_mask(g))
+    assert np.allclose(farm.device_features(), local.device_features())
+    assert farm.describe()["farm"]["workers"] == 2
+    farm.close()
+
+
+def test_farm_measures_real_placements_and_drives_the_env(local_ray, tiny_branch_graph):
+    g = tiny_branch_graph
+    farm = FarmBackend("openvino", TWO_DEVICES, address="local:2", warmup=1, repeats=3, target_rel_halfwidth=None)
+    env = DevicePlacementEnv(g, backend=farm)
+    obs, _ = env.reset(seed=0)
+    assert obs["action_mask"].shape == (g.n_ops, 2) and obs["device_features"].shape[0] == 2
+    split = (np.arange(g.n_ops) >= g.n_ops // 2).astype(np.int64)
+    _, _, _, _, info = env.step(split)
+    assert info["ok"] and info["n_submodels"] >= 2 and not info["simulated"] and info["latency_s"] > 0
+    many = farm.measure_many(g, [np.zeros(g.n_ops, dtype=np.int64), np.ones(g.n_ops, dtype=np.int64), split])
+    assert all(m.ok and m.latency_s > 0 for m in many) and many[2].cached
+    env.close()
+
+
+def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
+    common = ["compare", "--models", "tiny_branch", "tiny_chain", "--agents", "single-device", "random", "post",
+              "optimal", "--backend", "simulated", "--profile", "ai_pc", "--budget", "12", "--seeds", "2",
+              "--no-progress"]
+    assert cli.main([*common, "--json", str(tmp_path / "serial.json")]) == 0
+    assert cli.main([*common, "--json", str(tmp_path / "ray.json"), "--ray", "local:2"]) == 0
+    serial, farmed = (json.loads((tmp_path / f).read_text())["records"] for f in ("serial.json", "ray.json"))
+    same = ("model", "agent", "seed", "latency_s", "placement", "predict_latency_s", "curve", "placements_to_within")
+    assert [[r[k] for k in same] for r in farmed] == [[r[k] for k in same] for r in serial]
+    assert len(serial) == 2 * (3 + 1 + 1 + 1) * 2  # models x (3 single devices, random, post, optimal) x seeds

@@ -1,6 +1,7 @@
 """The README's leaderboard tables from the results of `benchmarks/leaderboard.sh` (SIMULATED figures).
 
-    python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard] > leaderboard.md
+    python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard] > docs/leaderboard.md
+    python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the README's table
 
 One markdown table per (preset, objective): per model, each agent's mean seconds per inference over seeds
 (latency, or 1 / throughput) as its gap to the best placement anyone in the table found (never negative), and
@@ -86,7 +87,31 @@ def table(path: Path) -> tuple[str, list[dict]]:
             w = (summary.get((m, a)) or {}).get("to_within", {}).get("5")
             cells.append("-" if not w else "never" if not w["reached"] else f"{w['median']:.0f} ({w['reached']}/{w['seeds']})")
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    return "\n".join(lines), cases
+    return "\n".join(lines), cases, {a: [_gap(by, m, a, best) for m in models] for a in agents}
+
+
+def _gap(by: dict, model: str, agent: str, best: dict) -> float | None:
+    """Mean gap (%) of `agent`'s latency over seeds to the best found on `model`; None if it never ran."""
+    values = [r["latency_s"] for r in by.get((model, agent), []) if r["latency_s"] is not None]
+    return 100 * (float(np.mean(values)) / best[model] - 1) if values else None
+
+
+def summary_table(tables: list[tuple[str, list[dict], dict]]) -> str:
+    """One row per agent, one column per (preset, objective): the agent's gap to the best found, geometric mean
+    of (1 + gap) over the models, and the headroom row beneath (best single device vs best found)."""
+    def geomean(gaps: list) -> float | None:
+        gaps = [g for g in gaps if g is not None]
+        return 100 * (float(np.exp(np.mean(np.log1p(np.asarray(gaps) / 100)))) - 1) if gaps else None
+
+    columns = [(cases[0]["preset"], cases[0]["objective"]) for _, cases, _ in tables]
+    agents = list(dict.fromkeys(a for _, _, gaps in tables for a in gaps if not a.endswith(SINGLE_SUFFIX)))
+    lines = ["| agent | " + " | ".join(f"{p} {o}" for p, o in columns) + " |", "|" + "---|" * (len(columns) + 1)]
+    lines.append("| best single device | " + " | ".join(
+        _fmt(geomean([100 * (c["best_single_s"] / c["best_found_s"] - 1) for c in cases])) for _, cases, _ in tables)
+        + " |")
+    for a in agents:
+        lines.append(f"| {a} | " + " | ".join(_fmt(geomean(gaps.get(a, []))) for _, _, gaps in tables) + " |")
+    return "\n".join(lines)
 
 
 def _headroom_row(cases: list[dict]) -> str:
@@ -97,12 +122,18 @@ def _headroom_row(cases: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    summary = "--summary" in argv
+    argv = [a for a in argv if a != "--summary"]
     folder = Path(argv[0] if argv else "benchmarks/results/leaderboard")
-    all_cases = []
+    all_cases, tables = [], []
     for path in sorted(folder.glob("*.json")):
-        text, cases = table(path)
+        text, cases, gaps = table(path)
         all_cases += cases
-        print(text + "\n")
+        tables.append((text, cases, gaps))
+        if not summary:
+            print(text + "\n")
+    if summary:
+        print(summary_table(tables) + "\n")
     big = [c for c in all_cases if c["headroom_pct"] >= 15]
     print(f"cases with headroom >= 15%: {len(big)} of {len(all_cases)}: "
           + ", ".join(f"{c['preset']}/{c['objective']}/{c['model']}" for c in all_cases if c["headroom_pct"] < 15)

@@ -324,7 +324,7 @@ def _ball_growth(undirected, budget: int) -> _Ball:
         active &= (counts > 0) & (size < budget)
         # `previous` may keep keys of sources that stopped: harmless, their keys are never produced again.
         previous, frontier = frontier, new[active[new // n]]
-    return _Ball(np.stack(layers), radius, exhausted | (radius == 0), harmonic)
+    return _Ball(np.stack(layers), radius, exhausted, harmonic)
 
 
 def _sorted_unique(keys: np.ndarray) -> np.ndarray:
@@ -423,8 +423,7 @@ def _closeness_estimate(ball: _Ball, distance: np.ndarray, n: int) -> np.ndarray
     outside = distance.T > ball.radius[:, None]  # (N, k): pivot beyond the ball (unreachable ones are -1: not)
     unreachable = distance.T < 0
     beyond = outside | unreachable
-    with np.errstate(divide="ignore"):
-        inverse = np.where(outside, 1.0 / np.maximum(distance.T, 1), 0.0)
+    inverse = np.where(outside, 1.0 / np.maximum(distance.T, 1), 0.0)
     n_beyond = beyond.sum(axis=1)
     rest = n - ball.size  # nodes outside the ball (other components included)
     mean_inverse = np.where(n_beyond > 0, inverse.sum(axis=1) / np.maximum(n_beyond, 1), 1.0 / (ball.radius + 1))

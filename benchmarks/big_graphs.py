@@ -134,7 +134,8 @@ def main(argv=None) -> int:
     parser.add_argument("--env-size", type=int, default=80_000, help="ops of the env timed (default 80000)")
     parser.add_argument("--steps", type=int, default=20, help="env steps timed (default 20)")
     parser.add_argument("--repeats", type=int, default=3, help="graph builds timed per size (default 3)")
-    parser.add_argument("--models", nargs="*", default=list(ZOO), help=f"zoo models for the agreement (default {list(ZOO)})")
+    parser.add_argument("--models", nargs="*", default=list(ZOO),
+                        help=f"zoo models for the agreement (default {list(ZOO)})")
     parser.add_argument("--no-exact-10k", action="store_true", help="skip the agreement on synthetic:10000")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--seed", type=int, default=0)

@@ -91,7 +91,8 @@ def test_synthetic_sizes_bytes_and_flops_are_consistent():
     assert np.all(g.flops > 0)
 
 
-@pytest.mark.parametrize("bad", ["synthetic:abc", "synthetic:0", "synthetic:12:x", "synthetic:-3", "synthetic:", "synthetic:1:2:3"])
+@pytest.mark.parametrize("bad", ["synthetic:abc", "synthetic:0", "synthetic:12:x", "synthetic:-3", "synthetic:",
+                                 "synthetic:1:2:3"])
 def test_bad_synthetic_names_say_what_is_accepted(bad):
     with pytest.raises(ValueError, match=r"synthetic:N' or 'synthetic:N:SEED"):
         load_graph(bad)

@@ -107,7 +107,8 @@ def _bottleneck(b: "_Builder", x: int, channels: int, stride: int) -> int:
     y = b.relu(b.conv1x1(x, mid))
     y = b.relu(b.conv(b.shape(y), [y], mid, kernel=3, stride=stride))
     y = b.conv1x1(y, channels)
-    skip = x if (stride == 1 and b.channels(x) == channels) else b.conv(b.shape(x), [x], channels, kernel=1, stride=stride)
+    same_shape = stride == 1 and b.channels(x) == channels
+    skip = x if same_shape else b.conv(b.shape(x), [x], channels, kernel=1, stride=stride)
     return b.relu(b.add(y, skip))
 
 

@@ -9,7 +9,8 @@ Measures, on ``synthetic:N`` graphs (`placement_gym.models.synthetic`):
   `structure_estimate`), and all families together, at 10k and 80k ops; above
   `placement_gym.features.EXACT_STRUCTURE_MAX_OPS` the structure families are estimated;
 * ``DevicePlacementEnv(model="synthetic:80000", backend="simulated", features=<every family>)``: creation, reset
-  and the median of ``--steps`` steps with uniformly random placements (the ``paper`` profile, two devices);
+  and the median of ``--steps`` steps with uniformly random placements and with runs of 16 ops on one device
+  (the ``paper`` profile, two devices);
 * peak resident memory (``resource.getrusage``) after each phase;
 * agreement of the estimated structure features with the exact ones: per feature column Spearman and Pearson
   correlation and mean absolute error, on the zoo's ResNet-50, Inception-V3 and BERT-base (the estimate forced
@@ -91,20 +92,27 @@ def env_at(n: int, steps: int, seed: int) -> dict:
                                                      features=tuple(FEATURE_FAMILIES)))
     reset_s, _ = timed(lambda: env.reset(seed=seed))
     rng = np.random.default_rng(seed)
-    placements = [rng.integers(0, env.n_devices, n) for _ in range(steps)]
-    step_s, infos = [], []
-    for placement in placements:
-        seconds, (_, _, _, _, info) = timed(lambda: env.step(placement))
-        step_s.append(seconds)
-        infos.append(info)
+    kinds = {  # uniformly random: the most submodels and transfers; runs of 16 ops: closer to a trained agent's
+        "random": [rng.integers(0, env.n_devices, n) for _ in range(steps)],
+        "blocky16": [np.repeat(rng.integers(0, env.n_devices, n // 16 + 1), 16)[:n] for _ in range(steps)],
+    }
+    steps_by_kind = {}
+    for kind, placements in kinds.items():
+        step_s, infos = [], []
+        for placement in placements:
+            seconds, (_, _, _, _, info) = timed(lambda: env.step(placement))
+            step_s.append(seconds)
+            infos.append(info)
+        steps_by_kind[kind] = {"step_median_s": float(np.median(step_s)), "step_s": step_s,
+                               "all_ok": all(i["ok"] for i in infos),
+                               "mean_submodels": float(np.mean([i["n_submodels"] for i in infos]))}
     row = {"ops": n, "edges": graph.n_edges, "graph_s": graph_s, "env_create_s": create_s, "reset_s": reset_s,
-           "step_median_s": float(np.median(step_s)), "step_s": step_s,
-           "observation_node_features": list(env.observation_space["node_features"].shape),
-           "all_ok": all(i["ok"] for i in infos), "mean_submodels": float(np.mean([i["n_submodels"] for i in infos])),
-           "placements": "uniformly random", "peak_rss_mb": peak_rss_mb()}
+           "steps": steps_by_kind, "observation_node_features": list(env.observation_space["node_features"].shape),
+           "peak_rss_mb": peak_rss_mb()}
     env.close()
-    print(f"env synthetic:{n} (every family): created in {create_s:.2f} s, reset {reset_s:.3f} s, "
-          f"step {row['step_median_s'] * 1e3:.1f} ms median of {steps} (~{row['mean_submodels']:.0f} submodels)")
+    print(f"env synthetic:{n} (every family): created in {create_s:.2f} s, reset {reset_s:.3f} s; step " +
+          ", ".join(f"{kind} {v['step_median_s'] * 1e3:.1f} ms (~{v['mean_submodels']:.0f} submodels)"
+                    for kind, v in steps_by_kind.items()) + f", medians of {steps}")
     return row
 
 

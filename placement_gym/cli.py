@@ -476,7 +476,7 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", required=True,
                         help=f"registered agent ({', '.join(registry.AGENTS)}) or your own class as "
                         "'package.module:Class'")
-    parser.add_argument("--model", default="resnet", help="zoo name or model file (default resnet)")
+    parser.add_argument("--model", default="resnet", help="zoo name, synthetic:N[:SEED] or model file (default resnet)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
                         help="agent constructor argument (repeatable, JSON values), e.g. max_levels=2")
     parser.add_argument("--tensorboard", metavar="DIR", help="TensorBoard log directory (one run per seed)")
@@ -502,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="devices, zoo models and graph statistics")
-    info.add_argument("--model", help="zoo name or model file to print graph statistics for")
+    info.add_argument("--model", help="zoo name, synthetic:N[:SEED] or model file to print graph statistics for")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_cmd_info)
 
@@ -514,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(func=_cmd_evaluate)
 
     compare = sub.add_parser("compare", help="run several agents on several models; print the paper's table")
-    compare.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"], help="zoo names or files")
+    compare.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"], help="zoo names, synthetic:N[:SEED] or model files")
     compare.add_argument("--agents", nargs="+",
                          help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)})")
     compare.add_argument("--ray", metavar="ADDRESS",

@@ -71,8 +71,10 @@ class DevicePlacementEnv(gym.Env):
     """Device placement of a model's operators as a Gymnasium env (see the module docstring).
 
     Args:
-        model: a zoo name (``"resnet"``, ``"inception"``, ``"bert"``, ``"tiny_branch"``, ...), a path to an
-            OpenVINO IR ``.xml`` or ONNX file, an ``ov.Model``, or a ready `ComputationGraph`.
+        model: a zoo name (``"resnet"``, ``"inception"``, ``"bert"``, ``"tiny_branch"``, ...), ``"synthetic:N"`` or
+            ``"synthetic:N:SEED"`` (a DNN-like graph of N ops without an OpenVINO model: simulated backend only;
+            `placement_gym.models.synthetic`), a path to an OpenVINO IR ``.xml`` or ONNX file, an ``ov.Model``, or
+            a ready `ComputationGraph`.
         devices: device specs (``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``) or ``"auto"``.
         backend: ``"openvino"``, ``"simulated"``, ``"auto"``, or a `Backend` instance.
         reward: one of ``REWARDS``.

@@ -102,6 +102,17 @@ class ComputationGraph:
         """(N,) int64 number of distinct compute-op consumers of each op."""
         return np.bincount(self.edge_index[0], minlength=self.n_ops)
 
+    def require_model(self, user: str) -> "ov.Model":
+        """The `ov.Model` the graph came from, or ``ValueError`` saying that `user` (e.g. "the OpenVINO backend")
+        needs one and this graph has none (a ``synthetic:N`` graph or one built by hand): only the simulated
+        backend can measure such a graph."""
+        if self.model is None:
+            raise ValueError(
+                f"graph {self.name!r} has no OpenVINO model (ov.Model): it is synthetic or was built without one, "
+                f"and {user} needs one to compile and run; measure it with backend='simulated'"
+            )
+        return self.model
+
     def stats(self) -> dict:
         """Graph statistics in the layout of the paper's Table 1.
 

@@ -182,6 +182,7 @@ class OpenVINOBackend:
         """Seconds per inference of `placement` ((N,) ints) under the backend's `objective`; an identical
         placement measured before is reused when `use_cache` and the backend keeps measurements
         (``cache=True``); ``use_cache=False`` measures afresh (and caches that)."""
+        graph.require_model("the OpenVINO backend")  # a graph without a model is a usage error, not a measurement
         placement = np.asarray(placement, dtype=np.int64)
         key = hashlib.blake2b(placement.tobytes(), digest_size=16).digest()
         cache = self._cache.setdefault(graph, {})
@@ -261,18 +262,17 @@ class OpenVINOBackend:
         prepared = self._prepared.get(graph)
         if prepared is not None:
             return prepared
-        if graph.model is None:
-            raise ValueError(f"graph {graph.name!r} has no ov.Model attached; the OpenVINO backend needs one")
+        model = graph.require_model("the OpenVINO backend")
         from ..models import example_inputs  # imported here: the model zoo pulls in more than a backend needs
 
         index = {name: i for i, name in enumerate(graph.op_names)}
-        ops = list(graph.model.get_ordered_ops())
+        ops = list(model.get_ordered_ops())
         follows = np.array(
             [index[op.get_friendly_name()] if op.get_friendly_name() in index else graph.attached[op.get_friendly_name()]
              for op in ops],
             dtype=np.int64,
         )
-        inputs = {i: ov.Tensor(a) for i, a in enumerate(example_inputs(graph.model, seed=self.input_seed).values())}
+        inputs = {i: ov.Tensor(a) for i, a in enumerate(example_inputs(model, seed=self.input_seed).values())}
         prepared = _PreparedGraph(ops, follows, inputs)
         self._prepared[graph] = prepared
         return prepared
@@ -291,12 +291,11 @@ class OpenVINOBackend:
         """
         mask = self._masks.get(graph)
         if mask is None:
-            if graph.model is None:
-                raise ValueError(f"graph {graph.name!r} has no ov.Model attached; the OpenVINO backend needs one")
+            model = graph.require_model("the OpenVINO backend")
             supported = []
             for device in self.devices:
                 try:
-                    supported.append(set(self.core.query_model(graph.model, device.ov_name, device.properties)))
+                    supported.append(set(self.core.query_model(model, device.ov_name, device.properties)))
                 except Exception as exc:  # a plugin that cannot even check the model supports none of it
                     logger.warning("query_model of %s on %s failed (%s); treating every op as unsupported there",
                                    graph.name, device.name, openvino_error_text(exc))

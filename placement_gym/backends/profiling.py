@@ -241,8 +241,7 @@ def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 
     from ..devices import shared_core
     from ..models import example_inputs
 
-    if graph.model is None:
-        raise ValueError(f"graph {graph.name!r} has no ov.Model attached; per-op profiling needs one")
+    graph.require_model("per-op profiling")
     core = core or shared_core()
     inputs = [ov.Tensor(a) for a in example_inputs(graph.model, seed=input_seed).values()]
 

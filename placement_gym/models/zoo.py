@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from ..devices import openvino_reason
 from ..graph import ComputationGraph
 from ..results import write_json
 from . import tiny
+from .synthetic import SYNTAX as SYNTHETIC_SYNTAX, is_synthetic, parse_synthetic, synthetic_graph
 
 # Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
 ZOO_VERSION = "v1"
@@ -398,10 +400,16 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             loaded = _load_zoo(name, rebuild)
             loaded.set_friendly_name(name)
             return loaded
+        if is_synthetic(model):
+            raise ValueError(
+                f"{model!r} is a synthetic graph: it has no OpenVINO model to load; "
+                "use load_graph (the simulated backend measures it)"
+            )
         if not _looks_like_path(model):
             raise ValueError(
                 f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; "
-                "a path to an OpenVINO IR (.xml) or ONNX (.onnx) file, or an ov.Model, is also accepted"
+                f"{SYNTHETIC_SYNTAX}, a path to an OpenVINO IR (.xml) or ONNX (.onnx) file, or an ov.Model, "
+                "is also accepted"
             )
     if isinstance(model, (str, os.PathLike)):
         return _read_model_file(Path(model))
@@ -416,7 +424,11 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
 
 def load_graph(model: "str | os.PathLike | ov.Model", name: str | None = None) -> ComputationGraph:
     """The `ComputationGraph` of a zoo name, a model file path or an ``ov.Model`` (`load_model`), named `name`
-    or by the model's friendly name."""
+    or by the model's friendly name; or of ``"synthetic:N[:SEED]"`` (`placement_gym.models.synthetic`: N compute
+    ops, no ``ov.Model``, so only the simulated backend can measure it), named `name` or ``synthetic:N:SEED``."""
+    if isinstance(model, str) and is_synthetic(model):
+        graph = synthetic_graph(*parse_synthetic(model))
+        return graph if name is None else dataclasses.replace(graph, name=name)
     ov_model = load_model(model)
     return ComputationGraph.from_model(ov_model, name=name or ov_model.get_friendly_name())
 

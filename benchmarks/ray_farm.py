@@ -33,7 +33,7 @@ from placement_gym.models import load_graph
 #: Timing-relevant record fields that differ between runs; everything else must match.
 TIMING_KEYS = {"wall_s", "agent_ms_per_placement", "extra", "backend_settings"}
 GRID = ["compare", "--models", "resnet", "inception", "--agents", "random", "greedy", "topo", "dp", "hsdag", "rnn",
-        "post", "ppo", "placeto", "--backend", "simulated", "--budget", "100", "--seeds", "2", "--no-progress"]
+        "post", "ppo", "placeto", "--backend", "simulated", "--budget", "100", "--seeds", "4", "--no-progress"]
 
 
 def real_placements(workers: int, placements: list[np.ndarray], devices: list[str]) -> float:

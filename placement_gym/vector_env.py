@@ -102,12 +102,12 @@ class DevicePlacementVectorEnv(VectorEnv):
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} sub-envs")
-        observations, infos = [], {}
-        for i, (env, env_seed) in enumerate(zip(self.envs, seeds)):
+        observations, infos = [], []
+        for env, env_seed in zip(self.envs, seeds):
             obs, info = env.reset(seed=env_seed, options=options)
             observations.append(obs)
-            infos = self._add_info(infos, info, i)
-        return self._stack(observations), infos
+            infos.append(info)
+        return self._stack(observations), self._batch_infos(infos)
 
     def step(self, actions):
         """Measure one placement per sub-env (row ``i`` of `actions`, (K, N) ints) with one ``measure_many`` call;
@@ -121,15 +121,16 @@ class DevicePlacementVectorEnv(VectorEnv):
         rewards = np.zeros(self.num_envs)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
-        observations, infos = [], {}
+        observations, infos = [], []
         for i, (env, (placement, repaired), measurement) in enumerate(zip(self.envs, begun, measurements)):
             obs, rewards[i], terminations[i], truncations[i], info = env.end_step(placement, repaired, measurement)
             if terminations[i] or truncations[i]:
-                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                final = {"final_obs": obs, "final_info": info}
                 obs, info = env.reset()
+                info = {**final, **info}
             observations.append(obs)
-            infos = self._add_info(infos, info, i)
-        return self._stack(observations), rewards, terminations, truncations, infos
+            infos.append(info)
+        return self._stack(observations), rewards, terminations, truncations, self._batch_infos(infos)
 
     def render(self) -> tuple | None:
         """Each sub-env's `DevicePlacementEnv.render` (None without a render mode)."""
@@ -141,6 +142,31 @@ class DevicePlacementVectorEnv(VectorEnv):
         self.backend.close()  # shared: closed once, here
 
     # ---------------------------------------------------------------------------------------- helpers
+    def _batch_infos(self, infos: "list[dict | None]") -> dict:
+        """The sub-envs' infos (``infos[i]``: sub-env ``i``'s, None for none) in Gymnasium's vector format: per
+        key an array over the sub-envs (numbers and arrays stacked in a numeric array, dicts batched the same way,
+        anything else in an object array; ``final_obs`` always an object array) and a bool mask ``_key`` of the sub-envs that have
+        it. The same result as `VectorEnv._add_info` applied to each sub-env in turn, built a key at a time."""
+        batched: dict[str, Any] = {}
+        keys = dict.fromkeys(key for info in infos if info for key in info)  # in first-seen order
+        for key in keys:
+            present = np.array([info is not None and key in info for info in infos])
+            values = [info[key] if has else None for info, has in zip(infos, present.tolist())]
+            first = values[int(np.argmax(present))]
+            if key != "final_obs" and isinstance(first, dict):
+                array = self._batch_infos(values)
+            elif key != "final_obs" and (type(first) in (int, float, bool) or issubclass(type(first), np.number)
+                                         or isinstance(first, np.ndarray)):
+                shape, dtype = (np.shape(first), first.dtype) if isinstance(first, np.ndarray) else ((), type(first))
+                array = np.zeros((self.num_envs, *shape), dtype=dtype)
+                array[present] = [value for value, has in zip(values, present.tolist()) if has]
+            else:
+                array = np.full(self.num_envs, None, dtype=object)
+                for i in np.flatnonzero(present).tolist():
+                    array[i] = values[i]
+            batched[key], batched[f"_{key}"] = array, present
+        return batched
+
     def _stack(self, observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """The sub-envs' observations as one batch of `observation_space`, in fresh arrays."""
         out = create_empty_array(self.single_observation_space, self.num_envs)

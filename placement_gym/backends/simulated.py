@@ -294,6 +294,7 @@ class _PreparedGraph:
     cutter: HeteroCutter
     in_edges: list[list[int]]  # per op, the indices of its incoming edges (for the parallel scheduler)
     supported: np.ndarray  # (N, D) bool: device d can run op i (profile's unsupported_ops)
+    everywhere: bool  # every device can run every op (`supported` is all True)
 
 
 class SimulatedBackend(Backend):
@@ -423,14 +424,15 @@ class SimulatedBackend(Backend):
     def _problems(self, graph: ComputationGraph, placements: np.ndarray) -> list[str | None]:
         """Per placement of `placements` ((B, N) int64): why it cannot run, or None (`check_feasible`)."""
         prepared = self.prepare(graph)
-        runnable = prepared.supported[np.arange(graph.n_ops), placements]  # (B, N)
         problems: list[str | None] = [None] * len(placements)
-        for row in np.flatnonzero(~runnable.all(axis=1)).tolist():
-            bad = ~runnable[row]
-            i = int(np.argmax(bad))
-            problems[row] = (f"{graph.op_types[i]} is not supported on {self.device_names[placements[row, i]]} "
-                             f"(op {graph.op_names[i]!r}; {int(bad.sum())} op(s) of the placement are on a device "
-                             f"that cannot run them)")
+        if not prepared.everywhere:
+            runnable = prepared.supported[np.arange(graph.n_ops), placements]  # (B, N)
+            for row in np.flatnonzero(~runnable.all(axis=1)).tolist():
+                bad = ~runnable[row]
+                i = int(np.argmax(bad))
+                problems[row] = (f"{graph.op_types[i]} is not supported on {self.device_names[placements[row, i]]} "
+                                 f"(op {graph.op_names[i]!r}; {int(bad.sum())} op(s) of the placement are on a device "
+                                 f"that cannot run them)")
         capacity = [d.memory_bytes for d in self.profile.devices]
         if any(c is not None for c in capacity):
             need = device_memory_bytes(graph, placements, len(capacity))  # (B, D)
@@ -614,7 +616,8 @@ class SimulatedBackend(Backend):
         for k, target in enumerate(graph.edge_index[1].tolist()):
             in_edges[target].append(k)
         supported = np.stack([device.supports(graph) for device in devices], axis=1)
-        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported)
+        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported,
+                                  bool(supported.all()))
         self._prepared[graph] = prepared
         return prepared
 

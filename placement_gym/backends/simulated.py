@@ -507,7 +507,8 @@ class SimulatedBackend(Backend):
         # One Measurement per placement, with the same breakdown as always.
         names = self.device_names
         measurements = []
-        compute_rows, latencies = compute.tolist(), latency.tolist()
+        compute_rows, latencies, submodels = compute.tolist(), latency.tolist(), n_submodels.tolist()
+        totals = np.stack([compute_s, transfer_s, boundary_s, n_transfers, transfer_bytes], axis=1).tolist()
         for i in range(b):
             breakdown = {f"compute_s/{name}": s for name, s in zip(names, compute_rows[i])}
             if self.objective == "throughput":
@@ -516,14 +517,8 @@ class SimulatedBackend(Backend):
                     breakdown.update({f"busy_s/{name}": float(s) for name, s in zip(names, busy[j])})
                     breakdown["busiest_link_s"] = float(link_busy[j].max())
                 breakdown["throughput_per_s"] = 1.0 / latencies[i]
-            breakdown.update({
-                "compute_s": float(compute_s[i]),
-                "transfer_s": float(transfer_s[i]),
-                "boundary_s": float(boundary_s[i]),
-                "transfers": float(n_transfers[i]),
-                "transfer_bytes": float(transfer_bytes[i]),
-            })
-            measurements.append(Measurement(latency_s=latencies[i], simulated=True, n_submodels=int(n_submodels[i]),
+            breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"), totals[i]))
+            measurements.append(Measurement(latency_s=latencies[i], simulated=True, n_submodels=submodels[i],
                                             breakdown=breakdown, objective=self.objective))
         return measurements
 

@@ -49,6 +49,8 @@ class DevicePlacementVectorEnv(VectorEnv):
     Attributes:
         envs: the K sub-envs (each keeps its own episode, counters and random generator).
         graph, backend: what they share.
+        step_infos: each sub-env's info of the last ``step``, as `DevicePlacementEnv.step` returned it (the dicts
+            batched into ``info["final_info"]`` where an episode ended); what a run loop records per placement.
     """
 
     metadata = {**DevicePlacementEnv.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
@@ -78,6 +80,7 @@ class DevicePlacementVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.render_mode = self.envs[0].render_mode
+        self.step_infos: list[dict] = []
 
     # ------------------------------------------------------------------------------------ properties
     @property
@@ -121,15 +124,17 @@ class DevicePlacementVectorEnv(VectorEnv):
         rewards = np.zeros(self.num_envs)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
-        observations, infos = [], []
+        observations, infos, step_infos = [], [], []
         for i, (env, (placement, repaired), measurement) in enumerate(zip(self.envs, begun, measurements)):
             obs, rewards[i], terminations[i], truncations[i], info = env.end_step(placement, repaired, measurement)
+            step_infos.append(info)
             if terminations[i] or truncations[i]:
                 final = {"final_obs": obs, "final_info": info}
                 obs, info = env.reset()
                 info = {**final, **info}
             observations.append(obs)
             infos.append(info)
+        self.step_infos = step_infos
         return self._stack(observations), rewards, terminations, truncations, self._batch_infos(infos)
 
     def render(self) -> tuple | None:

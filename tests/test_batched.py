@@ -238,3 +238,21 @@ def test_vector_step_rejects_a_wrong_number_of_placements(tiny_chain_graph):
     venv.reset(seed=0)
     with pytest.raises(ValueError, match="one placement per sub-env"):
         venv.step(np.zeros((3, tiny_chain_graph.n_ops), dtype=np.int64))
+
+
+# ================================================================================ REINFORCE on the vector env
+def test_reinforce_bandit_on_a_vector_env_measures_in_batches_and_learns_the_same(tiny_branch_graph):
+    """K samples per update, measured K at a time by the vector env: the same run as on a single env."""
+    from agents.hsdag import HSDAGAgent
+
+    features = HSDAGAgent().feature_families
+    backend = CountingSimulatedBackend("paper")
+    venv = gym.make_vec("DevicePlacement-v0", num_envs=4, model=tiny_branch_graph, backend=backend, features=features)
+    batched = HSDAGAgent(seed=0, samples_per_update=4).learn(venv, budget=22)
+    assert backend.batches == [4] * 5  # 20 placements in 5 steps of the vector env; the last 2 one by one
+    single = HSDAGAgent(seed=0, samples_per_update=4).learn(
+        DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="paper", features=features), budget=22)
+    assert batched.run_summary.steps == single.run_summary.steps == 22
+    assert batched.run_summary.curve == single.run_summary.curve
+    assert np.array_equal(batched.best_placement, single.best_placement)
+    assert [h["reward_mean"] for h in batched.history] == [h["reward_mean"] for h in single.history]

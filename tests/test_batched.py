@@ -139,6 +139,23 @@ def test_a_backend_without_its_own_measure_many_inherits_the_loop(tiny_chain_gra
     assert isinstance(Ops(), Backend) and isinstance(SimulatedBackend(), Backend)
 
 
+def test_a_backend_that_is_not_one_is_refused_with_what_it_lacks(tiny_chain_graph):
+    class OnlyMeasures:  # structurally a backend of the old protocol: no measure_many, no Backend base class
+        name, simulated, device_names, virtual_devices = "old", True, ["a", "b"], [False, False]
+
+        def measure(self, graph, placement, *, use_cache=True):
+            return Measurement(latency_s=1e-3)
+
+        def describe(self):
+            return {}
+
+        def close(self):
+            pass
+
+    with pytest.raises(TypeError, match=r"lacks \['measure_many'\] \(subclass placement_gym.backends.Backend"):
+        DevicePlacementEnv(tiny_chain_graph, backend=OnlyMeasures())
+
+
 # ================================================================================ the native vector env
 class CountingSimulatedBackend(SimulatedBackend):
     """The simulated backend, recording the size of every batch it prices and every single measurement."""

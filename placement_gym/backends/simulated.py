@@ -413,7 +413,7 @@ class SimulatedBackend(Backend):
     def _check_placements(self, graph: ComputationGraph, placements: np.ndarray) -> np.ndarray:
         """(B, N) int64 `placements`, or ``ValueError`` saying what is expected."""
         d = len(self.profile.devices)
-        if placements.ndim != 2 or placements.shape[1] != graph.n_ops or not np.issubdtype(placements.dtype, np.integer):
+        if placements.ndim != 2 or placements.shape[1] != graph.n_ops or placements.dtype.kind not in "iu":
             raise ValueError(f"placements must be an integer array of shape (B, {graph.n_ops}), got "
                              f"{placements.dtype} {placements.shape}")
         if placements.size and (placements.min() < 0 or placements.max() >= d):
@@ -469,46 +469,49 @@ class SimulatedBackend(Backend):
         op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
         compute = _row_bincount(placements, op_s, d)  # (B, D) compute seconds per device
         compute_s = compute.sum(axis=1)
-        n_submodels = np.ones(b, dtype=np.int64)
-        transfer_s, transfer_bytes, n_transfers = np.zeros(b), np.zeros(b), np.zeros(b)
-        latency = compute_s.copy()  # one device alone: its compute, under every objective and schedule
-        busy = link_busy = None
-        # Placements on two or more devices: cut, then price the tensors crossing submodels.
+        # Placements on two or more devices: cut, then the tensors crossing submodels (row: their placement).
         split = np.flatnonzero((placements != placements[:, :1]).any(axis=1))
-        split_index: dict[int, int] = {}  # row of a split placement -> its row in `busy` / `link_busy`
+        n_submodels = np.ones(b, dtype=np.int64)
+        row = edge = pair = np.zeros(0, dtype=np.int64)
         if split.size:
             split_placements = placements[split]
             counts, cut_labels = prepared.cutter.cut_many(split_placements)
             n_submodels[split] = counts
             row, edge, pair = self._crossings(graph, split_placements, cut_labels)
-            seconds = prepared.edge_seconds[pair, edge]
-            k = split.size
-            transfer_s[split] = np.bincount(row, weights=seconds, minlength=k)
-            transfer_bytes[split] = np.bincount(row, weights=graph.edge_bytes[edge].astype(np.float64), minlength=k)
-            n_transfers[split] = np.bincount(row, minlength=k)
-            boundary = (counts - 1) * profile.boundary_overhead_s + profile.split_overhead_s
-            if self.objective == "throughput":
-                # The busiest device (compute + dispatch of its submodels beyond the first) or directed link.
+            row = split[row]
+        seconds = prepared.edge_seconds[pair, edge]
+        transfer_s = np.bincount(row, weights=seconds, minlength=b)
+        transfer_bytes = np.bincount(row, weights=graph.edge_bytes[edge].astype(np.float64), minlength=b)
+        n_transfers = np.bincount(row, minlength=b).astype(np.float64)
+        boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
+                              + profile.split_overhead_s, 0.0)
+        busy = link_busy = None
+        split_index: dict[int, int] = {}  # row of a split placement -> its row in `busy` / `link_busy`
+        if self.objective == "throughput":
+            # The busiest device (compute + dispatch of its submodels beyond the first) or directed link; one
+            # device alone: its compute.
+            latency = compute_s.copy()
+            if split.size:
                 roots = cut_labels == np.arange(n)
                 per_device = _row_bincount(split_placements, roots.astype(np.float64), d)
                 busy = compute[split] + np.maximum(per_device - 1, 0) * profile.boundary_overhead_s
-                link_busy = np.bincount(row * d * d + pair, weights=seconds, minlength=k * d * d).reshape(k, d * d)
+                link_busy = np.bincount(row * d * d + pair, weights=seconds, minlength=b * d * d).reshape(b, d * d)[split]
                 latency[split] = np.maximum(busy.max(axis=1), link_busy.max(axis=1)) + profile.split_overhead_s
-            elif profile.schedule == "sequential":
-                latency[split] = compute_s[split] + transfer_s[split] + boundary
-            else:
-                latency[split] = [
-                    self._parallel_makespan(prepared, split_placements[i], cut_labels[i], op_s[s]) + boundary[i]
-                    for i, s in enumerate(split.tolist())]
-            split_index = dict(zip(split.tolist(), range(k)))
-        boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
-                              + profile.split_overhead_s, 0.0)
+                split_index = dict(zip(split.tolist(), range(split.size)))
+        elif profile.schedule == "sequential":
+            latency = compute_s + transfer_s + boundary_s  # one device alone: + 0.0 + 0.0, its compute
+        else:
+            latency = compute_s.copy()
+            latency[split] = [
+                self._parallel_makespan(prepared, split_placements[i], cut_labels[i], op_s[s]) + boundary_s[s]
+                for i, s in enumerate(split.tolist())]
 
         # One Measurement per placement, with the same breakdown as always.
         names = self.device_names
         measurements = []
         compute_rows, latencies, submodels = compute.tolist(), latency.tolist(), n_submodels.tolist()
-        totals = np.stack([compute_s, transfer_s, boundary_s, n_transfers, transfer_bytes], axis=1).tolist()
+        totals = list(zip(compute_s.tolist(), transfer_s.tolist(), boundary_s.tolist(), n_transfers.tolist(),
+                          transfer_bytes.tolist()))
         for i in range(b):
             breakdown = {f"compute_s/{name}": s for name, s in zip(names, compute_rows[i])}
             if self.objective == "throughput":

@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 #: Graphs with more ops than this skip HETERO's cycle splitting (its reachability bitsets take N^2 / 8 bytes,
 #: 50 MB at 20,000 ops): their submodel count is the number of connected same-device regions, an undercount.
 MAX_OPS_FOR_CYCLE_SPLIT = 20_000
+#: `SimulatedBackend.measure_many` prices a batch in pieces of at most this many ops in all (placements x ops per
+#: placement), so that the batch graph's arrays stay small (in cache, and bounded on big graphs).
+MAX_BATCH_OPS = 16_384
 
 
 # ============================================================================================ cutting
@@ -101,10 +104,10 @@ def _component_roots(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 def _component_roots_vectorised(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """`_component_roots` as a union-find in array operations: each round hooks, for every edge whose ends have
     different roots, the larger root under the smaller one (where a root has several such edges, one of them
-    wins), then points every node straight at its root (pointer jumping). Each round merges every component that has a smaller neighbour,
-    so there are few rounds (O(log n) in practice), each a few operations over the edges: one call labels a whole
-    batch of placements (`HeteroCutter.cut_many`). A root only ever gets a smaller parent, so each component's
-    smallest node stays its root, whichever hooks won.
+    wins), then points every node straight at its root (pointer jumping). Each round hooks every component that
+    has a smaller neighbour, so there are few rounds (O(log n) in practice), each a few operations over the edges:
+    one call labels a whole batch of placements (`HeteroCutter.cut_many`). A root only ever gets a smaller
+    parent, so each component's smallest node stays its root, whichever hooks won.
     """
     labels = np.arange(n, dtype=np.int64)
     while True:
@@ -445,6 +448,15 @@ class SimulatedBackend(Backend):
         return problems
 
     def _price(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
+        """The measurement of each placement of `placements` ((B, N) int64, validated), in pieces of at most
+        `MAX_BATCH_OPS` ops (bounding the memory the batch graph takes on big graphs)."""
+        step = max(1, MAX_BATCH_OPS // max(graph.n_ops, 1))
+        if len(placements) <= step:
+            return self._price_piece(graph, placements)
+        return [m for start in range(0, len(placements), step)
+                for m in self._price_piece(graph, placements[start:start + step])]
+
+    def _price_piece(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
         """The measurement of each placement of `placements` ((B, N) int64, validated): failures for those that
         cannot run, the cost model's price (module docstring) for the others."""
         problems = self._problems(graph, placements)

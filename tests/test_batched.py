@@ -16,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 
 from placement_gym import ComputationGraph, DevicePlacementEnv
 from placement_gym.backends import Backend, Measurement
+from placement_gym.backends import simulated
 from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes
 from placement_gym.backends.simulated import (
     PYTHON_UNION_FIND_MAX_EDGES, HeteroCutter, SimulatedBackend, _component_roots_vectorised, _union_find_labels,
@@ -77,6 +78,14 @@ def test_batched_prices_equal_one_at_a_time(profile, schedule, objective, tiny_b
             errors = [m.error for m in one_at_a_time if not m.ok]
             assert any(e.startswith("out of memory on GPU") for e in errors)
             assert any("is not supported on NPU" in e for e in errors)
+
+
+def test_a_batch_priced_in_pieces_is_priced_the_same(tiny_branch_graph, monkeypatch):
+    backend = SimulatedBackend(failing_profile(tiny_branch_graph), objective="throughput")
+    placements = placements_to_price(tiny_branch_graph.n_ops, 3, seed=5)
+    whole = backend.measure_many(tiny_branch_graph, placements)
+    monkeypatch.setattr(simulated, "MAX_BATCH_OPS", 5 * tiny_branch_graph.n_ops)  # pieces of 5 placements
+    assert backend.measure_many(tiny_branch_graph, placements) == whole
 
 
 def test_batched_failures_keep_their_text_and_the_rest_are_priced(tiny_branch_graph):

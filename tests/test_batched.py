@@ -148,7 +148,7 @@ def test_a_backend_without_its_own_measure_many_inherits_the_loop(tiny_chain_gra
     assert isinstance(Ops(), Backend) and isinstance(SimulatedBackend(), Backend)
 
 
-def test_a_backend_that_is_not_one_is_refused_with_what_it_lacks(tiny_chain_graph):
+def test_a_backend_without_measure_many_is_refused_with_how_to_get_it(tiny_chain_graph):
     class OnlyMeasures:  # structurally a backend of the old protocol: no measure_many, no Backend base class
         name, simulated, device_names, virtual_devices = "old", True, ["a", "b"], [False, False]
 
@@ -161,7 +161,7 @@ def test_a_backend_that_is_not_one_is_refused_with_what_it_lacks(tiny_chain_grap
         def close(self):
             pass
 
-    with pytest.raises(TypeError, match=r"lacks \['measure_many'\] \(subclass placement_gym.backends.Backend"):
+    with pytest.raises(TypeError, match=r"'measure_many', .*\(subclass placement_gym.backends.Backend"):
         DevicePlacementEnv(tiny_chain_graph, backend=OnlyMeasures())
 
 

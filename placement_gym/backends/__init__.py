@@ -13,7 +13,7 @@ BACKENDS = ("openvino", "simulated", "auto")
 _MEASUREMENT_OPTIONS = ("warmup", "repeats", "target_rel_halfwidth", "max_repeats", "max_timing_s", "cache",
                         "input_seed", "inference_precision", "clock", "core")
 _auto_choice_logged = False
-#: What an object must have to be a `Backend` (named in the error for one that is not).
+#: What an object must have to be a `Backend` (listed in the error for one that is not).
 _PROTOCOL_MEMBERS = ("name", "simulated", "device_names", "virtual_devices", "measure", "measure_many", "describe",
                      "close")
 
@@ -59,10 +59,9 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
     if not isinstance(backend, str):
         if isinstance(backend, Backend):
             return backend
-        missing = sorted(member for member in _PROTOCOL_MEMBERS if not hasattr(backend, member))
-        raise TypeError(f"backend must be one of {BACKENDS} or a Backend instance, got {type(backend).__name__}"
-                        + (f", which lacks {missing} (subclass placement_gym.backends.Backend to inherit "
-                           "measure_many)" if missing else ""))
+        raise TypeError(f"backend must be one of {BACKENDS} or a Backend instance, got {type(backend).__name__}, "
+                        f"which does not have all of {list(_PROTOCOL_MEMBERS)} (subclass placement_gym.backends.Backend "
+                        "to inherit measure_many, a loop over measure)")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":

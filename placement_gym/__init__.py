@@ -2,6 +2,7 @@
 
 >>> import gymnasium as gym, placement_gym
 >>> env = gym.make("DevicePlacement-v0", model="resnet")
+>>> envs = gym.make_vec("DevicePlacement-v0", num_envs=64, model="resnet")  # one batched measurement per step
 """
 import envs_registry  # noqa: F401  (registers the env ids)
 
@@ -10,6 +11,7 @@ from ._version import __version__
 from .env import DevicePlacementEnv
 from .graph import ComputationGraph
 from .models import load_graph
+from .vector_env import DevicePlacementVectorEnv
 
-__all__ = ["ComputationGraph", "DevicePlacementEnv", "DeviceSpec", "available_devices", "load_graph", "open_devices",
-           "two_cpu_devices", "__version__"]
+__all__ = ["ComputationGraph", "DevicePlacementEnv", "DevicePlacementVectorEnv", "DeviceSpec", "available_devices",
+           "load_graph", "open_devices", "two_cpu_devices", "__version__"]

@@ -252,11 +252,23 @@ class DevicePlacementEnv(gym.Env):
                                     "reference_device": self.reference_device}
 
     def step(self, action):
+        placement, repaired = self.begin_step(action)
+        return self.end_step(placement, repaired, self.backend.measure(self.graph, placement))
+
+    def begin_step(self, action) -> tuple[np.ndarray, int]:
+        """The first half of `step`, before measuring: the (N,) int64 placement to measure for `action`
+        (`as_measured`) and how many ops were repaired; re-measures the reference first when drift correction is
+        due. `step` = `begin_step`, the backend's measurement, `end_step`; the vector env
+        (`placement_gym.vector_env`) measures many sub-envs' placements in one ``measure_many`` in between."""
         placement, repaired = self._as_measured(action)
         if self.reference_every and self._since_reference >= self.reference_every:
             self._remeasure_reference()
         self._since_reference += 1
-        measurement = self.backend.measure(self.graph, placement)
+        return placement, repaired
+
+    def end_step(self, placement: np.ndarray, repaired: int, measurement: Measurement):
+        """The second half of `step`: count `measurement` of `placement` (from `begin_step`) as this episode's
+        next placement; returns what `step` returns, ``(observation, reward, terminated, truncated, info)``."""
         self.placements_measured += 1
         self._steps += 1
         self._placement, self.last_measurement = placement, measurement

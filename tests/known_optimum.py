@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement_gym.backends.base import Measurement
+from placement_gym.backends.base import Backend, Measurement
 from placement_gym.graph import ComputationGraph
 
 
@@ -24,7 +24,7 @@ def optimum(n: int = 12) -> list[int]:
     return [0] * (n // 2) + [1] * (n - n // 2)
 
 
-class SplitBackend:
+class SplitBackend(Backend):
     """See the module docstring. Implements the `placement_gym.backends.Backend` protocol."""
 
     name, simulated = "split", True

@@ -11,7 +11,7 @@ from agents.common import (
     BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, PolicyGradientAgent, ReinforceConfig,
     ReinforceTrainer, RunLoop, make_callback, obs_to_batch, sample_categorical,
 )
-from placement_gym.backends.base import Measurement
+from placement_gym.backends.base import Backend, Measurement
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.graph import ComputationGraph
 
@@ -25,7 +25,7 @@ def chain_graph(n: int = 6) -> ComputationGraph:
     )
 
 
-class CountingBackend:
+class CountingBackend(Backend):
     """A deterministic cost function with a known optimum, for testing the trainer (not a latency model):
     an op costs 1 ms on device 1 and 2 ms on device 0, plus 0.1 ms per edge cut. Optimum: all on device 1."""
 

@@ -136,15 +136,15 @@ def test_bad_input_is_explained(env):
 
 
 def test_failed_final_placement_is_a_record_not_a_crash(env):
-    class Broken:
+    from placement_gym.backends import Backend, Measurement
+
+    class Broken(Backend):
         name = "broken"
         simulated = False
         device_names = env.device_names
         virtual_devices = [False, True]
 
         def measure(self, graph, placement, *, use_cache=True):
-            from placement_gym.backends import Measurement
-
             return Measurement(latency_s=1e-3) if not placement.any() else Measurement.failure("boom")
 
         def describe(self):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from placement_gym import DevicePlacementEnv
-from placement_gym.backends.base import Measurement, median_interval
+from placement_gym.backends.base import Backend, Measurement, median_interval
 from placement_gym.backends.openvino import OpenVINOBackend, timed_runs
 
 from .conftest import TWO_DEVICES
@@ -76,7 +76,7 @@ def test_real_measurements_carry_their_interval(tiny_chain_graph):
         OpenVINOBackend(TWO_DEVICES, target_rel_halfwidth=0)
 
 
-class SlowingMachine:
+class SlowingMachine(Backend):
     """A backend whose machine slows down steadily: every measurement takes 1% longer than the one before.
     Placement cost: 1 ms per op on device 0, 0.5 ms on device 1."""
 

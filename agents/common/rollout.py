@@ -59,18 +59,30 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
     """K placements from one encoding of `obs`, each measured; returns the decision and the next observation.
 
     `track_grad`: keep the autograd graph of the log-probabilities (REINFORCE steps on it directly; PPO
-    re-scores the decisions with ``policy.evaluate`` and collects without one)."""
+    re-scores the decisions with ``policy.evaluate`` and collects without one).
+
+    When the run was given a vector env (``run.vector``) and `env` is the run's own env, the placements are
+    measured ``num_envs`` at a time in one step of the vector env (the rest, fewer than ``num_envs``, one by one)."""
     with torch.set_grad_enabled(track_grad):
         sample = policy.act(obs, num_samples=k)
     rewards, latencies, placements = [], [], []
     next_obs = obs
-    for action in sample.actions.detach().cpu().numpy():
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        rewards.append(float(reward))
-        latencies.append(float(info["latency_corrected_s"]))
-        placements.append(np.asarray(info["placement"]))
-        if terminated or truncated:
-            next_obs, _ = env.reset()
+    actions = sample.actions.detach().cpu().numpy()
+    batch = run.vector if env is run.env else None
+    start = 0
+    while start < len(actions):
+        if batch is not None and len(actions) - start >= batch.num_envs:
+            results = batch.step(actions[start:start + batch.num_envs])
+        else:
+            next_obs, reward, terminated, truncated, info = env.step(actions[start])
+            results = [(reward, info)]
+            if terminated or truncated:
+                next_obs, _ = env.reset()
+        start += len(results)
+        for reward, info in results:
+            rewards.append(float(reward))
+            latencies.append(float(info["latency_corrected_s"]))
+            placements.append(np.asarray(info["placement"]))
         if run.stopped:
             break
     r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)

@@ -34,6 +34,7 @@ import torch
 
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import RunSummary, check_budget
+from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from placement_gym.callbacks import Callback, make_callback
 
@@ -71,7 +72,9 @@ class RunLoop:
     """Bookkeeping of one `learn` call on a `DevicePlacementEnv` (see the module docstring).
 
     Args:
-        env: the env `learn` was given (a `DevicePlacementEnv`, possibly wrapped, e.g. by ``gym.make``).
+        env: the env `learn` was given: a `DevicePlacementEnv`, possibly wrapped (e.g. by ``gym.make``), or a
+            `DevicePlacementVectorEnv` (``gym.make_vec``), whose sub-env 0 is then the env and which measures
+            batches (`vector`).
         budget: placements the agent may measure (env steps of `env`).
         seed: the run's seed (recorded; the agent uses it).
         callback: a `Callback` that sees every step and update; ``on_step`` returning False stops the run.
@@ -84,12 +87,19 @@ class RunLoop:
             (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve: ``[[steps, latency_s], ...]`` each time the
             best improved; history: one dict of statistics per update; details: what the agent reports about
             its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
+        vector: with a vector env, it wrapped in the recorder: one ``step`` measures ``num_envs`` placements in
+            one batch, each counted and recorded as a step of `env` would be (the bandit collector,
+            `agents.common.rollout.collect_placements`, uses it); None for a single env.
     """
 
-    def __init__(self, env: gym.Env, budget: int, seed: int | None = None, callback: Callback | None = None,
-                 config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, env: "gym.Env | DevicePlacementVectorEnv", budget: int, seed: int | None = None,
+                 callback: Callback | None = None, config: Mapping[str, Any] | None = None) -> None:
+        vector = env if isinstance(env, DevicePlacementVectorEnv) else None
+        if vector is not None:
+            env = vector.envs[0]
         if not isinstance(env.unwrapped, DevicePlacementEnv):
-            raise TypeError(f"expected a DevicePlacementEnv (or a wrapper of one), got {type(env.unwrapped).__name__}")
+            raise TypeError(f"expected a DevicePlacementEnv (or a wrapper of one) or a DevicePlacementVectorEnv, "
+                            f"got {type(env.unwrapped).__name__}")
         self.base: DevicePlacementEnv = env.unwrapped
         self.user_env = env
         self.budget = check_budget(budget)
@@ -109,6 +119,7 @@ class RunLoop:
         self.env_s = 0.0
         self._started = time.perf_counter()
         self.env = _Recorder(env, self)
+        self.vector = None if vector is None else _VectorRecorder(vector, self)
         self.callback.on_training_start(self.budget, dict(config or {}))
 
     # ------------------------------------------------------------------------------------ for agents
@@ -205,6 +216,32 @@ class _Recorder(gym.Wrapper):
             self.run.env_s += time.perf_counter() - started
 
 
+class _VectorRecorder:
+    """The vector env as the agent sees it during a run: one `step` measures a placement per sub-env in one
+    batch; the `RunLoop` counts, times and records each as a step of the single env."""
+
+    def __init__(self, env: DevicePlacementVectorEnv, run: RunLoop) -> None:
+        self.vector_env, self.run = env, run
+        self.num_envs = env.num_envs
+        started = time.perf_counter()
+        env.reset(seed=run.seed)
+        run.env_s += time.perf_counter() - started
+
+    def step(self, actions: np.ndarray) -> list[tuple[float, dict]]:
+        """Measure `actions` ((num_envs, N) ints, one placement per sub-env) in one step of the vector env;
+        returns each sub-env's ``(reward, info)``, info as `DevicePlacementEnv.step` returns it."""
+        if self.run.steps + self.num_envs > self.run.budget:
+            raise RuntimeError(f"a vector step measures {self.num_envs} placements; only {self.run.remaining} of "
+                               f"the budget of {self.run.budget} remain (step the single env, run.env, instead)")
+        started = time.perf_counter()
+        _, rewards, _, _, _ = self.vector_env.step(actions)
+        self.run.env_s += time.perf_counter() - started
+        results = list(zip(rewards.tolist(), self.vector_env.step_infos))
+        for action, (reward, info) in zip(actions, results):
+            self.run._record_step(action, reward, info)
+        return results
+
+
 class RunAgent(abc.ABC):
     """What every placement agent is: `learn` runs the shared run loop around the agent's `train`.
 
@@ -238,9 +275,13 @@ class RunAgent(abc.ABC):
         #: What the agent last learned on (graph, devices, features): recorded in its checkpoints.
         self.trained_for: dict[str, Any] = {}
 
-    def learn(self, env: gym.Env, budget: int, seed: int | None = None,
+    def learn(self, env: "gym.Env | DevicePlacementVectorEnv", budget: int, seed: int | None = None,
               callback: "Callback | list[Callback] | None" = None) -> "RunAgent":
         """Measure at most `budget` placements on `env` while learning; returns self (see the module docstring).
+
+        `env` may be a native vector env (``gym.make_vec("DevicePlacement-v0", num_envs=K)``): agents that collect
+        placements in batches (the bandit mode of the REINFORCE and PPO trainers) then measure K at a time in one
+        step of it; the others step its first sub-env.
 
         Calling it again continues from what the agent has learned (a fine-tuning run on another env too,
         where the agent supports it); ``budget=0`` only measures the agent's own placement (``predict``).

@@ -13,6 +13,9 @@ BACKENDS = ("openvino", "simulated", "auto")
 _MEASUREMENT_OPTIONS = ("warmup", "repeats", "target_rel_halfwidth", "max_repeats", "max_timing_s", "cache",
                         "input_seed", "inference_precision", "clock", "core")
 _auto_choice_logged = False
+#: What an object must have to be a `Backend` (listed in the error for one that is not).
+_PROTOCOL_MEMBERS = ("name", "simulated", "device_names", "virtual_devices", "measure", "measure_many", "describe",
+                     "close")
 
 
 def _log_auto_simulated(present: Sequence[str]) -> None:
@@ -56,7 +59,9 @@ def make_backend(backend: "str | Backend", devices: "str | Sequence[str]" = "aut
     if not isinstance(backend, str):
         if isinstance(backend, Backend):
             return backend
-        raise TypeError(f"backend must be one of {BACKENDS} or a Backend instance, got {type(backend).__name__}")
+        raise TypeError(f"backend must be one of {BACKENDS} or a Backend instance, got {type(backend).__name__}, "
+                        f"which does not have all of {list(_PROTOCOL_MEMBERS)} (subclass placement_gym.backends.Backend "
+                        "to inherit measure_many, a loop over measure)")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
     if backend == "auto":

@@ -1,4 +1,5 @@
-"""What every latency backend provides: `measure(graph, placement, *, use_cache=True) -> Measurement`.
+"""What every latency backend provides: `measure(graph, placement, *, use_cache=True) -> Measurement` and its
+batched form `measure_many(graph, placements, *, use_cache=True) -> list[Measurement]`.
 
 Backends never raise into the env loop for a placement that fails to compile or run: that is a measured
 outcome (``ok=False`` with the error text), which the env turns into a penalty reward.
@@ -114,6 +115,10 @@ class Measurement:
 class Backend(Protocol):
     """A latency backend for the devices it was built with.
 
+    A backend subclasses this protocol (as both shipped backends do) or provides every member itself. Subclasses
+    inherit `measure_many` as a loop over `measure`; a backend that can price or time many placements at once (the
+    simulated one prices a whole batch with array operations) overrides it.
+
     Attributes:
         name: ``"openvino"``, ``"simulated"``, ...
         simulated: whether latencies come from a model rather than a measurement.
@@ -143,6 +148,15 @@ class Backend(Protocol):
         placements are reported: a new measurement, not the luckiest of many noisy draws); a backend that
         keeps none accepts the flag and ignores it."""
         ...
+
+    def measure_many(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
+                     use_cache: bool = True) -> list[Measurement]:
+        """`measure` of each placement of `placements` ((B, N) int, or B arrays of shape (N,)), in order: B
+        measurements, each the same as `measure` would return for that placement alone at that point of the
+        sequence (a failing placement is a failed `Measurement`, the others are still measured).
+
+        This default measures them one after another; a backend that can do better overrides it."""
+        return [self.measure(graph, placement, use_cache=use_cache) for placement in placements]
 
     def describe(self) -> dict:
         """Settings and versions worth recording in results files."""

@@ -31,7 +31,7 @@ import openvino as ov
 
 from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
-from .base import DEVICE_FEATURES, Measurement, check_objective
+from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
 from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_periods, timed_runs
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class _OpTimes:
     info: list  # per device: `measure_op_times`' info dict, or {"error": text}
 
 
-class OpenVINOBackend:
+class OpenVINOBackend(Backend):
     """Real compile-and-benchmark measurements on OpenVINO devices (see module docstring).
 
     Args:

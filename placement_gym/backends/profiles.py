@@ -113,15 +113,20 @@ def op_bytes(graph: ComputationGraph) -> np.ndarray:
 
 
 def device_memory_bytes(graph: ComputationGraph, placement: np.ndarray, n_devices: int) -> np.ndarray:
-    """(D,) float64 estimated memory each device needs for `placement` ((N,) ints): the weights of its ops plus
-    the largest working set (inputs + output) of one of its ops, the activations that must be resident at once
-    when ops run one at a time. An estimate: real plugins also keep workspace and may reuse buffers."""
+    """(D,) float64 estimated memory each device needs for `placement` ((N,) ints), or (B, D) for a batch of
+    placements ((B, N)): the weights of its ops plus the largest working set (inputs + output) of one of its
+    ops, the activations that must be resident at once when ops run one at a time. An estimate: real plugins
+    also keep workspace and may reuse buffers."""
     weights = weight_bytes(graph)
     working = op_bytes(graph) - weights
-    need = np.bincount(placement, weights=weights, minlength=n_devices)
-    peak = np.zeros(n_devices)
-    np.maximum.at(peak, placement, working)
-    return need + peak
+    placement = np.asarray(placement)
+    rows = placement.reshape(-1, graph.n_ops)
+    b = rows.shape[0]
+    # One bincount over the batch, each row's devices offset by row * D: every bin sums its ops in op order.
+    flat = (rows + (np.arange(b) * n_devices)[:, None]).ravel()
+    need = np.bincount(flat, weights=np.tile(weights, b), minlength=b * n_devices).reshape(b, n_devices)
+    peak = np.stack([np.where(rows == j, working, 0.0).max(axis=1, initial=0.0) for j in range(n_devices)], axis=1)
+    return (need + peak).reshape(placement.shape[:-1] + (n_devices,))
 
 
 def format_bytes(nbytes: float) -> str:

@@ -30,6 +30,12 @@ For a placement (a device per compute op) it
      tensors crossing it), plus ``split_overhead_s`` once for a split placement (the HETERO request wrapping
      the submodels). One device alone: its compute, the same as its latency.
 
+A batch of placements of one graph is priced in one call (`SimulatedBackend.measure_many`): the op-support and
+memory checks, the per-device compute sums, the HETERO cut (the batch is cut as one graph of disjoint copies of
+the DAG), the tensors crossing submodels and the throughput bottleneck are array operations over the whole batch;
+only the ``"parallel"`` schedule's list scheduler and the building of each `Measurement` run per placement.
+`measure` is the same pricing for a batch of one.
+
 Everything that does not depend on the placement (per-op times per device, per-edge transfer times per device
 pair, the reachability bitsets the cut needs) is computed once per graph and kept while the graph lives.
 """
@@ -43,7 +49,7 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
-from .base import DEVICE_FEATURES, Measurement, check_objective
+from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
 from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
 logger = logging.getLogger(__name__)
@@ -51,9 +57,17 @@ logger = logging.getLogger(__name__)
 #: Graphs with more ops than this skip HETERO's cycle splitting (its reachability bitsets take N^2 / 8 bytes,
 #: 50 MB at 20,000 ops): their submodel count is the number of connected same-device regions, an undercount.
 MAX_OPS_FOR_CYCLE_SPLIT = 20_000
+#: `SimulatedBackend.measure_many` prices a batch in pieces of at most this many ops in all (placements x ops per
+#: placement), so that the batch graph's arrays stay small (in cache, and bounded on big graphs).
+MAX_BATCH_OPS = 16_384
 
 
 # ============================================================================================ cutting
+#: `_component_roots` labels up to this many edges with a union-find in pure Python (fewer fixed costs), more
+#: with array operations (less per edge): one placement of a model takes the first, a batch the second.
+PYTHON_UNION_FIND_MAX_EDGES = 512
+
+
 def _union_find_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
     """Connected-component label of each of `n` nodes joined by the undirected edges ``src[k] - dst[k]``.
 
@@ -76,14 +90,50 @@ def _union_find_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[i
     return parent
 
 
+def _component_roots(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """(n,) int64 connected-component label of each of `n` nodes joined by the undirected edges
+    ``src[k] - dst[k]`` ((E,) int64 each): the smallest node index of its component.
+
+    Two equivalent ways, the cheaper one is used: `_union_find_labels` for a few edges
+    (`PYTHON_UNION_FIND_MAX_EDGES`), else `_component_roots_vectorised`."""
+    if src.size <= PYTHON_UNION_FIND_MAX_EDGES:
+        return np.array(_union_find_labels(n, src.tolist(), dst.tolist()), dtype=np.int64)
+    return _component_roots_vectorised(n, src, dst)
+
+
+def _component_roots_vectorised(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """`_component_roots` as a union-find in array operations: each round hooks, for every edge whose ends have
+    different roots, the larger root under the smaller one (where a root has several such edges, one of them
+    wins), then points every node straight at its root (pointer jumping). Each round hooks every component that
+    has a smaller neighbour, so there are few rounds (O(log n) in practice), each a few operations over the edges:
+    one call labels a whole batch of placements (`HeteroCutter.cut_many`). A root only ever gets a smaller
+    parent, so each component's smallest node stays its root, whichever hooks won.
+    """
+    labels = np.arange(n, dtype=np.int64)
+    while True:
+        a, b = labels[src], labels[dst]
+        apart = a != b
+        if not apart.any():
+            return labels
+        src, dst, a, b = src[apart], dst[apart], a[apart], b[apart]
+        labels[np.maximum(a, b)] = np.minimum(a, b)
+        while True:
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+
+
 class HeteroCutter:
-    """Splits a placed graph into submodels as OpenVINO's HETERO plugin does.
+    """Splits placed graphs into submodels as OpenVINO's HETERO plugin does, a batch of placements at a time.
 
     HETERO (``SubgraphCollector``) joins ops connected by same-device edges into subgraphs, then, while some
     subgraph both feeds another and (through it) depends on it, cuts the edges inside it that lead from its ops
     not downstream of such an exit to ops downstream of one, and repeats. This class does the same on the
     compute ops: the "downstream of an exit of my own subgraph" test uses precomputed descendant bitsets, so
-    each round is a few vectorised operations plus a union-find over the same-device edges.
+    each round is a few vectorised operations plus a vectorised union-find over the same-device edges. A batch
+    of B placements is cut as one graph of B disjoint copies of the DAG (`cut_many`), so the rounds run once per
+    batch, not once per placement.
 
     Checked against OpenVINO 2026.4: this rule is a port of ``SubgraphCollector`` in OpenVINO's sources. A
     line-by-line Python port of that source agrees with it on 300 random, blocky and contiguous placements
@@ -100,7 +150,6 @@ class HeteroCutter:
         self.n = graph.n_ops
         self.src, self.dst = graph.edge_index[0], graph.edge_index[1]
         self.split_cycles = self.n <= MAX_OPS_FOR_CYCLE_SPLIT
-        self._node_ids = np.arange(self.n)
         self._descendants = self._descendant_bits(graph) if self.split_cycles else None
 
     def _descendant_bits(self, graph: ComputationGraph) -> np.ndarray:
@@ -120,80 +169,121 @@ class HeteroCutter:
         return np.frombuffer(packed, dtype="<u8").reshape(n, width // 8)
 
     def cut(self, placement: np.ndarray) -> tuple[int, np.ndarray]:
-        """Submodels of `placement`.
-
-        Args:
-            placement: (N,) int64 device per op.
+        """Submodels of one placement ((N,) int64): `cut_many` of a batch of one.
 
         Returns:
             n_submodels: how many submodels HETERO compiles.
             labels: (N,) int64 submodel label of each op (the smallest op index in its submodel).
         """
-        src, dst = self.src, self.dst
-        keep = placement[src] == placement[dst]  # edges inside a submodel
-        labels = np.array(_union_find_labels(self.n, src[keep].tolist(), dst[keep].tolist()), dtype=np.int64)
+        counts, labels = self.cut_many(np.asarray(placement, dtype=np.int64)[None, :])
+        return int(counts[0]), labels[0]
+
+    def cut_many(self, placements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Submodels of each of a batch of placements.
+
+        The batch is cut as one graph made of B disjoint copies of the DAG (op ``i`` of placement ``b`` is node
+        ``b * N + i``). No edge joins two copies, so each placement's cut is exactly its cut alone.
+
+        Args:
+            placements: (B, N) int64 device per op, one placement per row.
+
+        Returns:
+            n_submodels: (B,) int64 how many submodels HETERO compiles for each placement.
+            labels: (B, N) int64 submodel label of each op (the smallest op index in its submodel).
+        """
+        b, n = placements.shape
+        m = b * n
+        offset = np.arange(b, dtype=np.int64)[:, None] * n
+        if b == 1:
+            src, dst = self.src, self.dst
+        else:
+            src = (self.src[None, :] + offset).ravel()  # (B * E,) edges of the batch graph
+            dst = (self.dst[None, :] + offset).ravel()
+        device = placements.ravel()
+        keep = device[src] == device[dst]  # edges inside a submodel
+        labels = _component_roots(m, src[keep], dst[keep])
         # Which subgraphs reach themselves through another depends only on their own ops (the DAG is fixed),
-        # so after the first round only the pieces of subgraphs that were just cut need checking again.
-        changed = None  # (N,) bool: ops of subgraphs made in the last round; None = all
+        # so after the first round only the pieces of subgraphs that were just cut (their ops `ops`, the edges
+        # leaving those ops `edges`) need checking again.
+        ops, edges = np.arange(m), np.arange(src.size)
+        edge_src, edge_dst = src, dst
         while self.split_cycles:
-            exits = labels[src] != labels[dst]
-            if changed is not None:
-                exits &= changed[src]
+            exits = labels[edge_src] != labels[edge_dst]
             if not exits.any():
                 break
-            late = self._downstream_of_own_exit(labels, src[exits], dst[exits])
+            late = self._downstream_of_own_exit(labels, ops, edge_src[exits], edge_dst[exits])
             # Cut the edges inside a subgraph that lead from an op not downstream of one of its exits to one
             # that is: what HETERO's split_cyclic_dependencies promotes to subgraph inputs.
-            cut = keep & ~late[src] & late[dst]
-            if not cut.any():
+            cut = edges[keep[edges] & ~late[edge_src] & late[edge_dst]]
+            if cut.size == 0:
                 break  # no subgraph depends on itself through another: the cut is final
-            keep &= ~cut
-            split = np.zeros(self.n, dtype=bool)
+            keep[cut] = False
+            # The subgraphs just cut lie within those checked this round: narrow `ops` and `edges` down to them.
+            split = np.zeros(m, dtype=bool)
             split[labels[src[cut]]] = True
-            changed = split[labels]
-            ops = np.flatnonzero(changed)  # ascending, so the smallest op of a piece stays its label
-            local = np.full(self.n, -1, dtype=np.int64)
-            local[ops] = np.arange(ops.size)
-            inside = keep & changed[src]
-            roots = _union_find_labels(ops.size, local[src[inside]].tolist(), local[dst[inside]].tolist())
-            labels[ops] = ops[roots]
-        return int(np.count_nonzero(labels == self._node_ids)), labels  # one root (label == op) per submodel
+            ops = ops[split[labels[ops]]]  # ascending, so the smallest op of a piece stays its label
+            edges = edges[split[labels[src[edges]]]]
+            inside = edges[keep[edges]]
+            pieces = _component_roots(ops.size, np.searchsorted(ops, src[inside]), np.searchsorted(ops, dst[inside]))
+            labels[ops] = ops[pieces]
+            edge_src, edge_dst = src[edges], dst[edges]
+        roots = labels == np.arange(m)  # one root (label == op) per submodel
+        return np.count_nonzero(roots.reshape(b, n), axis=1), labels.reshape(b, n) - offset
 
-    def _downstream_of_own_exit(self, labels: np.ndarray, exit_src: np.ndarray, exit_dst: np.ndarray) -> np.ndarray:
-        """(N,) bool: op ``v`` is reachable from an edge that leaves ``v``'s own subgraph.
+    def _downstream_of_own_exit(self, labels: np.ndarray, ops: np.ndarray, exit_src: np.ndarray,
+                                exit_dst: np.ndarray) -> np.ndarray:
+        """(M,) bool over the batch graph's nodes (`cut_many`): node ``v`` is reachable from an edge that leaves
+        ``v``'s own subgraph. `labels` (M,) are batch-graph labels; `ops` (K,) the nodes of every subgraph that
+        `exit_src` -> `exit_dst` (batch-graph edges) leave (others are False). Reachability stays within a copy
+        of the DAG, so the descendant bitsets are read at ``node % N``.
 
         Two equivalent ways, the cheaper one is used: OR the descendant rows of each subgraph's exits together
         (cost ~ exits x N / 64 words), or test each (exit, later op of the exit's subgraph) pair (cost ~ the
         number of pairs: small when subgraphs are local, as in large graphs)."""
-        v = self._node_ids
+        n, m = self.n, labels.size
         words = self._descendants.shape[1]
         owner = labels[exit_src]
+        late = np.zeros(m, dtype=bool)
         if words > 32:  # big graph: count the pairs first
-            node_order = np.lexsort((v, labels))  # ops grouped by subgraph, in topological order within
-            keys = labels[node_order] * self.n + v[node_order]
-            first = np.searchsorted(keys, owner * self.n + exit_dst, side="right")  # first later op of the subgraph
-            end = np.searchsorted(keys, (owner + 1) * self.n, side="left")
+            node_order = ops[np.lexsort((ops, labels[ops]))]  # ops grouped by subgraph, in topological order within
+            keys = labels[node_order] * m + node_order
+            first = np.searchsorted(keys, owner * m + exit_dst, side="right")  # first later op of the subgraph
+            end = np.searchsorted(keys, (owner + 1) * m, side="left")
             counts = np.maximum(end - first, 0)
             total = int(counts.sum())
             if total < owner.size * words:
-                late = np.zeros(self.n, dtype=bool)
                 if total:
                     exit_of_pair = np.repeat(np.arange(owner.size), counts)
                     offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-                    ops = node_order[np.repeat(first, counts) + offset]
-                    rows = self._descendants[exit_dst[exit_of_pair], ops >> 6]
-                    late[ops[((rows >> (ops & 63).astype(np.uint64)) & np.uint64(1)) == 1]] = True
+                    pair_ops = node_order[np.repeat(first, counts) + offset]
+                    late[pair_ops[_bit_set(self._descendants, exit_dst[exit_of_pair] % n, pair_ops % n)]] = True
                 return late
-        order = np.argsort(owner, kind="stable")
+        order = np.argsort(owner)
         owner = owner[order]
         starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
         # Per subgraph with exits: everything reachable from the far ends of its exits.
-        reach = np.bitwise_or.reduceat(self._descendants[exit_dst[order]], starts, axis=0)
-        row_of_label = np.full(self.n, -1, dtype=np.int64)
+        reach = np.bitwise_or.reduceat(self._descendants[exit_dst[order] % n], starts, axis=0)
+        row_of_label = np.full(m, -1, dtype=np.int64)
         row_of_label[owner[starts]] = np.arange(starts.size)
-        rows = row_of_label[labels]
-        bits = (reach[np.maximum(rows, 0), v >> 6] >> (v & 63).astype(np.uint64)) & np.uint64(1)
-        return (rows >= 0) & (bits == 1)
+        rows = row_of_label[labels[ops]]
+        candidates = rows >= 0
+        ops = ops[candidates]
+        late[ops[_bit_set(reach, rows[candidates], ops if m == n else ops % n)]] = True
+        return late
+
+
+def _row_bincount(index: np.ndarray, weights: np.ndarray, d: int) -> np.ndarray:
+    """(B, d) float64: for each row of `index` ((B, N) ints in 0..d-1), the sum of its `weights` ((B, N)) per
+    index value, added in column order (one `np.bincount` with the row as part of the bin)."""
+    b = index.shape[0]
+    flat = (index + (np.arange(b, dtype=np.int64) * d)[:, None]).ravel()
+    return np.bincount(flat, weights=weights.ravel(), minlength=b * d).reshape(b, d)
+
+
+def _bit_set(bitsets: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """(K,) bool: bit ``bits[k]`` of row ``rows[k]`` of `bitsets` ((R, W) uint64, bit ``v`` in word ``v // 64``)."""
+    words = bitsets.reshape(-1)[rows * bitsets.shape[1] + (bits >> 6)]
+    return (words & (np.uint64(1) << (bits & 63).astype(np.uint64))) != 0
 
 
 # ============================================================================================ backend
@@ -207,9 +297,10 @@ class _PreparedGraph:
     cutter: HeteroCutter
     in_edges: list[list[int]]  # per op, the indices of its incoming edges (for the parallel scheduler)
     supported: np.ndarray  # (N, D) bool: device d can run op i (profile's unsupported_ops)
+    everywhere: bool  # every device can run every op (`supported` is all True)
 
 
-class SimulatedBackend:
+class SimulatedBackend(Backend):
     """Latency from a cost model (see the module docstring); implements the `Backend` protocol.
 
     Args:
@@ -289,110 +380,181 @@ class SimulatedBackend:
         return features
 
     def check_feasible(self, graph: ComputationGraph, placement: np.ndarray) -> str | None:
-        """Why `placement` cannot run (an op on a device that cannot run it, a device out of memory), or None."""
-        prepared = self.prepare(graph)
-        ok = prepared.supported[np.arange(graph.n_ops), placement]
-        if not ok.all():
-            i = int(np.flatnonzero(~ok)[0])
-            return (f"{graph.op_types[i]} is not supported on {self.device_names[placement[i]]} (op {graph.op_names[i]!r}; "
-                    f"{int((~ok).sum())} op(s) of the placement are on a device that cannot run them)")
-        capacity = [d.memory_bytes for d in self.profile.devices]
-        if any(c is not None for c in capacity):
-            need = device_memory_bytes(graph, placement, len(capacity))
-            for name, needed, cap in zip(self.device_names, need, capacity):
-                if cap is not None and needed > cap:
-                    return f"out of memory on {name}: {format_bytes(needed)} > {format_bytes(cap)}"
-        return None
+        """Why `placement` ((N,) ints) cannot run (an op on a device that cannot run it, a device out of memory),
+        or None."""
+        return self._problems(graph, self._check_placements(graph, np.asarray(placement)[None, :]))[0]
 
     # ------------------------------------------------------------------------------- measure
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
-        """Simulated latency of `graph` with op ``i`` on device ``placement[i]`` ((N,) ints in 0..D-1).
+        """Simulated latency of `graph` with op ``i`` on device ``placement[i]`` ((N,) ints in 0..D-1): the
+        pricing of `measure_many` for a batch of one.
 
         The cost model is deterministic and keeps no measurements, so `use_cache` changes nothing."""
-        prepared = self.prepare(graph)
-        placement = self._check_placement(graph, placement)
-        problem = self.check_feasible(graph, placement)
-        if problem is not None:
-            return Measurement.failure(problem, simulated=True, objective=self.objective)
-        d = len(self.profile.devices)
-        op_s = prepared.op_seconds[np.arange(graph.n_ops), placement]
-        compute_per_device = np.bincount(placement, weights=op_s, minlength=d)
-        breakdown = {f"compute_s/{name}": float(s) for name, s in zip(self.device_names, compute_per_device)}
-
-        first = placement[0]
-        if graph.n_ops == 1 or not np.any(placement != first):  # one device: one submodel, nothing crosses
-            n_submodels, labels = 1, None
-            transfer_s, transfer_bytes, n_transfers = 0.0, 0, 0
-        else:
-            n_submodels, labels = prepared.cutter.cut(placement)
-            transfer_s, transfer_bytes, n_transfers = self._transfers(graph, prepared, placement, labels)
-        boundary_s = (n_submodels - 1) * self.profile.boundary_overhead_s
-        if n_submodels > 1:
-            boundary_s += self.profile.split_overhead_s
-        compute_s = float(compute_per_device.sum())
-
-        if self.objective == "throughput":
-            latency = compute_s if labels is None else self._bottleneck(graph, prepared, placement, labels, n_submodels,
-                                                                       compute_per_device, breakdown)
-            breakdown["throughput_per_s"] = 1.0 / latency
-        elif self.profile.schedule == "sequential" or labels is None:
-            latency = compute_s + transfer_s + boundary_s
-        else:
-            latency = self._parallel_makespan(prepared, placement, labels, op_s) + boundary_s
-        breakdown.update({
-            "compute_s": compute_s,
-            "transfer_s": transfer_s,
-            "boundary_s": boundary_s,
-            "transfers": float(n_transfers),
-            "transfer_bytes": float(transfer_bytes),
-        })
-        return Measurement(latency_s=float(latency), simulated=True, n_submodels=n_submodels, breakdown=breakdown,
-                           objective=self.objective)
-
-    def _check_placement(self, graph: ComputationGraph, placement) -> np.ndarray:
         array = np.asarray(placement)
-        d = len(self.profile.devices)
-        if array.shape != (graph.n_ops,) or not np.issubdtype(array.dtype, np.integer):
+        if array.shape != (graph.n_ops,):
             raise ValueError(f"placement must be an integer array of shape ({graph.n_ops},), got {array.dtype} {array.shape}")
-        if array.min() < 0 or array.max() >= d:
+        return self._price(graph, self._check_placements(graph, array[None, :]))[0]
+
+    def measure_many(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
+                     use_cache: bool = True) -> list[Measurement]:
+        """Simulated latencies of a batch of placements of `graph`, priced together with array operations.
+
+        Args:
+            graph: the graph every placement places.
+            placements: (B, N) ints in 0..D-1 (or B arrays of shape (N,)): op ``i`` of placement ``b`` runs on
+                device ``placements[b, i]``.
+            use_cache: accepted for the `Backend` protocol; the cost model keeps no measurements.
+
+        Returns:
+            B measurements, in order, each equal to what `measure` returns for that placement alone (same
+            latency to the last bit, same submodels, breakdown and failure text).
+        """
+        if len(placements) == 0:
+            return []
+        return self._price(graph, self._check_placements(graph, np.asarray(placements)))
+
+    def _check_placements(self, graph: ComputationGraph, placements: np.ndarray) -> np.ndarray:
+        """(B, N) int64 `placements`, or ``ValueError`` saying what is expected."""
+        d = len(self.profile.devices)
+        if placements.ndim != 2 or placements.shape[1] != graph.n_ops or placements.dtype.kind not in "iu":
+            raise ValueError(f"placements must be an integer array of shape (B, {graph.n_ops}), got "
+                             f"{placements.dtype} {placements.shape}")
+        if placements.size and (placements.min() < 0 or placements.max() >= d):
             raise ValueError(f"placement values must be device indices 0..{d - 1} ({self.device_names}), "
-                             f"got {array.min()}..{array.max()}")
-        return array.astype(np.int64, copy=False)
+                             f"got {placements.min()}..{placements.max()}")
+        return placements.astype(np.int64, copy=False)
 
-    def _transfers(self, graph, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray):
-        """Tensors crossing submodels, counted once per (producer op, consumer submodel) as HETERO does."""
+    def _problems(self, graph: ComputationGraph, placements: np.ndarray) -> list[str | None]:
+        """Per placement of `placements` ((B, N) int64): why it cannot run, or None (`check_feasible`)."""
+        prepared = self.prepare(graph)
+        problems: list[str | None] = [None] * len(placements)
+        if not prepared.everywhere:
+            runnable = prepared.supported[np.arange(graph.n_ops), placements]  # (B, N)
+            for row in np.flatnonzero(~runnable.all(axis=1)).tolist():
+                bad = ~runnable[row]
+                i = int(np.argmax(bad))
+                problems[row] = (f"{graph.op_types[i]} is not supported on {self.device_names[placements[row, i]]} "
+                                 f"(op {graph.op_names[i]!r}; {int(bad.sum())} op(s) of the placement are on a device "
+                                 f"that cannot run them)")
+        capacity = [d.memory_bytes for d in self.profile.devices]
+        if any(c is not None for c in capacity):
+            need = device_memory_bytes(graph, placements, len(capacity))  # (B, D)
+            over = need > np.array([np.inf if c is None else c for c in capacity])
+            for row in np.flatnonzero(over.any(axis=1)).tolist():
+                if problems[row] is None:
+                    j = int(np.argmax(over[row]))  # the first listed device out of memory
+                    problems[row] = (f"out of memory on {self.device_names[j]}: {format_bytes(need[row, j])} > "
+                                     f"{format_bytes(capacity[j])}")
+        return problems
+
+    def _price(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
+        """The measurement of each placement of `placements` ((B, N) int64, validated), in pieces of at most
+        `MAX_BATCH_OPS` ops (bounding the memory the batch graph takes on big graphs)."""
+        step = max(1, MAX_BATCH_OPS // max(graph.n_ops, 1))
+        if len(placements) <= step:
+            return self._price_piece(graph, placements)
+        return [m for start in range(0, len(placements), step)
+                for m in self._price_piece(graph, placements[start:start + step])]
+
+    def _price_piece(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
+        """The measurement of each placement of `placements` ((B, N) int64, validated): failures for those that
+        cannot run, the cost model's price (module docstring) for the others."""
+        problems = self._problems(graph, placements)
+        measurements: list[Measurement | None] = [
+            None if problem is None else Measurement.failure(problem, simulated=True, objective=self.objective)
+            for problem in problems]
+        feasible = [row for row, problem in enumerate(problems) if problem is None]
+        if feasible:
+            priced = self._price_feasible(graph, placements[feasible] if len(feasible) < len(placements) else placements)
+            for row, measurement in zip(feasible, priced):
+                measurements[row] = measurement
+        return measurements
+
+    def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
+        """Price each of `placements` ((B, N) int64, all runnable). Every sum over a placement's ops or tensors is
+        one `np.bincount` over the batch with the row as part of the bin, so it adds the same numbers in the same
+        order whatever else is in the batch: a placement's price does not depend on its batch."""
+        prepared = self.prepare(graph)
+        profile = self.profile
+        b, n = placements.shape
+        d = len(profile.devices)
+        op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
+        compute = _row_bincount(placements, op_s, d)  # (B, D) compute seconds per device
+        compute_s = compute.sum(axis=1)
+        # Placements on two or more devices: cut, then the tensors crossing submodels (row: their placement).
+        split = np.flatnonzero((placements != placements[:, :1]).any(axis=1))
+        n_submodels = np.ones(b, dtype=np.int64)
+        row = edge = pair = np.zeros(0, dtype=np.int64)
+        if split.size:
+            split_placements = placements[split]
+            counts, cut_labels = prepared.cutter.cut_many(split_placements)
+            n_submodels[split] = counts
+            row, edge, pair = self._crossings(graph, split_placements, cut_labels)
+            row = split[row]
+        seconds = prepared.edge_seconds[pair, edge]
+        transfer_s = np.bincount(row, weights=seconds, minlength=b)
+        transfer_bytes = np.bincount(row, weights=graph.edge_bytes[edge].astype(np.float64), minlength=b)
+        n_transfers = np.bincount(row, minlength=b).astype(np.float64)
+        boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
+                              + profile.split_overhead_s, 0.0)
+        busy = link_busy = None
+        split_index: dict[int, int] = {}  # row of a split placement -> its row in `busy` / `link_busy`
+        if self.objective == "throughput":
+            # The busiest device (compute + dispatch of its submodels beyond the first) or directed link; one
+            # device alone: its compute.
+            latency = compute_s.copy()
+            if split.size:
+                roots = cut_labels == np.arange(n)
+                per_device = _row_bincount(split_placements, roots.astype(np.float64), d)
+                busy = compute[split] + np.maximum(per_device - 1, 0) * profile.boundary_overhead_s
+                link_busy = np.bincount(row * d * d + pair, weights=seconds, minlength=b * d * d).reshape(b, d * d)[split]
+                latency[split] = np.maximum(busy.max(axis=1), link_busy.max(axis=1)) + profile.split_overhead_s
+                split_index = dict(zip(split.tolist(), range(split.size)))
+        elif profile.schedule == "sequential":
+            latency = compute_s + transfer_s + boundary_s  # one device alone: + 0.0 + 0.0, its compute
+        else:
+            latency = compute_s.copy()
+            latency[split] = [
+                self._parallel_makespan(prepared, split_placements[i], cut_labels[i], op_s[s]) + boundary_s[s]
+                for i, s in enumerate(split.tolist())]
+
+        # One Measurement per placement, with the same breakdown as always.
+        names = self.device_names
+        measurements = []
+        compute_rows, latencies, submodels = compute.tolist(), latency.tolist(), n_submodels.tolist()
+        totals = list(zip(compute_s.tolist(), transfer_s.tolist(), boundary_s.tolist(), n_transfers.tolist(),
+                          transfer_bytes.tolist()))
+        for i in range(b):
+            breakdown = {f"compute_s/{name}": s for name, s in zip(names, compute_rows[i])}
+            if self.objective == "throughput":
+                j = split_index.get(i)
+                if j is not None:
+                    breakdown.update({f"busy_s/{name}": float(s) for name, s in zip(names, busy[j])})
+                    breakdown["busiest_link_s"] = float(link_busy[j].max())
+                breakdown["throughput_per_s"] = 1.0 / latencies[i]
+            breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"), totals[i]))
+            measurements.append(Measurement(latency_s=latencies[i], simulated=True, n_submodels=submodels[i],
+                                            breakdown=breakdown, objective=self.objective))
+        return measurements
+
+    def _crossings(self, graph: ComputationGraph, placements: np.ndarray,
+                   labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The tensors crossing submodels, counted once per (producer op, consumer submodel) as HETERO does (the
+        lowest-numbered edge of each such pair), for each of `placements` ((K, N) int64) cut into `labels` ((K, N)).
+
+        Returns:
+            row: (T,) int64 which placement each tensor belongs to (ascending).
+            edge: (T,) int64 the edge that carries it.
+            pair: (T,) int64 its (source device, destination device) as ``a * D + b`` (`_PreparedGraph.edge_seconds`).
+        """
         src, dst = graph.edge_index
-        crossing = np.flatnonzero(labels[src] != labels[dst])
-        if crossing.size == 0:
-            return 0.0, 0, 0
-        keys = src[crossing] * graph.n_ops + labels[dst[crossing]]
+        n, d = graph.n_ops, len(self.profile.devices)
+        row, edge = np.nonzero(labels[:, src] != labels[:, dst])  # by placement, then edge
+        keys = (row * n + src[edge]) * n + labels[row, dst[edge]]
         _, first = np.unique(keys, return_index=True)
-        edges = crossing[first]
-        d = len(self.profile.devices)
-        pair = placement[src[edges]] * d + placement[dst[edges]]
-        seconds = prepared.edge_seconds[pair, edges]
-        return float(seconds.sum()), int(graph.edge_bytes[edges].sum()), int(edges.size)
-
-    def _bottleneck(self, graph, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
-                    n_submodels: int, compute_per_device: np.ndarray, breakdown: dict) -> float:
-        """Steady-state seconds per inference of a split placement: the busiest device or directed link, plus
-        the split overhead (module docstring). Records each device's and link's busy time in `breakdown`."""
-        d = len(self.profile.devices)
-        roots = np.flatnonzero(labels == np.arange(graph.n_ops))
-        submodels_per_device = np.bincount(placement[roots], minlength=d)
-        busy = compute_per_device + np.maximum(submodels_per_device - 1, 0) * self.profile.boundary_overhead_s
-        link_busy = np.zeros(d * d)
-        src, dst = graph.edge_index
-        crossing = np.flatnonzero(labels[src] != labels[dst])
-        if crossing.size:
-            _, first = np.unique(src[crossing] * graph.n_ops + labels[dst[crossing]], return_index=True)
-            edges = crossing[first]
-            pair = placement[src[edges]] * d + placement[dst[edges]]
-            link_busy = np.bincount(pair, weights=prepared.edge_seconds[pair, edges], minlength=d * d)
-        for name, seconds in zip(self.device_names, busy):
-            breakdown[f"busy_s/{name}"] = float(seconds)
-        breakdown["busiest_link_s"] = float(link_busy.max())
-        return float(max(busy.max(), link_busy.max()) + self.profile.split_overhead_s)
+        row, edge = row[first], edge[first]
+        pair = placements[row, src[edge]] * d + placements[row, dst[edge]]
+        return row, edge, pair
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:
@@ -464,7 +626,8 @@ class SimulatedBackend:
         for k, target in enumerate(graph.edge_index[1].tolist()):
             in_edges[target].append(k)
         supported = np.stack([device.supports(graph) for device in devices], axis=1)
-        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported)
+        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported,
+                                  bool(supported.all()))
         self._prepared[graph] = prepared
         return prepared
 

@@ -1,0 +1,178 @@
+"""`DevicePlacement-v0` as a native Gymnasium vector env: K sub-envs, one batched measurement per step.
+
+``gym.make_vec("DevicePlacement-v0", num_envs=K)`` (or ``vectorization_mode="vector_entry_point"``) builds a
+`DevicePlacementVectorEnv`: K `DevicePlacementEnv` sub-envs on one graph that share one backend, so that
+``step(actions)`` prices all K placements with ONE ``Backend.measure_many`` call (the simulated backend prices
+them together with array operations; a backend without a batched form measures them one after another).
+
+Autoreset: ``AutoresetMode.SAME_STEP`` (``metadata["autoreset_mode"]``). Gymnasium's default, ``NEXT_STEP``,
+spends every second ``step`` of a one-step env on resets that drop the actions and return reward 0; here a
+sub-env whose episode ends is reset within the same ``step``, so every ``step`` measures exactly one placement per
+sub-env. As that mode requires, such a sub-env's row of the returned observation is its reset observation, and
+``info["final_obs"]`` / ``info["final_info"]`` (masked by ``info["_final_obs"]`` / ``info["_final_info"]``) hold
+the observation and info of the step that ended its episode: the measured placement, its latency, ok/error, ...
+(the same keys as `DevicePlacementEnv.step`'s info). The other info keys are the reset info where a sub-env was
+reset.
+
+Observation: the sub-env observations stacked (`gymnasium.vector.utils.batch_space` of the single space: a
+``Dict`` whose arrays gain a leading K axis, e.g. ``placement`` (K, N) int64, ``node_features`` (K, N, F)).
+Action: (K, N) int, a placement per sub-env. Reward, terminated, truncated: (K,) arrays.
+Seeding: ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list gives each its own), as Gymnasium's
+``SyncVectorEnv`` does.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from .backends import Backend
+from .env import DevicePlacementEnv, _backend
+from .graph import ComputationGraph
+from .models import load_graph
+
+__all__ = ["DevicePlacementVectorEnv"]
+
+
+class DevicePlacementVectorEnv(VectorEnv):
+    """K `DevicePlacementEnv` sub-envs sharing one graph and one backend (see the module docstring).
+
+    Args:
+        num_envs: K, the number of sub-envs (placements measured per ``step``).
+        model, devices, backend, backend_options, profile, warmup, repeats, objective: as for
+            `DevicePlacementEnv`; the graph is loaded and the backend built once and shared by every sub-env.
+        env_kwargs: the other `DevicePlacementEnv` arguments (``reward``, ``horizon``, ``features``,
+            ``failure_penalty``, ``unsupported``, ``reference_every``, ``render_mode``), the same for every sub-env.
+
+    Attributes:
+        envs: the K sub-envs (each keeps its own episode, counters and random generator).
+        graph, backend: what they share.
+        step_infos: each sub-env's info of the last ``step``, as `DevicePlacementEnv.step` returned it (the dicts
+            batched into ``info["final_info"]`` where an episode ended); what a run loop records per placement.
+    """
+
+    metadata = {**DevicePlacementEnv.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        model: Any = "resnet",
+        devices: "str | Sequence[str]" = "auto",
+        backend: "str | Backend" = "auto",
+        backend_options: dict | None = None,
+        profile: Any = None,
+        warmup: int | None = None,
+        repeats: int | None = None,
+        objective: str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
+        self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats,
+                                objective=objective)
+        self.envs = [DevicePlacementEnv(self.graph, backend=self.backend, **env_kwargs) for _ in range(num_envs)]
+        self.num_envs = num_envs
+        self.single_observation_space = self.envs[0].observation_space
+        self.single_action_space = self.envs[0].action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.render_mode = self.envs[0].render_mode
+        self.step_infos: list[dict] = []
+
+    # ------------------------------------------------------------------------------------ properties
+    @property
+    def device_names(self) -> list[str]:
+        return self.envs[0].device_names
+
+    @property
+    def placements_measured(self) -> int:
+        """Placements measured by all sub-envs' steps (references and drift re-measurements not counted)."""
+        return sum(env.placements_measured for env in self.envs)
+
+    # ---------------------------------------------------------------------------------------- gym API
+    def reset(self, *, seed: "int | Sequence[int | None] | None" = None, options: dict | None = None):
+        """Reset every sub-env (``seed + i`` for sub-env ``i``; `options` go to each); returns the stacked
+        observations and the reset infos (`VectorEnv` info format: an array per key, masked by ``_key``)."""
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        if seed is None:
+            seeds: Sequence[int | None] = [None] * self.num_envs
+        elif isinstance(seed, int):
+            seeds = [seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} sub-envs")
+        observations, infos = [], []
+        for env, env_seed in zip(self.envs, seeds):
+            obs, info = env.reset(seed=env_seed, options=options)
+            observations.append(obs)
+            infos.append(info)
+        return self._stack(observations), self._batch_infos(infos)
+
+    def step(self, actions):
+        """Measure one placement per sub-env (row ``i`` of `actions`, (K, N) ints) with one ``measure_many`` call;
+        a sub-env whose episode ends is reset in the same step (module docstring)."""
+        actions = np.asarray(actions)
+        if actions.ndim < 1 or actions.shape[0] != self.num_envs:
+            raise ValueError(f"actions must hold one placement per sub-env, shape ({self.num_envs}, "
+                             f"{self.graph.n_ops}); got shape {actions.shape}")
+        begun = [env.begin_step(action) for env, action in zip(self.envs, actions)]
+        measurements = self.backend.measure_many(self.graph, np.stack([placement for placement, _ in begun]))
+        rewards = np.zeros(self.num_envs)
+        terminations = np.zeros(self.num_envs, dtype=bool)
+        truncations = np.zeros(self.num_envs, dtype=bool)
+        observations, infos, step_infos = [], [], []
+        for i, (env, (placement, repaired), measurement) in enumerate(zip(self.envs, begun, measurements)):
+            obs, rewards[i], terminations[i], truncations[i], info = env.end_step(placement, repaired, measurement)
+            step_infos.append(info)
+            if terminations[i] or truncations[i]:
+                final = {"final_obs": obs, "final_info": info}
+                obs, info = env.reset()
+                info = {**final, **info}
+            observations.append(obs)
+            infos.append(info)
+        self.step_infos = step_infos
+        return self._stack(observations), rewards, terminations, truncations, self._batch_infos(infos)
+
+    def render(self) -> tuple | None:
+        """Each sub-env's `DevicePlacementEnv.render` (None without a render mode)."""
+        if self.render_mode is None:
+            return None
+        return tuple(env.render() for env in self.envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.backend.close()  # shared: closed once, here
+
+    # ---------------------------------------------------------------------------------------- helpers
+    def _batch_infos(self, infos: "list[dict | None]") -> dict:
+        """The sub-envs' infos (``infos[i]``: sub-env ``i``'s, None for none) in Gymnasium's vector format: per
+        key an array over the sub-envs (numbers and arrays stacked in a numeric array, dicts batched the same way,
+        anything else in an object array; ``final_obs`` always an object array) and a bool mask ``_key`` of the sub-envs that have
+        it. The same result as `VectorEnv._add_info` applied to each sub-env in turn, built a key at a time."""
+        batched: dict[str, Any] = {}
+        keys = dict.fromkeys(key for info in infos if info for key in info)  # in first-seen order
+        for key in keys:
+            present = np.array([info is not None and key in info for info in infos])
+            values = [info[key] if has else None for info, has in zip(infos, present.tolist())]
+            first = values[int(np.argmax(present))]
+            if key != "final_obs" and isinstance(first, dict):
+                array = self._batch_infos(values)
+            elif key != "final_obs" and (type(first) in (int, float, bool) or issubclass(type(first), np.number)
+                                         or isinstance(first, np.ndarray)):
+                shape, dtype = (np.shape(first), first.dtype) if isinstance(first, np.ndarray) else ((), type(first))
+                array = np.zeros((self.num_envs, *shape), dtype=dtype)
+                array[present] = [value for value, has in zip(values, present.tolist()) if has]
+            else:
+                array = np.full(self.num_envs, None, dtype=object)
+                for i in np.flatnonzero(present).tolist():
+                    array[i] = values[i]
+            batched[key], batched[f"_{key}"] = array, present
+        return batched
+
+    def _stack(self, observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The sub-envs' observations as one batch of `observation_space`, in fresh arrays."""
+        out = create_empty_array(self.single_observation_space, self.num_envs)
+        return concatenate(self.single_observation_space, observations, out)

@@ -1,0 +1,284 @@
+"""Batched simulation (`SimulatedBackend.measure_many`) and the native vector env (`DevicePlacementVectorEnv`).
+
+Real parts only: the simulated backend prices every placement; the vector env's sub-envs are real
+`DevicePlacementEnv`s; Gymnasium's own `SyncVectorEnv` is the reference for the vector env's outputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode
+
+from placement_gym import ComputationGraph, DevicePlacementEnv
+from placement_gym.backends import Backend, Measurement
+from placement_gym.backends import simulated
+from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes
+from placement_gym.backends.simulated import (
+    PYTHON_UNION_FIND_MAX_EDGES, HeteroCutter, SimulatedBackend, _component_roots_vectorised, _union_find_labels,
+)
+from placement_gym.vector_env import DevicePlacementVectorEnv
+
+from .test_baselines_optimal import mixed_profile, random_dag
+
+
+def failing_profile(graph: ComputationGraph, schedule: str = "sequential") -> Profile:
+    """Three devices of `mixed_profile`: the second holds 40% of what the whole graph needs (placements putting
+    most ops there run out of memory), the third cannot run the graph's most common op type."""
+    base = mixed_profile(3, schedule)
+    whole = float(device_memory_bytes(graph, np.zeros(graph.n_ops, dtype=np.int64), 1)[0])
+    types, counts = np.unique(graph.op_types, return_counts=True)
+    cpu, gpu, npu = base.devices
+    return dataclasses.replace(base, devices=[
+        cpu, dataclasses.replace(gpu, memory_bytes=0.4 * whole),
+        dataclasses.replace(npu, unsupported_ops=[str(types[counts.argmax()])])], name=f"failing-{schedule}")
+
+
+def placements_to_price(n_ops: int, n_devices: int, seed: int) -> np.ndarray:
+    """(B, N): random, blocky (runs of 3 ops), contiguous splits, every single-device one and a repeat."""
+    rng = np.random.default_rng(seed)
+    blocky = np.repeat(rng.integers(0, n_devices, (8, n_ops // 3 + 1)), 3, axis=1)[:, :n_ops]
+    contiguous = (np.arange(n_ops)[None, :] >= rng.integers(1, n_ops, (6, 1))) * rng.integers(1, n_devices, (6, 1))
+    single = np.repeat(np.arange(n_devices)[:, None], n_ops, axis=1)
+    random = rng.integers(0, n_devices, (24, n_ops))
+    return np.concatenate([random, blocky, contiguous, single, random[:2]]).astype(np.int64)
+
+
+def graphs(tiny_branch_graph, tiny_chain_graph) -> list[ComputationGraph]:
+    return [tiny_branch_graph, tiny_chain_graph, random_dag(9, 2), random_dag(14, 3)]
+
+
+# ================================================================================ measure_many == measure
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+@pytest.mark.parametrize("schedule", ["sequential", "parallel"])
+@pytest.mark.parametrize("profile", [*PRESETS, "mixed2", "mixed3", "failing"])
+def test_batched_prices_equal_one_at_a_time(profile, schedule, objective, tiny_branch_graph, tiny_chain_graph):
+    for k, graph in enumerate(graphs(tiny_branch_graph, tiny_chain_graph)):
+        if profile == "failing":
+            resolved = failing_profile(graph, schedule)
+        elif profile.startswith("mixed"):
+            resolved = mixed_profile(int(profile[-1]), schedule)
+        else:
+            resolved = profile
+        backend = SimulatedBackend(resolved, schedule=schedule, objective=objective)
+        placements = placements_to_price(graph.n_ops, len(backend.device_names), seed=k)
+        one_at_a_time = [backend.measure(graph, p) for p in placements]
+        # The same placements priced as one batch, shuffled, and in uneven pieces: each price is its own.
+        assert backend.measure_many(graph, placements) == one_at_a_time
+        order = np.random.default_rng(k).permutation(len(placements))
+        assert backend.measure_many(graph, placements[order]) == [one_at_a_time[i] for i in order]
+        pieces = [backend.measure_many(graph, list(placements[a:b])) for a, b in ((0, 1), (1, 6), (6, len(placements)))]
+        assert sum(pieces, []) == one_at_a_time
+        assert all(m.simulated and m.objective == objective for m in one_at_a_time)
+        if profile == "failing":  # both failure kinds are among them, as measured outcomes with their reasons
+            errors = [m.error for m in one_at_a_time if not m.ok]
+            assert any(e.startswith("out of memory on GPU") for e in errors)
+            assert any("is not supported on NPU" in e for e in errors)
+
+
+def test_a_batch_priced_in_pieces_is_priced_the_same(tiny_branch_graph, monkeypatch):
+    backend = SimulatedBackend(failing_profile(tiny_branch_graph), objective="throughput")
+    placements = placements_to_price(tiny_branch_graph.n_ops, 3, seed=5)
+    whole = backend.measure_many(tiny_branch_graph, placements)
+    monkeypatch.setattr(simulated, "MAX_BATCH_OPS", 5 * tiny_branch_graph.n_ops)  # pieces of 5 placements
+    assert backend.measure_many(tiny_branch_graph, placements) == whole
+
+
+def test_batched_failures_keep_their_text_and_the_rest_are_priced(tiny_branch_graph):
+    backend = SimulatedBackend(failing_profile(tiny_branch_graph))
+    n = tiny_branch_graph.n_ops
+    on_gpu, on_npu, on_cpu = np.full(n, 1), np.full(n, 2), np.zeros(n, dtype=np.int64)
+    batch = backend.measure_many(tiny_branch_graph, np.stack([on_gpu, on_cpu, on_npu]))
+    assert [m.ok for m in batch] == [False, True, False]
+    assert batch[0].error == backend.check_feasible(tiny_branch_graph, on_gpu)
+    assert batch[0].error.startswith("out of memory on GPU: ")
+    assert batch[2].error == backend.check_feasible(tiny_branch_graph, on_npu)
+    assert batch[1] == backend.measure(tiny_branch_graph, on_cpu) and batch[1].latency_s > 0
+
+
+def test_measure_many_takes_the_use_cache_flag_and_empty_batches(tiny_chain_graph):
+    backend = SimulatedBackend("paper")
+    p = np.array([0, 1] * 4 + [0])
+    assert backend.measure_many(tiny_chain_graph, [p], use_cache=False) == [backend.measure(tiny_chain_graph, p, use_cache=False)]
+    assert backend.measure_many(tiny_chain_graph, np.zeros((0, tiny_chain_graph.n_ops), dtype=np.int64)) == []
+    with pytest.raises(ValueError, match=r"shape \(B, 9\)"):
+        backend.measure_many(tiny_chain_graph, np.zeros((2, 8), dtype=np.int64))
+    with pytest.raises(ValueError, match="device indices"):
+        backend.measure_many(tiny_chain_graph, np.full((2, 9), 5))
+
+
+def test_cut_of_a_batch_is_the_cut_of_each_placement():
+    """On a graph big enough for both ways of finding each subgraph's downstream ops (`words > 32`)."""
+    for graph in (random_dag(40, 7), random_dag(2200, 8)):
+        cutter = HeteroCutter(graph)
+        placements = placements_to_price(graph.n_ops, 2, seed=9)[:12]
+        counts, labels = cutter.cut_many(placements)
+        for p, count, label in zip(placements, counts, labels):
+            alone = cutter.cut(p)
+            assert alone[0] == count and np.array_equal(alone[1], label)
+        assert counts.min() >= 1 and counts.max() > 2
+
+
+def test_vectorised_union_find_labels_components_like_the_python_one():
+    rng = np.random.default_rng(0)
+    for n, e in ((50, 30), (400, 300), (5000, 4 * PYTHON_UNION_FIND_MAX_EDGES)):
+        src, dst = rng.integers(0, n, e), rng.integers(0, n, e)
+        assert np.array_equal(_component_roots_vectorised(n, src, dst), _union_find_labels(n, src.tolist(), dst.tolist()))
+
+
+def test_a_backend_without_its_own_measure_many_inherits_the_loop(tiny_chain_graph):
+    class Ops(Backend):  # a user's backend: latency = 1 + the number of ops on device 0, in ms
+        name, simulated, device_names, virtual_devices = "ops", True, ["a", "b"], [False, False]
+
+        def measure(self, graph, placement, *, use_cache=True):
+            return Measurement(latency_s=1e-3 * float(np.sum(np.asarray(placement) == 0) + 1), simulated=True)
+
+        def describe(self):
+            return {}
+
+        def close(self):
+            pass
+
+    placements = np.eye(2, tiny_chain_graph.n_ops, dtype=np.int64)
+    assert [m.latency_s for m in Ops().measure_many(tiny_chain_graph, placements)] == pytest.approx([9e-3, 9e-3])
+    assert isinstance(Ops(), Backend) and isinstance(SimulatedBackend(), Backend)
+
+
+def test_a_backend_without_measure_many_is_refused_with_how_to_get_it(tiny_chain_graph):
+    class OnlyMeasures:  # structurally a backend of the old protocol: no measure_many, no Backend base class
+        name, simulated, device_names, virtual_devices = "old", True, ["a", "b"], [False, False]
+
+        def measure(self, graph, placement, *, use_cache=True):
+            return Measurement(latency_s=1e-3)
+
+        def describe(self):
+            return {}
+
+        def close(self):
+            pass
+
+    with pytest.raises(TypeError, match=r"'measure_many', .*\(subclass placement_gym.backends.Backend"):
+        DevicePlacementEnv(tiny_chain_graph, backend=OnlyMeasures())
+
+
+# ================================================================================ the native vector env
+class CountingSimulatedBackend(SimulatedBackend):
+    """The simulated backend, recording the size of every batch it prices and every single measurement."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.batches: list[int] = []
+        self.singles = 0
+
+    def measure(self, graph, placement, *, use_cache=True):
+        self.singles += 1
+        return super().measure(graph, placement, use_cache=use_cache)
+
+    def measure_many(self, graph, placements, *, use_cache=True):
+        self.batches.append(len(placements))
+        return super().measure_many(graph, placements, use_cache=use_cache)
+
+
+def test_make_vec_builds_the_native_vector_env_with_same_step_autoreset():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. make_vec's warning about missing autoreset metadata
+        venv = gym.make_vec("DevicePlacement-v0", num_envs=3, vectorization_mode="vector_entry_point",
+                            model="tiny_branch", backend="simulated")
+    assert isinstance(venv, DevicePlacementVectorEnv) and venv.num_envs == 3
+    assert venv.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    assert venv.single_observation_space == DevicePlacementEnv("tiny_branch", backend="simulated").observation_space
+    assert venv.observation_space["placement"].shape == (3, venv.graph.n_ops)
+    # Without a vectorization mode, make_vec takes the native one too.
+    assert isinstance(gym.make_vec("DevicePlacement-v0", num_envs=2, model="tiny_chain", backend="simulated"),
+                      DevicePlacementVectorEnv)
+    venv.close()
+
+
+def test_every_step_measures_one_placement_per_sub_env_in_one_batch(tiny_branch_graph):
+    backend = CountingSimulatedBackend("paper")
+    venv = gym.make_vec("DevicePlacement-v0", num_envs=4, vectorization_mode="vector_entry_point",
+                        model=tiny_branch_graph, backend=backend)
+    venv.reset(seed=0)
+    venv.action_space.seed(0)
+    singles = backend.singles  # each sub-env's reference placement
+    rewards = []
+    for _ in range(500):
+        _, reward, terminated, truncated, info = venv.step(venv.action_space.sample())
+        rewards.append(reward)
+        assert terminated.all() and not truncated.any() and info["_final_info"].all()
+    assert backend.batches == [4] * 500 and backend.singles == singles  # one measure_many per step, nothing else
+    assert venv.unwrapped.placements_measured == 2000
+    assert np.all(np.array(rewards) != 0.0)  # no step was a reset that dropped its action (NEXT_STEP's reward 0)
+
+
+@pytest.mark.parametrize("horizon", [1, 3])
+def test_native_vector_env_matches_gymnasiums_sync_vector_env(horizon, tiny_branch_graph):
+    """Same observations, rewards, ends and infos as SyncVectorEnv over the same sub-envs in SAME_STEP mode,
+    failures included."""
+    kwargs = dict(model=tiny_branch_graph, backend="simulated", profile=failing_profile(tiny_branch_graph),
+                  horizon=horizon)
+    native = gym.make_vec("DevicePlacement-v0", num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
+    sync = gym.make_vec("DevicePlacement-v0", num_envs=3, vectorization_mode="sync",
+                        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kwargs)
+    assert data_equivalence(native.reset(seed=11), sync.reset(seed=11))
+    native.action_space.seed(1)
+    failures = 0
+    for _ in range(7):
+        actions = native.action_space.sample()
+        ours, theirs = native.step(actions), sync.step(actions)
+        assert data_equivalence(ours, theirs, exact=True)
+        assert native.observation_space.contains(ours[0])
+        if "final_info" in ours[4]:
+            failures += int((~ours[4]["final_info"]["ok"][ours[4]["_final_info"]]).sum())
+    assert failures > 0
+
+
+def test_reset_seeds_sub_env_i_with_seed_plus_i_and_returns_fresh_arrays(tiny_chain_graph):
+    venv = DevicePlacementVectorEnv(num_envs=3, model=tiny_chain_graph, backend="simulated")
+    first, _ = venv.reset(seed=7)
+    assert [env.np_random_seed for env in venv.envs] == [7, 8, 9]
+    again, _ = venv.reset(seed=7)
+    assert data_equivalence(first, again, exact=True)
+    assert all(first[key] is not again[key] for key in first)
+    venv.reset(seed=[1, 5, 2])
+    assert [env.np_random_seed for env in venv.envs] == [1, 5, 2]
+
+
+def test_same_seed_same_trajectory(tiny_branch_graph):
+    def run(seed: int) -> list:
+        venv = DevicePlacementVectorEnv(num_envs=2, model=tiny_branch_graph, backend="simulated", horizon=2)
+        venv.reset(seed=seed)
+        venv.action_space.seed(seed)
+        return [venv.step(venv.action_space.sample())[:4] for _ in range(5)]
+
+    assert data_equivalence(run(3), run(3), exact=True)
+    assert not data_equivalence(run(3), run(4))
+
+
+def test_vector_step_rejects_a_wrong_number_of_placements(tiny_chain_graph):
+    venv = DevicePlacementVectorEnv(num_envs=2, model=tiny_chain_graph, backend="simulated")
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match="one placement per sub-env"):
+        venv.step(np.zeros((3, tiny_chain_graph.n_ops), dtype=np.int64))
+
+
+# ================================================================================ REINFORCE on the vector env
+def test_reinforce_bandit_on_a_vector_env_measures_in_batches_and_learns_the_same(tiny_branch_graph):
+    """K samples per update, measured K at a time by the vector env: the same run as on a single env."""
+    from agents.hsdag import HSDAGAgent
+
+    features = HSDAGAgent().feature_families
+    backend = CountingSimulatedBackend("paper")
+    venv = gym.make_vec("DevicePlacement-v0", num_envs=4, model=tiny_branch_graph, backend=backend, features=features)
+    batched = HSDAGAgent(seed=0, samples_per_update=4).learn(venv, budget=22)
+    assert backend.batches == [4] * 5  # 20 placements in 5 steps of the vector env; the last 2 one by one
+    single = HSDAGAgent(seed=0, samples_per_update=4).learn(
+        DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="paper", features=features), budget=22)
+    assert batched.run_summary.steps == single.run_summary.steps == 22
+    assert batched.run_summary.curve == single.run_summary.curve
+    assert np.array_equal(batched.best_placement, single.best_placement)
+    assert [h["reward_mean"] for h in batched.history] == [h["reward_mean"] for h in single.history]

@@ -358,7 +358,10 @@ def _compare_on_ray(args: argparse.Namespace, rows: dict[str, str], backend, see
 
     settings = {k: v for k, v in vars(args).items() if k != "func"}
     order = [(model, label, name, seed) for model in args.models for label, name in rows.items() for seed in seeds]
-    jobs = [{"index": index, "model": model, "label": label, "agent": name, "seed": seed,
+    from .models import load_graph
+
+    size = {model: load_graph(model).n_ops for model in args.models}  # a job's weight: bigger graphs take longer
+    jobs = [{"index": index, "model": model, "label": label, "agent": name, "seed": seed, "weight": size[model],
              "real": not backend.simulated, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
     warm = {label for label, name in rows.items()
             if isinstance(registry.make_agent(registry.load_agent_class(name), None), evaluation.TakesWarmStarts)}

@@ -264,8 +264,8 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
 
     Args:
         jobs: plain-data job descriptions in the serial order (model, then table row, then seed); each has
-            ``"index"`` (its position), ``"model"``, ``"label"`` (the table row) and ``"real"`` (measures on a
-            real backend).
+            ``"index"`` (its position), ``"model"``, ``"label"`` (the table row), ``"real"`` (measures on a
+            real backend) and optionally ``"weight"`` (its expected cost: heavier jobs are started first).
         run_job: ``run_job(job, warm_starts) -> {"records": [...], "skipped": dict | None}`` (picklable; runs in
             a Ray worker process). `warm_starts` are ``(row label, placement)`` pairs
             (`placement_gym.evaluation.TakesWarmStarts`).
@@ -295,7 +295,10 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
                     if on_record is not None:
                         on_record(record)
 
-    gather({submit([job], []): [job] for job in jobs if not warm_started(job)})
+    # Heaviest first (``"weight"``, e.g. the graph's size; stable otherwise), so the long runs do not all start
+    # last and leave the other workers idle at the end. The records still come back in job order.
+    first = sorted((job for job in jobs if not warm_started(job)), key=lambda job: -job.get("weight", 0))
+    gather({submit([job], []): [job] for job in first})
     groups: dict[tuple, list[dict]] = {}
     for job in jobs:
         if warm_started(job):

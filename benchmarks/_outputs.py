@@ -8,6 +8,9 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+import sys
+import time
+
 from placement_gym import results
 
 
@@ -30,3 +33,15 @@ def pin_to_one_core(enabled: bool = True) -> bool:
         return False
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     return True
+
+
+def run_metadata(argv: "list[str] | None", note: str) -> dict:
+    """What every results JSON of a benchmark records beside its numbers: the command that made it (`argv` as
+    ``main`` got it, None = this process's), a note on how to read it, when, the versions and the machine."""
+    return {
+        "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
+        "note": note,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "versions": results.versions(),
+        "machine": results.machine(),
+    }

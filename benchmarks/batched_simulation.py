@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from _outputs import pin_to_one_core, refuse_existing_outputs
+from _outputs import pin_to_one_core, refuse_existing_outputs, run_metadata
 from placement_gym import DevicePlacementEnv, load_graph, results
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
@@ -133,11 +133,7 @@ def main(argv=None) -> int:
             "settings": {"placements": args.placements, "batches": args.batches, "num_envs": args.num_envs,
                          "repeats": args.repeats, "pinned_to_one_core": pinned, "profile": "paper",
                          "schedule": "sequential", "objective": "latency", "seed": args.seed},
-            "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
-            "note": "SIMULATED backend; the machine (2 cores) was shared with other jobs: quote the ratios",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "versions": results.versions(),
-            "machine": results.machine(),
+            **run_metadata(argv, "SIMULATED backend; the machine (2 cores) was shared with other jobs: quote the ratios"),
         }, overwrite=args.overwrite)
         print(f"wrote {args.json}")
     return 0

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from _outputs import pin_to_one_core, refuse_existing_outputs
+from _outputs import pin_to_one_core, refuse_existing_outputs, run_metadata
 from placement_gym import DevicePlacementEnv, load_graph, results
 from placement_gym.features import (
     BALL_BUDGET, EXACT_STRUCTURE_MAX_OPS, FEATURE_FAMILIES, N_PIVOTS, centrality, fractal_dimension, node_features,
@@ -171,11 +171,7 @@ def main(argv=None) -> int:
             "settings": {"seed": args.seed, "steps": args.steps, "repeats": args.repeats, "pinned_to_one_core": pinned,
                          "exact_structure_max_ops": EXACT_STRUCTURE_MAX_OPS, "ball_budget": BALL_BUDGET,
                          "n_pivots": N_PIVOTS, "small_budgets": SMALL_BUDGETS, "profile": "paper"},
-            "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
-            "note": "shared 2-core machine, run under nice -n 10: timings are noisy single runs unless stated",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "versions": results.versions(),
-            "machine": results.machine(),
+            **run_metadata(argv, "shared 2-core machine, run under nice -n 10: timings are noisy single runs unless stated"),
         }, overwrite=args.overwrite)
         print(f"wrote {args.json}")
     return 0

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from _outputs import pin_to_one_core, refuse_existing_outputs
+from _outputs import pin_to_one_core, refuse_existing_outputs, run_metadata
 from placement_gym import DevicePlacementEnv, load_graph, results
 from placement_gym.graph import ComputationGraph
 
@@ -104,11 +104,7 @@ def main(argv=None) -> int:
             "rows": rows,
             "settings": {"steps": args.steps, "repeats": args.repeats, "schedule": args.schedule,
                          "pinned_to_one_core": not args.no_pin, "profile": "paper", "seed": args.seed},
-            "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
-            "note": "env.step on the SIMULATED backend; the machine was shared, so these are noisy medians",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "versions": results.versions(),
-            "machine": results.machine(),
+            **run_metadata(argv, "env.step on the SIMULATED backend; the machine was shared, so these are noisy medians"),
         }, overwrite=args.overwrite)
         print(f"wrote {args.json}")
     return 0

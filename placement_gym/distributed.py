@@ -174,6 +174,7 @@ class FarmBackend:
         self._payload_refs: dict[str, Any] = {}
         self._cache: dict[str, dict[bytes, Measurement]] = {}
         self._devices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._lost: set[int] = set()  # workers whose node or process died
 
     def describe(self) -> dict:
         return {**self._describe, "farm": {"address": self.address, "workers": len(self.workers),
@@ -195,24 +196,41 @@ class FarmBackend:
         todo = list(dict.fromkeys(k for k in keys if not (use_cache and self.cache and k in cache)))
         by_key = {k: a for k, a in zip(keys, arrays)}
         fresh: dict[bytes, Measurement] = {}
-        idle, running = list(range(len(self.workers))), {}
+        idle, running = [w for w in range(len(self.workers)) if w not in self._lost], {}
+        lost: set[bytes] = set()  # placements a lost worker took down with it: failed, but not cached
         while todo or running:
             while todo and idle:  # one placement per worker at a time: a node never times two at once
                 worker, placement_key = idle.pop(0), todo.pop(0)
-                self._ensure_sent(key, graph, worker)
-                ref = self.workers[worker].measure.remote(key, by_key[placement_key], use_cache)
-                running[ref] = (worker, placement_key)
+                try:
+                    running[self._submit(key, graph, worker, by_key[placement_key], use_cache)] = (worker, placement_key)
+                except ray.exceptions.RayError:
+                    self._lost.add(worker)
+                    todo.insert(0, placement_key)  # another worker takes it
+            if not running:
+                break
             done, _ = ray.wait(list(running), num_returns=1)
             worker, placement_key = running.pop(done[0])
-            fresh[placement_key] = ray.get(done[0])
-            idle.append(worker)
+            try:
+                fresh[placement_key] = ray.get(done[0])
+                idle.append(worker)
+            except ray.exceptions.RayError as exc:  # a lost node is a failed measurement, never a crash of the loop
+                self._lost.add(worker)
+                fresh[placement_key] = Measurement.failure(f"measurement worker {worker} failed: {exc}")
+                lost.add(placement_key)
+        for placement_key in todo:
+            fresh[placement_key] = Measurement.failure("no measurement worker left in the Ray farm")
+            lost.add(placement_key)
         if self.cache:
-            cache.update(fresh)
+            cache.update({k: m for k, m in fresh.items() if k not in lost})
         results, given = [], set()  # a placement's first fresh result as measured, every later one as a cache hit
         for k in keys:
             results.append(fresh[k] if k in fresh and k not in given else _cached(fresh.get(k) or cache[k]))
             given.add(k)
         return results
+
+    def _submit(self, key: str, graph: ComputationGraph, worker: int, placement: np.ndarray, use_cache: bool):
+        self._ensure_sent(key, graph, worker)
+        return self.workers[worker].measure.remote(key, placement, use_cache)
 
     def _ensure_sent(self, key: str, graph: ComputationGraph, worker: int) -> None:
         ray = _ray()

@@ -81,3 +81,17 @@ def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
     same = ("model", "agent", "seed", "latency_s", "placement", "predict_latency_s", "curve", "placements_to_within")
     assert [[r[k] for k in same] for r in farmed] == [[r[k] for k in same] for r in serial]
     assert len(serial) == 2 * (3 + 1 + 1 + 1) * 2  # models x (3 single devices, random, post, optimal) x seeds
+
+
+def test_a_lost_worker_is_a_failed_measurement_not_a_crash(local_ray, tiny_chain_graph):
+    g = tiny_chain_graph
+    farm = FarmBackend("simulated", "auto", address="local:2")
+    placements = [np.full(g.n_ops, d, dtype=np.int64) for d in range(2)]
+    assert all(m.ok for m in farm.measure_many(g, placements))
+    for worker in farm.workers:  # every node goes down
+        ray.kill(worker)
+    fresh = [np.arange(g.n_ops, dtype=np.int64) % 2, 1 - np.arange(g.n_ops, dtype=np.int64) % 2]
+    after = farm.measure_many(g, fresh)
+    assert [m.ok for m in after] == [False, False] and all("worker" in m.error for m in after)
+    assert all(m.cached for m in farm.measure_many(g, placements))  # what was measured before stays known
+    assert not farm.measure(g, fresh[0]).cached  # a lost measurement is not remembered as a result

@@ -147,29 +147,12 @@ class DevicePlacementVectorEnv(VectorEnv):
         self.backend.close()  # shared: closed once, here
 
     # ---------------------------------------------------------------------------------------- helpers
-    def _batch_infos(self, infos: "list[dict | None]") -> dict:
-        """The sub-envs' infos (``infos[i]``: sub-env ``i``'s, None for none) in Gymnasium's vector format: per
-        key an array over the sub-envs (numbers and arrays stacked in a numeric array, dicts batched the same way,
-        anything else in an object array; ``final_obs`` always an object array) and a bool mask ``_key`` of the sub-envs that have
-        it. The same result as `VectorEnv._add_info` applied to each sub-env in turn, built a key at a time."""
+    def _batch_infos(self, infos: list[dict]) -> dict:
+        """The sub-envs' infos (``infos[i]``: sub-env ``i``'s) in Gymnasium's vector format (per key an array over
+        the sub-envs and a bool mask ``_key``), by Gymnasium's own `VectorEnv._add_info`, as `SyncVectorEnv`."""
         batched: dict[str, Any] = {}
-        keys = dict.fromkeys(key for info in infos if info for key in info)  # in first-seen order
-        for key in keys:
-            present = np.array([info is not None and key in info for info in infos])
-            values = [info[key] if has else None for info, has in zip(infos, present.tolist())]
-            first = values[int(np.argmax(present))]
-            if key != "final_obs" and isinstance(first, dict):
-                array = self._batch_infos(values)
-            elif key != "final_obs" and (type(first) in (int, float, bool) or issubclass(type(first), np.number)
-                                         or isinstance(first, np.ndarray)):
-                shape, dtype = (np.shape(first), first.dtype) if isinstance(first, np.ndarray) else ((), type(first))
-                array = np.zeros((self.num_envs, *shape), dtype=dtype)
-                array[present] = [value for value, has in zip(values, present.tolist()) if has]
-            else:
-                array = np.full(self.num_envs, None, dtype=object)
-                for i in np.flatnonzero(present).tolist():
-                    array[i] = values[i]
-            batched[key], batched[f"_{key}"] = array, present
+        for i, info in enumerate(infos):
+            batched = self._add_info(batched, info, i)
         return batched
 
     def _stack(self, observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

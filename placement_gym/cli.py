@@ -355,11 +355,10 @@ def _compare_on_ray(args: argparse.Namespace, rows: dict[str, str], backend, see
                     on_record) -> tuple[list[dict], list[dict]]:
     """compare's runs as Ray tasks (`placement_gym.distributed.compare`), records in the serial order."""
     from . import distributed
+    from .models import load_graph
 
     settings = {k: v for k, v in vars(args).items() if k != "func"}
     order = [(model, label, name, seed) for model in args.models for label, name in rows.items() for seed in seeds]
-    from .models import load_graph
-
     size = {model: load_graph(model).n_ops for model in args.models}  # a job's weight: bigger graphs take longer
     jobs = [{"index": index, "model": model, "label": label, "agent": name, "seed": seed, "weight": size[model],
              "real": not backend.simulated, "args": settings} for index, (model, label, name, seed) in enumerate(order)]

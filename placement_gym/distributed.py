@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .backends.base import Measurement, describe_devices
+from .backends.base import Backend, Measurement, describe_devices
 from .graph import ComputationGraph
 
 #: The Ray custom resource a measurement node offers one unit of (`ray start --resources=...`).
@@ -138,7 +139,7 @@ class MeasurementWorker:
         return describe_devices(self.backend, self.graphs[key])
 
 
-class FarmBackend:
+class FarmBackend(Backend):
     """A `Backend` that measures on `MeasurementWorker` actors of a Ray cluster (module docstring).
 
     Args:
@@ -175,6 +176,8 @@ class FarmBackend:
         self._cache: dict[str, dict[bytes, Measurement]] = {}
         self._devices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._lost: set[int] = set()  # workers whose node or process died
+        # Graph -> its key, worked out once per graph object (hashing every op name is not for every step).
+        self._keys: "weakref.WeakKeyDictionary[ComputationGraph, str]" = weakref.WeakKeyDictionary()
 
     def describe(self) -> dict:
         return {**self._describe, "farm": {"address": self.address, "workers": len(self.workers),
@@ -189,7 +192,7 @@ class FarmBackend:
         """One `Measurement` per placement ((N,) ints each), in order; each distinct uncached placement is
         measured once, by whichever worker is free."""
         ray = _ray()
-        key = _graph_key(graph)
+        key = self._key(graph)
         cache = self._cache.setdefault(key, {})
         arrays = [np.asarray(p, dtype=np.int64) for p in placements]
         keys = [a.tobytes() for a in arrays]
@@ -228,6 +231,11 @@ class FarmBackend:
             given.add(k)
         return results
 
+    def _key(self, graph: ComputationGraph) -> str:
+        if graph not in self._keys:
+            self._keys[graph] = _graph_key(graph)
+        return self._keys[graph]
+
     def _submit(self, key: str, graph: ComputationGraph, worker: int, placement: np.ndarray, use_cache: bool):
         self._ensure_sent(key, graph, worker)
         return self.workers[worker].measure.remote(key, placement, use_cache)
@@ -243,7 +251,7 @@ class FarmBackend:
 
     # -------------------------------------------------------------------------- device observations
     def _device_observations(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        key = _graph_key(graph)
+        key = self._key(graph)
         if key not in self._devices:
             self._ensure_sent(key, graph, 0)
             self._devices[key] = _ray().get(self.workers[0].describe_devices.remote(key))
@@ -269,8 +277,6 @@ class FarmBackend:
 
 
 def _cached(m: Measurement) -> Measurement:
-    from dataclasses import replace
-
     return replace(m, cached=True)
 
 

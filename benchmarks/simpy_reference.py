@@ -86,7 +86,7 @@ def simpy_latency(backend: SimulatedBackend, graph: ComputationGraph, placement:
         device_queue = [thread] * d
         channel_of = lambda pair: thread
         # HETERO copies a crossing tensor once per (producer, consumer submodel); the sequential sum charges the
-        # lowest-numbered edge of each such pair (np.unique's first occurrence in SimulatedBackend._transfers).
+        # lowest-numbered edge of each such pair (np.unique's first occurrence in SimulatedBackend._crossings).
         charged_edge: dict[tuple[int, int], int] = {}
         for e in range(len(src)):
             if labels[src[e]] != labels[dst[e]]:

@@ -261,13 +261,11 @@ def _as_hops(distance: np.ndarray) -> np.ndarray:
 
 def _double_sweep(adjacency) -> np.ndarray:
     """(2,) two far-apart nodes: the farthest from node 0 (undirected), and the farthest from that one."""
-    from scipy.sparse.csgraph import shortest_path
-
     ends = []
     start = 0
     for _ in range(2):
-        hops = _as_hops(shortest_path(adjacency, method="D", directed=False, unweighted=True, indices=[start]))[0]
-        start = int(hops.argmax())
+        (_, distance), = _hop_distances(adjacency, False, np.array([start]))
+        start = int(_as_hops(distance)[0].argmax())
         ends.append(start)
     return np.array(ends, dtype=np.int64)
 

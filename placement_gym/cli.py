@@ -392,8 +392,8 @@ def _compare_job(job: dict, warm_starts: list) -> dict:
         records = evaluation.evaluate(agent, env, args.budget, [job["seed"]], name=job["label"], model=label,
                                       model_path=path, relative=False)
     except evaluation.SKIPPABLE as exc:
-        return {"records": [], "skipped": {"model": label or str(job["model"]), "agent": job["label"],
-                                           "seeds": [job["seed"]], "reason": f"{type(exc).__name__}: {exc}"}}
+        return {"records": [], "skipped": evaluation.skip_entry(label or str(job["model"]), job["label"], [job["seed"]],
+                                                                  exc)}
     return {"records": records, "skipped": None}
 
 

@@ -364,6 +364,11 @@ def evaluate(
 SKIPPABLE = (ValueError, NotImplementedError, ImportError)
 
 
+def skip_entry(model: str, agent: str, seeds: Sequence[int], exc: BaseException) -> dict:
+    """What `compare` reports for runs it skipped: ``{"model", "agent", "seeds", "reason"}``."""
+    return {"model": model, "agent": agent, "seeds": list(seeds), "reason": f"{type(exc).__name__}: {exc}"}
+
+
 def compare(
     models: Sequence[Any],
     agents: Mapping[str, Callable[[], Agent]],
@@ -424,9 +429,7 @@ def compare(
                     found.append((label, np.asarray(agent.best_placement, dtype=np.int64).copy()))
             except SKIPPABLE as exc:
                 failed.add(label)
-                skip = {"model": label_ or str(model_), "agent": label,
-                        "seeds": seeds_[seeds_.index(seed):],
-                        "reason": f"{type(exc).__name__}: {exc}"}
+                skip = skip_entry(label_ or str(model_), label, seeds_[seeds_.index(seed):], exc)
                 skipped.append(skip)
                 if on_skip is not None:
                     on_skip(skip)
@@ -436,5 +439,5 @@ def compare(
 
 __all__ = [
     "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
-    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list",
+    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list", "skip_entry",
 ]

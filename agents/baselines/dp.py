@@ -186,7 +186,7 @@ class ContiguousDP(PlanningAgent):
                              "has none (use backend='simulated', or a profile calibrated with `placement-gym calibrate`)")
         graph = env.unwrapped.graph
         placement, info = contiguous_dp(backend, graph)
-        if not backend.measure(graph, placement).ok:  # planning on the cost model, not a measured placement
+        if backend.check_feasible(graph, placement) is not None:
             # Memory counts per device over all its segments, the program per segment: re-plan with one segment
             # per device, whose memory the program then checks exactly.
             placement, info = contiguous_dp(backend, graph, one_segment_per_device=True)

@@ -298,3 +298,30 @@ def test_spec_checks_feature_families(env):
     assert spec.n_devices == 2 and spec.edge_features == 1
     with pytest.raises(ValueError, match="features="):
         PolicySpec.from_env(env, expected_families=("op_type",))
+
+
+def test_device_scorer_follows_the_devices_wherever_they_are_listed_and_any_count():
+    """The shared device head has no device count in its weights: the same weights score 2 or 3 devices, and
+    listing the devices in another order permutes its logits the same way (what makes a checkpoint portable)."""
+    import gymnasium as gym
+    import torch
+
+    from agents.common.device_head import DeviceScorer
+    from agents.common.graph_batch import obs_to_batch
+
+    batch = obs_to_batch(gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated",
+                                  profile="ai_pc").reset(seed=0)[0])
+    scorer = DeviceScorer(8, batch.device_features.shape[-1])
+    torch.nn.init.normal_(scorer.cost[-1].weight)  # a trained-looking cost term, so costs matter below
+    h = torch.randn(batch.num_nodes, 8)
+    logits = scorer(h, batch.device_features[0], batch.node_cost, batch.action_mask)
+    assert logits.shape == (batch.num_nodes, 3)
+    order = [2, 0, 1]
+    swapped = scorer(h, batch.device_features[0][order], batch.node_cost[:, order], batch.action_mask[:, order])
+    assert torch.allclose(swapped, logits[:, order], atol=1e-6)
+    two = scorer(h, batch.device_features[0][:2], batch.node_cost[:, :2])
+    assert two.shape == (batch.num_nodes, 2)
+    # A device that cannot run an op gets (almost) no probability for it.
+    mask = torch.ones_like(batch.action_mask)
+    mask[:, 1] = False
+    assert torch.softmax(scorer(h, batch.device_features[0], batch.node_cost, mask), -1)[:, 1].max() < 1e-6

@@ -45,6 +45,8 @@ class PolicySpec:
         feature_families: the node-feature families F was built from (None if unknown).
         n_ops: N, ops of the env's graph (the most, for a padded multi-graph observation); only policies with
             parameters per op (Post) are built for it, the others serve any graph.
+        device_features: K, width of ``obs["device_features"]`` (0 if absent): what a device-aware head
+            (`agents.common.device_head.DeviceScorer`) reads instead of building D into its weights.
     """
 
     node_features: int
@@ -52,6 +54,7 @@ class PolicySpec:
     n_devices: int
     feature_families: tuple[str, ...] | None = None
     n_ops: int | None = None
+    device_features: int = 0
 
     @classmethod
     def from_env(cls, env, expected_families: "tuple[str, ...] | None" = None) -> "PolicySpec":
@@ -76,7 +79,8 @@ class PolicySpec:
                 f"this agent expects node features {tuple(expected_families)} but the env observes {families}; "
                 f"create the env with features={tuple(expected_families)!r}"
             )
-        return cls(f, fe, d, families, int(obs_space["node_features"].shape[-2]))
+        k = int(obs_space["device_features"].shape[-1]) if "device_features" in obs_space.spaces else 0
+        return cls(f, fe, d, families, int(obs_space["node_features"].shape[-2]), k)
 
 
 class BaseAgent(RunAgent):

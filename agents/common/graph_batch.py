@@ -3,7 +3,8 @@
 Every agent turns observations into tensors here, whatever shape they arrive in:
 
 * a single env observation (numpy): ``node_features`` (N, F), ``edge_index`` (2, E) int64,
-  ``edge_features`` (E, Fe), ``placement`` (N,);
+  ``edge_features`` (E, Fe), ``placement`` (N,), and the device keys ``device_features`` (D, K),
+  ``node_device_cost`` (N, D), ``action_mask`` (N, D);
 * a batch from Stable-Baselines3 (torch): ``node_features`` (B, N, F), ``edge_index`` (B, 2, E) as *float32*
   (SB3 casts every Box to float; exact below 2**24), ``edge_features`` (B, E, Fe), ``placement`` (B, N) float.
 
@@ -42,6 +43,9 @@ class GraphBatch:
         placement: (sumN,) int64 current device of every node, or None when the observation had none.
         ptr: (B + 1,) int64 node offsets: graph ``b`` owns nodes ``ptr[b]:ptr[b + 1]``.
         num_graphs: B.
+        device_features: (B, D, K) float32 what each device is (``obs["device_features"]``), or None.
+        node_cost: (sumN, D) float32 seconds of each op alone on each device (``obs["node_device_cost"]``), or None.
+        action_mask: (sumN, D) bool which device can run each op (``obs["action_mask"]``), or None.
     """
 
     x: Tensor
@@ -51,6 +55,9 @@ class GraphBatch:
     placement: Tensor | None
     ptr: Tensor
     num_graphs: int
+    device_features: Tensor | None = None
+    node_cost: Tensor | None = None
+    action_mask: Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -68,7 +75,9 @@ class GraphBatch:
     def to(self, device: "torch.device | str") -> "GraphBatch":
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
         return replace(self, x=move(self.x), edge_index=move(self.edge_index), edge_attr=move(self.edge_attr),
-                       batch=move(self.batch), placement=move(self.placement), ptr=move(self.ptr))
+                       batch=move(self.batch), placement=move(self.placement), ptr=move(self.ptr),
+                       device_features=move(self.device_features), node_cost=move(self.node_cost),
+                       action_mask=move(self.action_mask))
 
     def to_dense(self, values: Tensor, fill_value: float = 0.0) -> tuple[Tensor, Tensor]:
         """Per-node `values` (sumN, ...) -> ((B, Nmax, ...), mask (B, Nmax) bool), e.g. to hand per-node logits
@@ -105,7 +114,8 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
 
     Args:
         obs: mapping with ``node_features`` and ``edge_index`` (required) and ``edge_features``,
-            ``placement``, ``node_mask``, ``edge_mask`` (optional).
+            ``placement``, ``node_mask``, ``edge_mask``, ``device_features``, ``node_device_cost``,
+            ``action_mask`` (optional).
         device: torch device of the result (default: the device of ``node_features`` if it is a tensor, else CPU).
 
     Raises:
@@ -124,6 +134,9 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
     placement = _index_tensor(obs["placement"], device) if obs.get("placement") is not None else None
     node_mask = _index_tensor(obs["node_mask"], device).bool() if obs.get("node_mask") is not None else None
     edge_mask = _index_tensor(obs["edge_mask"], device).bool() if obs.get("edge_mask") is not None else None
+    device_features = _tensor(obs["device_features"], torch.float32, device) if obs.get("device_features") is not None else None
+    node_cost = _tensor(obs["node_device_cost"], torch.float32, device) if obs.get("node_device_cost") is not None else None
+    action_mask = _index_tensor(obs["action_mask"], device).bool() if obs.get("action_mask") is not None else None
 
     single = x.dim() == 2
     if single:  # add a batch dimension of one; everything below is batched
@@ -132,6 +145,9 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
         placement = None if placement is None else placement.unsqueeze(0)
         node_mask = None if node_mask is None else node_mask.unsqueeze(0)
         edge_mask = None if edge_mask is None else edge_mask.unsqueeze(0)
+        device_features = None if device_features is None else device_features.unsqueeze(0)
+        node_cost = None if node_cost is None else node_cost.unsqueeze(0)
+        action_mask = None if action_mask is None else action_mask.unsqueeze(0)
     if x.dim() != 3:
         raise ValueError(f"node_features must be (N, F) or (B, N, F), got shape {tuple(x.shape)}")
     b, n, f = x.shape
@@ -146,6 +162,11 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
             raise ValueError(f"edge_features must be (E, Fe) or (B, E, Fe) with E={e}, got {tuple(edge_attr.shape)}")
     if placement is not None and placement.shape != (b, n):
         raise ValueError(f"placement must be (N,) or (B, N) with N={n}, got {tuple(placement.shape)}")
+    for key, value in (("node_device_cost", node_cost), ("action_mask", action_mask)):
+        if value is not None and value.shape[:2] != (b, n):
+            raise ValueError(f"{key} must be (N, D) or (B, N, D) with N={n}, got {tuple(value.shape)}")
+    if device_features is not None and (device_features.dim() != 3 or device_features.shape[0] != b):
+        raise ValueError(f"device_features must be (D, K) or (B, D, K), got {tuple(device_features.shape)}")
     if e and (edge_index.min() < 0 or edge_index.max() >= n):
         raise ValueError(f"edge_index has node indices outside 0..{n - 1}")
 
@@ -155,10 +176,13 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
     flat_x = x.reshape(b * n, f)
     flat_placement = None if placement is None else placement.reshape(b * n)
     graph_of_node = torch.arange(b, device=device).repeat_interleave(n)
+    flat_cost = None if node_cost is None else node_cost.reshape(b * n, -1)
+    flat_mask = None if action_mask is None else action_mask.reshape(b * n, -1)
 
     if node_mask is None and edge_mask is None:  # the common case: one fixed-size graph per row
         ptr = torch.arange(b + 1, device=device) * n
-        return GraphBatch(flat_x, global_edges, flat_attr, graph_of_node, flat_placement, ptr, b)
+        return GraphBatch(flat_x, global_edges, flat_attr, graph_of_node, flat_placement, ptr, b,
+                          device_features, flat_cost, flat_mask)
 
     # Padded batch: keep the real nodes and edges and renumber the nodes densely.
     keep_node = torch.ones(b * n, dtype=torch.bool, device=device) if node_mask is None else node_mask.reshape(b * n)
@@ -178,4 +202,7 @@ def obs_to_batch(obs: Mapping[str, Any], device: "torch.device | str | None" = N
         placement=None if flat_placement is None else flat_placement[keep_node],
         ptr=ptr,
         num_graphs=b,
+        device_features=device_features,
+        node_cost=None if flat_cost is None else flat_cost[keep_node],
+        action_mask=None if flat_mask is None else flat_mask[keep_node],
     )

@@ -43,13 +43,13 @@ class PolicyGradientAgent(BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
-        seed, torch_threads, device: see `BaseAgent`.
+        seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
     """
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
                  ppo: Mapping[str, Any] | None = None, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, device=device)
+                 device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, device=device, **coarsen)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
         unknown = sorted(set(ppo or {}) - set(_PPO_ONLY))

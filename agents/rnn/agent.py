@@ -17,6 +17,7 @@ import torch
 from agents.common.base import PolicySpec
 from agents.common.policy_gradient import PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import SqrtLatencyReward
 
 from .policy import RNNPolicy
@@ -46,6 +47,8 @@ class RNNAgent(PolicyGradientAgent):
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "rnn"
@@ -55,7 +58,8 @@ class RNNAgent(PolicyGradientAgent):
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.0,
                  elites: int = 4, distill_steps: int = 1000, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
+                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
@@ -64,7 +68,7 @@ class RNNAgent(PolicyGradientAgent):
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device)
+                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -74,7 +78,7 @@ class RNNAgent(PolicyGradientAgent):
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options())
+                    **self.algorithm_options(), **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine)

@@ -48,7 +48,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
@@ -93,7 +93,7 @@ class HSDAGAgent(PolicyGradientAgent):
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
-        imitation_coef, elites, distill_steps: self-imitation of the run's fastest placements and the final
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements and the final
             distillation of the best one into the policy (`ReinforceConfig`; our additions, see below).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
@@ -131,6 +131,7 @@ class HSDAGAgent(PolicyGradientAgent):
         imitation_coef: float = 0.0,
         elites: int = 4,
         distill_steps: int = 1000,
+        distill_seconds: float | None = DISTILL_SECONDS,
         algorithm: str = "reinforce",
         ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
@@ -143,6 +144,7 @@ class HSDAGAgent(PolicyGradientAgent):
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+            distill_seconds=distill_seconds,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)

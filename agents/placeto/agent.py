@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent, node_by_node_log_prob
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import coarsens
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -55,7 +55,7 @@ class PlacetoAgent(PolicyGradientAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
-        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
@@ -69,6 +69,7 @@ class PlacetoAgent(PolicyGradientAgent):
                  sweeps: int = 1, start: str = "random", learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
@@ -78,7 +79,7 @@ class PlacetoAgent(PolicyGradientAgent):
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
                                  max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
-                                 distill_steps=distill_steps)
+                                 distill_steps=distill_steps, distill_seconds=distill_seconds)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
 from agents.common.rollout import Decision
@@ -86,7 +86,7 @@ class PostAgent(PolicyGradientAgent):
         elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
         ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
             the way, the paper's closed form).
-        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -98,6 +98,7 @@ class PostAgent(PolicyGradientAgent):
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 5, elite_fraction: float = 0.1,
                  ce_smoothing: float = 0.5, imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
                  max_nodes: int = MAX_NODES) -> None:
@@ -107,7 +108,8 @@ class PostAgent(PolicyGradientAgent):
             raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
-                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
+                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+                                 distill_seconds=distill_seconds)
         super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups = n_groups

@@ -354,8 +354,9 @@ class RunAgent(abc.ABC):
         self.run_summary, self.history = summary, run.history
         base = run.base
         self.trained_for = {"graph": base.graph.name, "n_ops": base.graph.n_ops, "devices": base.device_names,
-                            "feature_families": list(base.feature_families), "simulated": base.backend.simulated,
-                            "clusters": None if run.coarsening is None else run.coarsening.n_clusters}
+                            "feature_families": list(base.feature_families), "simulated": base.backend.simulated}
+        if run.coarsening is not None:
+            self.trained_for["clusters"] = run.coarsening.n_clusters
         self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
         return self
 

@@ -1,6 +1,8 @@
-"""How far does the env scale? Synthetic graphs of 10k and 80k ops, every feature family, a simulated step.
+"""How far does the env scale? Synthetic graphs of 10k and 80k ops, every feature family, a simulated step,
+and every agent on 80k ops.
 
     nice -n 10 python benchmarks/big_graphs.py --json benchmarks/results/big_graphs.json
+    nice -n 10 python benchmarks/big_graphs.py --only-agents --agent-budget 20 --json benchmarks/results/big_graphs_agents.json
 
 Measures, on ``synthetic:N`` graphs (`placement_gym.models.synthetic`):
 
@@ -17,12 +19,23 @@ Measures, on ``synthetic:N`` graphs (`placement_gym.models.synthetic`):
   onto them, with the default budgets and with small ones that make it sample) and, unless
   ``--no-exact-10k``, on a 10k-op synthetic graph (the exact path there takes tens of seconds).
 
+Agents at scale (``--agents``; ``--only-agents`` skips everything above): each agent learns on
+``synthetic:<--agent-size>`` (simulated, ``paper`` profile, the agent's own feature families) for
+``--agent-budget`` placements in a fresh subprocess (so its peak resident memory is its own: graph, env,
+features, agent), with its defaults: the learned agents coarsen the graph (`placement_gym.coarsen`, at most
+``max_nodes`` clusters). Per agent: the run summary's agent compute per placement (everything but the env's
+steps and the final re-measurements; the distillation included), wall, env and agent seconds, the coarse graph's
+size, distillation steps, peak RSS, and for ``optimal`` its time limit, solve time and label (proven, or best
+found with its bound).
+
 The machine is shared, so timings are noisy; the process is pinned to one core unless ``--no-pin``.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -136,6 +149,66 @@ def agreement(graph: ComputationGraph, params: dict) -> dict:
             "n_pivots": N_PIVOTS}, "exact_s": exact_s, "estimate_s": estimate_s, "columns": columns}
 
 
+#: Every agent of the registry but the two that need no run (single device) or real devices (openvino).
+AGENTS = ("hsdag", "placeto", "rnn", "post", "ppo", "ppo-node", "random", "topo", "greedy", "metis", "dp", "optimal")
+#: Agent options of the scale runs (the defaults otherwise).
+AGENT_OPTIONS = {"optimal": {"time_limit_s": 60.0}}
+
+
+def agent_at_scale(name: str, n: int, budget: int, seed: int) -> dict:
+    """One agent's `learn` on ``synthetic:n`` (run in a fresh process by `agents_at_scale`)."""
+    from placement_gym.registry import load_agent_class, make_agent
+
+    rss_start = peak_rss_mb()
+    agent = make_agent(load_agent_class(name), AGENT_OPTIONS.get(name, {}))
+    families = agent.feature_families
+    env_s, env = timed(lambda: DevicePlacementEnv(synthetic_graph(n, seed), backend="simulated", profile="paper",
+                                                  **({} if families is None else {"features": tuple(families)})))
+    reference_s = env.reference.latency_s
+    rss_env = peak_rss_mb()
+    learn_s, _ = timed(lambda: agent.learn(env, budget=budget, seed=seed))
+    summary = agent.run_summary
+    row = {"agent": name, "ops": n, "budget": budget, "seed": seed, "options": AGENT_OPTIONS.get(name, {}),
+           "env_build_s": env_s, "learn_s": learn_s, "steps": summary.steps,
+           "agent_ms_per_placement": summary.agent_ms_per_placement, "wall_s": summary.wall_s,
+           "env_s": summary.env_s, "agent_s": summary.agent_s, "finish_s": summary.finish_s,
+           "reference_latency_s": reference_s, "latency_s": summary.latency_s,
+           "predict_latency_s": summary.predict_latency_s, "details": summary.details,
+           "distilled_steps": getattr(agent, "distilled_steps", None),
+           "peak_rss_start_mb": rss_start, "peak_rss_env_mb": rss_env, "peak_rss_mb": peak_rss_mb()}
+    return row
+
+
+def agents_at_scale(names: list[str], n: int, budget: int, seed: int, pin: bool, timeout_s: float) -> list[dict]:
+    """`agent_at_scale` for each agent in its own subprocess (its peak RSS is its own)."""
+    rows = []
+    for name in names:
+        command = [sys.executable, __file__, "--agent-worker", name, "--agent-size", str(n),
+                   "--agent-budget", str(budget), "--seed", str(seed)] + ([] if pin else ["--no-pin"])
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            rows.append({"agent": name, "ops": n, "budget": budget, "error": f"timed out after {timeout_s:.0f} s"})
+            print(f"agent {name}: timed out after {timeout_s:.0f} s")
+            continue
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            rows.append({"agent": name, "ops": n, "budget": budget, "error": done.stderr.strip()[-2000:]})
+            print(f"agent {name}: FAILED\n{done.stderr.strip()[-2000:]}")
+            continue
+        row = json.loads(lines[-1])
+        row["process_s"] = time.perf_counter() - started
+        rows.append(row)
+        coarse = row["details"].get("coarsened")
+        extra = f", optimal: {row['details'].get('label')} ({row['details'].get('solve_s', float('nan')):.1f} s)" \
+            if name == "optimal" else ""
+        print(f"agent {name} on synthetic:{n}, {row['steps']} placements: {row['agent_ms_per_placement']:.1f} ms "
+              f"agent compute per placement, learn {row['learn_s']:.1f} s (env {row['env_s']:.1f} s), peak RSS "
+              f"{row['peak_rss_mb']:.0f} MB" + (f", {coarse['clusters']} clusters" if coarse else "") + extra)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 80_000], help="synthetic graph sizes")
@@ -147,28 +220,44 @@ def main(argv=None) -> int:
     parser.add_argument("--no-exact-10k", action="store_true", help="skip the agreement on synthetic:10000")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--agents", nargs="*", default=list(AGENTS), help=f"agents run at scale (default {list(AGENTS)})")
+    parser.add_argument("--agent-size", type=int, default=80_000, help="ops of the agents' graph (default 80000)")
+    parser.add_argument("--agent-budget", type=int, default=20, help="placements per agent (default 20)")
+    parser.add_argument("--agent-timeout", type=float, default=900.0, help="seconds per agent process (default 900)")
+    parser.add_argument("--only-agents", action="store_true", help="only the agents at scale")
+    parser.add_argument("--agent-worker", help=argparse.SUPPRESS)  # internal: one agent, JSON on stdout
     parser.add_argument("--json", help="results JSON path")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
+    pinned = pin_to_one_core(not args.no_pin)
+    if args.agent_worker:
+        print(json.dumps(agent_at_scale(args.agent_worker, args.agent_size, args.agent_budget, args.seed), default=str))
+        return 0
     refuse_existing_outputs(parser, [args.json], args.overwrite)
 
-    pinned = pin_to_one_core(not args.no_pin)
-    report = {"graph_build": graph_build(args.sizes, args.repeats, args.seed),
-              "feature_build": feature_build(args.sizes, args.seed),
-              "env": env_at(args.env_size, args.steps, args.seed)}
-    rows = []
-    for model in args.models:
-        graph = load_graph(model)
-        rows += [agreement(graph, {}), agreement(graph, SMALL_BUDGETS)]
-    if not args.no_exact_10k:
-        rows.append(agreement(synthetic_graph(10_000, args.seed), {}))
-    report["agreement"] = rows
+    report = {}
+    if not args.only_agents:
+        report = {"graph_build": graph_build(args.sizes, args.repeats, args.seed),
+                  "feature_build": feature_build(args.sizes, args.seed),
+                  "env": env_at(args.env_size, args.steps, args.seed)}
+        rows = []
+        for model in args.models:
+            graph = load_graph(model)
+            rows += [agreement(graph, {}), agreement(graph, SMALL_BUDGETS)]
+        if not args.no_exact_10k:
+            rows.append(agreement(synthetic_graph(10_000, args.seed), {}))
+        report["agreement"] = rows
+    if args.agents:
+        report["agents"] = agents_at_scale(args.agents, args.agent_size, args.agent_budget, args.seed,
+                                           pinned, args.agent_timeout)
     report["peak_rss_mb"] = peak_rss_mb()
     print(f"peak resident memory: {report['peak_rss_mb']:.0f} MB")
     if args.json:
         results.write_json(args.json, {
             **report,
             "settings": {"seed": args.seed, "steps": args.steps, "repeats": args.repeats, "pinned_to_one_core": pinned,
+                         "agent_size": args.agent_size, "agent_budget": args.agent_budget,
+                         "agent_options": AGENT_OPTIONS,
                          "exact_structure_max_ops": EXACT_STRUCTURE_MAX_OPS, "ball_budget": BALL_BUDGET,
                          "n_pivots": N_PIVOTS, "small_budgets": SMALL_BUDGETS, "profile": "paper"},
             **run_metadata(argv, "shared 2-core machine, run under nice -n 10: timings are noisy single runs unless stated"),

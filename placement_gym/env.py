@@ -52,7 +52,7 @@ from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
 from .backends.base import DEVICE_FEATURES, describe_devices
-from .features import DEFAULT_FAMILIES, node_features
+from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
 
@@ -150,7 +150,7 @@ class DevicePlacementEnv(gym.Env):
 
         n, d = self.graph.n_ops, len(self.backend.device_names)
         self._node_features = node_features(self.graph, self.feature_families)
-        self._edge_features = (np.log10(1.0 + self.graph.edge_bytes.astype(np.float32)) / 10.0)[:, None]
+        self._edge_features = edge_features(self.graph.edge_bytes)
         self._action_mask, self._device_features, cost = describe_devices(self.backend, self.graph)
         self._node_device_cost = np.where(self._action_mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32)
         if self._action_mask.shape != (n, d) or self._device_features.shape != (d, len(DEVICE_FEATURES)):

@@ -75,6 +75,16 @@ def cost(graph: ComputationGraph) -> np.ndarray:
     return (np.stack([np.log10(1.0 + graph.flops), np.log10(1.0 + graph.bytes_out)], axis=1) / 10.0).astype(np.float32)
 
 
+
+def edge_features(edge_bytes: np.ndarray) -> np.ndarray:
+    """(E, 1) float32 log10(1 + bytes) / 10 of each edge's tensor: the observation's ``edge_features``."""
+    return (np.log10(1.0 + np.asarray(edge_bytes).astype(np.float32)) / 10.0)[:, None]
+
+
+def bytes_from_edge_features(features: np.ndarray) -> np.ndarray:
+    """(E,) float64 bytes that `edge_features` encoded (float32 round-off: relative error ~1e-6)."""
+    return np.power(10.0, 10.0 * np.asarray(features, dtype=np.float64).reshape(-1)) - 1.0
+
 # ----------------------------------------------------------------------------------- graph structure
 # Both structural families work on hop distances over the compute-op DAG. Up to `EXACT_STRUCTURE_MAX_OPS` ops they
 # are exact: scipy's BFS from every node, in chunks of source nodes (time O(N (N + E)), memory O(chunk x N)).

@@ -13,6 +13,11 @@ groups of ops, on the real one.
 
 >>> import gymnasium as gym, placement_gym
 >>> env = gym.make("DevicePlacementNode-v0", model="resnet", groups=16)   # 16 steps per episode
+
+`CoarsenedPlacement` shows a big graph as at most ``max_nodes`` clusters of ops (`placement_gym.coarsen`): the
+agent places clusters, every op gets its cluster's device. The learned agents put it around graphs above their
+``coarsen_above`` themselves (`agents.common.run`); the node-by-node variant works on top of it (its nodes are
+then clusters, or groups of clusters).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from .coarsen import MAX_NODES, Coarsening
 from .env import DevicePlacementEnv
 
 STARTS = ("reference", "random")
@@ -72,8 +78,9 @@ class NodePlacementWrapper(gym.Wrapper):
     ``latency_s`` of the start placement.
 
     Args:
-        env: a `DevicePlacementEnv` (possibly wrapped by gymnasium's own wrappers). Its ``horizon`` is
-            ignored: the episode length is ``sweeps`` x number of nodes.
+        env: a `DevicePlacementEnv` (possibly wrapped by gymnasium's own wrappers), or a `CoarsenedPlacement`,
+            whose clusters then play the part of the ops (N = clusters, `groups` are groups of clusters). Its
+            ``horizon`` is ignored: the episode length is ``sweeps`` x number of nodes.
         groups: None (every op is a node), an int G (the topological order cut into G contiguous chunks) or
             an (N,) integer array of group labels (e.g. co-location groups).
         sweeps: how many times an episode visits every node.
@@ -91,20 +98,22 @@ class NodePlacementWrapper(gym.Wrapper):
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.base: DevicePlacementEnv = base
-        self.groups = _as_groups(groups, base.graph.n_ops)
+        # Whose whole placements the nodes are made of: the env's ops, or a coarsened env's clusters.
+        self.layer: "DevicePlacementEnv | CoarsenedPlacement" = env if isinstance(env, CoarsenedPlacement) else base
+        n = int(self.layer.observation_space["placement"].shape[0])
+        self.groups = _as_groups(groups, n)
         self.n_nodes = int(self.groups.max()) + 1
         self.sweeps, self.start = int(sweeps), start
         self.episode_length = self.n_nodes * self.sweeps
 
-        n = base.graph.n_ops
         self.observation_space = spaces.Dict({
-            **base.observation_space.spaces,
+            **self.layer.observation_space.spaces,
             "current_node": spaces.Box(0.0, 1.0, (n,), np.float32),
             "visited": spaces.Box(0.0, 1.0, (n,), np.float32),
         })
         self.action_space = spaces.Discrete(base.n_devices)
 
-        self._placement = base.reference_placement.copy()
+        self._placement = np.zeros(n, dtype=np.int64)  # set by reset
         self._visited = np.zeros(n, dtype=np.float32)
         self._latency = float("nan")
         self._start_latency = float("nan")
@@ -135,7 +144,7 @@ class NodePlacementWrapper(gym.Wrapper):
 
     @property
     def placement(self) -> np.ndarray:
-        """(N,) int64 copy of the current placement."""
+        """(N,) int64 copy of the current placement (of the clusters, on a `CoarsenedPlacement`)."""
         return self._placement.copy()
 
     # ------------------------------------------------------------------ gym API
@@ -144,15 +153,15 @@ class NodePlacementWrapper(gym.Wrapper):
         start_placement = options.pop("placement", None)
         _, info = self.env.reset(seed=seed, options=options or None)
         self._t = 0
-        self._visited = np.zeros(self.base.graph.n_ops, dtype=np.float32)
+        self._visited = np.zeros(len(self.groups), dtype=np.float32)
         reference = self.base.reference.latency_s
         if start_placement is None and self.start == "random":
             # One device per node (the ops of a node always share a device).
             start_placement = self.np_random.integers(self.base.n_devices, size=self.n_nodes)[self.groups]
         if start_placement is None:
-            self._placement, self._latency = self.base.reference_placement.copy(), reference
+            self._placement, self._latency = self.layer.reference_placement.copy(), reference
         else:
-            self._placement = self.base.validate_action(start_placement)
+            self._placement = self.layer.validate_action(start_placement)
             _, _, _, _, step_info = self.env.step(self._placement)  # measures the start placement
             self._latency = float(step_info["latency_corrected_s"])
         self._start_latency = self._latency
@@ -189,9 +198,9 @@ class NodePlacementWrapper(gym.Wrapper):
         return int(array.reshape(-1)[0])
 
     def _observation(self) -> dict[str, np.ndarray]:
-        obs = self.base.observation()  # fresh copies of the static arrays
+        obs = self.layer.observation()  # fresh copies of the static arrays
         obs["placement"] = self._placement.copy()
-        current = np.zeros(self.base.graph.n_ops, dtype=np.float32)
+        current = np.zeros(len(self.groups), dtype=np.float32)
         if self._t < self.episode_length:
             current[self.groups == self._t % self.n_nodes] = 1.0
         obs["current_node"] = current
@@ -244,3 +253,64 @@ def make_node_env(groups: Any = None, sweeps: int = 1, start: str = "reference",
     """``gym.make("DevicePlacementNode-v0", ...)``: a `DevicePlacementEnv` built from `env_kwargs`
     (``model``, ``devices``, ``backend``, ...) wrapped in `NodePlacementWrapper(groups, sweeps, start)`."""
     return NodePlacementWrapper(DevicePlacementEnv(**env_kwargs), groups=groups, sweeps=sweeps, start=start)
+
+
+class CoarsenedPlacement(gym.Wrapper):
+    """A `DevicePlacementEnv` seen as at most `max_nodes` clusters of ops (`placement_gym.coarsen`).
+
+    Observation: the env's Dict with M clusters in place of N ops (`Coarsening.observation`: node features
+    averaged, ``node_device_cost`` summed, edges between clusters with their bytes summed, ``action_mask`` the
+    devices that can run the whole cluster, ``placement`` the majority device of each cluster, ``device_features``
+    unchanged). The static arrays are coarsened once, here; a step only recomputes ``placement``.
+    Action: ``MultiDiscrete([D] * M)``, a device per cluster; every op gets its cluster's device
+    (`Coarsening.expand`) and the wrapped env measures that (N,) placement.
+    info: the wrapped env's, unchanged: ``info["placement"]`` is the full (N,) placement measured.
+    ``reset(options={"placement": p})`` starts from the coarse placement `p` (M,).
+
+    Args:
+        env: a `DevicePlacementEnv`, possibly wrapped (e.g. by the run loop's recorder).
+        max_nodes: M, clusters at most (a graph of at most M ops keeps one cluster per op).
+    """
+
+    def __init__(self, env: gym.Env, max_nodes: int = MAX_NODES) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        if not isinstance(base, DevicePlacementEnv):
+            raise TypeError(f"CoarsenedPlacement wraps a DevicePlacementEnv, got {type(base).__name__}")
+        self.base: DevicePlacementEnv = base
+        self.coarsening = Coarsening.of(base.observation(), max_nodes)
+        self._static = self.coarsening.observation(base.observation())
+        self.observation_space = self.coarsening.observation_space(base.observation_space)
+        self.action_space = spaces.MultiDiscrete(np.full(self.coarsening.n_clusters, base.n_devices, dtype=np.int64))
+
+    @property
+    def reference_placement(self) -> np.ndarray:
+        """(M,) int64: the wrapped env's reference placement per cluster (every cluster on its device)."""
+        return self.coarsening.majority(self.base.reference_placement, self.base.n_devices)
+
+    def validate_action(self, action) -> np.ndarray:
+        """(M,) int64 copy of a coarse `action`, or ``ValueError`` saying what is expected."""
+        self.coarsening.expand(action)  # checks shape and dtype
+        array = np.asarray(action, dtype=np.int64)
+        if array.size and (array.min() < 0 or array.max() >= self.base.n_devices):
+            raise ValueError(f"a coarse action holds device indices in 0..{self.base.n_devices - 1}, got "
+                             f"{array.min()}..{array.max()}")
+        return array.copy()
+
+    def observation(self, placement: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The coarse observation (fresh arrays) for the full (N,) `placement` (default: the env's current one)."""
+        obs = {k: v.copy() for k, v in self._static.items()}
+        full = self.base.observation()["placement"] if placement is None else placement
+        obs["placement"] = self.coarsening.majority(full, self.base.n_devices)
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = dict(options or {})
+        if "placement" in options:
+            options["placement"] = self.coarsening.expand(self.validate_action(options["placement"]))
+        obs, info = self.env.reset(seed=seed, options=options or None)
+        return self.observation(obs["placement"]), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(self.coarsening.expand(self.validate_action(action)))
+        return self.observation(obs["placement"]), reward, terminated, truncated, info

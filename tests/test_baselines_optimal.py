@@ -134,3 +134,22 @@ def test_cost_model_matches_the_simulator():
     for d in range(2):  # one device: latency = the sum of its op times
         assert backend.measure(graph, np.full(8, d)).latency_s == pytest.approx(costs.op_time_s[:, d].sum())
     assert np.all(costs.edge_time_s[:, 0, 0] == 0) and np.all(costs.edge_time_s[:, 0, 1] > 0)
+
+
+def test_above_the_mip_size_the_optimum_says_it_stopped_for_the_size_and_proves_only_a_start_at_the_bound():
+    from agents.baselines.optimal import MAX_OPS_FOR_MIP, solve_optimum
+
+    n = MAX_OPS_FOR_MIP + 1
+    op_time = np.random.default_rng(0).uniform(1e-4, 1e-3, (n, 2))
+    edge_index = np.array([np.arange(n - 1), np.arange(1, n)])
+
+    def simulate(p: np.ndarray) -> float:  # compute only: the sequential closed-form bound is then attainable
+        return float(op_time[np.arange(n), p].sum())
+
+    result = solve_optimum(op_time, np.zeros((n - 1, 2, 2)), edge_index, 0.0, "sequential", simulate, time_limit_s=5.0)
+    assert result.status == "size_limit" and result.label.startswith("best found, bound")
+    assert result.lower_bound_s <= result.latency_s
+    fastest = op_time.argmin(axis=1)
+    proven = solve_optimum(op_time, np.zeros((n - 1, 2, 2)), edge_index, 0.0, "sequential", simulate,
+                           start=[fastest], time_limit_s=5.0)
+    assert proven.status == "optimal" and proven.label == "proven"

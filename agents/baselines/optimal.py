@@ -23,7 +23,8 @@ How (an exact method with a certificate, not a heuristic):
    placement has ``sim >= L >= U``) or the time limit passes (then the optimum lies in ``[lower_bound, U]``).
    A cutoff ``L(p) <= U`` prunes the search; an infeasible MIP proves optimality.
 
-The agent records ``plan_info``: ``status`` ("optimal" or "time_limit"), ``latency_s`` (U), ``lower_bound_s``,
+The agent records ``plan_info``: ``status`` ("optimal", "time_limit", or "size_limit" above `MAX_OPS_FOR_MIP`
+ops, where no MIP is built and the bound is closed-form), ``latency_s`` (U), ``lower_bound_s``,
 ``gap`` ((U - bound) / U), ``iterations``, ``solve_s`` and ``simulator_calls`` (simulator evaluations the
 certificate used; they are not env steps and do not count against the budget).
 Verified against brute-force enumeration of all placements on small graphs (tests/test_baselines_optimal.py).
@@ -54,7 +55,8 @@ class OptimumResult:
         placement: (N,) int64, the best placement found (optimal when ``status == "optimal"``).
         latency_s: its simulated latency (an upper bound on the optimum).
         lower_bound_s: a proven lower bound on the optimum (equal to ``latency_s`` within `REL_TOL` when optimal).
-        status: ``"optimal"`` or ``"time_limit"``.
+        status: ``"optimal"``, ``"time_limit"`` or ``"size_limit"`` (too many ops for the MIP: the best start
+            placement and a closed-form bound, well within the time limit).
         iterations: MIP solves; simulator_calls: placements simulated; solve_s: wall time.
     """
 
@@ -397,6 +399,9 @@ def solve_optimum(
     if n > MAX_OPS_FOR_MIP or not np.isfinite(result.latency_s):
         result.notes.append(f"{n} ops: above {MAX_OPS_FOR_MIP} no MIP is built; best start placement, closed-form bound"
                             if n > MAX_OPS_FOR_MIP else "no start placement is feasible; no MIP horizon")
+        if n > MAX_OPS_FOR_MIP:  # it stopped for the size, not the clock; a start that meets the bound is optimal
+            proven = result.latency_s <= result.lower_bound_s * (1 + REL_TOL) + 1e-15
+            result.status = "optimal" if proven else "size_limit"
         result.solve_s = time.perf_counter() - began
         return result
 

@@ -29,7 +29,7 @@ from gymnasium import spaces
 from torch import nn
 
 from .checkpoint import read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint
-from .run import RunAgent
+from .run import RunAgent, coarsens
 
 __all__ = ["BaseAgent", "PolicySpec"]
 
@@ -90,11 +90,12 @@ class BaseAgent(RunAgent):
         seed: default seed of `learn` (its own `seed` argument wins).
         torch_threads: torch threads while learning (`RunAgent`).
         device: torch device of the policy.
+        coarsen_above, max_nodes: big graphs are learned and placed coarsened (`RunAgent`).
     """
 
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads)
+                 device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
         self.device = torch.device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
@@ -103,6 +104,7 @@ class BaseAgent(RunAgent):
     def build_policy(self, spec: PolicySpec) -> nn.Module:
         """The policy module for `spec` (called once, lazily)."""
 
+    @coarsens
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs` ((N,) int64 for the DevicePlacement-v0 Dict observation). Uses the policy's
         ``act(obs, num_samples=1, deterministic=...)``: the policy's own placement, which the run summary

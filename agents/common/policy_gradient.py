@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any, Callable, Mapping
 
+import time
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -23,7 +25,11 @@ from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "PolicyGradientAgent", "distill", "node_by_node_log_prob"]
+__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "node_by_node_log_prob"]
+
+#: The learned agents' default ``distill_seconds`` (`agents.common.reinforce.ReinforceConfig`): generous for the
+#: zoo models, a cap on coarsened big graphs, where one distillation step costs tens of milliseconds.
+DISTILL_SECONDS = 5.0
 
 #: The trainers an agent can use.
 ALGORITHMS = ("reinforce", "ppo")
@@ -43,13 +49,13 @@ class PolicyGradientAgent(BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
-        seed, torch_threads, device: see `BaseAgent`.
+        seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
     """
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
                  ppo: Mapping[str, Any] | None = None, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, device=device)
+                 device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, device=device, **coarsen)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
         unknown = sorted(set(ppo or {}) - set(_PPO_ONLY))
@@ -71,7 +77,7 @@ class PolicyGradientAgent(BaseAgent):
         """The constructor arguments that pick the trainer and the convergence aids (for `hyperparameters`)."""
         c = self.trainer_config
         return {"algorithm": self.algorithm, "ppo": dict(self.ppo), "imitation_coef": c.imitation_coef,
-                "elites": c.elites, "distill_steps": c.distill_steps}
+                "elites": c.elites, "distill_steps": c.distill_steps, "distill_seconds": c.distill_seconds}
 
     def agent_env(self, env: gym.Env) -> gym.Env:
         """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
@@ -105,20 +111,23 @@ class PolicyGradientAgent(BaseAgent):
     def distill(self, placement: np.ndarray | None, max_steps: int) -> int:
         """Fit the policy to `placement` (the run's best action) until ``predict`` returns it (`distill`)."""
         self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
-                                       self.imitation_obs, max_steps, self.trainer_config.max_grad_norm)
+                                       self.imitation_obs, max_steps, self.trainer_config.max_grad_norm,
+                                       self.trainer_config.distill_seconds)
         return self.distilled_steps
 
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,
             placement: np.ndarray | None, obs: Mapping[str, Any], max_steps: int,
-            max_grad_norm: float | None = 1.0) -> int:
-    """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`;
-    returns the steps taken. Measures nothing: the search is over, this makes the policy's own placement the one
-    its search found (the ``distill_steps`` of every learned agent, torch and SB3 alike)."""
+            max_grad_norm: float | None = 1.0, max_seconds: float | None = None) -> int:
+    """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`
+    and (unless None) `max_seconds` of wall time; returns the steps taken. Measures nothing: the search is over,
+    this makes the policy's own placement the one its search found (the ``distill_steps`` and
+    ``distill_seconds`` of every learned agent, torch and SB3 alike)."""
     if placement is None or max_steps == 0:
         return 0
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     for step in range(max_steps):
-        if np.array_equal(predict(obs), placement):
+        if np.array_equal(predict(obs), placement) or (deadline is not None and time.perf_counter() > deadline):
             return step
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)

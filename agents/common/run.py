@@ -7,7 +7,9 @@ Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which 
        can make training several times slower);
     3. open a `RunLoop` on the env: ``run.env`` is the env wrapped in a recorder that counts every placement
        measured, times the env apart from the agent, keeps the best placement seen and the best-so-far
-       curve, calls the user's callback, and refuses to measure past the budget;
+       curve, calls the user's callback, and refuses to measure past the budget; on a graph of more than the
+       agent's ``coarsen_above`` ops, ``run.env`` shows it coarsened to at most ``max_nodes`` clusters
+       (`placement_gym.wrappers.CoarsenedPlacement`, see "Big graphs" below);
     4. call the agent's own `RunAgent.train(run, seed)`, the algorithm: it steps ``run.env`` (or a wrapper of
        it) until ``run.done`` and reports each update's statistics with ``run.record_update``;
     5. `RunLoop.finish`: re-measure the best placement afresh (bypassing the measurement cache, so the
@@ -17,11 +19,20 @@ Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which 
 The summary is what the harness (`placement_gym.evaluation.evaluate`) turns into a results record, so every
 agent, ours or a user's subclass, reports the same things: the curve, placements to the best, the agent's
 compute per placement, and both its best placement and its own policy's placement.
+
+Big graphs. An agent with ``coarsen_above`` set (the learned agents: `placement_gym.coarsen.COARSEN_ABOVE`
+ops) learns a graph of more ops than that on its coarsening (`placement_gym.coarsen`, at most ``max_nodes``
+clusters): ``run.env`` takes a device per cluster, the recorder below it still sees every full placement, so
+the run's best placement and the final measurements are full-size, while ``run.best_action`` (what distillation
+aims at) and ``run.predict_observation()`` are the coarse ones the policy works with. ``predict`` (decorated
+with `coarsens`) coarsens a full-size observation the same way and expands its answer; the clusters are
+recomputed from the observation itself, so a saved agent needs no stored mapping.
 """
 from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import math
 import random
 import time
@@ -37,8 +48,10 @@ from placement_gym.evaluation import RunSummary, check_budget
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from placement_gym.callbacks import Callback, make_callback
+from placement_gym.coarsen import MAX_NODES, Coarsening
+from placement_gym.wrappers import CoarsenedPlacement
 
-__all__ = ["RunAgent", "RunLoop", "set_seed", "torch_threads"]
+__all__ = ["RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads"]
 
 
 def set_seed(seed: int | None) -> None:
@@ -79,6 +92,8 @@ class RunLoop:
         seed: the run's seed (recorded; the agent uses it).
         callback: a `Callback` that sees every step and update; ``on_step`` returning False stops the run.
         config: the agent's settings, handed to ``callback.on_training_start``.
+        max_nodes: None, or show the agent the graph coarsened to at most this many clusters (module docstring;
+            a vector env is then stepped through its first sub-env, one placement at a time).
 
     Attributes:
         env: `env` wrapped in the recorder: the agent measures placements through it (or through its own
@@ -89,11 +104,13 @@ class RunLoop:
             its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
         vector: with a vector env, it wrapped in the recorder: one ``step`` measures ``num_envs`` placements in
             one batch, each counted and recorded as a step of `env` would be (the bandit collector,
-            `agents.common.rollout.collect_placements`, uses it); None for a single env.
+            `agents.common.rollout.collect_placements`, uses it); None for a single env or a coarsened run.
+        coarsening: the `placement_gym.coarsen.Coarsening` ``env`` shows (None: the graph as it is).
     """
 
     def __init__(self, env: "gym.Env | DevicePlacementVectorEnv", budget: int, seed: int | None = None,
-                 callback: Callback | None = None, config: Mapping[str, Any] | None = None) -> None:
+                 callback: Callback | None = None, config: Mapping[str, Any] | None = None,
+                 max_nodes: int | None = None) -> None:
         vector = env if isinstance(env, DevicePlacementVectorEnv) else None
         if vector is not None:
             env = vector.envs[0]
@@ -109,8 +126,8 @@ class RunLoop:
         self.best_latency_s, self.best_placement, self.best_step = math.inf, None, None
         # The action the agent sent at the best step: the best placement before the env's ``unsupported="repair"``
         # moved ops off devices that cannot run them (the same placement otherwise; the placement itself where the
-        # env's action is not a whole placement). It is what the agent's own policy can produce, so distillation
-        # aims at it.
+        # env's action is not a whole placement; a device per cluster on a coarsened run). It is what the agent's
+        # own policy can produce, so distillation aims at it.
         self.best_action: np.ndarray | None = None
         self.curve: list[list] = []
         self.history: list[dict] = []
@@ -118,7 +135,15 @@ class RunLoop:
         self.stopped = False  # a callback asked to stop
         self.env_s = 0.0
         self._started = time.perf_counter()
-        self.env = _Recorder(env, self)
+        self.env: gym.Env = _Recorder(env, self)
+        self.coarsening: Coarsening | None = None
+        if max_nodes is not None:
+            # Outside the recorder, so the recorder sees (and the run reports) every full placement.
+            self.env = CoarsenedPlacement(self.env, max_nodes)
+            self.coarsening = self.env.coarsening
+            self.details["coarsened"] = {"ops": self.base.graph.n_ops, "clusters": self.coarsening.n_clusters,
+                                         "cluster_edges": int(self.coarsening.edge_index.shape[1])}
+            vector = None  # the vector env measures full placements; the coarse env is stepped one at a time
         self.vector = None if vector is None else _VectorRecorder(vector, self)
         self.callback.on_training_start(self.budget, dict(config or {}))
 
@@ -150,6 +175,8 @@ class RunLoop:
             self.best_placement = np.array(info["placement"], dtype=np.int64)
             action = np.array(action, dtype=np.int64)  # a node-by-node env's action is one node's device only
             self.best_action = action if action.shape == self.best_placement.shape else self.best_placement.copy()
+            if self.coarsening is not None:  # the recorder saw the expanded action: back to one device per cluster
+                self.best_action = self.coarsening.majority(self.best_action, self.base.n_devices)
             self.curve.append([self.steps, latency])
         if self.callback.on_step(self.steps, float(reward), info) is False:
             self.stopped = True
@@ -157,8 +184,10 @@ class RunLoop:
     # ------------------------------------------------------------------------------------- the end
     def predict_observation(self) -> dict[str, np.ndarray]:
         """The observation `finish` gives ``predict``: the whole graph with the reference placement (what the env
-        shows after a reset), built without resetting the env (agents fit their policy to it, `distill`)."""
-        return {**self.base.observation(), "placement": self.base.reference_placement.copy()}
+        shows after a reset), built without resetting the env (agents fit their policy to it, `distill`);
+        coarsened on a coarsened run, as ``predict`` would coarsen it."""
+        obs = {**self.base.observation(), "placement": self.base.reference_placement.copy()}
+        return obs if self.coarsening is None else self.coarsening.observation(obs)
 
     def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> RunSummary:
         """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
@@ -188,6 +217,20 @@ class RunLoop:
         )
         self.callback.on_training_end(summary.to_dict())
         return summary
+
+
+def coarsens(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``: an observation of a graph above the agent's
+    ``coarsen_above`` is coarsened first (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,)."""
+
+    @functools.wraps(predict)
+    def wrapper(self: "RunAgent", obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        coarsening = self.coarsening_for(obs)
+        if coarsening is None:
+            return predict(self, obs, deterministic)
+        return coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+
+    return wrapper
 
 
 class _Recorder(gym.Wrapper):
@@ -253,6 +296,10 @@ class RunAgent(abc.ABC):
     Args:
         seed: default seed of `learn` (its own `seed` argument wins).
         torch_threads: torch threads while learning (None: leave torch's setting alone).
+        coarsen_above: learn and predict on graphs of more ops than this coarsened to at most `max_nodes`
+            clusters (module docstring); None or 0: never (the default here; the learned agents set
+            `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
+        max_nodes: clusters of a coarsened graph, at most.
 
     After `learn`:
         best_placement, best_latency_s: the run's result: its best placement (or, if it measured none, its
@@ -265,9 +312,18 @@ class RunAgent(abc.ABC):
     #: Node-feature families the agent's env must observe; None = the env's default.
     feature_families: tuple[str, ...] | None = None
 
-    def __init__(self, seed: int | None = None, torch_threads: int | None = 1) -> None:
+    def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
+                 max_nodes: int = MAX_NODES) -> None:
+        if not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
+            raise ValueError(f"max_nodes must be a positive number of clusters, got {max_nodes!r}")
+        if coarsen_above is not None and (not isinstance(coarsen_above, (int, np.integer)) or
+                                          (coarsen_above and coarsen_above < max_nodes)):
+            raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
+                             f"({max_nodes}), so a coarsened graph is not coarsened again; got {coarsen_above!r}")
         self.seed = seed
         self.torch_threads = torch_threads
+        self.coarsen_above = int(coarsen_above) if coarsen_above else None
+        self.max_nodes = int(max_nodes)
         self.best_placement: np.ndarray | None = None
         self.best_latency_s: float | None = None
         self.run_summary: RunSummary | None = None
@@ -290,15 +346,35 @@ class RunAgent(abc.ABC):
         seed = self.seed if seed is None else seed
         set_seed(seed)
         with torch_threads(self.torch_threads):
-            run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()})
+            n_ops = (env.envs[0] if isinstance(env, DevicePlacementVectorEnv) else env).unwrapped.graph.n_ops
+            run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()},
+                          max_nodes=self.max_nodes if self.coarsens(n_ops) else None)
             self.train(run, seed)
             summary = run.finish(self.predict)
         self.run_summary, self.history = summary, run.history
         base = run.base
         self.trained_for = {"graph": base.graph.name, "n_ops": base.graph.n_ops, "devices": base.device_names,
                             "feature_families": list(base.feature_families), "simulated": base.backend.simulated}
+        if run.coarsening is not None:
+            self.trained_for["clusters"] = run.coarsening.n_clusters
         self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
         return self
+
+    # ------------------------------------------------------------------------------------ big graphs
+    def coarsens(self, n_ops: int) -> bool:
+        """Whether this agent works on a graph of `n_ops` ops through its coarsening (``coarsen_above``)."""
+        return self.coarsen_above is not None and n_ops > self.coarsen_above
+
+    def coarsen_options(self) -> dict[str, Any]:
+        """``coarsen_above`` and ``max_nodes`` (for `hyperparameters`)."""
+        return {"coarsen_above": self.coarsen_above, "max_nodes": self.max_nodes}
+
+    def coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
+        """The coarsening ``predict`` applies to `obs`: None for a graph it places as it is (at most
+        ``coarsen_above`` ops, or a node-by-node observation, which is already of the env it learned on)."""
+        if "current_node" in obs or not self.coarsens(int(np.shape(obs["placement"])[0])):
+            return None
+        return Coarsening.of(obs, self.max_nodes)
 
     # ------------------------------------------------------------------------------------ to implement
     @abc.abstractmethod

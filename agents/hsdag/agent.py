@@ -48,8 +48,9 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import HSDAGPolicy
 
@@ -92,11 +93,13 @@ class HSDAGAgent(PolicyGradientAgent):
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
-        imitation_coef, elites, distill_steps: self-imitation of the run's fastest placements and the final
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements and the final
             distillation of the best one into the policy (`ReinforceConfig`; our additions, see below).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "hsdag"
@@ -128,19 +131,23 @@ class HSDAGAgent(PolicyGradientAgent):
         imitation_coef: float = 0.0,
         elites: int = 4,
         distill_steps: int = 1000,
+        distill_seconds: float | None = DISTILL_SECONDS,
         algorithm: str = "reinforce",
         ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
         torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
+        coarsen_above: int | None = COARSEN_ABOVE,
+        max_nodes: int = MAX_NODES,
     ) -> None:
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+            distill_seconds=distill_seconds,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device)
+                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
                             directed=directed, use_edge_features=use_edge_features)
@@ -155,7 +162,7 @@ class HSDAGAgent(PolicyGradientAgent):
             "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
-            "torch_threads": self.torch_threads, **self.algorithm_options(),
+            "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
         }
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:

@@ -24,8 +24,10 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent, node_by_node_log_prob
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob
 from agents.common.reinforce import ReinforceConfig
+from agents.common.run import coarsens
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 from .policy import PlacetoPolicy
@@ -53,10 +55,12 @@ class PlacetoAgent(PolicyGradientAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
-        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "placeto"
@@ -65,17 +69,19 @@ class PlacetoAgent(PolicyGradientAgent):
                  sweeps: int = 1, start: str = "random", learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
                  *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
+                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
+                 max_nodes: int = MAX_NODES) -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
                                  max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
-                                 distill_steps=distill_steps)
+                                 distill_steps=distill_steps, distill_seconds=distill_seconds)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device)
+                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
@@ -88,7 +94,7 @@ class PlacetoAgent(PolicyGradientAgent):
                     sweeps=self.sweeps, start=self.start, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options())
+                    **self.algorithm_options(), **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
@@ -105,7 +111,8 @@ class PlacetoAgent(PolicyGradientAgent):
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self.node_groups(env.unwrapped.graph.n_ops), sweeps=self.sweeps,
+        n_nodes = int(env.observation_space["placement"].shape[0])  # ops, or clusters of a coarsened graph
+        return NodePlacementWrapper(env, groups=self.node_groups(n_nodes), sweeps=self.sweeps,
                                     start=self.start)
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
@@ -119,6 +126,7 @@ class PlacetoAgent(PolicyGradientAgent):
                                      self.spec.n_devices, log_prob, self.sweeps)
 
     # ------------------------------------------------------------------ inference
+    @coarsens
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """For a node-by-node observation: the current node's device (a 0-d int64 array). For a whole-placement
         observation (`DevicePlacement-v0`): a complete placement (N,) int64, built like an episode (every group

@@ -33,10 +33,11 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
 from agents.common.rollout import Decision
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import PostPolicy
 
@@ -85,8 +86,10 @@ class PostAgent(PolicyGradientAgent):
         elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
         ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
             the way, the paper's closed form).
-        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "post"
@@ -95,16 +98,20 @@ class PostAgent(PolicyGradientAgent):
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 5, elite_fraction: float = 0.1,
                  ce_smoothing: float = 0.5, imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS,
                  *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu") -> None:
+                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
+                 max_nodes: int = MAX_NODES) -> None:
         if n_groups is not None and n_groups < 1:
             raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
         if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
             raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
-                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
-        super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device)
+                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+                                 distill_seconds=distill_seconds)
+        super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
+                         coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups = n_groups
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -116,7 +123,8 @@ class PostAgent(PolicyGradientAgent):
         return dict(n_groups=self.n_groups, learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
-                    ce_smoothing=self.ce_smoothing, seed=self.seed, torch_threads=self.torch_threads, **options)
+                    ce_smoothing=self.ce_smoothing, seed=self.seed, torch_threads=self.torch_threads, **options,
+                    **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> PostPolicy:
         return PostPolicy(spec, self.n_groups)

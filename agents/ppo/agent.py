@@ -29,9 +29,10 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.policy_gradient import distill, node_by_node_log_prob
-from agents.common.run import RunAgent, RunLoop
+from agents.common.policy_gradient import DISTILL_SECONDS, distill, node_by_node_log_prob
+from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphPolicy
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
@@ -66,17 +67,23 @@ class SB3Agent(RunAgent):
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
         distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it, at most
-            this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off).
-        seed, torch_threads: see `agents.common.run.RunAgent`.
+            this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off) ...
+        distill_seconds: ... and for at most this many seconds (None: no limit).
+        seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
+            fix the graph size, so a coarsened graph is the one size it runs on).
     """
 
     name = "sb3"
 
-    def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0, seed: int | None = None,
-                 torch_threads: int | None = 1) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads)
+    def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0,
+                 distill_seconds: float | None = None, seed: int | None = None, torch_threads: int | None = 1,
+                 **coarsen: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
         self.model = model
         self.distill_steps = int(distill_steps)
+        if distill_seconds is not None and not distill_seconds > 0:
+            raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {distill_seconds}")
+        self.distill_seconds = distill_seconds
 
     # ------------------------------------------------------------------ for subclasses
     def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
@@ -111,7 +118,7 @@ class SB3Agent(RunAgent):
         self.imitation_obs = run.predict_observation()
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                                        run.best_action, self.imitation_obs, self.distill_steps,
-                                       getattr(self.model, "max_grad_norm", None))
+                                       getattr(self.model, "max_grad_norm", None), self.distill_seconds)
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() log-likelihood, per decision, that the model's policy takes `placement` (N,) on the run's graph
@@ -125,6 +132,7 @@ class SB3Agent(RunAgent):
     def policy(self) -> torch.nn.Module | None:
         return None if self.model is None else self.model.policy
 
+    @coarsens
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The model's action for `obs` ((N,) int64 placement on `DevicePlacement-v0`)."""
         if self.model is None:
@@ -145,7 +153,8 @@ class SB3Agent(RunAgent):
                 "(an SB3 policy runs on the graph size it was trained on)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"distill_steps": self.distill_steps, "seed": self.seed, "torch_threads": self.torch_threads}
+        return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds, "seed": self.seed, "torch_threads": self.torch_threads,
+                **self.coarsen_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -272,11 +281,13 @@ class PPOAgent(SB3Agent):
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
-        distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it
-            (`SB3Agent`; 0 = off).
+        distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
+            returns it, at most that many steps and seconds (`SB3Agent`; 0 steps = off, None seconds = no limit).
         start: node-by-node only: where episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours no
             device, ``"reference"`` starts from everything on device 0).
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "ppo"
@@ -286,9 +297,12 @@ class PPOAgent(SB3Agent):
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
                  entropy_per_node: bool = True, action_groups: int | None = 16, greedy_final: bool = True,
-                 node_groups: int | None = None, start: str = "random", distill_steps: int = 1000, *,
-                 seed: int | None = None, torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
-        super().__init__(distill_steps=distill_steps, seed=seed, torch_threads=torch_threads)
+                 node_groups: int | None = None, start: str = "random", distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS, *,
+                 seed: int | None = None, torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
+                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
+        super().__init__(distill_steps=distill_steps, distill_seconds=distill_seconds, seed=seed, torch_threads=torch_threads,
+                         coarsen_above=coarsen_above, max_nodes=max_nodes)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -307,7 +321,9 @@ class PPOAgent(SB3Agent):
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
-                    node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps, seed=self.seed, torch_threads=self.torch_threads)
+                    node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps,
+                    distill_seconds=self.distill_seconds, seed=self.seed,
+                    torch_threads=self.torch_threads, **self.coarsen_options())
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -331,7 +347,8 @@ class PPOAgent(SB3Agent):
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self._groups(env.unwrapped.graph.n_ops), start=self.start)
+        n_nodes = int(env.observation_space["placement"].shape[0])  # ops, or clusters of a coarsened graph
+        return NodePlacementWrapper(env, groups=self._groups(n_nodes), start=self.start)
 
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Whole-placement env: the last placement of the budget is kept for the policy's own (greedy)
@@ -360,6 +377,7 @@ class PPOAgent(SB3Agent):
                                      int(policy.action_space.n), log_prob)
 
     # ------------------------------------------------------------------ inference
+    @coarsens
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs`: (N,) int64 placement for `DevicePlacement-v0` (the current node's device for
         the node-by-node env; a node policy deployed on a whole graph places it group by group)."""

@@ -15,8 +15,9 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import SqrtLatencyReward
 
 from .policy import RNNPolicy
@@ -42,10 +43,12 @@ class RNNAgent(PolicyGradientAgent):
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
-        imitation_coef, elites, distill_steps: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "rnn"
@@ -53,18 +56,21 @@ class RNNAgent(PolicyGradientAgent):
     def __init__(self, n_groups: int = 8, hidden_dim: int = 64, refine: bool = True, reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.0,
-                 elites: int = 4, distill_steps: int = 1000, algorithm: str = "reinforce",
+                 elites: int = 4, distill_steps: int = 1000,
+                 distill_seconds: float | None = DISTILL_SECONDS, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu") -> None:
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
+                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
-                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps)
+                                 imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+                                 distill_seconds=distill_seconds)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device)
+                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -74,7 +80,7 @@ class RNNAgent(PolicyGradientAgent):
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options())
+                    **self.algorithm_options(), **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine)

@@ -33,7 +33,9 @@ import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 from placement_gym import evaluation, registry, results
 from placement_gym.backends import make_backend
+from placement_gym.cli import DATASET_SPLIT_PREFIX
 from placement_gym.env import DevicePlacementEnv
+from placement_gym.models import load_graph
 
 
 def _gap(latency: float | None, optimum: float) -> float | None:
@@ -53,8 +55,11 @@ def _test_graphs(specs: list[str], backend, features) -> dict[str, DevicePlaceme
     """One single-graph env per test graph (a ``dataset:SPLIT`` spec stands for each of its graphs)."""
     envs: dict[str, DevicePlacementEnv] = {}
     for spec in specs:
-        env = DevicePlacementEnv(spec, backend=backend, features=features)
-        for name, graph in getattr(env, "graphs", {env.graph.name: env.graph}).items():
+        if spec.startswith(DATASET_SPLIT_PREFIX):  # every graph of the split (the multi-graph env's `graphs`)
+            graphs = DevicePlacementEnv(spec, backend=backend, features=features).graphs.items()
+        else:
+            graphs = [(spec, load_graph(spec))]
+        for name, graph in graphs:
             envs[name] = DevicePlacementEnv(graph, backend=backend, features=features)
     return envs
 

@@ -250,6 +250,9 @@ def _save_run(args: argparse.Namespace, agent, env, record: dict, checkpoint: Pa
     and note them in `record`."""
     saved = agent.save(checkpoint, overwrite=args.overwrite)
     base = env.unwrapped
+    if base.multi_graph:  # trained over several graphs: no one placement to save (details['graphs'] has each)
+        record["extra"].update(checkpoint=str(saved))
+        return [saved]
     placement = {key: record[key] for key in PLACEMENT_KEYS}
     placement["by_op"] = {name: base.device_names[d] for name, d in zip(base.graph.op_names, record["placement"])}
     results.write_json(placement_path, placement, overwrite=args.overwrite)

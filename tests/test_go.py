@@ -94,7 +94,7 @@ def test_training_moves_from_graph_to_graph():
 def test_cli_trains_on_several_models_and_places_a_new_one_zero_shot(tmp_path, capsys):
     ckpt = tmp_path / "go.pt"
     options = ["--agent-option", "hidden_channels=16", "--agent-option", "heads=2", "--agent-option", "distill_steps=0"]
-    assert cli.main(["train", "--agent", "go", "--model", "tiny_chain", "--budget", "16", "--seed", "0",
+    assert cli.main(["train", "--agent", "go", "--models", "tiny_chain", "tiny_branch", "--budget", "16", "--seed", "0",
                      "--save", str(ckpt), *options, *SIM]) == 0
     capsys.readouterr()
     out_json = tmp_path / "zero.json"

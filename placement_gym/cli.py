@@ -14,6 +14,9 @@ from typing import Any, Sequence
 
 from . import evaluation, registry, results
 
+#: A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
+DATASET_SPLIT_PREFIX = "dataset:"
+
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from .devices import available_devices
@@ -77,10 +80,15 @@ def _env_factory(args: argparse.Namespace):
     backend = make_backend(args.backend, args.devices or "auto", **options)
     graphs: dict = {}
 
-    def make_env(model: str, families=None):
+    def make_env(model: "str | Sequence[str]", families=None):
+        """An env of one model, or of several (a list, or one ``dataset:SPLIT``), one drawn per reset."""
+        features = {} if families is None else {"features": families}
+        if not isinstance(model, str) or model.startswith(DATASET_SPLIT_PREFIX):
+            # The env loads and draws the graphs itself (`DevicePlacementEnv` with a list or "dataset:SPLIT").
+            many = list(model) if not isinstance(model, str) else model
+            return DevicePlacementEnv(many, backend=backend, unsupported=args.unsupported, **features)
         if model not in graphs:
             graphs[model] = load_graph(model)
-        features = {} if families is None else {"features": families}
         return DevicePlacementEnv(graphs[model], backend=backend, unsupported=args.unsupported, **features)
 
     return make_env, backend
@@ -152,6 +160,9 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
               "deterministic placement; to N% = placements until within N% of the best known latency, median "
               "over seeds (seeds that got there/all)):")
         print(learning)
+    transfer = _transfer_lines(records)
+    if transfer:
+        print("\n" + transfer)
     for skip in skipped:
         print(f"skipped {skip['agent']} on {skip['model']}: {skip['reason']}")
     written = list(extra_files) + _write_records(args, records, paths, summary=rows, skipped=skipped,
@@ -165,6 +176,33 @@ def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], 
     if not written:
         print("(nothing saved: pass --json PATH to keep the records, curves and, for train, the checkpoints)")
     return 0
+
+
+def _transfer_lines(records: list[dict]) -> str:
+    """For `evaluate --load`: one line per record saying what the saved agent's placement is worth on this model,
+    zero-shot (budget 0: its own placement, the one placement measured) or after fine-tuning, against the
+    reference and the best and worst single device (measured afresh, not counted as placements)."""
+    lines = []
+    for r in records:
+        singles = r["extra"].get("single_device_latency_s")
+        if not singles:
+            continue
+        how = ("zero-shot (predict only, 1 placement measured)" if r["placements_measured"] == 0 else
+               f"fine-tuned for {r['placements_measured']} placements")
+        latency = r["predict_latency_s"] if r["placements_measured"] == 0 else r["latency_s"]
+        if latency is None:
+            lines.append(f"{r['model']}, {r['agent']} seed {r['seed']}, {how}: the placement FAILED ({r['error']})")
+            continue
+        feasible = {name: v for name, v in singles.items() if v is not None}
+        best = min(feasible, key=feasible.get)
+        worst = max(feasible, key=feasible.get)
+        vs = lambda other: f"{100 * (1 - latency / other):+.1f}%"  # noqa: E731 - positive = faster
+        lines.append(f"{r['model']}, {r['agent']} seed {r['seed']}, {how}: {latency * 1e3:.3f} ms; vs reference "
+                     f"({r['devices'][0]}-only) {vs(r['reference_latency_s'])}, vs best single device ({best}-only, "
+                     f"{feasible[best] * 1e3:.3f} ms) {vs(feasible[best])}, vs worst ({worst}-only) {vs(feasible[worst])}")
+    if not lines:
+        return ""
+    return "the saved agent on this model (positive % = faster):\n" + "\n".join(lines)
 
 
 #: What the baseline rows of a table are (printed under it when they appear).
@@ -185,7 +223,8 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
     from tqdm.auto import tqdm
 
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
-    label_, model_path = evaluation.model_label(args.model)
+    label_, model_path = (evaluation.model_label(args.model) if isinstance(args.model, str)
+                          else ("+".join(map(str, args.model)), None))
     options = _key_values(args.agent_option, "--agent-option")
     args.planned_runs = len(factories) * len(seeds)
     with tqdm(total=len(factories) * len(seeds), desc=f"{args.command} {args.agent} on {args.model}", unit="run",
@@ -198,6 +237,8 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
                     agent, env, args.budget, [seed], name=label, model=label_, model_path=model_path,
                     callback=_callback(args, f"{label}/seed{seed}"), relative=False,
                     extra={"agent_options": options})[0]
+                if getattr(args, "load", None):  # a saved agent on this model: compare with every single device
+                    record["extra"]["single_device_latency_s"] = evaluation.single_device_latencies(env)
                 records.append(record)
                 bar.update(1)
                 if outputs and seed in outputs:
@@ -209,6 +250,9 @@ def _save_run(args: argparse.Namespace, agent, env, record: dict, checkpoint: Pa
     and note them in `record`."""
     saved = agent.save(checkpoint, overwrite=args.overwrite)
     base = env.unwrapped
+    if base.multi_graph:  # trained over several graphs: no one placement to save (details['graphs'] has each)
+        record["extra"].update(checkpoint=str(saved))
+        return [saved]
     placement = {key: record[key] for key in PLACEMENT_KEYS}
     placement["by_op"] = {name: base.device_names[d] for name, d in zip(base.graph.op_names, record["placement"])}
     results.write_json(placement_path, placement, overwrite=args.overwrite)
@@ -292,6 +336,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cls = registry.load_agent_class(args.agent)
     options = _key_values(args.agent_option, "--agent-option")
     label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
+    if args.models:  # train over several graphs: the env draws one per reset
+        args.model = args.models[0] if len(args.models) == 1 else list(args.models)
     make_env, _ = _env_factory(args)
     records: list = []
     written: list = []
@@ -478,7 +524,8 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", required=True,
                         help=f"registered agent ({', '.join(registry.AGENTS)}) or your own class as "
                         "'package.module:Class'")
-    parser.add_argument("--model", default="resnet", help="zoo name, synthetic:N[:SEED] or model file (default resnet)")
+    parser.add_argument("--model", default="resnet", help="zoo name, dataset entry, synthetic:N[:SEED] or model file "
+                        "(default resnet)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
                         help="agent constructor argument (repeatable, JSON values), e.g. max_levels=2")
     parser.add_argument("--tensorboard", metavar="DIR", help="TensorBoard log directory (one run per seed)")
@@ -529,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train an agent on a model; save its records, checkpoint and best placement")
     _add_agent_arguments(train)
     _add_run_arguments(train)
+    train.add_argument("--models", nargs="+", metavar="MODEL",
+                       help="train one agent over several graphs (replaces --model): zoo names, synthetic:N[:SEED], "
+                       "model files, dataset entries, or dataset:SPLIT (train, val, test); each reset draws one")
     train.add_argument("--save", help="checkpoint path (default: next to --json, as <stem>.pt and "
                        "<stem>.placement.json; <stem>.seedN.* with several seeds)")
     train.set_defaults(func=_cmd_train)

@@ -40,10 +40,25 @@ compile error) counts as ``failure_penalty`` x the reference latency and is repo
 ``info["error"]``; the episode goes on. With ``unsupported="repair"`` an op placed on a device that cannot run
 it is moved to the fastest device that can (``node_device_cost``) before measuring, ``info["placement"]`` is
 what was measured and ``info["repaired_ops"]`` how many ops were moved: for agents that do not read the mask. Episodes end after ``horizon`` placements.
+
+Multi-graph env (``model=[spec, ...]`` or ``model="dataset:train"`` / ``"dataset:val"`` / ``"dataset:test"`` /
+``"dataset:all"``, `placement_gym.models.dataset`): each ``reset`` draws one graph with ``self.np_random`` (so
+``reset(seed=s)`` makes the sequence reproducible); ``reset(options={"model": name})`` picks one. ``env.models``
+lists the names, ``env.graph`` is the current graph, ``info["model"]`` names it (every env sets it, on reset and
+step). Each graph keeps its own arrays (computed on its first draw), reference placement and latency, drift
+correction and measurement cache. The observation is padded to the largest graph (Nmax ops, Emax edges):
+    node_features, placement, node_device_cost   padded rows 0
+    edge_index, edge_features                    padding edges (0, 0) with feature 0
+    action_mask                                  padded rows allow device 0 only (their choice is ignored)
+    node_mask (Nmax,) int8, edge_mask (Emax,) int8   1 = real (padding comes after the real nodes and edges)
+Action: ``MultiDiscrete([D] * Nmax)``; the padded positions are ignored, and an action of the current graph's
+length N (what an agent's ``predict`` returns) is accepted too. ``info["placement"]`` is (N,). A single-graph env
+has no masks and no padding. The native vector env and the node-by-node wrapper take single-graph envs only.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -55,6 +70,7 @@ from .backends.base import DEVICE_FEATURES, describe_devices
 from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
+from .models.dataset import DATASET_PREFIX, dataset_names
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +90,8 @@ class DevicePlacementEnv(gym.Env):
         model: a zoo name (``"resnet"``, ``"inception"``, ``"bert"``, ``"tiny_branch"``, ...), ``"synthetic:N"`` or
             ``"synthetic:N:SEED"`` (a DNN-like graph of N ops without an OpenVINO model: simulated backend only;
             `placement_gym.models.synthetic`), a path to an OpenVINO IR ``.xml`` or ONNX file, an ``ov.Model``, or
-            a ready `ComputationGraph`.
+            a ready `ComputationGraph`; or a multi-graph spec: a list of these, or ``"dataset:SPLIT"`` (SPLIT one of
+            ``train``, ``val``, ``test``, ``all``; see the module docstring).
         devices: device specs (``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``) or ``"auto"``.
         backend: ``"openvino"``, ``"simulated"``, ``"auto"``, or a `Backend` instance.
         reward: one of ``REWARDS``.
@@ -131,7 +148,16 @@ class DevicePlacementEnv(gym.Env):
             raise ValueError(f"failure_penalty must be > 1 (a failure must be worse than the reference), got {failure_penalty}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
+        specs = model_list(model)
+        #: True when `model` named several graphs (a list or ``"dataset:SPLIT"``): each reset draws one.
+        self.multi_graph = specs is not None
+        graphs = [_as_graph(spec) for spec in (specs if self.multi_graph else [model])]
+        #: Every graph the env can draw, by name, in the order given.
+        self.graphs: dict[str, ComputationGraph] = {}
+        for graph in graphs:
+            if graph.name in self.graphs:
+                raise ValueError(f"two of the models given are both named {graph.name!r}; give distinct graphs")
+            self.graphs[graph.name] = graph
         self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats,
                                 objective=objective)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
@@ -143,40 +169,34 @@ class DevicePlacementEnv(gym.Env):
         #: Drift correction: re-measure the reference placement after this many placements (0: never).
         self.reference_every = (DRIFT_EVERY if not self.backend.simulated else 0) if reference_every is None \
             else reference_every
-        self._current_reference_s: float | None = None  # the latest re-measurement of the reference
-        self._since_reference = 0
         #: How often the reference was re-measured for drift correction (not counted as placements).
         self.reference_remeasures = 0
 
-        n, d = self.graph.n_ops, len(self.backend.device_names)
-        self._node_features = node_features(self.graph, self.feature_families)
-        self._edge_features = edge_features(self.graph.edge_bytes)
-        self._action_mask, self._device_features, cost = describe_devices(self.backend, self.graph)
-        self._node_device_cost = np.where(self._action_mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32)
-        if self._action_mask.shape != (n, d) or self._device_features.shape != (d, len(DEVICE_FEATURES)):
-            raise ValueError(f"backend {self.backend.name!r} returned an action mask of shape {self._action_mask.shape} "
-                             f"and device features of shape {self._device_features.shape}; expected ({n}, {d}) and "
-                             f"({d}, {len(DEVICE_FEATURES)})")
-        if not self._action_mask.any(axis=1).all():
-            i = int(np.flatnonzero(~self._action_mask.any(axis=1))[0])
-            raise ValueError(f"no device of {self.device_names} can run op {self.graph.op_names[i]!r} "
-                             f"({self.graph.op_types[i]}); add a device that supports it")
-        #: Every op on `reference_device` (see `reference`): the first listed device that can run every op.
-        self.reference_placement = np.zeros(n, dtype=np.int64)
-
-        self.observation_space = spaces.Dict({
-            "node_features": spaces.Box(-np.inf, np.inf, self._node_features.shape, np.float32),
-            "edge_index": spaces.Box(0, max(n - 1, 0), (2, self.graph.n_edges), np.int64),
-            "edge_features": spaces.Box(0.0, np.inf, (self.graph.n_edges, 1), np.float32),
+        # Per-graph arrays and reference state, computed on a graph's first draw (on the real backend that
+        # profiles the graph per op, so it is not done upfront for graphs that may never be drawn).
+        self._data: dict[str, _GraphData] = {}
+        self._g = self._graph_data(graphs[0].name)
+        d, k = self.n_devices, len(DEVICE_FEATURES)
+        # Multi-graph observations are padded to the largest graph (`observation`).
+        n = max(g.n_ops for g in graphs)
+        e = max(g.n_edges for g in graphs)
+        f = self._g.node_features.shape[1]
+        spaces_ = {
+            "node_features": spaces.Box(-np.inf, np.inf, (n, f), np.float32),
+            "edge_index": spaces.Box(0, max(n - 1, 0), (2, e), np.int64),
+            "edge_features": spaces.Box(0.0, np.inf, (e, 1), np.float32),
             "placement": spaces.Box(0, d - 1, (n,), np.int64),
             "action_mask": spaces.MultiBinary([n, d]),
-            "device_features": spaces.Box(-np.inf, np.inf, (d, len(DEVICE_FEATURES)), np.float32),
+            "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
             "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
-        })
+        }
+        if self.multi_graph:
+            spaces_.update(node_mask=spaces.MultiBinary(n), edge_mask=spaces.MultiBinary(e))
+        self.observation_space = spaces.Dict(spaces_)
         self.action_space = spaces.MultiDiscrete(np.full(n, d, dtype=np.int64))
+        self._n_max, self._e_max = n, e
 
         self._placement = self.reference_placement.copy()
-        self._reference: Measurement | None = None
         #: The last step's full `Measurement` (its ``cached`` flag says whether it was re-used). Kept out of
         #: ``info`` with the running count below: gymnasium's checker requires the same info for the same
         #: seed and action, and whether a result came from the cache depends on what ran before.
@@ -185,6 +205,21 @@ class DevicePlacementEnv(gym.Env):
         self._steps = 0
 
     # ------------------------------------------------------------------------------------ properties
+    @property
+    def graph(self) -> ComputationGraph:
+        """The current graph (in a multi-graph env, the one the last reset drew)."""
+        return self._g.graph
+
+    @property
+    def models(self) -> list[str]:
+        """The names of the graphs the env can draw (one for a single-graph env)."""
+        return list(self.graphs)
+
+    @property
+    def reference_placement(self) -> np.ndarray:
+        """(N,) int64: every op of the current graph on `reference_device` (see `reference`)."""
+        return self._g.reference_placement
+
     @property
     def device_names(self) -> list[str]:
         return list(self.backend.device_names)
@@ -205,51 +240,100 @@ class DevicePlacementEnv(gym.Env):
 
     @property
     def reference(self) -> Measurement:
-        """The reference placement's measurement, measured once on first use: every op on the first listed
-        device that can run every op (`action_mask`) and holds the model (its measurement succeeds)."""
-        if self._reference is None:
+        """The current graph's reference measurement (`reference_of`); measured on first use, a side effect."""
+        return self._measure_reference(self._g)
+
+    def reference_of(self, model: str) -> Measurement:
+        """The reference placement's measurement of graph `model` (a name in `models`), measured once on first
+        use: every op on the first listed device that can run every op (`action_mask`) and holds the model (its
+        measurement succeeds)."""
+        return self._measure_reference(self._graph_data(model))
+
+    def _measure_reference(self, data: "_GraphData") -> Measurement:
+        if data.reference is None:
             errors = []
-            for device in np.flatnonzero(self._action_mask.all(axis=0)):
-                placement = np.full(self.graph.n_ops, device, dtype=np.int64)
-                measurement = self.backend.measure(self.graph, placement)
+            for device in np.flatnonzero(data.action_mask.all(axis=0)):
+                placement = np.full(data.graph.n_ops, device, dtype=np.int64)
+                measurement = self.backend.measure(data.graph, placement)
                 if measurement.ok:
-                    self.reference_placement, self._reference = placement, measurement
+                    data.reference_placement, data.reference = placement, measurement
                     break
                 errors.append(f"{self.device_names[device]}: {measurement.error}")
             else:
                 raise RuntimeError(
-                    f"no single device can run all of {self.graph.name!r}, so there is no reference placement "
+                    f"no single device can run all of {data.graph.name!r}, so there is no reference placement "
                     f"({'; '.join(errors) or 'every device lacks support for some op'})"
                 )
-        return self._reference
+        return data.reference
+
+    def _graph_data(self, model: str) -> "_GraphData":
+        """The arrays and reference state of graph `model`, computed on first use and kept."""
+        if model not in self.graphs:
+            raise ValueError(f"unknown model {model!r} for this env; it draws from {self.models}")
+        if model not in self._data:
+            graph, d, k = self.graphs[model], self.n_devices, len(DEVICE_FEATURES)
+            n = graph.n_ops
+            mask, device_features, cost = describe_devices(self.backend, graph)
+            if mask.shape != (n, d) or device_features.shape != (d, k):
+                raise ValueError(f"backend {self.backend.name!r} returned an action mask of shape {mask.shape} "
+                                 f"and device features of shape {device_features.shape}; expected ({n}, {d}) and "
+                                 f"({d}, {k})")
+            if not mask.any(axis=1).all():
+                i = int(np.flatnonzero(~mask.any(axis=1))[0])
+                raise ValueError(f"no device of {self.device_names} can run op {graph.op_names[i]!r} "
+                                 f"({graph.op_types[i]}) of {graph.name!r}; add a device that supports it")
+            data = _GraphData(
+                graph=graph,
+                node_features=node_features(graph, self.feature_families),
+                edge_features=edge_features(graph.edge_bytes),
+                action_mask=mask,
+                device_features=device_features,
+                node_device_cost=np.where(mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32),
+                reference_placement=np.zeros(n, dtype=np.int64),
+            )
+            if self._data and data.node_features.shape[1] != self._g.node_features.shape[1]:
+                raise ValueError(f"{graph.name!r} has {data.node_features.shape[1]} node features, the other graphs "
+                                 f"{self._g.node_features.shape[1]}; the feature families must give every graph "
+                                 "the same number")
+            self._data[model] = data
+        return self._data[model]
 
     def repair(self, placement: np.ndarray) -> tuple[np.ndarray, int]:
         """`placement` with every op on a device that cannot run it moved to its fastest device that can, and
         how many ops were moved."""
-        bad = ~self._action_mask[np.arange(self.graph.n_ops), placement]
+        mask = self._g.action_mask
+        bad = ~mask[np.arange(self.graph.n_ops), placement]
         if not bad.any():
             return placement, 0
-        allowed_cost = np.where(self._action_mask, self._node_device_cost, np.inf)
+        allowed_cost = np.where(mask, self._g.node_device_cost, np.inf)
         placement = placement.copy()
         placement[bad] = allowed_cost[bad].argmin(axis=1)
         return placement, int(bad.sum())
 
     def action_masks(self) -> np.ndarray:
         """(N * D,) bool: the action mask flattened op by op, as sb3-contrib's ``MaskablePPO`` asks of an env
-        with a ``MultiDiscrete([D] * N)`` action space."""
-        return self._action_mask.reshape(-1).copy()
+        with a ``MultiDiscrete([D] * N)`` action space (N = Nmax, padded rows included, in a multi-graph env)."""
+        return self.observation()["action_mask"].reshape(-1).astype(bool)
 
     # ---------------------------------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Start an episode from the reference placement (or ``options["placement"]``)."""
+        """Start an episode from the reference placement (or ``options["placement"]``). A multi-graph env first
+        draws its graph with ``self.np_random`` (so ``reset(seed=s)`` makes the sequence of graphs reproducible),
+        or takes ``options["model"]`` (a name in `models`)."""
         super().reset(seed=seed)
-        start = (options or {}).get("placement")
+        options = options or {}
+        model = options.get("model")
+        if model is None and self.multi_graph:
+            model = self.models[int(self.np_random.integers(len(self.graphs)))]
+        if model is not None:
+            self._g = self._graph_data(model)
+        start = options.get("placement")
         reference = self.reference  # measured first: it decides the reference placement
         self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
         self._steps = 0
         self.last_measurement = None
         return self.observation(), {"reference_latency_s": reference.latency_s, "devices": self.device_names,
-                                    "reference_device": self.reference_device}
+                                    "reference_device": self.reference_device, "model": self.graph.name}
 
     def step(self, action):
         placement, repaired = self.begin_step(action)
@@ -261,9 +345,9 @@ class DevicePlacementEnv(gym.Env):
         due. `step` = `begin_step`, the backend's measurement, `end_step`; the vector env
         (`placement_gym.vector_env`) measures many sub-envs' placements in one ``measure_many`` in between."""
         placement, repaired = self._as_measured(action)
-        if self.reference_every and self._since_reference >= self.reference_every:
+        if self.reference_every and self._g.since_reference >= self.reference_every:
             self._remeasure_reference()
-        self._since_reference += 1
+        self._g.since_reference += 1
         return placement, repaired
 
     def end_step(self, placement: np.ndarray, repaired: int, measurement: Measurement):
@@ -274,6 +358,7 @@ class DevicePlacementEnv(gym.Env):
         self._placement, self.last_measurement = placement, measurement
         info = self._info(placement, measurement)
         info["repaired_ops"] = repaired
+        info["model"] = self.graph.name
         terminated = self._steps >= self.horizon
         return self.observation(), self._reward(info), terminated, False, info
 
@@ -319,48 +404,70 @@ class DevicePlacementEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:
-        """(N,) int64 copy of `action`, or ``ValueError`` saying what is expected.
+        """(N,) int64 copy of `action` for the current graph, or ``ValueError`` saying what is expected.
 
+        A multi-graph env also takes an action of the padded length Nmax (what its action space samples) and
+        keeps its first N entries (the padded positions are ignored).
         Only integer dtypes are placements (signed or unsigned); bools, floats (even whole ones), strings,
         objects, datetimes and timedeltas (which numpy counts as integers) are refused rather than guessed at."""
         n, d = self.graph.n_ops, self.n_devices
-        expected = f"an integer array of shape ({n},) with values in 0..{d - 1} (one device per compute op)"
+        lengths = f"({n},)" + (f" or the padded ({self._n_max},)" if self.multi_graph and self._n_max != n else "")
+        expected = f"an integer array of shape {lengths} with values in 0..{d - 1} (one device per compute op)"
         try:
             array = np.asarray(action)
         except (ValueError, TypeError) as exc:  # ragged nested lists and the like
             raise ValueError(f"action is not an array ({exc}); expected {expected}") from None
-        if array.shape != (n,):
+        if array.shape != (n,) and not (self.multi_graph and array.shape == (self._n_max,)):
             raise ValueError(f"action has shape {array.shape}; expected {expected}")
         if array.dtype.kind not in "iu":
             raise ValueError(f"action has dtype {array.dtype}; expected {expected}")
+        array = array[:n]
         if array.size and (array.min() < 0 or array.max() >= d):
             raise ValueError(f"action has values in {array.min()}..{array.max()}; expected {expected}")
         return array.astype(np.int64, copy=True)
 
-    def observation(self) -> dict[str, np.ndarray]:
+    def observation(self, placement: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The observation of the current graph with `placement` ((N,), default: the current one); padded to
+        Nmax nodes and Emax edges in a multi-graph env (see the class docstring)."""
+        g = self._g
         # Fresh arrays every call: agents (and gymnasium's checker) may keep or modify what they receive.
-        return {
-            "node_features": self._node_features.copy(),
-            "edge_index": self.graph.edge_index.copy(),
-            "edge_features": self._edge_features.copy(),
-            "placement": self._placement.copy(),
-            "action_mask": self._action_mask.astype(np.int8),
-            "device_features": self._device_features.copy(),
-            "node_device_cost": self._node_device_cost.copy(),
+        obs = {
+            "node_features": g.node_features.copy(),
+            "edge_index": g.graph.edge_index.copy(),
+            "edge_features": g.edge_features.copy(),
+            "placement": (self._placement if placement is None else placement).astype(np.int64),
+            "action_mask": g.action_mask.astype(np.int8),
+            "device_features": g.device_features.copy(),
+            "node_device_cost": g.node_device_cost.copy(),
         }
+        if not self.multi_graph:
+            return obs
+        n, e = g.graph.n_ops, g.graph.n_edges
+        padded = {key: _pad(value, self._n_max, axis=0) for key, value in obs.items()
+                  if key in ("node_features", "placement", "action_mask", "node_device_cost")}
+        # A padded op may only go to device 0: its choice is ignored, and a masked policy then spends no
+        # probability (or entropy) on it.
+        padded["action_mask"][n:, 0] = 1
+        padded["edge_index"] = _pad(obs["edge_index"], self._e_max, axis=1)  # padding edges are (0, 0)
+        padded["edge_features"] = _pad(obs["edge_features"], self._e_max, axis=0)
+        padded["node_mask"] = _pad(np.ones(n, dtype=np.int8), self._n_max, axis=0)
+        padded["edge_mask"] = _pad(np.ones(e, dtype=np.int8), self._e_max, axis=0)
+        return {**obs, **padded}
 
     @property
     def current_reference_s(self) -> float:
         """The reference placement's latency nearest in time: its latest re-measurement (drift correction), else
         the first measurement."""
-        return self.reference.latency_s if self._current_reference_s is None else self._current_reference_s
+        current = self._g.current_reference_s
+        return self.reference.latency_s if current is None else current
 
     def _remeasure_reference(self) -> None:
-        """Drift correction: measure the reference placement afresh (a failure keeps the previous value)."""
+        """Drift correction: measure the current graph's reference placement afresh (a failure keeps the previous
+        value). Each graph keeps its own count of placements since its last re-measurement."""
         m = self.backend.measure(self.graph, self.reference_placement, use_cache=False)
         if m.ok:
-            self._current_reference_s = float(m.latency_s)
-        self._since_reference = 0
+            self._g.current_reference_s = float(m.latency_s)
+        self._g.since_reference = 0
         self.reference_remeasures += 1
 
     def _reward(self, info: dict) -> float:
@@ -405,6 +512,48 @@ class DevicePlacementEnv(gym.Env):
             status = f"latency {m.latency_s * 1e3:.2f} ms, speedup x{self.reference.latency_s / m.latency_s:.3f}, {m.n_submodels} submodels" if m.ok else f"FAILED: {m.error}"
             lines.append("  last: " + status)
         return "\n".join(lines)
+
+
+@dataclass
+class _GraphData:
+    """One graph's arrays (computed once; `DevicePlacementEnv.observation` hands out copies) and its reference
+    state (the reference measurement, its latest drift re-measurement, placements since then)."""
+
+    graph: ComputationGraph
+    node_features: np.ndarray  # (N, F) float32
+    edge_features: np.ndarray  # (E, 1) float32
+    action_mask: np.ndarray  # (N, D) bool
+    device_features: np.ndarray  # (D, K) float32
+    node_device_cost: np.ndarray  # (N, D) float32
+    reference_placement: np.ndarray  # (N,) int64
+    reference: Measurement | None = None
+    current_reference_s: float | None = None
+    since_reference: int = 0
+
+
+def _pad(array: np.ndarray, size: int, axis: int) -> np.ndarray:
+    """`array` zero-padded at the end of `axis` to `size` (a new array)."""
+    widths = [(0, 0)] * array.ndim
+    widths[axis] = (0, size - array.shape[axis])
+    return np.pad(array, widths)
+
+
+def model_list(model: Any) -> list | None:
+    """The models a multi-graph `model` argument names (a list or tuple of model specs, or ``"dataset:SPLIT"``:
+    `placement_gym.models.dataset.dataset_names`), or None for a single model."""
+    if isinstance(model, (list, tuple)):
+        if not model:
+            raise ValueError("model is an empty list; give at least one model")
+        return list(model)
+    if isinstance(model, str) and model.strip().lower().startswith(DATASET_PREFIX):
+        return dataset_names(model.strip()[len(DATASET_PREFIX):])
+    return None
+
+
+def _as_graph(model: Any) -> ComputationGraph:
+    if isinstance(model, (list, tuple)):
+        raise TypeError(f"a model list holds single models, not another list: {model!r}")
+    return model if isinstance(model, ComputationGraph) else load_graph(model)
 
 
 def _backend(backend: "str | Backend", devices, options: dict | None, **shorthands) -> Backend:

@@ -233,6 +233,18 @@ def model_label(model: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
+def single_device_latencies(env) -> dict[str, float | None]:
+    """Latency (s) of every op on one device, for each device of `env`'s current graph (None where that fails:
+    an op the device cannot run, too little memory): what a transferred placement is compared with. Measured
+    afresh outside the episode (`DevicePlacementEnv.measure`), not counted as placements."""
+    base = env.unwrapped
+    out: dict[str, float | None] = {}
+    for d, name in enumerate(base.device_names):
+        m = base.measure(np.full(base.graph.n_ops, d, dtype=np.int64))
+        out[name] = float(m.latency_s) if m.ok else None
+    return out
+
+
 # ------------------------------------------------------------------------------------------ records
 def make_record(env, summary: RunSummary, *, agent: str, model: str | None = None, model_path: str | None = None,
                 extra: Mapping[str, Any] | None = None) -> dict:
@@ -439,5 +451,6 @@ def compare(
 
 __all__ = [
     "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
-    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list", "skip_entry",
+    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list",
+    "single_device_latencies", "skip_entry",
 ]

@@ -62,6 +62,8 @@ AGENTS: dict[str, AgentEntry] = {
     "placeto": AgentEntry("agents.placeto:PlacetoAgent", "node-by-node re-placement with message passing"),
     "rnn": AgentEntry("agents.rnn:RNNAgent", "Mirhoseini et al.'s seq2seq LSTM placer"),
     "post": AgentEntry("agents.post:PostAgent", "Post: per-group softmax placements, PPO + cross-entropy on elites"),
+    "go": AgentEntry("agents.go:GOAgent", "GO: GraphSAGE + segment-recurrent attention, PPO over many graphs, "
+                     "transfers to new graphs"),
     "ppo": AgentEntry("agents.ppo:PPOAgent", "Stable-Baselines3 PPO with the graph policy"),
     "ppo-node": AgentEntry("agents.ppo:PPONodeAgent", "the same on the node-by-node env"),
     "optimal": AgentEntry("agents.baselines:ExactOptimum", "exact optimum of the simulated cost model (MILP)"),

@@ -5,6 +5,9 @@
 ``step(actions)`` prices all K placements with ONE ``Backend.measure_many`` call (the simulated backend prices
 them together with array operations; a backend without a batched form measures them one after another).
 
+One graph only: a multi-graph ``model`` (a list, ``"dataset:SPLIT"``) is refused (its sub-envs would draw
+different graphs, which one batched measurement cannot price); use ``gym.make`` for it.
+
 Autoreset: ``AutoresetMode.SAME_STEP`` (``metadata["autoreset_mode"]``). Gymnasium's default, ``NEXT_STEP``,
 spends every second ``step`` of a one-step env on resets that drop the actions and return reward 0; here a
 sub-env whose episode ends is reset within the same ``step``, so every ``step`` measures exactly one placement per
@@ -29,7 +32,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from .backends import Backend
-from .env import DevicePlacementEnv, _backend
+from .env import DevicePlacementEnv, _backend, model_list
 from .graph import ComputationGraph
 from .models import load_graph
 
@@ -70,6 +73,9 @@ class DevicePlacementVectorEnv(VectorEnv):
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if model_list(model) is not None:
+            raise ValueError(f"the vector env measures one graph; model={model!r} names several. Use "
+                             "gym.make('DevicePlacement-v0', model=...) for a multi-graph env")
         self.graph = model if isinstance(model, ComputationGraph) else load_graph(model)
         self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats,
                                 objective=objective)

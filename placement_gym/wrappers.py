@@ -93,6 +93,9 @@ class NodePlacementWrapper(gym.Wrapper):
         base = env.unwrapped
         if not isinstance(base, DevicePlacementEnv):
             raise TypeError(f"NodePlacementWrapper wraps a DevicePlacementEnv, got {type(base).__name__}")
+        if base.multi_graph:  # its groups and spaces are built for one graph
+            raise ValueError(f"NodePlacementWrapper needs a single-graph env; this one draws from {base.models}: "
+                             "wrap one env per graph instead")
         if int(sweeps) < 1:
             raise ValueError(f"sweeps must be >= 1, got {sweeps}")
         if start not in STARTS:

@@ -53,8 +53,9 @@ class RandomSearch(PlanningAgent):
     name = "random"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        n, d = env.unwrapped.graph.n_ops, env.unwrapped.n_devices
         for _ in range(max(budget, 1)):
+            # Read the graph at each draw: a multi-graph env draws another graph at each reset.
+            n, d = env.unwrapped.graph.n_ops, env.unwrapped.n_devices
             yield rng.integers(0, d, size=n, dtype=np.int64)
 
 

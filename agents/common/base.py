@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -93,6 +93,11 @@ class BaseAgent(RunAgent):
         coarsen_above, max_nodes: big graphs are learned and placed coarsened (`RunAgent`).
     """
 
+    #: The `PolicySpec` sizes the policy's weights are built for: an env must give the same ones to reuse a
+    #: policy (fine-tuning a checkpoint, a second `learn`). A policy with a device-aware head
+    #: (`agents.common.device_head.DeviceScorer`) names ``device_features`` instead of ``n_devices``.
+    sizes_in_weights: ClassVar[tuple[str, ...]] = ("node_features", "edge_features", "n_devices")
+
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
@@ -127,10 +132,9 @@ class BaseAgent(RunAgent):
                     torch.manual_seed(int(seed))
                 self.spec = spec
                 self.policy = self.build_policy(spec).to(self.device)
-        elif (spec.node_features, spec.edge_features, spec.n_devices) != (
-            self.spec.node_features, self.spec.edge_features, self.spec.n_devices
-        ):
-            raise ValueError(f"this agent's policy was built for {self.spec}, the env gives {spec}")
+        elif any(getattr(spec, size) != getattr(self.spec, size) for size in self.sizes_in_weights):
+            raise ValueError(f"this agent's policy was built for {self.spec}, the env gives {spec} (its weights "
+                             f"depend on {', '.join(self.sizes_in_weights)})")
         return self.policy
 
     def _require_policy(self) -> None:

@@ -182,7 +182,7 @@ class PPOTrainer(PolicyGradientTrainer):
             if cfg.mode == "bandit":  # one decision, K placements of the same observation
                 r = steps[0].rewards
                 v = None if values[0] is None else values[0].expand_as(r)
-                advantages.append(self.advantages(r, values=v))
+                advantages.append(self.advantages(r, values=v, key=steps[0].graph))
                 targets.append(r)
                 continue
             rewards = [float(d.rewards[0]) for d in steps]

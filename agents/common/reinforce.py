@@ -172,7 +172,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
         decision, next_obs = collect_placements(self.policy, run, env, obs, min(self.config.samples_per_update, run.remaining))
         r, sample = decision.rewards, decision.sample
         self.elites.offer([decision])
-        stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r), sample.entropy)
+        stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r, key=decision.graph), sample.entropy)
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
         return next_obs, stats
 

@@ -13,6 +13,12 @@ Two ways to collect (the trainers' ``mode``):
 step index in episodic mode, as Placeto) or minus a critic's values, divided by a moving RMS so the step size
 does not depend on the reward's units.
 
+Env whose graph changes at reset (``model=[...]`` or ``"dataset:SPLIT"``: each reset draws a graph): the K
+placements of one bandit decision are all of the graph they were drawn for (between them the env is reset to
+that same graph, ``options={"model": ...}``; only after the last one does a plain reset draw the next graph), and
+the baseline and the RMS are kept per graph (``Decision.graph``), so a graph where every placement is fast
+does not lift the baseline of one where none is.
+
 ``EliteSet`` keeps the fastest placements measured so far: what the imitation term both trainers can add
 imitates (``imitation_coef``: the policy learns to produce the run's elite placements itself, so it ends on
 what its search found), and the elites of Post's cross-entropy step.
@@ -45,6 +51,8 @@ class Decision:
             placements, float64 for episode steps (their returns are summed in full precision).
         latencies: (n,) the drift-corrected latency (s) of the placement each action led to.
         placements: (n,) those placements ((N,) int64 each).
+        graph: the graph the actions were for (``info["model"]`` of an env that draws graphs at reset; None for
+            a single-graph env): the key of its baseline (`AdvantageEstimator`).
     """
 
     obs: Any
@@ -52,6 +60,7 @@ class Decision:
     rewards: Tensor
     latencies: list[float] = field(default_factory=list)
     placements: list[np.ndarray] = field(default_factory=list)
+    graph: str | None = None
 
 
 def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, k: int,
@@ -62,11 +71,15 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
     re-scores the decisions with ``policy.evaluate`` and collects without one).
 
     When the run was given a vector env (``run.vector``) and `env` is the run's own env, the placements are
-    measured ``num_envs`` at a time in one step of the vector env (the rest, fewer than ``num_envs``, one by one)."""
+    measured ``num_envs`` at a time in one step of the vector env (the rest, fewer than ``num_envs``, one by one).
+
+    An episode that ends between two of the K placements is restarted on the same graph (the env's
+    ``info["model"]``, where it names one), so all K belong to the graph `obs` shows; after the last one a plain
+    reset lets an env that draws graphs draw the next."""
     with torch.set_grad_enabled(track_grad):
         sample = policy.act(obs, num_samples=k)
     rewards, latencies, placements = [], [], []
-    next_obs = obs
+    next_obs, graph = obs, None
     actions = sample.actions.detach().cpu().numpy()
     batch = run.vector if env is run.env else None
     start = 0
@@ -76,8 +89,10 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
         else:
             next_obs, reward, terminated, truncated, info = env.step(actions[start])
             results = [(reward, info)]
+            graph = info.get("model", graph)
             if terminated or truncated:
-                next_obs, _ = env.reset()
+                last = start + 1 == len(actions) or run.done
+                next_obs, _ = env.reset() if last or graph is None else env.reset(options={"model": graph})
         start += len(results)
         for reward, info in results:
             rewards.append(float(reward))
@@ -86,7 +101,7 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
         if run.stopped:
             break
     r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
-    return Decision(obs, sample, r, latencies, placements), next_obs
+    return Decision(obs, sample, r, latencies, placements, graph), next_obs
 
 
 def collect_episode(policy: nn.Module, run: RunLoop, env: gym.Env, track_grad: bool = True) -> list[Decision]:
@@ -116,7 +131,8 @@ def discounted_returns(rewards: "list[float] | np.ndarray", gamma: float) -> Ten
 
 class AdvantageEstimator:
     """(r - b) / scale, with b a moving-average baseline (per step index `slot` in episodic mode) or given
-    values (a critic's), and scale a moving RMS of (r - b).
+    values (a critic's), and scale a moving RMS of (r - b); both kept per graph (`key`) when rewards come from
+    several graphs.
 
     Args:
         baseline: subtract the moving average (False: raw rewards, as the HSDAG authors' code).
@@ -128,33 +144,44 @@ class AdvantageEstimator:
 
     def __init__(self, baseline: bool = True, decay: float = 0.9, normalize: bool = True) -> None:
         self.use_baseline, self.decay, self.normalize = baseline, decay, normalize
-        self.baseline: float | None = None          # bandit: moving average of the reward
-        self.step_baselines: list[float] = []       # episodic: moving average of the return at each step index
-        self.mean_square: float | None = None       # moving average of (r - b)**2
+        self.baselines: dict[str | None, float] = {}     # bandit: moving average of the reward, per graph
+        self.step_baselines: list[float] = []            # episodic: moving average of the return at each step index
+        self.mean_squares: dict[str | None, float] = {}  # moving average of (r - b)**2, per graph
+        self.key: str | None = None                      # the graph of the last call
 
-    def __call__(self, r: Tensor, slot: int | None = None, values: Tensor | None = None) -> Tensor:
-        """Advantages of the rewards `r` (K,). The first batch initialises the baseline with its own mean."""
+    @property
+    def baseline(self) -> float | None:
+        """The bandit baseline of the last call's graph (None before any)."""
+        return self.baselines.get(self.key)
+
+    def __call__(self, r: Tensor, slot: int | None = None, values: Tensor | None = None,
+                 key: str | None = None) -> Tensor:
+        """Advantages of the rewards `r` (K,) of graph `key` (None: the env has one graph). The first batch of a
+        graph initialises its baseline with its own mean."""
+        self.key = key
         if values is not None:
             centred = r - values
         elif self.use_baseline:
-            centred = r - self._update_baseline(float(r.mean()), slot)
+            centred = r - self._update_baseline(float(r.mean()), slot, key)
         else:
             centred = r
         if not self.normalize:
             return centred
         sq = float((centred ** 2).mean())
-        self.mean_square = sq if self.mean_square is None else self.decay * self.mean_square + (1 - self.decay) * sq
-        return centred / (math.sqrt(self.mean_square) + 1e-8)
+        previous = self.mean_squares.get(key)
+        self.mean_squares[key] = sq if previous is None else self.decay * previous + (1 - self.decay) * sq
+        return centred / (math.sqrt(self.mean_squares[key]) + 1e-8)
 
     def per_step(self, returns: Tensor) -> Tensor:
         """(T,) advantages of an episode's returns (T,), each against the baseline of its step index."""
         return torch.cat([self(returns[t:t + 1], slot=t) for t in range(len(returns))]) if len(returns) else returns
 
-    def _update_baseline(self, mean: float, slot: int | None) -> float:
+    def _update_baseline(self, mean: float, slot: int | None, key: str | None) -> float:
         """The baseline before this batch (this batch's mean on the first one), then fold the batch in."""
         if slot is None:
-            b = mean if self.baseline is None else self.baseline
-            self.baseline = self.decay * b + (1 - self.decay) * mean
+            previous = self.baselines.get(key)
+            b = mean if previous is None else previous
+            self.baselines[key] = self.decay * b + (1 - self.decay) * mean
             return b
         while len(self.step_baselines) <= slot:
             self.step_baselines.append(math.nan)

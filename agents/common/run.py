@@ -16,6 +16,11 @@ Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which 
        reported latency is not the luckiest of many noisy draws) and the agent's own deterministic
        placement (``predict``), and return a `placement_gym.evaluation.RunSummary`.
 
+On a multi-graph env (``model=[...]`` or ``"dataset:SPLIT"``: each reset draws a graph) a best placement
+across graphs means nothing, so the loop keeps the best per graph (``best_by_graph``), its curve is in a
+graph-free unit (the mean over the graphs seen of best latency / reference latency), and `finish` re-measures
+every graph's best and predicts on every graph, reporting them in ``details["graphs"]``.
+
 The summary is what the harness (`placement_gym.evaluation.evaluate`) turns into a results record, so every
 agent, ours or a user's subclass, reports the same things: the curve, placements to the best, the agent's
 compute per placement, and both its best placement and its own policy's placement.
@@ -36,6 +41,7 @@ import functools
 import math
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
@@ -43,6 +49,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from placement_gym.backends.base import Measurement
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import RunSummary, check_budget
 from placement_gym.vector_env import DevicePlacementVectorEnv
@@ -51,7 +58,19 @@ from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement
 
-__all__ = ["RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads"]
+__all__ = ["BestPlacement", "RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads"]
+
+
+@dataclass(frozen=True)
+class BestPlacement:
+    """The best placement of one graph seen in a run: its drift-corrected latency (seconds) as measured during
+    the run, the (N,) int64 placement measured, the (N,) int64 action the agent sent (before any repair), and the
+    step that found it."""
+
+    latency_s: float
+    placement: np.ndarray
+    action: np.ndarray
+    step: int
 
 
 def set_seed(seed: int | None) -> None:
@@ -102,6 +121,10 @@ class RunLoop:
             (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve: ``[[steps, latency_s], ...]`` each time the
             best improved; history: one dict of statistics per update; details: what the agent reports about
             its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
+        best_by_graph: ``{graph name: BestPlacement}``, the best of each graph seen. On a multi-graph env it is
+            the result, best_placement / best_action stay None (a placement belongs to one graph), and
+            best_latency_s and curve are the mean over the graphs seen of best latency / reference latency
+            (unitless; 1.0 = the reference; it can rise when a new graph is first seen).
         vector: with a vector env, it wrapped in the recorder: one ``step`` measures ``num_envs`` placements in
             one batch, each counted and recorded as a step of `env` would be (the bandit collector,
             `agents.common.rollout.collect_placements`, uses it); None for a single env or a coarsened run.
@@ -130,6 +153,7 @@ class RunLoop:
         # own policy can produce, so distillation aims at it.
         self.best_action: np.ndarray | None = None
         self.curve: list[list] = []
+        self.best_by_graph: dict[str, BestPlacement] = {}
         self.history: list[dict] = []
         self.details: dict[str, Any] = {}
         self.stopped = False  # a callback asked to stop
@@ -170,14 +194,26 @@ class RunLoop:
     def _record_step(self, action: Any, reward: float, info: Mapping[str, Any]) -> None:
         self.steps += 1
         latency = float(info["latency_corrected_s"])  # drift-corrected: comparable over a long real run
-        if info["ok"] and latency < self.best_latency_s:
-            self.best_latency_s, self.best_step = latency, self.steps
-            self.best_placement = np.array(info["placement"], dtype=np.int64)
+        best = self.best_by_graph.get(info["model"])
+        if info["ok"] and (best is None or latency < best.latency_s):
+            placement = np.array(info["placement"], dtype=np.int64)
             action = np.array(action, dtype=np.int64)  # a node-by-node env's action is one node's device only
-            self.best_action = action if action.shape == self.best_placement.shape else self.best_placement.copy()
+            if action.ndim == 1 and action.shape[0] > placement.shape[0]:
+                action = action[:placement.shape[0]]  # a multi-graph env's padded action: its real part
+            if action.shape != placement.shape:
+                action = placement.copy()
             if self.coarsening is not None:  # the recorder saw the expanded action: back to one device per cluster
-                self.best_action = self.coarsening.majority(self.best_action, self.base.n_devices)
-            self.curve.append([self.steps, latency])
+                action = self.coarsening.majority(action, self.base.n_devices)
+            self.best_by_graph[info["model"]] = BestPlacement(latency, placement, action, self.steps)
+            if not self.base.multi_graph:
+                self.best_latency_s, self.best_step = latency, self.steps
+                self.best_placement, self.best_action = placement, action
+                self.curve.append([self.steps, latency])
+            else:
+                relative = float(np.mean([b.latency_s / self.base.reference_of(name).latency_s
+                                          for name, b in self.best_by_graph.items()]))
+                self.best_latency_s, self.best_step = relative, self.steps
+                self.curve.append([self.steps, relative])
         if self.callback.on_step(self.steps, float(reward), info) is False:
             self.stopped = True
 
@@ -186,30 +222,36 @@ class RunLoop:
         """The observation `finish` gives ``predict``: the whole graph with the reference placement (what the env
         shows after a reset), built without resetting the env (agents fit their policy to it, `distill`);
         coarsened on a coarsened run, as ``predict`` would coarsen it."""
-        obs = {**self.base.observation(), "placement": self.base.reference_placement.copy()}
+        obs = self.base.observation(self.base.reference_placement)
         return obs if self.coarsening is None else self.coarsening.observation(obs)
 
     def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> RunSummary:
         """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
         observation of the whole graph) afresh, and return the run's summary. Neither measurement counts
-        against the budget."""
+        against the budget.
+
+        On a multi-graph env this is done for every graph of ``env.models`` (a graph never drawn gets only the
+        prediction; a ``ValueError`` from ``predict``, e.g. a planner's placement made for another graph, is
+        reported as that graph's ``predict_error``); ``details["graphs"]`` holds the results by graph, and the
+        summary's placement fields describe the first graph with a best placement (else the first graph)."""
         finish_started = time.perf_counter()
-        obs, _ = self.base.reset(seed=self.seed)
-        predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would measure it
-        predicted_m = self.base.measure(predicted)
-        if self.best_placement is None:  # nothing measured (budget 0): the policy's own placement is the result
-            placement, source, final = predicted, "predict", predicted_m
+        if self.base.multi_graph:
+            results = {name: self._finish_graph(name, predict) for name in self.base.models}
+            self.details["graphs"] = {name: row for name, (row, *_) in results.items()}
+            name = next((n for n in self.base.models if n in self.best_by_graph), self.base.models[0])
+            _, placement, source, final, predicted, predicted_m = results[name]
+            best = self.best_by_graph.get(name)
+            best_step, best_seen = (best.step, best.latency_s) if best else (None, None)
         else:
-            placement, source = self.best_placement, "best_placement"
-            same = np.array_equal(placement, predicted)
-            final = predicted_m if same else self.base.measure(placement)
+            _, placement, source, final, predicted, predicted_m = self._finish_graph(self.base.graph.name, predict)
+            best_step = self.best_step
+            best_seen = self.best_latency_s if self.best_placement is not None else None
         now = time.perf_counter()
         finish_s = now - finish_started
         wall_s = now - self._started
         summary = RunSummary(
             budget=self.budget, seed=self.seed, steps=self.steps, updates=self.updates, curve=self.curve,
-            best_step=self.best_step,
-            best_latency_seen_s=self.best_latency_s if self.best_placement is not None else None,
+            best_step=best_step, best_latency_seen_s=best_seen,
             placement=placement, placement_source=source, final=final,
             predict_placement=predicted, predict=predicted_m,
             wall_s=wall_s, env_s=self.env_s, agent_s=wall_s - self.env_s - finish_s, finish_s=finish_s,
@@ -217,6 +259,36 @@ class RunLoop:
         )
         self.callback.on_training_end(summary.to_dict())
         return summary
+
+    def _finish_graph(self, name: str, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> tuple:
+        """Graph `name`'s final measurements: ``(details row, placement, source, final, predicted placement,
+        its measurement)``."""
+        options = {"model": name} if self.base.multi_graph else None
+        obs, _ = self.base.reset(seed=self.seed, options=options)
+        row: dict[str, Any] = {"reference_latency_s": float(self.base.reference.latency_s)}
+        try:
+            predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would measure it
+            predicted_m = self.base.measure(predicted)
+        except ValueError as exc:
+            if not self.base.multi_graph:
+                raise
+            predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(f"predict: {exc}")
+            row["predict_error"] = str(exc)
+        best = self.best_by_graph.get(name)
+        if best is None:  # nothing measured (budget 0): the policy's own placement is the result
+            placement, source, final = predicted, "predict", predicted_m
+        else:
+            placement, source = best.placement, "best_placement"
+            final = predicted_m if np.array_equal(placement, predicted) else self.base.measure(placement)
+        row.update(
+            best_step=None if best is None else best.step,
+            best_latency_seen_s=None if best is None else best.latency_s,
+            latency_s=float(final.latency_s) if final.ok else None,
+            speedup=row["reference_latency_s"] / final.latency_s if final.ok else None,
+            placement_source=source, ok=final.ok, error=final.error,
+            predict_latency_s=float(predicted_m.latency_s) if predicted_m.ok else None,
+        )
+        return row, placement, source, final, predicted, predicted_m
 
 
 def coarsens(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -346,14 +418,19 @@ class RunAgent(abc.ABC):
         seed = self.seed if seed is None else seed
         set_seed(seed)
         with torch_threads(self.torch_threads):
-            n_ops = (env.envs[0] if isinstance(env, DevicePlacementVectorEnv) else env).unwrapped.graph.n_ops
+            base = (env.envs[0] if isinstance(env, DevicePlacementVectorEnv) else env).unwrapped
+            # A multi-graph env is learned as it is: its graphs differ, one coarsening cannot serve them all.
+            coarsen = not base.multi_graph and self.coarsens(base.graph.n_ops)
             run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()},
-                          max_nodes=self.max_nodes if self.coarsens(n_ops) else None)
+                          max_nodes=self.max_nodes if coarsen else None)
             self.train(run, seed)
             summary = run.finish(self.predict)
         self.run_summary, self.history = summary, run.history
         base = run.base
-        self.trained_for = {"graph": base.graph.name, "n_ops": base.graph.n_ops, "devices": base.device_names,
+        graphs = [base.graphs[name] for name in base.models]
+        self.trained_for = {"graph": base.graph.name if not base.multi_graph else [g.name for g in graphs],
+                            "n_ops": base.graph.n_ops if not base.multi_graph else [g.n_ops for g in graphs],
+                            "devices": base.device_names,
                             "feature_families": list(base.feature_families), "simulated": base.backend.simulated}
         if run.coarsening is not None:
             self.trained_for["clusters"] = run.coarsening.n_clusters

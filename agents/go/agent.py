@@ -1,0 +1,124 @@
+"""`GOAgent`: a placer meant to transfer, after GO (Zhou et al., NeurIPS 2020, "Transferable Graph Optimizers
+for ML Compilers").
+
+>>> from agents.go import GOAgent
+>>> agent = GOAgent(seed=0)
+>>> agent.learn(gym.make("DevicePlacement-v0", model="dataset:train", backend="simulated"), budget=20000)
+>>> agent.save("go.pt")
+>>> GOAgent.load("go.pt").predict(obs_of_a_new_graph)        # zero-shot
+>>> GOAgent.load("go.pt").learn(env_of_a_new_graph, budget=50)  # fine-tuned on it
+
+The method and where it lives:
+    1. features      the env's default node features (op type, output shape, topological position, degree,
+                     cost), device features and per-op costs per device (`placement_gym.features`).
+    2. encoder       GraphSAGE-style mean aggregation over producers and consumers with separate weights
+                     (`agents.common.gnn.DirectedGNN`).
+    3. attention     segment-level recurrent attention over the ops in topological order
+                     (`agents.go.policy.SegmentRecurrentAttention`, Transformer-XL's cached previous segment).
+    4. placer        `agents.common.device_head.DeviceScorer`: every op's device in one pass, no graph size or
+                     device count in the weights.
+    5. training      PPO (`agents.common.ppo`, the shared trainer), jointly over many graphs when the env draws
+                     one per reset (``model=[...]`` or ``"dataset:train"``); K placements per update all of one
+                     graph, advantages against that graph's own baseline (`agents.common.rollout`).
+    6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it (plain
+                     fine-tuning of every weight with the same trainer, then distillation of the best placement
+                     found so ``predict`` returns it, as the other agents do).
+
+What differs from the paper: plain fine-tuning instead of parameter superposition. GO's superposition multiplies
+each layer's input by a function of a per-graph conditioning vector, to ease interference between graphs while
+training on many at once; when fine-tuning on one new graph every weight is free to move anyway, so it adds a
+mechanism without adding anything the fine-tuning run can use, and the cost input of the device head already
+tells the policy what each graph's ops cost on each device. Also: mean (not max-pool) GraphSAGE aggregation
+with edge features, attention bidirectional inside a segment (all ops are decided at once, none waits for an
+earlier decision), no relative position encoding (the topological position is a node feature), and a
+moving-average baseline per graph instead of a critic by default (``ppo={"value": "critic"}`` selects one).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+
+from agents.common.base import PolicySpec
+from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.reinforce import ReinforceConfig
+from placement_gym.features import DEFAULT_FAMILIES
+
+from .policy import GOPolicy
+
+__all__ = ["GOAgent"]
+
+
+class GOAgent(PolicyGradientAgent):
+    """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
+
+    Args:
+        hidden_channels: embedding width H.
+        num_layers: message-passing layers of the encoder.
+        attention_layers: segment-recurrent attention layers.
+        heads: attention heads.
+        segment_length: ops per attention segment (L).
+        use_edge_features: give the encoder the tensor sizes on the edges.
+        learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
+        max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
+        imitation_coef, elites, distill_steps: self-imitation of the run's fastest placements and the final
+            distillation of the best one into the policy (`ReinforceConfig`); distillation applies to runs on one
+            graph (a fine-tuning run), not to training over many.
+        algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
+        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+    """
+
+    name = "go"
+    feature_families = DEFAULT_FAMILIES
+    # The weights depend on the feature widths only: any graph size, any device set.
+    sizes_in_weights: ClassVar[tuple[str, ...]] = ("node_features", "edge_features", "device_features")
+
+    def __init__(
+        self,
+        *,
+        hidden_channels: int = 64,
+        num_layers: int = 3,
+        attention_layers: int = 2,
+        heads: int = 4,
+        segment_length: int = 128,
+        use_edge_features: bool = True,
+        learning_rate: float = 1e-3,
+        samples_per_update: int = 16,
+        baseline: bool = True,
+        baseline_decay: float = 0.9,
+        entropy_coef: float = 0.01,
+        normalize_advantage: bool = True,
+        max_grad_norm: float | None = 1.0,
+        imitation_coef: float = 0.0,
+        elites: int = 4,
+        distill_steps: int = 1000,
+        algorithm: str = "ppo",
+        ppo: "dict[str, Any] | None" = None,
+        seed: int | None = None,
+        torch_threads: int | None = 1,
+        device: "str | torch.device" = "cpu",
+    ) -> None:
+        reinforce = ReinforceConfig(
+            mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
+            baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
+            max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+        )
+        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+                         device=device)
+        self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
+                            heads=heads, segment_length=segment_length, use_edge_features=use_edge_features)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        r = self.reinforce
+        return {
+            **self.network,
+            "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
+            "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
+            "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
+            "torch_threads": self.torch_threads, **self.algorithm_options(),
+        }
+
+    def build_policy(self, spec: PolicySpec) -> GOPolicy:
+        if spec.device_features == 0:
+            raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
+        return GOPolicy(spec, **self.network)

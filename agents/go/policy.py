@@ -1,0 +1,175 @@
+"""The GO policy network: bidirectional GraphSAGE encoder -> segment-recurrent attention -> device head.
+
+    obs --obs_to_batch-->          x (N, F), edges (2, E), ops in topological order (`ComputationGraph`)
+        --DirectedGNN-->            h (N, H)   GraphSAGE-style: self + mean over producers + mean over consumers
+        --SegmentRecurrentAttention--> z (N, H)   segments of L ops; each attends to itself and to the cached,
+                                                  detached states of the segment before it (Transformer-XL)
+        --DeviceScorer-->           logits (N, D) from z, device features, per-op costs and the action mask
+        --sample_categorical-->     placements (K, N): every op's device in one pass
+
+Nothing here has the number of ops or devices in its weights: the encoder and the attention act per op and
+per segment, the head scores (op, device) pairs from what the observation says about each device. So one set
+of weights places a graph of any size on any device set (Zhou et al., NeurIPS 2020, "Transferable Graph
+Optimizers for ML Compilers").
+
+Why `agents.common.gnn.DirectedGNN` rather than PyG's ``SAGEConv`` pair: with ``aggr="mean"`` its layer is
+``W_self h_i + mean_{j->i} W_fwd [h_j, e_ji] + mean_{i->k} W_bwd [h_k, e_ik]``, i.e. GraphSAGE's mean
+aggregator over both edge directions with separate weights, plus the tensor sizes on the edges (what a cut
+costs), and it is the encoder every other graph agent shares.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from agents.common.base import PolicySpec
+from agents.common.device_head import DeviceScorer
+from agents.common.gnn import MLP, DirectedGNN
+from agents.common.graph_batch import GraphBatch, obs_to_batch
+from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
+
+__all__ = ["GOPolicy", "SegmentRecurrentAttention"]
+
+
+class SegmentRecurrentAttention(nn.Module):
+    """Attention over ops in topological order, one segment of `segment_length` ops at a time, with the previous
+    segment's states as a read-only memory (Transformer-XL's segment-level recurrence, Dai et al. 2019).
+
+    For layer l and segment s (queries: the segment's ops; keys/values: the previous segment of the same graph,
+    detached, then the segment itself)::
+
+        m = stop_gradient(z^{l-1}_{s-1})                    (L, H); absent for a graph's first segment
+        a = MultiHeadAttention(z^{l-1}_s, [m; z^{l-1}_s])  (L, H)
+        z^l_s = LN(u + FFN(u)),  u = LN(z^{l-1}_s + a)
+
+    Within a segment attention goes both ways (all ops of a placement are decided at once); across segments
+    information flows forward in topological order, `num_layers` segments deep. Every segment of every layer is
+    computed at once (a batch of segments): the memory of segment s at layer l is segment s-1's layer-(l-1)
+    output, already there when layer l starts, so this equals the sequential recurrence. Cost per layer:
+    O(N * 2L * H), linear in the graph's size.
+
+    Args:
+        channels: H.
+        heads: attention heads (H must be divisible by it).
+        num_layers: attention layers.
+        segment_length: L, ops per segment.
+        dropout: dropout inside attention and the feed-forward block.
+
+    Shapes: h (N, H), batch (N,) graph of each op, ptr (B + 1,) node offsets (`GraphBatch`) -> (N, H).
+    Ops of each graph must be contiguous and in topological order (what `obs_to_batch` gives).
+    """
+
+    def __init__(self, channels: int, heads: int = 4, num_layers: int = 2, segment_length: int = 128,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        if segment_length < 1:
+            raise ValueError(f"segment_length must be >= 1, got {segment_length}")
+        if channels % heads:
+            raise ValueError(f"the width {channels} must be divisible by the number of heads {heads}")
+        self.segment_length = segment_length
+        self.attention = nn.ModuleList(nn.MultiheadAttention(channels, heads, dropout=dropout, batch_first=True)
+                                       for _ in range(num_layers))
+        self.feed_forward = nn.ModuleList(MLP(channels, 2 * channels, channels, num_layers=2, dropout=dropout)
+                                          for _ in range(num_layers))
+        self.norm_attention = nn.ModuleList(nn.LayerNorm(channels) for _ in range(num_layers))
+        self.norm_feed_forward = nn.ModuleList(nn.LayerNorm(channels) for _ in range(num_layers))
+
+    def segments(self, batch: Tensor, ptr: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
+        """Where each op goes in the dense (S, L) segment layout: segment (N,), slot (N,), the index of the
+        segment before each segment (S,) (-1 for a graph's first), and S."""
+        length = self.segment_length
+        position = torch.arange(batch.shape[0], device=batch.device) - ptr[batch]
+        counts = ptr[1:] - ptr[:-1]
+        per_graph = (counts + length - 1) // length  # (B,) segments of each graph
+        first = torch.cumsum(per_graph, 0) - per_graph  # (B,) index of each graph's first segment
+        segment = first[batch] + position // length
+        n_segments = int(per_graph.sum())
+        owner = torch.repeat_interleave(torch.arange(len(counts), device=batch.device), per_graph)  # (S,)
+        index = torch.arange(n_segments, device=batch.device)
+        previous = torch.where(index > first[owner], index - 1, torch.full_like(index, -1))
+        return segment, position % length, previous, n_segments
+
+    def forward(self, h: Tensor, batch: Tensor, ptr: Tensor) -> Tensor:
+        if h.shape[0] == 0:
+            return h
+        segment, slot, previous, s = self.segments(batch, ptr)
+        length = self.segment_length
+        z = h.new_zeros(s, length, h.shape[-1])
+        z[segment, slot] = h
+        padding = torch.ones(s, length, dtype=torch.bool, device=h.device)
+        padding[segment, slot] = False
+        has_memory = previous >= 0
+        memory_padding = padding[previous.clamp_min(0)] | ~has_memory.unsqueeze(1)  # (S, L)
+        key_padding = torch.cat([memory_padding, padding], dim=1)  # (S, 2L)
+        for attention, norm_a, feed_forward, norm_f in zip(self.attention, self.norm_attention, self.feed_forward,
+                                                           self.norm_feed_forward):
+            memory = z.detach()[previous.clamp_min(0)]  # cached states of the segment before: no gradient
+            keys = torch.cat([memory, z], dim=1)  # (S, 2L, H)
+            attended, _ = attention(z, keys, keys, key_padding_mask=key_padding, need_weights=False)
+            u = norm_a(z + attended)
+            z = norm_f(u + feed_forward(u))
+        return z[segment, slot]
+
+
+class GOPolicy(nn.Module):
+    """Encoder + segment-recurrent attention + device head (module docstring), following `agents.common.policy`.
+
+    Args:
+        spec: sizes from the env (`PolicySpec`); only the feature widths are used (node, edge, device).
+        hidden_channels: H.
+        num_layers: message-passing layers of the encoder.
+        attention_layers: layers of `SegmentRecurrentAttention`.
+        heads: attention heads.
+        segment_length: L, ops per segment.
+        use_edge_features: give the encoder the tensor sizes on the edges.
+        dropout: dropout in the attention layers.
+    """
+
+    def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, attention_layers: int = 2,
+                 heads: int = 4, segment_length: int = 128, use_edge_features: bool = True, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.spec = spec
+        edge_dim = spec.edge_features if use_edge_features else 0
+        self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim)
+        self.attention = SegmentRecurrentAttention(hidden_channels, heads, attention_layers, segment_length, dropout)
+        self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
+
+    def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
+        """Logits (N, D) of every op over the devices, and the op embeddings z (N, H), for one graph."""
+        batch = obs_to_batch(obs, device=next(self.parameters()).device)
+        if batch.num_graphs != 1:
+            raise ValueError(f"GOPolicy places one graph per call; got a batch of {batch.num_graphs} observations")
+        return self._logits(batch)
+
+    def _logits(self, batch: GraphBatch) -> tuple[Tensor, Tensor]:
+        h = self.encoder(batch.x, batch.edge_index, batch.edge_attr)
+        z = self.attention(h, batch.batch, batch.ptr)
+        features = None if batch.device_features is None else batch.device_features[0]
+        # The spec's device count is only a fallback for observations without device features or costs.
+        return self.head(z, features, batch.node_cost, batch.action_mask, n_devices=self.spec.n_devices), z
+
+    def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
+        """`num_samples` placements of one graph from one forward pass.
+
+        Returns a `PolicySample`: actions (K, N) int64, log_prob (K,), entropy () per op, and [mean, max] of the
+        op embeddings (2H,) as ``embedding`` (a critic's input)."""
+        logits, z = self.logits(obs)
+        actions, log_prob, entropy = sample_categorical(logits, num_samples, deterministic)
+        return PolicySample(actions, log_prob, entropy, {"n_ops": float(logits.shape[0])},
+                            embedding=torch.cat([z.mean(0), z.amax(0)]))
+
+    def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
+        """`taken`'s placements (an earlier ``act`` on `obs`) re-scored under the current weights."""
+        logits, z = self.logits(obs)
+        log_prob, entropy = categorical_log_prob(logits, taken.actions)
+        return PolicySample(taken.actions, log_prob, entropy, embedding=torch.cat([z.mean(0), z.amax(0)]))
+
+    def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
+        """() mean log-probability per op that the policy places `placement` (N,) (differentiable): what the
+        self-imitation term and the final distillation raise."""
+        logits, _ = self.logits(obs)
+        target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=logits.device)
+        return torch.log_softmax(logits, -1).gather(1, target.view(-1, 1)).mean()

@@ -40,8 +40,9 @@ from typing import Any, ClassVar
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import PolicyGradientAgent
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
+from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
@@ -61,11 +62,13 @@ class GOAgent(PolicyGradientAgent):
         use_edge_features: give the encoder the tensor sizes on the edges.
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
-        imitation_coef, elites, distill_steps: self-imitation of the run's fastest placements and the final
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements and the final
             distillation of the best one into the policy (`ReinforceConfig`); distillation applies to runs on one
             graph (a fine-tuning run), not to training over many.
         algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "go"
@@ -92,19 +95,23 @@ class GOAgent(PolicyGradientAgent):
         imitation_coef: float = 0.0,
         elites: int = 4,
         distill_steps: int = 1000,
+        distill_seconds: float | None = DISTILL_SECONDS,
         algorithm: str = "ppo",
         ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
         torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
+        coarsen_above: int | None = COARSEN_ABOVE,
+        max_nodes: int = MAX_NODES,
     ) -> None:
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
+            distill_seconds=distill_seconds,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device)
+                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features)
 
@@ -115,7 +122,7 @@ class GOAgent(PolicyGradientAgent):
             "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
-            "torch_threads": self.torch_threads, **self.algorithm_options(),
+            "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
         }
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:

@@ -289,13 +289,19 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
     entry = ZOO[name]
     if entry.kind == "opset":
         return entry.builder()
+    return _load_cached(name, ZOO_VERSION, entry.builder, rebuild)
+
+
+def _load_cached(name: str, version: str, builder: Callable[[], ov.Model], rebuild: bool) -> ov.Model:
+    """The model `name` from the cache (``<name>-<version>.xml`` in `model_cache_dir`), or built by `builder`
+    (once across processes: under a lock) and cached. The one cache of the zoo's and the dataset's torch models."""
     cache = model_cache_dir()
-    xml_path = cache / f"{name}-{ZOO_VERSION}.xml"
+    xml_path = cache / f"{name}-{version}.xml"
     if not rebuild and xml_path.exists():
         cached = _read_cached(xml_path)
         if cached is not None:
             return cached
-    with _build_lock(cache / f".{name}-{ZOO_VERSION}.lock"):
+    with _build_lock(cache / f".{name}-{version}.lock"):
         # Another process may have built it while we waited for the lock.
         if not rebuild and xml_path.exists():
             cached = _read_cached(xml_path, warn=False)
@@ -304,10 +310,12 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
         # Holding the lock, any temporary file of this model is left over from a build that was killed.
         for stale in cache.glob(f".{xml_path.stem}.*.tmp.*"):
             stale.unlink(missing_ok=True)
-        model = entry.builder()
+        model = builder()
         model.set_friendly_name(name)
         _save_ir_atomically(model, xml_path)
-    return model
+    # Return what was saved, read back: saving folds shape sub-graphs (e.g. a chunk's ShapeOf), so the model in
+    # memory can have more ops than the IR every later load reads; the first load must give the same graph.
+    return ov.Core().read_model(xml_path)
 
 
 def _read_cached(xml_path: Path, warn: bool = True) -> ov.Model | None:
@@ -382,10 +390,11 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
     """Return an ``ov.Model`` for a zoo name, a model file, or an existing ``ov.Model``.
 
     Args:
-        model: a zoo name (case-insensitive, aliases allowed, see :func:`zoo_names`); a path to an
+        model: a zoo name (case-insensitive, aliases allowed, see :func:`zoo_names`); a dataset entry's name
+            (`placement_gym.models.dataset`: cached like the zoo's torch models); a path to an
             OpenVINO IR ``.xml`` (with its ``.bin``) or an ``.onnx`` file; or an ``ov.Model``, which
             is cloned so that later rt_info changes never touch the caller's object.
-        rebuild: for torch zoo models, ignore the cached IR and build (and re-cache) it again.
+        rebuild: for torch zoo models and dataset entries, ignore the cached IR and build (and re-cache) it again.
 
     Raises:
         FileNotFoundError: the file (or an IR's ``.bin``) does not exist.
@@ -400,6 +409,13 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             loaded = _load_zoo(name, rebuild)
             loaded.set_friendly_name(name)
             return loaded
+        from .dataset import dataset_entry, load_dataset_model
+
+        entry = dataset_entry(model)
+        if entry is not None:
+            loaded = load_dataset_model(entry.name, rebuild)
+            loaded.set_friendly_name(entry.name)
+            return loaded
         if is_synthetic(model):
             raise ValueError(
                 f"{model!r} is a synthetic graph: it has no OpenVINO model to load; "
@@ -407,7 +423,8 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             )
         if not _looks_like_path(model):
             raise ValueError(
-                f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; "
+                f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; a dataset name "
+                "(`placement-gym info --dataset`), "
                 f"{SYNTHETIC_SYNTAX}, a path to an OpenVINO IR (.xml) or ONNX (.onnx) file, or an ov.Model, "
                 "is also accepted"
             )

@@ -60,7 +60,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _dataset_rows(load_graph) -> list[dict]:
     """One row per dataset entry with its graph's size; entries not cached yet are built first (seconds each,
     once), which is said on stderr."""
-    from .models.dataset import dataset_entries, is_cached
+    from .models.dataset import dataset_entries
+    from .models.zoo import dataset_is_cached as is_cached
 
     rows = []
     for entry in dataset_entries():

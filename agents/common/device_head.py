@@ -6,7 +6,8 @@ devices, and it breaks when the same devices are listed in another order. `Devic
 set, in any order, and any graph size:
 
     u_d        = MLP(device_inputs(device_features))           (D, H)   what device d is
-    logit_{md} = <W h_m, u_d> / sqrt(H)                                  item m's affinity for device d
+    c_d        = (u_d - mean_d' u_d') / rms                      (D, H)   what sets it apart from the others
+    logit_{md} = <W h_m, c_d> / sqrt(H)                                  item m's affinity for device d
                + MLP_c(cost_inputs(cost_{m, :})_d)                       how fast m runs on d, vs the other devices
                + Linear(u_d)                                             a per-device prior (e.g. "the fast one")
     logit_{md} = -inf where the device cannot run the item (``mask``), unless no device can
@@ -168,13 +169,15 @@ class DeviceScorer(nn.Module):
         self.hidden_channels = hidden_channels
         self.device_features = device_features
         self.use_costs = use_costs
-        self.item = nn.Linear(in_channels, hidden_channels, bias=False)
+        # LayerNorm first: every placer's item embeddings (a GNN's, an MLP's, an LSTM's) reach the head at one scale,
+        # so its near-uniform start and its step size do not depend on the placer in front of it.
+        self.item = nn.Sequential(nn.LayerNorm(in_channels), nn.Linear(in_channels, hidden_channels, bias=False))
         self.device = MLP(device_input_width(device_features), hidden_channels, hidden_channels, num_layers=2)
         self.prior = nn.Linear(hidden_channels, 1)
         self.cost = MLP(COST_INPUTS, 16, 1, num_layers=2) if use_costs else None
         # Near-uniform start: no device index or device kind is preferred before any reward was seen.
-        nn.init.normal_(self.item.weight, std=0.01)
-        nn.init.normal_(self.prior.weight, std=0.01)
+        nn.init.normal_(self.item[-1].weight, std=0.001)  # logit differences ~0.01 at the start (contrasts are at unit scale)
+        nn.init.zeros_(self.prior.weight)  # learns from the first update (u is not zero)
         nn.init.zeros_(self.prior.bias)
         if self.cost is not None:
             nn.init.zeros_(self.cost[-1].weight)
@@ -204,14 +207,16 @@ class DeviceScorer(nn.Module):
             raise ValueError(f"device features have width {device_features.shape[-1]}, this head was built for "
                              f"{self.device_features} (obs['device_features'] of the env it was trained on)")
         u = self.device(device_inputs(device_features.to(h.dtype)))  # (D, H) or (B, D, H)
+        contrast = _contrast(u)
         item = self.item(h)  # (M, H)
         if u.dim() == 2:
-            logits = item @ u.T / math.sqrt(self.hidden_channels) + self.prior(u).T  # (M, D)
+            logits = item @ contrast.T / math.sqrt(self.hidden_channels) + self.prior(u).T  # (M, D)
         else:  # every item against the devices of its own graph
             if graph is None:
                 raise ValueError("batched device_features (B, D, K) need `graph`: the graph of every item")
-            u = u[graph]  # (M, D, H)
-            logits = torch.einsum("mh,mdh->md", item, u) / math.sqrt(self.hidden_channels) + self.prior(u).squeeze(-1)
+            u, contrast = u[graph], contrast[graph]  # (M, D, H)
+            logits = (torch.einsum("mh,mdh->md", item, contrast) / math.sqrt(self.hidden_channels)
+                      + self.prior(u).squeeze(-1))
         if cost_logits is None and cost is not None:
             cost_logits = self.cost_logits(cost.to(h.dtype), graph)
         if self.cost is not None and cost_logits is not None:
@@ -219,6 +224,21 @@ class DeviceScorer(nn.Module):
         if mask is not None:
             logits = logits.masked_fill(~usable(mask), -1e4)
         return logits
+
+
+def _contrast(u: Tensor) -> Tensor:
+    """Device embeddings (..., D, H) -> what sets each device apart from the others of its set, at unit scale:
+    minus their mean over the devices (a part common to all devices adds the same logit to every device, which
+    the softmax ignores) and divided by the root mean square of what is left (over the set's D x H entries).
+
+    Why: the item term's gradient moves device d's logit by sum over d' of g_d' <u_d', u_d>; with raw embeddings of
+    two devices that look alike to a fresh MLP (<u_0, u_1> close to |u|^2) the updates of the two logits cancel
+    and the policy learns an order of magnitude slower than a ``Linear(H, D)`` head. Contrasted and at unit
+    scale, <u_0, u_1> = -H for two devices, and the update of ``logit_0 - logit_1`` is exactly that of a
+    ``Linear(H, D)`` head with the same learning rate."""
+    centred = u - u.mean(-2, keepdim=True)
+    scale = centred.pow(2).mean((-2, -1), keepdim=True).sqrt()
+    return centred / (scale + 1e-6)
 
 
 def usable(mask: Tensor) -> Tensor:

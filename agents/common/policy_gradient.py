@@ -150,7 +150,7 @@ def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement:
             `device` for the current node of `node_obs`.
         sweeps: visits of every node.
     """
-    target = group_majority(groups, placement, n_devices)
+    target = group_majority(groups, placement, n_devices, obs.get("action_mask"))
     steps = []
 
     def choose(node_obs) -> int:

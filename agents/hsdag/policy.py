@@ -130,8 +130,8 @@ class HSDAGPolicy(nn.Module):
             per_op = group_log_p[pooled.assignment, target]  # (N,)
             return scatter(per_op, pooled.assignment, 0, dim_size=pooled.num_groups, reduce="mean").mean()
         # With refinement: each group's most common device, then every op's device given it.
-        majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, group_log_p.shape[1]),
-                                   device=h.device)  # (G,)
+        majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, group_log_p.shape[1],
+                                                  obs.get("action_mask")), device=h.device)  # (G,)
         return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
                 + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops))
 

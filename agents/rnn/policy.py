@@ -129,7 +129,7 @@ class RNNPolicy(nn.Module):
         """() log-likelihood, per group, of decoding `placement` (N,): each group's device is the one most of
         its ops have (all of them, for the decoder's own placements), teacher-forced."""
         d = int(np.shape(obs["action_mask"])[-1]) if "action_mask" in obs else self.default_devices
-        majority = group_majority(self.groups_for(len(placement)), placement, d)
+        majority = group_majority(self.groups_for(len(placement)), placement, d, obs.get("action_mask"))
         forced = torch.as_tensor(majority, device=next(self.parameters()).device).unsqueeze(0)
         decoded = self._decode(obs, 1, forced=forced, refined=False)
         log_prob = decoded.log_prob[0] / len(majority)

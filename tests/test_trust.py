@@ -144,7 +144,7 @@ def test_a_checkpoint_records_what_it_was_trained_for(saved):
     assert all(isinstance(v, torch.Tensor) for v in data["state_dict"].values())
 
 
-def test_ppo_checkpoint_is_plain_data_and_says_when_the_graph_does_not_fit(tmp_path):
+def test_ppo_checkpoint_is_plain_data_and_places_another_graph(tmp_path):
     from agents.ppo import PPOAgent
 
     agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, seed=0)
@@ -155,6 +155,8 @@ def test_ppo_checkpoint_is_plain_data_and_says_when_the_graph_does_not_fit(tmp_p
     loaded = PPOAgent.load(path)
     obs, _ = env.reset(seed=0)
     np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
-    other, _ = DevicePlacementEnv("tiny_chain", backend="simulated").reset(seed=0)
-    with pytest.raises(ValueError, match="built for tiny_branch"):
-        loaded.predict(other)
+    # The graph policy holds no graph size or device count: the checkpoint places another graph.
+    other_env = DevicePlacementEnv("tiny_chain", backend="simulated")
+    other, _ = other_env.reset(seed=0)
+    placement = loaded.predict(other)
+    assert placement.shape == (other_env.graph.n_ops,) and other_env.measure(placement).ok

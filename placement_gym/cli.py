@@ -34,6 +34,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     report: dict = {"devices": available_devices(), "models": zoo_names(), "presets": presets}
     if args.model:
         report["graph"] = load_graph(args.model).stats()
+    if args.dataset:
+        report["dataset"] = _dataset_rows(load_graph)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -48,7 +50,30 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print("\n" + format_stats_table([s]))
         top = list(s["compute"]["op_types"].items())[:8]
         print("  most common compute ops: " + ", ".join(f"{t} {c}" for t, c in top))
+    if args.dataset:
+        rows = report["dataset"]
+        print(f"\ndataset ({len(rows)} graphs; model=NAME, or model='dataset:train|val|test|all' for a multi-graph env):")
+        print(f"  {'name':<14} {'family':<10} {'split':<6} {'ops':>6} {'edges':>6}  description")
+        for r in rows:
+            print(f"  {r['name']:<14} {r['family']:<10} {r['split']:<6} {r['compute_ops']:>6} {r['edges']:>6}  "
+                  f"{r['description']}")
     return 0
+
+
+def _dataset_rows(load_graph) -> list[dict]:
+    """One row per dataset entry with its graph's size; entries not cached yet are built first (seconds each,
+    once), which is said on stderr."""
+    from .models.dataset import dataset_entries
+    from .models.zoo import dataset_is_cached as is_cached
+
+    rows = []
+    for entry in dataset_entries():
+        if not is_cached(entry.name):
+            print(f"building dataset graph {entry.name} (once; cached after)...", file=sys.stderr, flush=True)
+        graph = load_graph(entry.name)
+        rows.append({"name": entry.name, "family": entry.family, "split": entry.split, "compute_ops": graph.n_ops,
+                     "edges": graph.n_edges, "description": entry.description, "inputs": entry.inputs})
+    return rows
 
 
 # ------------------------------------------------------------------------------------------ settings
@@ -552,6 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="devices, zoo models and graph statistics")
     info.add_argument("--model", help="zoo name, synthetic:N[:SEED] or model file to print graph statistics for")
+    info.add_argument("--dataset", action="store_true",
+                      help="list the graph dataset (name, family, split, compute ops, edges); builds and caches the "
+                           "entries not cached yet first (seconds each, a few minutes for all)")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_cmd_info)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from ..devices import openvino_reason
 from ..graph import ComputationGraph
 from ..results import write_json
 from . import tiny
+from .dataset import DATASET, DATASET_VERSION, dataset_entry
 from .synthetic import SYNTAX as SYNTHETIC_SYNTAX, is_synthetic, parse_synthetic, synthetic_graph
 
 # Bump when a model definition or the randomisation changes, so stale cached IRs are not reused.
@@ -289,13 +291,19 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
     entry = ZOO[name]
     if entry.kind == "opset":
         return entry.builder()
+    return _load_cached(name, ZOO_VERSION, entry.builder, rebuild)
+
+
+def _load_cached(name: str, version: str, builder: Callable[[], ov.Model], rebuild: bool) -> ov.Model:
+    """The model `name` from the cache (``<name>-<version>.xml`` in `model_cache_dir`), or built by `builder`
+    (once across processes: under a lock) and cached. The one cache of the zoo's and the dataset's torch models."""
     cache = model_cache_dir()
-    xml_path = cache / f"{name}-{ZOO_VERSION}.xml"
+    xml_path = cache / f"{name}-{version}.xml"
     if not rebuild and xml_path.exists():
         cached = _read_cached(xml_path)
         if cached is not None:
             return cached
-    with _build_lock(cache / f".{name}-{ZOO_VERSION}.lock"):
+    with _build_lock(cache / f".{name}-{version}.lock"):
         # Another process may have built it while we waited for the lock.
         if not rebuild and xml_path.exists():
             cached = _read_cached(xml_path, warn=False)
@@ -304,10 +312,17 @@ def _load_zoo(name: str, rebuild: bool) -> ov.Model:
         # Holding the lock, any temporary file of this model is left over from a build that was killed.
         for stale in cache.glob(f".{xml_path.stem}.*.tmp.*"):
             stale.unlink(missing_ok=True)
-        model = entry.builder()
+        model = builder()
         model.set_friendly_name(name)
         _save_ir_atomically(model, xml_path)
-    return model
+    # Return what was saved, read back: saving folds shape sub-graphs (e.g. a chunk's ShapeOf), so the model in
+    # memory can have more ops than the IR every later load reads; the first load must give the same graph.
+    return ov.Core().read_model(xml_path)
+
+
+def dataset_is_cached(name: str) -> bool:
+    """Whether dataset entry `name`'s IR is in the cache (loading it then takes well under a second)."""
+    return name in DATASET and (model_cache_dir() / f"{name}-{DATASET_VERSION}.xml").is_file()
 
 
 def _read_cached(xml_path: Path, warn: bool = True) -> ov.Model | None:
@@ -382,10 +397,11 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
     """Return an ``ov.Model`` for a zoo name, a model file, or an existing ``ov.Model``.
 
     Args:
-        model: a zoo name (case-insensitive, aliases allowed, see :func:`zoo_names`); a path to an
+        model: a zoo name (case-insensitive, aliases allowed, see :func:`zoo_names`); a dataset entry's name
+            (`placement_gym.models.dataset`: cached like the zoo's torch models); a path to an
             OpenVINO IR ``.xml`` (with its ``.bin``) or an ``.onnx`` file; or an ``ov.Model``, which
             is cloned so that later rt_info changes never touch the caller's object.
-        rebuild: for torch zoo models, ignore the cached IR and build (and re-cache) it again.
+        rebuild: for torch zoo models and dataset entries, ignore the cached IR and build (and re-cache) it again.
 
     Raises:
         FileNotFoundError: the file (or an IR's ``.bin``) does not exist.
@@ -400,6 +416,11 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             loaded = _load_zoo(name, rebuild)
             loaded.set_friendly_name(name)
             return loaded
+        entry = dataset_entry(model)
+        if entry is not None:
+            loaded = _load_cached(entry.name, DATASET_VERSION, functools.partial(_convert_torch, entry.build), rebuild)
+            loaded.set_friendly_name(entry.name)
+            return loaded
         if is_synthetic(model):
             raise ValueError(
                 f"{model!r} is a synthetic graph: it has no OpenVINO model to load; "
@@ -407,7 +428,8 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
             )
         if not _looks_like_path(model):
             raise ValueError(
-                f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; "
+                f"unknown model {model!r}: zoo names are {', '.join(zoo_names())}; a dataset name "
+                "(`placement-gym info --dataset`), "
                 f"{SYNTHETIC_SYNTAX}, a path to an OpenVINO IR (.xml) or ONNX (.onnx) file, or an ov.Model, "
                 "is also accepted"
             )

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import evaluation, registry, results
-
-#: A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
-DATASET_SPLIT_PREFIX = "dataset:"
+# A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
+from .models.dataset import DATASET_PREFIX as DATASET_SPLIT_PREFIX
 
 
 def _cmd_info(args: argparse.Namespace) -> int:

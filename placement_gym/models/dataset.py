@@ -24,7 +24,8 @@ Families and the split (by family, so no test family is seen in training):
 
 Loading (`zoo.load_model`) and the cache live in `placement_gym.models.zoo`, which imports this module (this one
 imports nothing of the package). `dataset_entries(split)` lists the entries, `dataset_names(split)` their names;
-``placement-gym info --dataset`` prints each with its graph size. Building one takes seconds (once; later loads read the cached IR).
+``placement-gym info --dataset`` prints each with its graph size. Building one takes seconds (once; later loads
+read the cached IR).
 """
 from __future__ import annotations
 

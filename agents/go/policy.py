@@ -155,7 +155,8 @@ class GOPolicy(nn.Module):
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim)
         self.attention = SegmentRecurrentAttention(hidden_channels, heads, attention_layers, segment_length, dropout)
         self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        # The whole-graph cost term (`graph_cost_inputs`). Linear (one weight): monotone in the cost, so what it learns on the training graphs holds on others.
+        # The whole-graph cost term (`graph_cost_inputs`). Linear (one weight): monotone in the cost, so what it
+        # learns on the training graphs holds on others.
         # Starts at -3 (a prior: each op leans to the device where its whole graph is fastest, by 1.8 logits per
         # 6%): gradient steps barely move one weight while the rest of the network learns a device bias common
         # to the training graphs. Measured (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-

@@ -85,7 +85,7 @@ class NodePlacementWrapper(gym.Wrapper):
             an (N,) integer array of group labels (e.g. co-location groups).
         sweeps: how many times an episode visits every node.
         start: ``"reference"`` (every op on device 0, already measured) or ``"random"`` (a random device per
-            node, measured at reset: one placement). ``reset(options={"placement": p})`` starts from ``p``.
+            node among those that can run all its ops, measured at reset: one placement). ``reset(options={"placement": p})`` starts from ``p``.
     """
 
     def __init__(self, env: gym.Env, groups: Any = None, sweeps: int = 1, start: str = "reference") -> None:
@@ -159,8 +159,13 @@ class NodePlacementWrapper(gym.Wrapper):
         self._visited = np.zeros(len(self.groups), dtype=np.float32)
         reference = self.base.reference.latency_s
         if start_placement is None and self.start == "random":
-            # One device per node (the ops of a node always share a device).
-            start_placement = self.np_random.integers(self.base.n_devices, size=self.n_nodes)[self.groups]
+            # One device per node (the ops of a node always share a device), uniform among the devices that can run
+            # every op of the node (all of them where none can): a start the masked policy could have built itself.
+            allowed = np.ones((self.n_nodes, self.base.n_devices), dtype=bool)
+            np.logical_and.at(allowed, self.groups, self.base.observation()["action_mask"][:self.base.graph.n_ops] > 0)
+            allowed |= ~allowed.any(1, keepdims=True)
+            scores = np.where(allowed, self.np_random.random(allowed.shape), -1.0)
+            start_placement = scores.argmax(1)[self.groups]
         if start_placement is None:
             self._placement, self._latency = self.layer.reference_placement.copy(), reference
         else:

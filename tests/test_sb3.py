@@ -12,7 +12,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 import placement_gym  # noqa: F401
 from agents.common.sb3 import (
-    GraphPolicy, GroupedMultiCategoricalDistribution, PerNodeActionHead, StockMultiCategoricalDistribution,
+    GraphPolicy, GroupedMultiCategoricalDistribution, DeviceActionHead, StockMultiCategoricalDistribution,
     VectorizedMultiCategoricalDistribution,
 )
 from placement_gym import DevicePlacementEnv
@@ -98,18 +98,21 @@ def test_distribution_needs_one_device_count():
 
 
 def test_per_node_head_forces_padded_nodes_to_device_zero():
-    head = PerNodeActionHead(latent_dim=4, n_devices=3)
+    torch.manual_seed(0)
+    head = DeviceActionHead(latent_dim=4, device_features=5)
     latent = torch.randn(2, 5, 5)
     latent[..., -1] = 1.0
     latent[1, 3:, -1] = 0.0  # the last two nodes of graph 1 are padding
-    logits = head(latent)
-    assert logits.shape == (2, 15)
-    dist = VectorizedMultiCategoricalDistribution([3] * 5).proba_distribution(logits)
+    obs = {"device_features": torch.randn(2, 3, 5), "node_device_cost": torch.rand(2, 5, 3) * 1e-3 + 1e-5}
+    logits = head(latent, obs, 3)
+    assert logits.shape == (2, 5, 3)
+    dist = VectorizedMultiCategoricalDistribution([3] * 5).proba_distribution(logits.flatten(1))
     sample = dist.sample()
     assert torch.all(sample[1, 3:] == 0)
     assert torch.all(dist.distribution.entropy()[1, 3:] < 1e-6)
-    # the same weights apply to every node (not one Linear per position)
-    torch.testing.assert_close(logits.view(2, 5, 3)[0, 0], head.linear(latent[0, 0, :-1]))
+    # the same weights apply to every node (not one Linear per position), each against its own graph's devices
+    one = head.scorer(latent[0, :, :-1], obs["device_features"][0], obs["node_device_cost"][0])
+    torch.testing.assert_close(logits[0], one)
 
 
 def test_graph_policy_forward_shapes_on_whole_placement_env(env):

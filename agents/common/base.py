@@ -9,8 +9,12 @@
 
 `learn` is the shared run loop (`agents.common.run.RunAgent`); a subclass provides `train(run, seed)` (its
 algorithm), `hyperparameters()` (constructor keyword arguments, plain Python values) and `build_policy(spec)`
-(the torch module for a `PolicySpec`). The policy is built lazily from the first env it sees (`setup`), so one
-agent class serves any graph and device count; the spec is saved with the weights so `load` can rebuild it.
+(the torch module for a `PolicySpec`). The policy is built lazily from the first env it sees (`setup`); the
+spec is saved with the weights so `load` can rebuild it. Policies have no graph size or device count in their
+parameters (``size_free``; their device head reads the env's device descriptions,
+`agents.common.device_head.DeviceScorer`), so a policy built on one graph and device set learns and predicts on
+any other with the same node, edge and device feature widths; an agent whose parameters are per op of its
+training graph (Post) sets ``size_free = False`` and says why in ``size_bound_reason``.
 
 Feature families: an agent that needs particular node features sets ``feature_families``; whoever builds its
 env (the CLI, the evaluation harness) passes ``features=agent.feature_families`` to the env.
@@ -93,10 +97,11 @@ class BaseAgent(RunAgent):
         coarsen_above, max_nodes: big graphs are learned and placed coarsened (`RunAgent`).
     """
 
-    #: The `PolicySpec` sizes the policy's weights are built for: an env must give the same ones to reuse a
-    #: policy (fine-tuning a checkpoint, a second `learn`). A policy with a device-aware head
-    #: (`agents.common.device_head.DeviceScorer`) names ``device_features`` instead of ``n_devices``.
-    sizes_in_weights: ClassVar[tuple[str, ...]] = ("node_features", "edge_features", "n_devices")
+    #: True when the policy's parameters hold no graph size (N) or device count (D): it learns and predicts on
+    #: any graph and device set. False: `setup` refuses another N or D with ``size_bound_reason``.
+    size_free: ClassVar[bool] = True
+    #: Why a policy that is not ``size_free`` cannot serve another graph, and what to do instead.
+    size_bound_reason: ClassVar[str] = ""
 
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
@@ -132,10 +137,24 @@ class BaseAgent(RunAgent):
                     torch.manual_seed(int(seed))
                 self.spec = spec
                 self.policy = self.build_policy(spec).to(self.device)
-        elif any(getattr(spec, size) != getattr(self.spec, size) for size in self.sizes_in_weights):
-            raise ValueError(f"this agent's policy was built for {self.spec}, the env gives {spec} (its weights "
-                             f"depend on {', '.join(self.sizes_in_weights)})")
+        else:
+            self.check_spec(spec)
         return self.policy
+
+    def check_spec(self, spec: PolicySpec) -> None:
+        """ValueError unless the built policy can read an env with `spec`: the same node, edge and device feature
+        widths (any graph size and device count, unless the agent is not ``size_free``)."""
+        built = self.spec
+        widths = ("node_features", "edge_features", "device_features")
+        if any(getattr(spec, w) != getattr(built, w) for w in widths):
+            got = ", ".join(f"{w}={getattr(spec, w)}" for w in widths)
+            want = ", ".join(f"{w}={getattr(built, w)}" for w in widths)
+            raise ValueError(f"this {self.name} policy reads {want} (feature widths of the env it was built on), the "
+                             f"env gives {got}; build the env with features=agent.feature_families "
+                             f"({built.feature_families}) and a device description of the same width")
+        if not self.size_free and (spec.n_ops, spec.n_devices) != (built.n_ops, built.n_devices):
+            raise ValueError(f"this {self.name} policy was built for a graph of {built.n_ops} ops on {built.n_devices} "
+                             f"devices, the env has {spec.n_ops} ops on {spec.n_devices} devices: {self.size_bound_reason}")
 
     def _require_policy(self) -> None:
         if self.policy is None:

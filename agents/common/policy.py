@@ -89,18 +89,29 @@ def categorical_log_prob(logits: Tensor, actions: Tensor) -> tuple[Tensor, Tenso
     return log_prob, entropy
 
 
-def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int) -> np.ndarray:
-    """(G,) int64 the device most ops of each group have in `placement` (ties: the lowest index).
+def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int,
+                   mask: np.ndarray | None = None) -> np.ndarray:
+    """(G,) int64 the device most ops of each group have in `placement` (ties: the lowest index), among the
+    devices that can run the whole group where `mask` is given.
 
     A group placer scores a whole placement (imitation, distillation, Post's cross-entropy step) through its
-    groups' devices; for the placements it drew itself every op of a group has that device.
+    groups' devices; for the placements it drew itself every op of a group has that device. A placement the env
+    repaired (``unsupported="repair"`` moved an op of the group to another device) can have a majority the
+    group's masked policy never chooses; the majority among the devices it can choose is the one it can learn.
 
     Args:
         groups: (N,) int64 group of every op, 0..G-1.
         placement: (N,) int64 device of every op.
         n_devices: D.
+        mask: (N, D) bool which device can run each op (``obs["action_mask"]``), or None.
     """
     groups = np.asarray(groups, dtype=np.int64)
-    votes = np.zeros((int(groups.max()) + 1, n_devices), dtype=np.int64)
+    n_groups = int(groups.max()) + 1
+    votes = np.zeros((n_groups, n_devices), dtype=np.int64)
     np.add.at(votes, (groups, np.asarray(placement, dtype=np.int64)), 1)
+    if mask is not None:
+        allowed = np.ones((n_groups, n_devices), dtype=bool)
+        np.logical_and.at(allowed, groups, np.asarray(mask, dtype=bool))
+        allowed |= ~allowed.any(1, keepdims=True)  # no device runs the whole group: every device (as `usable`)
+        votes = np.where(allowed, votes, -1)
     return votes.argmax(1)

@@ -116,28 +116,39 @@ class PolicyGradientAgent(BaseAgent):
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
-        self.distill(run.best_action, self.trainer_config.distill_steps)
+        self.distill(run.best_action, self.trainer_config.distill_steps, run.base.as_measured)
 
-    def distill(self, placement: np.ndarray | None, max_steps: int) -> int:
-        """Fit the policy to `placement` (the run's best action) until ``predict`` returns it (`distill`)."""
+    def distill(self, placement: np.ndarray | None, max_steps: int,
+                as_measured: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
+        """Fit the policy to `placement` (the run's best action) until ``predict`` returns it, as the env would
+        measure it (`distill`)."""
         self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
-                                       self.imitation_obs, max_steps, self.trainer_config.max_grad_norm,
+                                       self.imitation_obs, max_steps, self.trainer_config.max_grad_norm, as_measured,
                                        self.trainer_config.distill_seconds)
         return self.distilled_steps
 
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,
             placement: np.ndarray | None, obs: Mapping[str, Any], max_steps: int,
-            max_grad_norm: float | None = 1.0, max_seconds: float | None = None) -> int:
+            max_grad_norm: float | None = 1.0, as_measured: Callable[[np.ndarray], np.ndarray] | None = None,
+            max_seconds: float | None = None) -> int:
     """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`
     and (unless None) `max_seconds` of wall time; returns the steps taken. Measures nothing: the search is over,
     this makes the policy's own placement the one its search found (the ``distill_steps`` and
-    ``distill_seconds`` of every learned agent, torch and SB3 alike)."""
+    ``distill_seconds`` of every learned agent, torch and SB3 alike).
+
+    `as_measured` (the env's, ``DevicePlacementEnv.as_measured``) compares the two as the env would measure them:
+    with ``unsupported="repair"`` a policy that never proposes a device an op cannot run (its action mask) cannot
+    return an unrepaired target action, nor a node-by-node agent the repaired placement it is given as target,
+    and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op
+    on a device that cannot run it fails and is never the best, so the target is within the mask.)"""
     if placement is None or max_steps == 0:
         return 0
+    measured = (lambda action: np.asarray(action)) if as_measured is None else as_measured
+    target = measured(placement)
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     for step in range(max_steps):
-        if np.array_equal(predict(obs), placement) or (deadline is not None and time.perf_counter() > deadline):
+        if np.array_equal(measured(predict(obs)), target) or (deadline is not None and time.perf_counter() > deadline):
             return step
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
@@ -159,7 +170,7 @@ def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement:
             `device` for the current node of `node_obs`.
         sweeps: visits of every node.
     """
-    target = group_majority(groups, placement, n_devices)
+    target = group_majority(groups, placement, n_devices, obs.get("action_mask"))
     steps = []
 
     def choose(node_obs) -> int:

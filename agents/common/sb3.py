@@ -9,8 +9,13 @@ Why not SB3's defaults:
 
 * SB3's ``MultiInputPolicy`` flattens the Dict and ends in ``Linear(hidden, N * D)``: one set of weights per node
   *position*, blind to the graph and unable to carry over to another graph. Here a directed GNN
-  (`agents.common.gnn.DirectedGNN`, the encoder every agent shares) embeds each node, and ONE ``Linear(H, D)``
-  (`PerNodeActionHead`) turns every node's embedding into its device logits.
+  (`agents.common.gnn.DirectedGNN`, the encoder every agent shares) embeds each node, and the shared device head
+  (`DeviceActionHead`, `agents.common.device_head.DeviceScorer`) scores every node's embedding against the
+  devices the observation describes (device features, the node's costs, its action mask). No graph size or
+  device count is in the weights: the policy runs on any graph and device set (`GraphActorCriticPolicy` builds
+  the distribution for the observation's N and D; SB3's own ``predict`` and ``set_env`` still check shapes
+  against the spaces it was built with, so `agents.ppo.SB3Agent` calls the policy directly and rebuilds the
+  algorithm around the same weights for another env).
 * SB3's ``MultiCategoricalDistribution`` builds one torch ``Categorical`` per node and loops over them in
   Python: at 1,000 nodes that dominates the update (see ``benchmarks/sb3_distribution.py``).
   `VectorizedMultiCategoricalDistribution` is one ``Categorical`` over a (B, N, D) logits tensor, with the same
@@ -35,20 +40,23 @@ from typing import Any
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.distributions import MultiCategoricalDistribution
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from placement_gym.wrappers import contiguous_groups
 
+from .device_head import DeviceScorer, device_input_width, placed_device_inputs
 from .gnn import MLP, DirectedGNN
 from .graph_batch import obs_to_batch
 
 __all__ = [
-    "GraphFeaturesExtractor", "GraphLatentHeads", "PerNodeActionHead", "VectorizedMultiCategoricalDistribution",
+    "GraphFeaturesExtractor", "GraphLatentHeads", "DeviceActionHead", "VectorizedMultiCategoricalDistribution",
     "GroupedMultiCategoricalDistribution",
     "StockMultiCategoricalDistribution", "GraphActorCriticPolicy", "GraphPolicy", "placement_input_features",
+    "placement_input_width", "policy_action",
 ]
 
 #: Logit given to the devices a padded node cannot take (it always takes device 0, with log-prob 0).
@@ -60,27 +68,32 @@ def n_devices_of(observation_space: spaces.Dict) -> int:
     return int(observation_space["placement"].high.max()) + 1
 
 
-def placement_input_features(batch, obs: dict, n_devices: int) -> Tensor:
-    """(sumN, F + D [+ 2]) the node features a placement policy reads: the env's features, the one-hot current
-    device (node by node: of the visited ops only), and for the node-by-node variant the ``current_node`` and
-    ``visited`` marks.
+def placement_input_features(batch, obs: dict, device_features: int) -> Tensor:
+    """(sumN, F + `device_input_width`(K) + 1 [+ 2]) the node features a placement policy reads: the env's features, what
+    the device each op sits on is (`agents.common.device_head.placed_device_inputs`: its device features and a
+    "placed" flag, no device index, so no device count in the reader's weights; node by node, of the visited
+    ops only), and for the node-by-node variant the ``current_node`` and ``visited`` marks.
 
-    `batch` is the `GraphBatch` of `obs` (`agents.common.graph_batch.obs_to_batch`); extra per-node keys are
-    flattened the same way (padded nodes dropped with ``node_mask``).
+    `batch` is the `GraphBatch` of `obs` (`agents.common.graph_batch.obs_to_batch`); `device_features` is the
+    width K the reader was built for (`placement_input_width`); extra per-node keys are flattened the same way
+    (padded nodes dropped with ``node_mask``).
     """
     parts = [batch.x]
     if batch.placement is not None:
-        device = nn.functional.one_hot(batch.placement.clamp(0, n_devices - 1), n_devices).float()
-        if "visited" in obs:
-            # Node by node, only the devices this episode chose are shown; the ops not visited yet read "no
-            # device", whatever the episode's start placement put there. So the decisions cannot depend on the
-            # start (which would favour whichever device it uses), and ``predict`` is the same from any start.
-            device = device * _per_node(obs, "visited", batch.x.device).unsqueeze(-1)
-        parts.append(device)
+        # Node by node, only the devices this episode chose are shown; the ops not visited yet read "no
+        # device", whatever the episode's start placement put there. So the decisions cannot depend on the
+        # start (which would favour whichever device it uses), and ``predict`` is the same from any start.
+        known = _per_node(obs, "visited", batch.x.device) if "visited" in obs else None
+        parts.append(placed_device_inputs(batch.device_features, batch.placement, batch.batch, known, device_features))
     for key in ("current_node", "visited"):
         if key in obs:
             parts.append(_per_node(obs, key, batch.x.device).unsqueeze(-1))
     return torch.cat(parts, dim=-1)
+
+
+def placement_input_width(node_features: int, device_features: int, node_level: bool) -> int:
+    """Width of `placement_input_features` for F node features, K device features, node by node or not."""
+    return node_features + device_input_width(device_features) + 1 + (2 if node_level else 0)
 
 
 def _per_node(obs: dict, key: str, device) -> Tensor:
@@ -111,10 +124,10 @@ class GraphFeaturesExtractor(BaseFeaturesExtractor):
                  use_edge_features: bool = True, directed: bool = True) -> None:
         _check_observation_space(observation_space)
         super().__init__(observation_space, features_dim=hidden_dim)
-        self.n_devices = n_devices_of(observation_space)
-        self.n_nodes, n_features = observation_space["node_features"].shape
+        n_features = observation_space["node_features"].shape[-1]
+        self.device_features = device_feature_width(observation_space)
         self.node_level = "current_node" in observation_space.spaces
-        in_channels = n_features + self.n_devices + (2 if self.node_level else 0)
+        in_channels = placement_input_width(n_features, self.device_features, self.node_level)
         edge_dim = observation_space["edge_features"].shape[-1] if use_edge_features and "edge_features" in observation_space.spaces else 0
         self.use_edge_features = edge_dim > 0
         self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=edge_dim, directed=directed)
@@ -124,17 +137,17 @@ class GraphFeaturesExtractor(BaseFeaturesExtractor):
         if not self.use_edge_features:
             obs.pop("edge_features", None)
         batch = obs_to_batch(obs)
-        h = self.encoder(placement_input_features(batch, obs, self.n_devices), batch.edge_index, batch.edge_attr)
-        b = batch.num_graphs
+        h = self.encoder(placement_input_features(batch, obs, self.device_features), batch.edge_index, batch.edge_attr)
+        b, n = batch.num_graphs, obs["node_features"].shape[-2]  # N of this observation, not of the space
         if obs.get("node_mask") is None:  # fixed-size graphs: a reshape, no scatter
-            real = torch.ones(b, self.n_nodes, 1, device=h.device)
-            dense = h.view(b, self.n_nodes, -1)
+            real = torch.ones(b, n, 1, device=h.device)
+            dense = h.view(b, n, -1)
         else:
             dense, mask = batch.to_dense(h)
-            pad = self.n_nodes - dense.shape[1]  # graphs in this batch may all be shorter than N
+            pad = n - dense.shape[1]  # graphs in this batch may all be shorter than N
             dense = nn.functional.pad(dense, (0, 0, 0, pad))
             real = nn.functional.pad(mask, (0, pad)).unsqueeze(-1).float()
-        current = obs["current_node"].float().view(b, self.n_nodes, 1) if self.node_level else torch.zeros_like(real)
+        current = obs["current_node"].float().view(b, n, 1) if self.node_level else torch.zeros_like(real)
         return torch.cat([dense, real, current], dim=-1)
 
 
@@ -180,22 +193,51 @@ class GraphLatentHeads(nn.Module):
         return self.value_net(self._split(features)[3])
 
 
-class PerNodeActionHead(nn.Module):
-    """The same ``Linear(L, D)`` for every node: (B, N, L + 1) latents (last column: real-node mask) ->
-    (B, N * D) flat logits, SB3's layout for ``MultiDiscrete``. A padded node gets logits that force device 0
-    (log-probability 0, entropy 0), so padding never adds noise to the gradient."""
+class DeviceActionHead(nn.Module):
+    """SB3's ``action_net`` for graphs: actor latents and the observation -> device logits, through the shared
+    device head (`agents.common.device_head.DeviceScorer`), so no N or D is in its weights.
 
-    def __init__(self, latent_dim: int, n_devices: int) -> None:
+    * per node (MultiDiscrete action): latents (B, N, L + 1) (last column: real-node mask) -> logits (B, N, D),
+      every node scored with its own costs and action mask, cost shares within its own graph; a padded node
+      gets logits that force device 0 (log-probability 0, entropy 0), so padding never adds noise to the
+      gradient;
+    * current node (Discrete action): latents (B, L) -> logits (B, D), the current node (a group of ops) scored
+      with its ops' summed costs and the AND of their masks.
+
+    Args:
+        latent_dim: L.
+        device_features: K, width of ``obs["device_features"]`` (0: none).
+        per_node: which of the two.
+    """
+
+    def __init__(self, latent_dim: int, device_features: int, per_node: bool = True) -> None:
         super().__init__()
-        self.n_devices = n_devices
-        self.linear = nn.Linear(latent_dim, n_devices)
+        self.per_node = per_node
+        self.scorer = DeviceScorer(latent_dim, device_features, latent_dim)
 
-    def forward(self, latent: Tensor) -> Tensor:
-        logits = self.linear(latent[..., :-1])
-        real = latent[..., -1:] > 0.5
-        forced = torch.full_like(logits, _MASKED_LOGIT)
-        forced[..., 0] = 0.0
-        return torch.where(real, logits, forced).flatten(1)
+    def forward(self, latent: Tensor, obs: dict[str, Tensor], n_devices: int) -> Tensor:
+        """Logits (B, N, D) or (B, D); `n_devices` is D where the observation describes no devices."""
+        features = obs.get("device_features")
+        cost, mask = obs.get("node_device_cost"), obs.get("action_mask")
+        mask = None if mask is None else mask > 0.5
+        if self.per_node:
+            latent, real = latent[..., :-1], latent[..., -1] > 0.5  # (B, N, L), (B, N)
+            b, n = real.shape
+            graph = torch.arange(b, device=latent.device).view(b, 1).expand(b, n)[real]
+            scored = self.scorer(latent[real], features, None if cost is None else cost[real],
+                                 None if mask is None else mask[real], n_devices, graph=graph)  # (M, D)
+            logits = torch.full((b, n, scored.shape[-1]), _MASKED_LOGIT, device=latent.device, dtype=scored.dtype)
+            logits[..., 0] = 0.0
+            logits[real] = scored
+            return logits
+        current = obs["current_node"].float()  # (B, N): the ops of the node placed this step
+        if obs.get("node_mask") is not None:
+            current = current * obs["node_mask"].float()
+        b = current.shape[0]
+        graph = torch.arange(b, device=latent.device)
+        cost = None if cost is None else (cost * current.unsqueeze(-1)).sum(1)  # (B, D)
+        mask = None if mask is None else (mask | (current.unsqueeze(-1) < 0.5)).all(1)  # (B, D)
+        return self.scorer(latent, features, cost, mask, n_devices, graph=graph)
 
 
 def _equal_dims(action_dims) -> int:
@@ -219,9 +261,6 @@ class VectorizedMultiCategoricalDistribution(MultiCategoricalDistribution):
         self.n_nodes, self.n_choices = len(action_dims), _equal_dims(action_dims)
         self.entropy_per_node = entropy_per_node
 
-    def proba_distribution_net(self, latent_dim: int) -> nn.Module:
-        return PerNodeActionHead(latent_dim, self.n_choices)
-
     def proba_distribution(self, action_logits: Tensor) -> "VectorizedMultiCategoricalDistribution":
         self.distribution = Categorical(logits=action_logits.view(-1, self.n_nodes, self.n_choices))
         return self
@@ -243,7 +282,7 @@ class VectorizedMultiCategoricalDistribution(MultiCategoricalDistribution):
 class GroupedMultiCategoricalDistribution(VectorizedMultiCategoricalDistribution):
     """One device per GROUP of nodes: G independent categoricals, each group's device copied to its nodes.
 
-    A group's logits are the mean of its nodes' per-node logits (`PerNodeActionHead`), so the head and its
+    A group's logits are the mean of its nodes' per-node logits (`DeviceActionHead`), so the head and its
     weights are the same as per-node placement; only what is sampled changes. The action stays the env's
     (B, N) per-node placement; its log-probability is read at one node per group (all nodes of a group carry
     the same device in every action this distribution samples). Entropy is per group (mean over groups when
@@ -304,11 +343,26 @@ class StockMultiCategoricalDistribution(MultiCategoricalDistribution):
         super().__init__(list(action_dims))
         self.n_choices = _equal_dims(action_dims)
 
-    def proba_distribution_net(self, latent_dim: int) -> nn.Module:
-        return PerNodeActionHead(latent_dim, self.n_choices)
-
 
 DISTRIBUTIONS = ("vectorized", "stock")
+
+
+def device_feature_width(space: spaces.Dict) -> int:
+    """K, the width of ``device_features`` in an observation space (0 when it has none)."""
+    return int(space["device_features"].shape[-1]) if "device_features" in space.spaces else 0
+
+
+def policy_action(policy: "GraphActorCriticPolicy", obs: dict, deterministic: bool = True) -> "np.ndarray":
+    """The action of a `GraphActorCriticPolicy` for ONE observation of any graph size and device count ((N,)
+    devices, or the current node's device as a 0-d array), without SB3's ``predict``, which checks the
+    observation's shapes against the space the policy was built with."""
+    import numpy as np
+
+    policy.set_training_mode(False)
+    batch = {k: torch.as_tensor(np.asarray(v), device=policy.device).unsqueeze(0) for k, v in obs.items()}
+    with torch.no_grad():
+        actions = policy.get_distribution(batch).get_actions(deterministic=deterministic)
+    return actions[0].cpu().numpy().astype(np.int64)
 
 
 def _check_observation_space(space: spaces.Space) -> None:
@@ -371,7 +425,8 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         self.hidden_dim, self.n_layers = hidden_dim, n_layers
         self.use_edge_features, self.directed = use_edge_features, directed
         self.distribution_name, self.entropy_per_node = distribution, entropy_per_node
-        self.action_groups = None if action_groups is None else min(action_groups, n_nodes)
+        self.action_groups = action_groups  # at most N groups on each graph (`_distribution_for`)
+        self._distributions: dict[tuple[int, int], Any] = {}
         kwargs.setdefault("ortho_init", False)
         kwargs["features_extractor_class"] = GraphFeaturesExtractor
         kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
@@ -381,17 +436,74 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_dim, per_node=self.per_node)
 
+    def _per_node_distribution(self, n: int, d: int):
+        """The multi-categorical for N nodes over D devices (the `distribution` and `action_groups` chosen)."""
+        nvec = [d] * n
+        if self.action_groups is not None:
+            groups = torch.as_tensor(contiguous_groups(n, min(self.action_groups, n)))
+            return GroupedMultiCategoricalDistribution(nvec, groups, self.entropy_per_node)
+        if self.distribution_name == "vectorized":
+            return VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
+        return StockMultiCategoricalDistribution(nvec)
+
     def _build(self, lr_schedule) -> None:
         if self.per_node:  # replace SB3's positional multi-categorical before the heads are built
             nvec = [int(d) for d in self.action_space.nvec]
-            if self.action_groups is not None:
-                groups = torch.as_tensor(contiguous_groups(len(nvec), self.action_groups))
-                self.action_dist = GroupedMultiCategoricalDistribution(nvec, groups, self.entropy_per_node)
-            elif self.distribution_name == "vectorized":
-                self.action_dist = VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
-            else:
-                self.action_dist = StockMultiCategoricalDistribution(nvec)
+            self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
         super()._build(lr_schedule)
+        # SB3 built a Linear(L, N * D) (or (L, D)) action head; the device head replaces it (no N or D in its
+        # weights), and the optimizer is made again over the parameters that are really used.
+        self.action_net = DeviceActionHead(self.mlp_extractor.latent_dim_pi,
+                                           device_feature_width(self.observation_space), self.per_node)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    # ------------------------------------------------------------------ any N and D
+    def _distribution_for(self, n: int, d: int):
+        """The action distribution for an observation of N nodes and D devices (SB3's ``action_dist`` for the
+        spaces the policy was built with)."""
+        if not self.per_node:
+            return self.action_dist  # a Categorical over whatever D the logits have
+        nvec = self.action_space.nvec
+        if (n, d) == (len(nvec), int(nvec[0])):
+            return self.action_dist
+        if (n, d) not in self._distributions:
+            self._distributions[(n, d)] = self._per_node_distribution(n, d)
+        return self._distributions[(n, d)]
+
+    def _latents(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        features = self.extract_features(obs)
+        if self.share_features_extractor:
+            return self.mlp_extractor(features)
+        pi_features, vf_features = features
+        return self.mlp_extractor.forward_actor(pi_features), self.mlp_extractor.forward_critic(vf_features)
+
+    def _distribution(self, obs: dict[str, Tensor], latent_pi: Tensor):
+        obs = preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
+        logits = self.action_net(latent_pi, obs, n_devices_of(self.observation_space))
+        if not self.per_node:
+            return self.action_dist.proba_distribution(logits)
+        b, n, d = logits.shape
+        return self._distribution_for(n, d).proba_distribution(logits.reshape(b, n * d))
+
+    def forward(self, obs: dict[str, Tensor], deterministic: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+        """SB3's ``forward`` (actions, values, log-probabilities) for observations of any N and D."""
+        latent_pi, latent_vf = self._latents(obs)
+        distribution = self._distribution(obs, latent_pi)
+        actions = distribution.get_actions(deterministic=deterministic)
+        log_prob = distribution.log_prob(actions)
+        actions = actions.reshape(actions.shape[0], -1) if self.per_node else actions.reshape(-1)
+        return actions, self.value_net(latent_vf), log_prob
+
+    def evaluate_actions(self, obs: dict[str, Tensor], actions: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """SB3's ``evaluate_actions`` (values, log-probabilities, entropy) for observations of any N and D."""
+        latent_pi, latent_vf = self._latents(obs)
+        distribution = self._distribution(obs, latent_pi)
+        return self.value_net(latent_vf), distribution.log_prob(actions), distribution.entropy()
+
+    def get_distribution(self, obs: dict[str, Tensor]):
+        """SB3's ``get_distribution`` for observations of any N and D."""
+        features = BasePolicy.extract_features(self, obs, self.pi_features_extractor)  # the actor's only
+        return self._distribution(obs, self.mlp_extractor.forward_actor(features))
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

@@ -35,7 +35,7 @@ moving-average baseline per graph instead of a critic by default (``ppo={"value"
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -79,8 +79,6 @@ class GOAgent(PolicyGradientAgent):
 
     name = "go"
     feature_families = DEFAULT_FAMILIES
-    # The weights depend on the feature widths only: any graph size, any device set.
-    sizes_in_weights: ClassVar[tuple[str, ...]] = ("node_features", "edge_features", "device_features")
 
     def __init__(
         self,

@@ -3,7 +3,10 @@
     obs --obs_to_batch--> x (N, F), edges (2, E)
         --DirectedGNN-->      h (N, H)                  node embeddings (forward + backward message passing)
         --GraphParsingPool--> g (G, H), assignment (N,) groups; G decided by the learned edge scores
-        --placer MLP-->       logits (G, D)             a device distribution per group
+        --placer-->           logits (G, D)             a device distribution per group: an MLP on the group
+                                                        embedding, scored against every device by the shared
+                                                        device head (`DeviceScorer`: device features, the
+                                                        group's summed op costs, its action mask)
         --sample-->           group devices (K, G) -> node devices (K, N) = group devices[:, assignment]
 
 With stochastic parsing (training) each of the K samples parses the graph anew (one encoder pass for all K),
@@ -11,6 +14,10 @@ and its log-probability is that of its parsing choices plus that of its devices.
 parses with the paper's argmax rule and takes each group's most likely device.
 
 Without pooling (ablation) the placer reads every node embedding and places nodes independently.
+
+No graph size or device count is built into the weights (the device head reads ``obs["device_features"]``,
+``obs["node_device_cost"]`` and ``obs["action_mask"]``), so a trained policy places any graph on any device set;
+groups never get a device that cannot run all their ops (unless no device can: `device_head.usable`).
 
 Per-op refinement (``refine=True``; our addition, switchable; `agents.common.refine.OpRefiner`): a group's
 device goes to all its ops unless an op *overrides* it with a learned, initially tiny, probability. Groups come
@@ -28,7 +35,8 @@ from torch import nn
 from torch_geometric.utils import scatter
 
 from agents.common.base import PolicySpec
-from agents.common.gnn import MLP, DirectedGNN
+from agents.common.device_head import DeviceScorer, Devices
+from agents.common.gnn import DirectedGNN
 from agents.common.refine import OpRefiner
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
@@ -66,12 +74,18 @@ class HSDAGPolicy(nn.Module):
         self.pool = (GraphParsingPool(hidden_channels, edge_dim, max_levels=max_levels, directed=directed, stay_bias=stay_bias)
                      if pooling else None)
         self.stochastic_parsing = stochastic_parsing
-        self.placer = MLP(hidden_channels, hidden_channels, spec.n_devices, num_layers=2)
-        # Start from a near-uniform device distribution (small, not zero, weights: with zero weights no gradient
-        # would reach the encoder and the pooling on the first update).
-        nn.init.normal_(self.placer[-1].weight, std=0.01)
-        nn.init.zeros_(self.placer[-1].bias)
-        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.n_devices, override_bias) if refine else None
+        # A hidden layer on the group embedding, then the shared device head (it starts near-uniform over the
+        # devices, with small, not zero, weights: with zero weights no gradient would reach the encoder and the
+        # pooling on the first update).
+        self.placer_body = nn.Sequential(nn.Linear(hidden_channels, hidden_channels), nn.ReLU())
+        self.placer = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
+        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias) if refine else None
+
+    def place_logits(self, x: torch.Tensor, devices: Devices, graph: torch.Tensor | None = None) -> torch.Tensor:
+        """(M, D) device logits of M groups (or ops) with embeddings `x` (M, H) and their `devices`; `graph` (M,)
+        says which parse each group belongs to when several are scored at once (cost shares per parse)."""
+        return self.placer(self.placer_body(x), devices.features, devices.cost, devices.mask, devices.n_devices,
+                           graph=graph)
 
     def encode(self, obs: Mapping[str, Any]):
         """Node embeddings h (N, H) and the `GraphBatch` they came from."""
@@ -106,24 +120,26 @@ class HSDAGPolicy(nn.Module):
         parse (the one ``predict`` uses): each op's device scored by its group's distribution, averaged within
         the group, then over the groups. What the self-imitation term raises (``imitation_coef``)."""
         h, batch = self.encode(obs)
+        ops = Devices.of_ops(batch, self.spec.n_devices)
         target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=h.device)
         if self.pool is None:
-            return torch.log_softmax(self.placer(h), -1).gather(1, target.view(-1, 1)).mean()
+            return torch.log_softmax(self.place_logits(h, ops), -1).gather(1, target.view(-1, 1)).mean()
         pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
-        group_log_p = torch.log_softmax(self.placer(pooled.x), -1)  # (G, D)
+        group_log_p = torch.log_softmax(self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups)), -1)  # (G, D)
         if self.refiner is None:
             per_op = group_log_p[pooled.assignment, target]  # (N,)
             return scatter(per_op, pooled.assignment, 0, dim_size=pooled.num_groups, reduce="mean").mean()
         # With refinement: each group's most common device, then every op's device given it.
-        majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, self.spec.n_devices),
-                                   device=h.device)  # (G,)
+        majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, group_log_p.shape[1],
+                                                  obs.get("action_mask")), device=h.device)  # (G,)
         return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
-                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target))
+                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops))
 
     def _place(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
                taken: PolicySample | None = None) -> PolicySample:
         """``act`` (taken None: draw K placements) and ``evaluate`` (score `taken`'s decisions) in one path."""
         h, batch = self.encode(obs)
+        ops = Devices.of_ops(batch, self.spec.n_devices)
         embedding = torch.cat([h.mean(0), h.amax(0)])
 
         def devices(logits: torch.Tensor, num: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -134,18 +150,19 @@ class HSDAGPolicy(nn.Module):
             return (chosen, *categorical_log_prob(logits, chosen))
 
         if self.pool is None:  # ablation: every op is its own group
-            actions, log_prob, entropy = devices(self.placer(h), k)
+            actions, log_prob, entropy = devices(self.place_logits(h, ops), k)
             return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])}, embedding=embedding)
         replayed = None if taken is None else taken.replay["choices"]
         stochastic = taken.replay["stochastic"] if taken is not None else self.stochastic_parsing and not deterministic
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
-            group_actions, log_prob, entropy = devices(self.placer(pooled.x), k)
+            group_actions, log_prob, entropy = devices(
+                self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups)), k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
             actions = group_actions[:, pooled.assignment]
             if self.refiner is not None:
-                actions, op_log_prob = self.refiner(h, actions, deterministic, None if taken is None else taken.actions)
+                actions, op_log_prob = self.refiner(h, actions, ops, deterministic, None if taken is None else taken.actions)
                 log_prob = log_prob + op_log_prob
             return PolicySample(actions, log_prob, entropy, info, replay, embedding)
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
@@ -154,7 +171,10 @@ class HSDAGPolicy(nn.Module):
         edges = (batch.edge_index.unsqueeze(0) + (copies * n).view(k, 1, 1)).permute(1, 0, 2).reshape(2, -1)
         attr = None if batch.edge_attr is None else batch.edge_attr.repeat(k, 1)
         pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True, choices=replayed)
-        logits = self.placer(pooled.x)  # (sum of groups over the K parses, D)
+        copies_ops = Devices(ops.features, None if ops.cost is None else ops.cost.repeat(k, 1),
+                             None if ops.mask is None else ops.mask.repeat(k, 1), ops.default_count)
+        logits = self.place_logits(pooled.x, copies_ops.grouped(pooled.assignment, pooled.num_groups),
+                                   graph=pooled.batch)  # (sum of groups over the K parses, D)
         group_actions = devices(logits, 1)[0] if taken is None else taken.replay["group_actions"]  # (1, sum G)
         log_p = torch.log_softmax(logits, -1)
         group_log_prob = log_p.gather(1, group_actions.T).squeeze(1)
@@ -165,7 +185,7 @@ class HSDAGPolicy(nn.Module):
         actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
         log_prob = device_log_prob + pooled.log_prob
         if self.refiner is not None:
-            actions, op_log_prob = self.refiner(h, actions, False, None if taken is None else taken.actions)
+            actions, op_log_prob = self.refiner(h, actions, ops, False, None if taken is None else taken.actions)
             log_prob = log_prob + op_log_prob
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}

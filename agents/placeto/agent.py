@@ -123,7 +123,7 @@ class PlacetoAgent(PolicyGradientAgent):
             return torch.log_softmax(self.policy.logits(node_obs)[0][0], -1)[device]
 
         return node_by_node_log_prob(self.imitation_obs, self.node_groups(len(placement)), placement,
-                                     self.spec.n_devices, log_prob, self.sweeps)
+                                     self.policy.default_devices if "action_mask" not in self.imitation_obs else int(self.imitation_obs["action_mask"].shape[-1]), log_prob, self.sweeps)
 
     # ------------------------------------------------------------------ inference
     @coarsens

@@ -2,10 +2,13 @@
 
 Placeto (Addanki et al., NeurIPS 2019) places a graph node by node: at each step it re-embeds the graph with
 the placement so far (message passing over the DAG), reads the embedding of the node it is about to place and
-chooses that node's device. Here the node inputs are the env's node features, the one-hot current device of
-every op, and the ``current_node`` / ``visited`` marks of `DevicePlacementNode-v0`; the encoder is the shared
-`agents.common.gnn.DirectedGNN` (producers and consumers with separate weights, as Placeto's parent/child
-aggregations).
+chooses that node's device. Here the node inputs are the env's node features, what the current device of every
+placed op is (its device features, `agents.common.sb3.placement_input_features`), and the ``current_node`` /
+``visited`` marks of `DevicePlacementNode-v0`; the encoder is the shared `agents.common.gnn.DirectedGNN`
+(producers and consumers with separate weights, as Placeto's parent/child aggregations). The device comes from
+the shared device head (`agents.common.device_head.DeviceScorer`: the node's embedding against the device
+features, the summed costs of the node's ops and their action mask), so no graph size or device count is built
+into the weights.
 """
 from __future__ import annotations
 
@@ -15,10 +18,11 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
-from agents.common.gnn import MLP, DirectedGNN
+from agents.common.device_head import DeviceScorer, Devices
+from agents.common.gnn import DirectedGNN
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
-from agents.common.sb3 import placement_input_features
+from agents.common.sb3 import placement_input_features, placement_input_width
 
 __all__ = ["PlacetoPolicy"]
 
@@ -27,7 +31,7 @@ class PlacetoPolicy(nn.Module):
     """Device of the current node given the graph, the placement so far and which nodes were visited.
 
     Args:
-        spec: sizes from the env (`PolicySpec`): F node features, Fe edge features, D devices.
+        spec: sizes from the env (`PolicySpec`): F node features, Fe edge features, K device features.
         hidden_dim: embedding width H.
         n_layers: message-passing layers of the encoder.
         directed: separate producer/consumer weights in the encoder.
@@ -39,15 +43,14 @@ class PlacetoPolicy(nn.Module):
 
     def __init__(self, spec: PolicySpec, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True) -> None:
         super().__init__()
-        self.n_devices = spec.n_devices
-        in_channels = spec.node_features + spec.n_devices + 2  # features, one-hot device, current, visited
+        self.device_features, self.default_devices = spec.device_features, spec.n_devices
+        in_channels = placement_input_width(spec.node_features, spec.device_features, node_level=True)
         self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=spec.edge_features, directed=directed)
-        # [current node, mean over the graph, max over the graph] -> device logits
-        self.head = MLP(3 * hidden_dim, hidden_dim, spec.n_devices, num_layers=2)
-        # Start from a near-uniform device distribution: a random initial preference for one device index would
-        # make the result depend on the order the devices are listed in (as HSDAG's placer does).
-        nn.init.normal_(self.head[-1].weight, std=0.01)
-        nn.init.zeros_(self.head[-1].bias)
+        # [current node, mean over the graph, max over the graph] -> a hidden layer -> the device head, which
+        # starts near-uniform: a random initial preference for one device would make the result depend on the
+        # order the devices are listed in.
+        self.body = nn.Sequential(nn.Linear(3 * hidden_dim, hidden_dim), nn.ReLU())
+        self.head = DeviceScorer(hidden_dim, spec.device_features, hidden_dim)
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         """(1, D) device logits for the current node of `obs`, and the (3H,) summary they were read from
@@ -60,14 +63,21 @@ class PlacetoPolicy(nn.Module):
         batch = obs_to_batch(obs, device=device)
         if batch.num_graphs != 1:
             raise ValueError(f"act() takes one observation, got a batch of {batch.num_graphs}")
-        x = placement_input_features(batch, obs, self.n_devices)
+        x = placement_input_features(batch, obs, self.device_features)
         h = self.encoder(x, batch.edge_index, batch.edge_attr)  # (N, H)
         current = x[:, -2:-1]  # the current_node column (see placement_input_features)
         if float(current.sum()) == 0:
             raise ValueError("the observation marks no current node (the episode is over): reset the env")
         node = (h * current).sum(0) / current.sum()
         summary = torch.cat([node, h.mean(0), h.amax(0)])
-        return self.head(summary).unsqueeze(0), summary
+        # The current node (a group of ops) as one item: its ops' summed costs, the AND of their masks. One item
+        # alone makes the head's cost-share feature constant; the relative and absolute costs still tell.
+        ops = Devices.of_ops(batch, self.default_devices)
+        chosen = current.squeeze(-1) > 0
+        devices = Devices(ops.features, None if ops.cost is None else ops.cost[chosen].sum(0, keepdim=True),
+                          None if ops.mask is None else ops.mask[chosen].all(0, keepdim=True), ops.default_count)
+        return self.head(self.body(summary).unsqueeze(0), devices.features, devices.cost, devices.mask,
+                         devices.n_devices), summary
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """`num_samples` devices for the current node: actions (K,), log_prob (K,), entropy (), embedding (3H,)."""

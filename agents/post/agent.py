@@ -15,6 +15,11 @@ The placement distribution is a product of independent softmax distributions, on
   sampled since the last such step (the fastest ones) and the distributions are moved toward their device
   frequencies (`PostPolicy.fit`, closed form, ``ce_smoothing``).
 
+Unlike the other learned agents, a Post policy serves only the graph and device list it was trained on (its
+parameters ARE that graph's per-group distributions): using it on another graph or device count raises a
+`ValueError` that says so (`agents.post.policy.POST_IS_PER_GRAPH`). We kept it per-graph rather than make it
+size-free because the free per-group distribution is what makes it the most sample-efficient agent here.
+
 Like every learned agent it ends by distilling its best placement into the policy (``distill_steps``) so
 that ``predict`` (every group's most likely device) is what the search found.
 
@@ -39,7 +44,7 @@ from agents.common.reinforce import ReinforceConfig
 from agents.common.rollout import Decision
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
-from .policy import PostPolicy
+from .policy import POST_IS_PER_GRAPH, PostPolicy
 
 __all__ = ["PostAgent", "PostTrainer"]
 
@@ -93,6 +98,9 @@ class PostAgent(PolicyGradientAgent):
     """
 
     name = "post"
+    # Post's distribution is per op group of its training graph (`agents.post.policy`): no transfer, by design.
+    size_free = False
+    size_bound_reason = POST_IS_PER_GRAPH
 
     def __init__(self, n_groups: int | None = 16, learning_rate: float = 0.05, samples_per_update: int = 10,
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,

@@ -4,8 +4,15 @@
 
 The parameters theta (G, D) are the distribution itself, not a network's output: the cross-entropy step can set
 them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PPO moves them by gradient.
-Groups are contiguous chunks of the topological order (``n_groups``; None = one per op). The policy is built
-for one graph (its number of ops, `PolicySpec.n_ops`): Post does not transfer across graphs.
+Groups are contiguous chunks of the topological order (``n_groups``; None = one per op).
+
+Post does not transfer, by design: theta is the placement distribution of ONE graph on ONE device list (group g
+of its training graph, device index d), not a function of what the graph or the devices are, so there is
+nothing to carry to another graph or device set. This keeps what makes Post the most sample-efficient agent on
+one graph (a free distribution moved in closed form by the cross-entropy step); a size-free variant would be a
+network reading the graph, i.e. another agent (hsdag, placeto, rnn, ppo). Using a Post policy on another graph
+or device count raises `ValueError` saying so (`POST_IS_PER_GRAPH`); to "fine-tune" Post on a new graph, train a
+new Post agent on it.
 """
 from __future__ import annotations
 
@@ -19,7 +26,13 @@ from agents.common.base import PolicySpec
 from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
 from placement_gym.wrappers import contiguous_groups
 
-__all__ = ["PostPolicy"]
+__all__ = ["POST_IS_PER_GRAPH", "PostPolicy"]
+
+#: Why a Post policy serves only its training graph and device list, and what to use instead.
+POST_IS_PER_GRAPH = (
+    "Post learns one free device distribution per op group of the graph it was trained on (group g, device index "
+    "d), so it cannot place another graph or device set; to fine-tune, train a new PostAgent on the new env; for "
+    "a checkpoint that runs on any graph and device set use hsdag, placeto, rnn, ppo or ppo-node")
 
 
 class PostPolicy(nn.Module):
@@ -40,9 +53,11 @@ class PostPolicy(nn.Module):
         self.logits = nn.Parameter(torch.zeros(g, spec.n_devices))  # uniform at first
 
     def _check(self, obs: Mapping[str, Any]) -> None:
-        n = int(np.asarray(obs["node_features"]).shape[0])
-        if n != self.n_ops:
-            raise ValueError(f"this Post policy was built for a graph of {self.n_ops} ops, the observation has {n}")
+        n = int(np.shape(obs["node_features"])[0])
+        d = int(np.shape(obs["action_mask"])[-1]) if "action_mask" in obs else self.n_devices
+        if (n, d) != (self.n_ops, self.n_devices):
+            raise ValueError(f"this Post policy was built for a graph of {self.n_ops} ops on {self.n_devices} devices, "
+                             f"the observation has {n} ops on {d} devices: {POST_IS_PER_GRAPH}")
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """K placements: actions (K, N), log_prob (K,), entropy () per group; group devices as replay."""

@@ -11,6 +11,12 @@ trained on), the best placement is kept and re-measured afresh at the end, callb
 and the summary reports the agent's compute per placement. On `DevicePlacement-v0` (one-step episodes) PPO's
 advantage is simply r - V(s). Checkpoints hold the policy's tensors, its spaces and the settings as plain data
 (`agents.common.checkpoint`), not SB3's pickled zip: loading one never executes code from the file.
+
+With `GraphPolicy` (no graph size or device count in its weights) a trained or loaded agent predicts on any
+graph and device set (the policy is called directly, `agents.common.sb3.policy_action`: SB3's ``predict``
+checks shapes against the spaces the model was built with), and ``learn`` on an env of another size rebuilds
+the SB3 algorithm for that env around the same policy weights (a fresh optimizer and rollout buffer). Another
+SB3 policy (``MultiInputPolicy``) has N and D in its weights: it says so.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ from agents.common.checkpoint import (
 )
 from agents.common.policy_gradient import DISTILL_SECONDS, distill, node_by_node_log_prob
 from agents.common.run import RunAgent, RunLoop, coarsens
-from agents.common.sb3 import GraphPolicy
+from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
@@ -106,6 +112,8 @@ class SB3Agent(RunAgent):
         env = self.agent_env(run.env)
         if self.model is None:
             self.model = self.make_model(env, seed)
+        elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
+            self.model = self.rebuilt_model(env, seed)
         else:
             self._check_fits({k: space.shape for k, space in env.observation_space.spaces.items()})
             self.model.set_env(env)
@@ -118,7 +126,21 @@ class SB3Agent(RunAgent):
         self.imitation_obs = run.predict_observation()
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                                        run.best_action, self.imitation_obs, self.distill_steps,
-                                       getattr(self.model, "max_grad_norm", None), self.distill_seconds)
+                                       getattr(self.model, "max_grad_norm", None), run.base.as_measured,
+                                       self.distill_seconds)
+
+    def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+        """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
+        SB3 fixes its spaces, rollout buffer and ``set_env`` checks to one env, the graph policy's weights do not
+        (a fresh optimizer: Adam's moments were for the old env's gradients)."""
+        model = self.make_model(env, seed)
+        model.policy.load_state_dict(self.model.policy.state_dict())
+        return model
+
+    @property
+    def _graph_policy(self) -> bool:
+        """True when the model's policy is `GraphPolicy`: no graph size or device count in its weights."""
+        return isinstance(self.model.policy, GraphActorCriticPolicy)
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() log-likelihood, per decision, that the model's policy takes `placement` (N,) on the run's graph
@@ -137,20 +159,26 @@ class SB3Agent(RunAgent):
         """The model's action for `obs` ((N,) int64 placement on `DevicePlacement-v0`)."""
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
+        if self._graph_policy:  # any graph and device set
+            return policy_action(self.model.policy, obs, deterministic)
         self._check_fits({k: np.shape(v) for k, v in obs.items()})
         action, _ = self.model.predict(obs, deterministic=deterministic)
         return np.asarray(action, dtype=np.int64)
 
-    def _check_fits(self, shapes: Mapping[str, tuple]) -> None:
-        """ValueError unless the observation `shapes` are those the SB3 model was built for (its spaces fix the
-        graph size)."""
+    def _fits(self, shapes: Mapping[str, tuple]) -> bool:
+        """True when the observation `shapes` are those the SB3 model's spaces were built for."""
         expected = self.model.observation_space.spaces
-        if any(k in shapes and tuple(shapes[k]) != expected[k].shape for k in expected):
+        return not any(k in shapes and tuple(shapes[k]) != expected[k].shape for k in expected)
+
+    def _check_fits(self, shapes: Mapping[str, tuple]) -> None:
+        """ValueError unless the observation `shapes` are those the SB3 model was built for (a policy other than
+        `GraphPolicy` has the graph size in its weights)."""
+        if not self._fits(shapes):
             graph = self.trained_for.get("graph", "another graph")
             raise ValueError(
                 f"this {self.name} policy's SB3 spaces were built for {graph} "
                 f"({expected['placement'].shape[0]} ops); the observation has {shapes['placement'][0]} ops "
-                "(an SB3 policy runs on the graph size it was trained on)")
+                "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds, "seed": self.seed, "torch_threads": self.torch_threads,
@@ -383,7 +411,7 @@ class PPOAgent(SB3Agent):
         the node-by-node env; a node policy deployed on a whole graph places it group by group)."""
         if self.model is not None and self.node_groups is not None and "current_node" not in obs:
             def choose(node_obs) -> int:
-                return int(self.model.predict(node_obs, deterministic=deterministic)[0])
+                return int(SB3Agent.predict(self, node_obs, deterministic))
 
             return place_node_by_node(obs, self._groups(len(obs["placement"])), choose)
         return super().predict(obs, deterministic)

@@ -7,6 +7,11 @@ features hold the op-type one-hot and output-shape families, plus position, degr
 adjacency (how many edges come in from / go out to every other group). An LSTM encoder reads the groups in
 topological order; an LSTM decoder with content-based attention over the encoder states emits one device per
 group, fed back the device it chose for the previous group.
+
+No graph size or device count is built into the weights: each step's device comes from the shared device head
+(`agents.common.device_head.DeviceScorer`: the decoder state against the device features, the group's summed op
+costs and the AND of its ops' action masks), and the device fed back is described by its device features, not
+its index.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
+from agents.common.device_head import DeviceScorer, Devices, device_input_width, device_inputs
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, group_majority
 from agents.common.refine import OpRefiner
@@ -71,20 +77,21 @@ class RNNPolicy(nn.Module):
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        self.n_groups, self.n_devices = n_groups, spec.n_devices
+        self.n_groups, self.device_features, self.default_devices = n_groups, spec.device_features, spec.n_devices
         self.embed = nn.Sequential(nn.Linear(spec.node_features + 2 * n_groups, hidden_dim), nn.Tanh())
         self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        self.device_embedding = nn.Embedding(spec.n_devices + 1, hidden_dim)  # last row = "no previous group"
+        # The previous group's device, fed back: what it is (its device features), not its index; and a learned
+        # vector for "no previous group".
+        self.device_embedding = nn.Linear(device_input_width(spec.device_features), hidden_dim)
+        self.no_device = nn.Parameter(torch.zeros(hidden_dim))
         self.decoder = nn.LSTMCell(2 * hidden_dim, hidden_dim)  # input: [encoder state of the group, previous device]
         self.attn_enc = nn.Linear(hidden_dim, hidden_dim, bias=False)
         self.attn_dec = nn.Linear(hidden_dim, hidden_dim)
         self.attn_v = nn.Linear(hidden_dim, 1, bias=False)
-        self.out = nn.Linear(2 * hidden_dim, spec.n_devices)
-        nn.init.normal_(self.out.weight, std=0.01)  # near-uniform devices at first: no device index preferred
-        nn.init.zeros_(self.out.bias)
+        self.out = DeviceScorer(2 * hidden_dim, spec.device_features, hidden_dim)  # near-uniform devices at first
         # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
-        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.n_devices) if refine else None
+        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
 
     def groups_for(self, n_ops: int) -> np.ndarray:
@@ -93,9 +100,9 @@ class RNNPolicy(nn.Module):
             self._groups_cache[n_ops] = contiguous_groups(n_ops, min(self.n_groups, n_ops))
         return self._groups_cache[n_ops]
 
-    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None]:
-        """Encoder states (G, H), the op -> group map (N,), the final LSTM state and, with refinement, the op
-        embeddings (N, H)."""
+    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None, Devices]:
+        """Encoder states (G, H), the op -> group map (N,), the final LSTM state, with refinement the op
+        embeddings (N, H) (else None), and the ops' `Devices`."""
         device = next(self.parameters()).device
         batch = obs_to_batch(obs, device=device)
         if batch.num_graphs != 1:
@@ -106,7 +113,7 @@ class RNNPolicy(nn.Module):
         inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups))  # (G, H)
         states, (h, c) = self.encoder(inputs.unsqueeze(0))
         ops = None if self.op_embed is None else self.op_embed(torch.cat([batch.x, states[0][groups]], dim=-1))
-        return states[0], groups, (h[0], c[0]), ops
+        return states[0], groups, (h[0], c[0]), ops, Devices.of_ops(batch, self.default_devices)
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """Decode K placements: actions (K, N), log_prob (K,), entropy (), the group devices (K, G) as
@@ -121,32 +128,44 @@ class RNNPolicy(nn.Module):
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         """() log-likelihood, per group, of decoding `placement` (N,): each group's device is the one most of
         its ops have (all of them, for the decoder's own placements), teacher-forced."""
-        majority = group_majority(self.groups_for(len(placement)), placement, self.n_devices)
+        d = int(np.shape(obs["action_mask"])[-1]) if "action_mask" in obs else self.default_devices
+        majority = group_majority(self.groups_for(len(placement)), placement, d, obs.get("action_mask"))
         forced = torch.as_tensor(majority, device=next(self.parameters()).device).unsqueeze(0)
         decoded = self._decode(obs, 1, forced=forced, refined=False)
         log_prob = decoded.log_prob[0] / len(majority)
         if self.refiner is None:
             return log_prob
         target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=forced.device)
-        return log_prob + self.refiner.mean_log_prob(decoded.replay["ops"], decoded.actions[0], target)
+        return log_prob + self.refiner.mean_log_prob(decoded.replay["ops"], decoded.actions[0], target,
+                                                     decoded.replay["devices"])
 
     def _decode(self, obs: Mapping[str, Any], k: int, deterministic: bool = False, forced: Tensor | None = None,
                 taken_actions: Tensor | None = None, refined: bool = True) -> PolicySample:
         """K decoder runs over one encoding; each group's device is drawn (or, with `forced` (K, G), given);
         then, with refinement, each op's (or, with `taken_actions` (K, N), those re-scored)."""
-        enc, groups, (h, c), ops = self.encode(obs)
+        enc, groups, (h, c), ops, op_devices = self.encode(obs)
         embedding = h.reshape(-1)  # (H,): the encoder's final state
         g = enc.shape[0]
+        chunks = op_devices.grouped(groups, g)  # (G, D) summed costs, AND of the masks
+        d = chunks.n_devices
+        # The cost term once for all G groups, so each group's cost share is taken over the whole graph.
+        cost_logits = None if chunks.cost is None else self.out.cost_logits(chunks.cost)  # (G, D)
+        features = (chunks.features if chunks.features is not None and self.device_features
+                    else enc.new_zeros(d, max(self.device_features, 1)))
+        fed_back = self.device_embedding(device_inputs(features))  # (D, H): what each device is, to feed back
         h, c = h.expand(k, -1).contiguous(), c.expand(k, -1).contiguous()
         keys = self.attn_enc(enc)  # (G, H), computed once for every decoding step
-        previous = torch.full((k,), self.n_devices, dtype=torch.long, device=enc.device)
+        previous = self.no_device.expand(k, -1)
         choices, log_probs, entropies = [], [], []
         for t in range(g):
-            step_input = torch.cat([enc[t].expand(k, -1), self.device_embedding(previous)], dim=-1)
+            step_input = torch.cat([enc[t].expand(k, -1), previous], dim=-1)
             h, c = self.decoder(step_input, (h, c))
             scores = self.attn_v(torch.tanh(keys.unsqueeze(0) + self.attn_dec(h).unsqueeze(1))).squeeze(-1)  # (K, G)
             context = torch.softmax(scores, dim=-1) @ enc  # (K, H)
-            log_p = torch.log_softmax(self.out(torch.cat([h, context], dim=-1)), dim=-1)  # (K, D)
+            logits = self.out(torch.cat([h, context], dim=-1), chunks.features, None,
+                              None if chunks.mask is None else chunks.mask[t].expand(k, -1), n_devices=d,
+                              cost_logits=None if cost_logits is None else cost_logits[t].expand(k, -1))
+            log_p = torch.log_softmax(logits, dim=-1)  # (K, D)
             if forced is not None:
                 device_t = forced[:, t]
             elif deterministic:
@@ -156,13 +175,13 @@ class RNNPolicy(nn.Module):
             choices.append(device_t)
             log_probs.append(log_p.gather(1, device_t.unsqueeze(1)).squeeze(1))
             entropies.append(-(log_p.exp() * log_p).sum(-1))
-            previous = device_t
+            previous = fed_back[device_t]
         group_devices = torch.stack(choices, dim=1)  # (K, G)
         actions = group_devices[:, groups]  # (K, N): every op takes its group's device ...
         log_prob = torch.stack(log_probs, dim=1).sum(1)
         if self.refiner is not None and refined:  # ... unless it overrides it
-            actions, op_log_prob = self.refiner(ops, actions, deterministic, taken_actions)
+            actions, op_log_prob = self.refiner(ops, actions, op_devices, deterministic, taken_actions)
             log_prob = log_prob + op_log_prob
         return PolicySample(actions=actions, log_prob=log_prob, entropy=torch.stack(entropies).mean(),
-                            info={"n_groups": float(g)}, replay={"group_actions": group_devices, "ops": ops},
+                            info={"n_groups": float(g)}, replay={"group_actions": group_devices, "ops": ops, "devices": op_devices},
                             embedding=embedding)

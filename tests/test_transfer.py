@@ -1,0 +1,64 @@
+"""Checkpoints that transfer: trained on one graph and device set, loaded, run on another (issue 14).
+
+Every learned agent except Post has no graph size or device count in its parameters (the shared device head,
+`agents.common.device_head.DeviceScorer`): trained on ``tiny_chain`` (9 ops) with the ``paper`` preset's 2
+devices, its checkpoint predicts a valid placement for ``tiny_branch`` (24 ops) on the ``ai_pc`` preset's 3
+devices listed in reverse order, and keeps learning there. Post's parameters are its training graph's
+distributions: it says so.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import placement_gym  # noqa: F401  (registers the envs)
+from agents.common.base import BaseAgent
+from placement_gym import registry
+
+
+def make(agent, model: str, profile: str, devices=None) -> gym.Env:
+    features = {} if agent.feature_families is None else {"features": agent.feature_families}
+    extra = {} if devices is None else {"devices": devices}
+    return gym.make("DevicePlacement-v0", model=model, backend="simulated", profile=profile, **features, **extra)
+
+
+AGENTS = [
+    ("hsdag", {}, 10),
+    ("placeto", {}, 10),
+    ("rnn", {}, 10),
+    ("ppo", {"n_steps": 4, "batch_size": 4}, 10),
+    ("ppo-node", {"n_steps": 4, "batch_size": 4}, 12),
+]
+
+
+@pytest.mark.parametrize("name, options, budget", AGENTS, ids=[a[0] for a in AGENTS])
+def test_a_checkpoint_places_another_graph_on_another_device_set(name, options, budget, tmp_path):
+    cls = registry.load_agent_class(name)
+    agent = registry.make_agent(cls, {"seed": 0, **options})
+    agent.learn(make(agent, "tiny_chain", "paper"), budget=budget, seed=0)
+    path = agent.save(tmp_path / f"{name}.pt")
+
+    loaded = cls.load(path)
+    env = make(loaded, "tiny_branch", "ai_pc", devices=["NPU", "GPU", "CPU"])
+    obs, _ = env.reset(seed=0)
+    action = loaded.predict(obs)
+    assert action.shape == (env.unwrapped.graph.n_ops,) and action.dtype == np.int64
+    assert action.min() >= 0 and action.max() < 3
+    # The policy reads the action mask: it proposes no device that cannot run an op.
+    assert obs["action_mask"][np.arange(len(action)), action].all()
+    # ... and keeps learning there (fine-tuning), on the new graph and device count.
+    loaded.learn(env, budget=budget, seed=1)
+    assert loaded.best_placement.shape == action.shape
+
+
+def test_post_says_why_its_checkpoint_serves_only_its_graph(tmp_path):
+    cls = registry.load_agent_class("post")
+    agent = cls(seed=0)
+    agent.learn(make(agent, "tiny_chain", "paper"), budget=10, seed=0)
+    loaded = BaseAgent.load(agent.save(tmp_path / "post.pt"))
+    env = make(loaded, "tiny_branch", "ai_pc")
+    with pytest.raises(ValueError, match="one free device distribution per op group.*train a new PostAgent"):
+        loaded.predict(env.reset(seed=0)[0])
+    with pytest.raises(ValueError, match="9 ops on 2 devices.*24 ops on 3 devices"):
+        loaded.learn(env, budget=5)

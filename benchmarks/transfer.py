@@ -118,7 +118,7 @@ def alternate(agent, args: argparse.Namespace, backend) -> None:
     until `--train-budget` is spent (for envs that cannot draw a graph per reset). Every `learn` continues the
     last (same optimiser and baselines; one baseline for all graphs, unlike a multi-graph env's per-graph ones);
     the distillation that ends a run on one graph is skipped while alternating and restored for fine-tuning."""
-    envs = [DevicePlacementEnv(m, backend=backend, features=_features(agent)) for m in args.train_models]
+    envs = list(_test_graphs(args.train_models, backend, _features(agent)).values())  # dataset:SPLIT: each graph
     spent, turn = 0, 0
     distill_steps = agent.trainer_config.distill_steps
     agent.trainer_config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around

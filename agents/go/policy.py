@@ -160,8 +160,9 @@ class GOPolicy(nn.Module):
         # Starts at -3 (a prior: each op leans to the device where its whole graph is fastest, by 1.8 logits per
         # 6%): gradient steps barely move one weight while the rest of the network learns a device bias common
         # to the training graphs. Measured (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-
-        # shot vs the best single device, geomean over the test graphs): from 0, +9.0% / +9.0% (every graph on
-        # the CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% / +3.5%.
+        # shot vs the best single device, geomean over the test graphs; DeviceScorer before its LayerNorm): from
+        # 0, +9.0% / +9.0% (every graph on the CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% /
+        # +3.5%. With the LayerNorm'd head: from -3, +9.0% at 2000, +0.00% at 500 and 200.
         self.graph_cost = nn.Linear(GRAPH_COST_INPUTS, 1, bias=False) if graph_cost else None
         if self.graph_cost is not None:
             nn.init.constant_(self.graph_cost.weight, -3.0)

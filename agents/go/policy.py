@@ -162,7 +162,7 @@ class GOPolicy(nn.Module):
         # to the training graphs. Measured (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-
         # shot vs the best single device, geomean over the test graphs; DeviceScorer before its LayerNorm): from
         # 0, +9.0% / +9.0% (every graph on the CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% /
-        # +3.5%. With the LayerNorm'd head: from -3, +9.0% at 2000, +0.00% at 500 and 200.
+        # +3.5%. With the LayerNorm'd head: from -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200.
         self.graph_cost = nn.Linear(GRAPH_COST_INPUTS, 1, bias=False) if graph_cost else None
         if self.graph_cost is not None:
             nn.init.constant_(self.graph_cost.weight, -3.0)

@@ -120,15 +120,18 @@ def alternate(agent, args: argparse.Namespace, backend) -> None:
     the distillation that ends a run on one graph is skipped while alternating and restored for fine-tuning."""
     envs = list(_test_graphs(args.train_models, backend, _features(agent)).values())  # dataset:SPLIT: each graph
     spent, turn = 0, 0
-    distill_steps = agent.trainer_config.distill_steps
-    agent.trainer_config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
+    config = getattr(agent, "trainer_config", None)  # the torch policy-gradient agents' (SB3 agents: none)
+    distill_steps = None if config is None else config.distill_steps
+    if config is not None:
+        config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
     try:
         while spent < args.train_budget:
             chunk = min(args.alternate, args.train_budget - spent)
             agent.learn(envs[turn % len(envs)], chunk, seed=args.seed + turn)
             spent, turn = spent + chunk, turn + 1
     finally:
-        agent.trainer_config.distill_steps = distill_steps
+        if config is not None:
+            config.distill_steps = distill_steps
 
 
 def evaluation_options(args: argparse.Namespace) -> dict:

@@ -2,7 +2,7 @@
 zero-shot and after a few measured placements, against the exact optimum and the single devices.
 
     python benchmarks/transfer.py --agents go --train-models dataset:train --test-models dataset:test \\
-        --train-budget 20000 --profile paper --json benchmarks/results/transfer_paper.json
+        --train-budget 200 --profile paper --json benchmarks/results/transfer_paper.json
 
 For each agent in ``--agents`` (registered names whose weights hold no graph size or device count): one `learn`
 on an env that draws a training graph per reset (``--train-models``: several specs or ``dataset:SPLIT``) for
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="graphs to train over (specs or dataset:SPLIT)")
     parser.add_argument("--test-models", nargs="+", default=["dataset:test"], help="graphs to transfer to")
     parser.add_argument("--profile", default="paper", help="simulated hardware preset (paper, ai_pc, server, edge)")
-    parser.add_argument("--train-budget", type=int, default=20000, help="placements of the training run")
+    parser.add_argument("--train-budget", type=int, default=200, help="placements of the training run (200: chosen on the train and val splits, README Transfer)")
     parser.add_argument("--finetune", type=int, nargs="+", default=[10, 50], help="fine-tuning budgets")
     parser.add_argument("--scratch-budget", type=int, default=200,
                         help="placements of the from-scratch run on each test graph (4 x 50 by default)")

@@ -3,7 +3,7 @@ for ML Compilers").
 
 >>> from agents.go import GOAgent
 >>> agent = GOAgent(seed=0)
->>> agent.learn(gym.make("DevicePlacement-v0", model="dataset:train", backend="simulated"), budget=20000)
+>>> agent.learn(gym.make("DevicePlacement-v0", model="dataset:train", backend="simulated"), budget=200)
 >>> agent.save("go.pt")
 >>> GOAgent.load("go.pt").predict(obs_of_a_new_graph)        # zero-shot
 >>> GOAgent.load("go.pt").learn(env_of_a_new_graph, budget=50)  # fine-tuned on it

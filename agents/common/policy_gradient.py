@@ -116,7 +116,7 @@ class PolicyGradientAgent(BaseAgent):
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
-        self.distill(run.best_action, self.trainer_config.distill_steps, run.base.as_measured)
+        self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured)
 
     def distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
@@ -137,7 +137,7 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     this makes the policy's own placement the one its search found (the ``distill_steps`` and
     ``distill_seconds`` of every learned agent, torch and SB3 alike).
 
-    `as_measured` (the env's, ``DevicePlacementEnv.as_measured``) compares the two as the env would measure them:
+    `as_measured` (the run's, `RunLoop.as_measured`) compares the two as the env would measure them:
     with ``unsupported="repair"`` a policy that never proposes a device an op cannot run (its action mask) cannot
     return an unrepaired target action, nor a node-by-node agent the repaired placement it is given as target,
     and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op

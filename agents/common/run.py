@@ -217,6 +217,15 @@ class RunLoop:
         if self.callback.on_step(self.steps, float(reward), info) is False:
             self.stopped = True
 
+    def as_measured(self, action: np.ndarray) -> np.ndarray:
+        """(N,) the placement the env would measure for an agent's `action`: a coarse action expanded to every
+        op on a coarsened run, then the env's own `as_measured` (``unsupported="repair"``). Distillation compares
+        placements through it."""
+        action = np.asarray(action)
+        if self.coarsening is not None:
+            action = self.coarsening.expand(action)
+        return self.base.as_measured(action)
+
     # ------------------------------------------------------------------------------------- the end
     def predict_observation(self) -> dict[str, np.ndarray]:
         """The observation `finish` gives ``predict``: the whole graph with the reference placement (what the env

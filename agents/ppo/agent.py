@@ -126,7 +126,7 @@ class SB3Agent(RunAgent):
         self.imitation_obs = run.predict_observation()
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                                        run.best_action, self.imitation_obs, self.distill_steps,
-                                       getattr(self.model, "max_grad_norm", None), run.base.as_measured,
+                                       getattr(self.model, "max_grad_norm", None), run.as_measured,
                                        self.distill_seconds)
 
     def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:

@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="graphs to train over (specs or dataset:SPLIT)")
     parser.add_argument("--test-models", nargs="+", default=["dataset:test"], help="graphs to transfer to")
     parser.add_argument("--profile", default="paper", help="simulated hardware preset (paper, ai_pc, server, edge)")
-    parser.add_argument("--train-budget", type=int, default=200, help="placements of the training run (200: chosen on the train and val splits, README Transfer)")
+    parser.add_argument("--train-budget", type=int, default=200,
+                        help="placements of the training run (200: GO's, chosen on the train and val splits)")
     parser.add_argument("--finetune", type=int, nargs="+", default=[10, 50], help="fine-tuning budgets")
     parser.add_argument("--scratch-budget", type=int, default=200,
                         help="placements of the from-scratch run on each test graph (4 x 50 by default)")

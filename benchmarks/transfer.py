@@ -2,7 +2,7 @@
 zero-shot and after a few measured placements, against the exact optimum and the single devices.
 
     python benchmarks/transfer.py --agents go --train-models dataset:train --test-models dataset:test \\
-        --train-budget 20000 --profile paper --json benchmarks/results/transfer_paper.json
+        --train-budget 200 --profile paper --json benchmarks/results/transfer_paper.json
 
 For each agent in ``--agents`` (registered names whose weights hold no graph size or device count): one `learn`
 on an env that draws a training graph per reset (``--train-models``: several specs or ``dataset:SPLIT``) for
@@ -35,6 +35,7 @@ from placement_gym import evaluation, registry, results
 from placement_gym.backends import make_backend
 from placement_gym.cli import DATASET_SPLIT_PREFIX
 from placement_gym.env import DevicePlacementEnv
+from placement_gym.features import DEFAULT_FAMILIES
 from placement_gym.models import load_graph
 
 
@@ -49,6 +50,11 @@ def _placements_to_reach(curve: list, target: float) -> int | None:
         if latency <= target * (1 + 1e-9):
             return int(steps)
     return None
+
+
+def _features(agent) -> tuple[str, ...]:
+    """The node-feature families the agent's envs observe (None on the agent: the env's default)."""
+    return DEFAULT_FAMILIES if agent.feature_families is None else tuple(agent.feature_families)
 
 
 def _test_graphs(specs: list[str], backend, features) -> dict[str, DevicePlacementEnv]:
@@ -74,14 +80,14 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
         alternate(agent, args, backend)
     else:
         train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
-        train_env = DevicePlacementEnv(train_models, backend=backend, features=agent.feature_families)
+        train_env = DevicePlacementEnv(train_models, backend=backend, features=_features(agent))
         agent.learn(train_env, args.train_budget, seed=args.seed)
     train_s = time.perf_counter() - started
     checkpoint = agent.save(workdir / f"{name}.pt", overwrite=True)
     print(f"{name}: trained on {args.train_models} for {args.train_budget} placements in {train_s:.0f} s", flush=True)
 
     rows = []
-    for model, env in _test_graphs(args.test_models, backend, agent.feature_families).items():
+    for model, env in _test_graphs(args.test_models, backend, _features(agent)).items():
         singles = evaluation.single_device_latencies(env)
         feasible = [v for v in singles.values() if v is not None]
         optimal = registry.make_agent(registry.load_agent_class("optimal"), {"time_limit_s": args.optimal_time_limit})
@@ -112,17 +118,20 @@ def alternate(agent, args: argparse.Namespace, backend) -> None:
     until `--train-budget` is spent (for envs that cannot draw a graph per reset). Every `learn` continues the
     last (same optimiser and baselines; one baseline for all graphs, unlike a multi-graph env's per-graph ones);
     the distillation that ends a run on one graph is skipped while alternating and restored for fine-tuning."""
-    envs = [DevicePlacementEnv(m, backend=backend, features=agent.feature_families) for m in args.train_models]
+    envs = list(_test_graphs(args.train_models, backend, _features(agent)).values())  # dataset:SPLIT: each graph
     spent, turn = 0, 0
-    distill_steps = agent.trainer_config.distill_steps
-    agent.trainer_config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
+    config = getattr(agent, "trainer_config", None)  # the torch policy-gradient agents' (SB3 agents: none)
+    distill_steps = None if config is None else config.distill_steps
+    if config is not None:
+        config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
     try:
         while spent < args.train_budget:
             chunk = min(args.alternate, args.train_budget - spent)
             agent.learn(envs[turn % len(envs)], chunk, seed=args.seed + turn)
             spent, turn = spent + chunk, turn + 1
     finally:
-        agent.trainer_config.distill_steps = distill_steps
+        if config is not None:
+            config.distill_steps = distill_steps
 
 
 def evaluation_options(args: argparse.Namespace) -> dict:
@@ -190,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="graphs to train over (specs or dataset:SPLIT)")
     parser.add_argument("--test-models", nargs="+", default=["dataset:test"], help="graphs to transfer to")
     parser.add_argument("--profile", default="paper", help="simulated hardware preset (paper, ai_pc, server, edge)")
-    parser.add_argument("--train-budget", type=int, default=20000, help="placements of the training run")
+    parser.add_argument("--train-budget", type=int, default=200,
+                        help="placements of the training run (200: GO's, chosen on the train and val splits)")
     parser.add_argument("--finetune", type=int, nargs="+", default=[10, 50], help="fine-tuning budgets")
     parser.add_argument("--scratch-budget", type=int, default=200,
                         help="placements of the from-scratch run on each test graph (4 x 50 by default)")

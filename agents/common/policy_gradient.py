@@ -99,10 +99,20 @@ class PolicyGradientAgent(BaseAgent):
                              "imitation_coef > 0 is not available for this policy")
         return scorer(self.imitation_obs, placement)
 
+    #: Whether a run that continues an already trained policy on one graph (fine-tuning) measures the policy's
+    #: own placement (``predict``) as its first placement, so the run's best is never worse than the zero-shot
+    #: placement it started from (sampling alone may miss the mode). Subclasses set it (GO's
+    #: ``finetune_from_predict``); it applies where the trainer steps the run's env itself.
+    start_from_predict: bool = False
+
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
+        trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
+        if self.start_from_predict and trained and env is run.env and not run.base.multi_graph and not run.done:
+            run.env.reset(seed=seed)
+            run.env.step(self.predict(self.imitation_obs))
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)

@@ -28,10 +28,11 @@ Both modes use (each switchable, for ablations):
     distill_steps       after the budget is spent, at most this many gradient steps of ``-imitate(best
                         placement)`` until the policy's own placement is the run's best one (no placement is
                         measured; `PolicyGradientAgent.distill`); 0 = off.
-    distill_seconds     and for at most this many seconds (None = no limit): a step costs ~1-10 ms on the zoo
-                        models but tens of ms on a coarsened graph of ~1,000 clusters, where hundreds of steps
-                        would dominate the agent's compute; stopping early only leaves ``predict`` short of the
-                        best placement (the run still reports the best placement itself).
+    distill_seconds     and, on a coarsened big graph only, for at most this many seconds (None = no limit): a
+                        step costs tens of ms on a graph of ~1,000 clusters, where hundreds of steps would
+                        dominate the agent's compute; stopping early only leaves ``predict`` short of the best
+                        placement (the run still reports the best placement itself). The zoo models and the
+                        dataset are never capped (`agents.common.policy_gradient.distill_cap`).
 
 The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
 callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the trainer steps.

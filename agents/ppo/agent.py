@@ -35,7 +35,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.policy_gradient import DISTILL_SECONDS, distill, node_by_node_log_prob
+from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -74,7 +74,8 @@ class SB3Agent(RunAgent):
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
         distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it, at most
             this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off) ...
-        distill_seconds: ... and for at most this many seconds (None: no limit).
+        distill_seconds: ... and, on a coarsened big graph only, for at most this many seconds (None: no limit;
+            `agents.common.policy_gradient.distill_cap`).
         seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
     """
@@ -127,7 +128,7 @@ class SB3Agent(RunAgent):
         self.distilled_steps = distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                                        run.best_action, self.imitation_obs, self.distill_steps,
                                        getattr(self.model, "max_grad_norm", None), run.as_measured,
-                                       self.distill_seconds)
+                                       distill_cap(self.distill_seconds, run))
 
     def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:

@@ -85,7 +85,8 @@ class NodePlacementWrapper(gym.Wrapper):
             an (N,) integer array of group labels (e.g. co-location groups).
         sweeps: how many times an episode visits every node.
         start: ``"reference"`` (every op on device 0, already measured) or ``"random"`` (a random device per
-            node among those that can run all its ops, measured at reset: one placement). ``reset(options={"placement": p})`` starts from ``p``.
+            node among those that can run all its ops, measured at reset: one placement; the reference where an
+            agent's run has no placement left to measure it). ``reset(options={"placement": p})`` starts from ``p``.
     """
 
     def __init__(self, env: gym.Env, groups: Any = None, sweeps: int = 1, start: str = "reference") -> None:
@@ -158,7 +159,7 @@ class NodePlacementWrapper(gym.Wrapper):
         self._t = 0
         self._visited = np.zeros(len(self.groups), dtype=np.float32)
         reference = self.base.reference.latency_s
-        if start_placement is None and self.start == "random":
+        if start_placement is None and self.start == "random" and self._can_measure():
             # One device per node (the ops of a node always share a device), uniform among the devices that can run
             # every op of the node (all of them where none can): a start the masked policy could have built itself.
             allowed = np.ones((self.n_nodes, self.base.n_devices), dtype=bool)
@@ -174,6 +175,15 @@ class NodePlacementWrapper(gym.Wrapper):
             self._latency = float(step_info["latency_corrected_s"])
         self._start_latency = self._latency
         return self._observation(), {**info, "latency_s": self._latency}
+
+    def _can_measure(self) -> bool:
+        """Whether a random start may be measured: not when the env below is an agent's run whose budget is spent
+        (its recorder says ``placements_left``; e.g. SB3 resets after the last placement of the budget, and
+        ``learn(env, 0)``). Then the episode starts from the reference, measured already."""
+        try:
+            return self.env.get_wrapper_attr("placements_left") > 0
+        except AttributeError:  # not under a run: always
+            return True
 
     def step(self, action):
         if self._t >= self.episode_length:

@@ -89,3 +89,17 @@ def test_learns_a_known_mixed_optimum(seed):
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     # The policy itself places the graph optimally, not only the search.
     assert agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)
+
+
+@pytest.mark.parametrize("name", ["placeto", "ppo-node"])
+@pytest.mark.parametrize("budget", [0, 10])
+def test_node_by_node_agents_stay_within_any_budget(name, budget):
+    # Episodes start from a random placement measured at reset; when the run has no placement left (learn(env, 0)
+    # for a zero-shot evaluation, SB3's reset after the last placement) they start from the reference instead of
+    # failing the run.
+    from placement_gym import registry
+
+    agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0})
+    env = DevicePlacementEnv("tiny_chain", backend="simulated")
+    agent.learn(env, budget=budget)
+    assert agent.run_summary.steps == budget and agent.run_summary.predict.ok

@@ -321,6 +321,11 @@ class _Recorder(gym.Wrapper):
         super().__init__(env)
         self.run = run
 
+    @property
+    def placements_left(self) -> int:
+        """Placements the run may still measure (wrappers that measure on reset ask, `NodePlacementWrapper`)."""
+        return self.run.remaining
+
     def step(self, action):
         if self.run.steps >= self.run.budget:
             raise RuntimeError(

@@ -108,3 +108,15 @@ def test_cli_trains_on_several_models_and_places_a_new_one_zero_shot(tmp_path, c
     assert cli.main(["evaluate", "--agent", "go", "--load", str(ckpt), "--model", "tiny_branch", "--budget", "8",
                      "--seed", "0", *SIM]) == 0
     assert "fine-tuned for 8 placements" in capsys.readouterr().out
+
+
+def test_the_transfer_example_runs():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "examples" / "transfer.py"), "--train-budget", "16",
+                          "--finetune", "4", "--test", "unet-s"], capture_output=True, text=True, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "GO zero-shot" in out.stdout and "GO fine-tuned" in out.stdout

@@ -44,3 +44,14 @@ def break_device(backend, index: int = 1) -> None:
     device = backend.devices[index]
     backend.devices[index] = dataclasses.replace(
         device, spec=DeviceSpec(device.spec.base, (("PERFORMANCE_HINT", "NOT_A_HINT"),)))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave the `whole_dataset` test (it builds all 39 dataset graphs, minutes with a cold cache) out of every
+    run whose -m expression does not name it, so neither `pytest -q` nor `-m "not slow"` pays for it."""
+    if "whole_dataset" in (config.getoption("-m") or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("whole_dataset") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept

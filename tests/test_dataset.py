@@ -62,7 +62,7 @@ def test_small_entries_run_in_the_simulated_env():
         assert info["ok"] and info["model"] == name
 
 
-@pytest.mark.slow
+@pytest.mark.whole_dataset
 def test_every_entry_builds_and_runs_in_the_simulated_env():
     """Builds every uncached entry (minutes the first time; well under a second each once cached)."""
     for name in dataset_names():

@@ -40,6 +40,7 @@ from typing import Mapping
 import numpy as np
 from gymnasium import spaces
 
+from .env import placement_observation_space
 from .features import bytes_from_edge_features, edge_features
 
 __all__ = ["COARSEN_ABOVE", "MAX_NODES", "Coarsening", "cluster_starts"]
@@ -189,12 +190,4 @@ class Coarsening:
         m, e = self.n_clusters, int(self.edge_index.shape[1])
         f = int(space["node_features"].shape[1])
         d, k = space["device_features"].shape
-        return spaces.Dict({
-            "node_features": spaces.Box(-np.inf, np.inf, (m, f), np.float32),
-            "edge_index": spaces.Box(0, max(m - 1, 0), (2, e), np.int64),
-            "edge_features": spaces.Box(0.0, np.inf, (e, 1), np.float32),
-            "placement": spaces.Box(0, d - 1, (m,), np.int64),
-            "action_mask": spaces.MultiBinary([m, d]),
-            "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
-            "node_device_cost": spaces.Box(0.0, np.inf, (m, d), np.float32),
-        })
+        return placement_observation_space(m, e, f, d, k)

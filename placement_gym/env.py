@@ -83,6 +83,24 @@ UNSUPPORTED_MODES = ("fail", "repair")
 UNSUPPORTED_COST_S = 1.0
 
 
+def placement_observation_space(n: int, e: int, f: int, d: int, k: int, masks: bool = False) -> spaces.Dict:
+    """The Dict observation space of N nodes, E edges, F node features, D devices and K device features (the
+    module docstring says what each key holds); `masks` adds ``node_mask`` (N,) and ``edge_mask`` (E,) (padded
+    multi-graph observations). One definition for the env and its coarsened view (`placement_gym.coarsen`)."""
+    spaces_ = {
+        "node_features": spaces.Box(-np.inf, np.inf, (n, f), np.float32),
+        "edge_index": spaces.Box(0, max(n - 1, 0), (2, e), np.int64),
+        "edge_features": spaces.Box(0.0, np.inf, (e, 1), np.float32),
+        "placement": spaces.Box(0, d - 1, (n,), np.int64),
+        "action_mask": spaces.MultiBinary([n, d]),
+        "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
+        "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
+    }
+    if masks:
+        spaces_.update(node_mask=spaces.MultiBinary(n), edge_mask=spaces.MultiBinary(e))
+    return spaces.Dict(spaces_)
+
+
 class DevicePlacementEnv(gym.Env):
     """Device placement of a model's operators as a Gymnasium env (see the module docstring).
 
@@ -181,18 +199,7 @@ class DevicePlacementEnv(gym.Env):
         n = max(g.n_ops for g in graphs)
         e = max(g.n_edges for g in graphs)
         f = self._g.node_features.shape[1]
-        spaces_ = {
-            "node_features": spaces.Box(-np.inf, np.inf, (n, f), np.float32),
-            "edge_index": spaces.Box(0, max(n - 1, 0), (2, e), np.int64),
-            "edge_features": spaces.Box(0.0, np.inf, (e, 1), np.float32),
-            "placement": spaces.Box(0, d - 1, (n,), np.int64),
-            "action_mask": spaces.MultiBinary([n, d]),
-            "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
-            "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
-        }
-        if self.multi_graph:
-            spaces_.update(node_mask=spaces.MultiBinary(n), edge_mask=spaces.MultiBinary(e))
-        self.observation_space = spaces.Dict(spaces_)
+        self.observation_space = placement_observation_space(n, e, f, d, k, masks=self.multi_graph)
         self.action_space = spaces.MultiDiscrete(np.full(n, d, dtype=np.int64))
         self._n_max, self._e_max = n, e
 

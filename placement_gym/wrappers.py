@@ -40,6 +40,23 @@ def contiguous_groups(n_ops: int, n_groups: int) -> np.ndarray:
     return (np.arange(n_ops, dtype=np.int64) * n_groups) // n_ops
 
 
+def group_action_mask(groups: np.ndarray, action_mask: np.ndarray, n_groups: int | None = None) -> np.ndarray:
+    """(G, D) bool: the devices that can run every op of each group (the AND of its ops' rows of `action_mask`),
+    or every device where none can run the whole group (the env reports or repairs such a placement; the placer
+    still has to choose). What a placer that moves a group as one may choose for it.
+
+    Args:
+        groups: (N,) int64 group of every op, 0..G-1.
+        action_mask: (N, D) which device can run each op (``obs["action_mask"]``).
+        n_groups: G (default: the largest label + 1).
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    action_mask = np.asarray(action_mask) > 0
+    allowed = np.ones((int(groups.max()) + 1 if n_groups is None else n_groups, action_mask.shape[1]), dtype=bool)
+    np.logical_and.at(allowed, groups, action_mask)
+    return allowed | ~allowed.any(1, keepdims=True)
+
+
 def _as_groups(groups: Any, n_ops: int) -> np.ndarray:
     """Normalise the ``groups=`` argument to (N,) int64 labels 0..G-1, numbered in order of first op."""
     if groups is None:
@@ -162,9 +179,8 @@ class NodePlacementWrapper(gym.Wrapper):
         if start_placement is None and self.start == "random" and self._can_measure():
             # One device per node (the ops of a node always share a device), uniform among the devices that can run
             # every op of the node (all of them where none can): a start the masked policy could have built itself.
-            allowed = np.ones((self.n_nodes, self.base.n_devices), dtype=bool)
-            np.logical_and.at(allowed, self.groups, self.base.observation()["action_mask"][:self.base.graph.n_ops] > 0)
-            allowed |= ~allowed.any(1, keepdims=True)
+            allowed = group_action_mask(self.groups, self.base.observation()["action_mask"][:self.base.graph.n_ops],
+                                        self.n_nodes)
             scores = np.where(allowed, self.np_random.random(allowed.shape), -1.0)
             start_placement = scores.argmax(1)[self.groups]
         if start_placement is None:

@@ -80,9 +80,11 @@ def cost_inputs(cost: Tensor, graph: Tensor | None = None) -> Tensor:
     return torch.stack([relative, absolute, torch.log1p(share)], dim=-1)
 
 
-def group_costs(cost: Tensor, mask: Tensor | None, assignment: Tensor, num_groups: int) -> tuple[Tensor, Tensor | None]:
-    """Per-op costs (N, D) and mask (N, D) -> per-group ones (G, D): summed costs, AND of the masks."""
-    g_cost = scatter(cost, assignment, 0, dim_size=num_groups, reduce="sum")
+def group_costs(cost: Tensor | None, mask: Tensor | None, assignment: Tensor,
+                num_groups: int) -> tuple[Tensor | None, Tensor | None]:
+    """Per-op costs (N, D) and mask (N, D) -> per-group ones (G, D): summed costs, AND of the masks (None stays
+    None)."""
+    g_cost = None if cost is None else scatter(cost, assignment, 0, dim_size=num_groups, reduce="sum")
     g_mask = None if mask is None else scatter(mask.float(), assignment, 0, dim_size=num_groups, reduce="min") > 0.5
     return g_cost, g_mask
 
@@ -113,9 +115,6 @@ class Devices:
 
     def grouped(self, assignment: Tensor, num_groups: int) -> "Devices":
         """The same devices for groups of these items (`group_costs`: summed costs, AND of the masks)."""
-        if self.cost is None:
-            mask = None if self.mask is None else group_costs(self.mask.float(), self.mask, assignment, num_groups)[1]
-            return Devices(self.features, None, mask, self.default_count)
         return Devices(self.features, *group_costs(self.cost, self.mask, assignment, num_groups), self.default_count)
 
     @property

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from placement_gym.wrappers import group_action_mask
+
 __all__ = ["PolicySample", "categorical_log_prob", "group_majority", "sample_categorical"]
 
 
@@ -110,8 +112,5 @@ def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int,
     votes = np.zeros((n_groups, n_devices), dtype=np.int64)
     np.add.at(votes, (groups, np.asarray(placement, dtype=np.int64)), 1)
     if mask is not None:
-        allowed = np.ones((n_groups, n_devices), dtype=bool)
-        np.logical_and.at(allowed, groups, np.asarray(mask, dtype=bool))
-        allowed |= ~allowed.any(1, keepdims=True)  # no device runs the whole group: every device (as `usable`)
-        votes = np.where(allowed, votes, -1)
+        votes = np.where(group_action_mask(groups, mask, n_groups), votes, -1)
     return votes.argmax(1)

@@ -97,7 +97,7 @@ def measure_real(backend: OpenVINOBackend, graph: ComputationGraph, placements, 
             m = backend.measure(graph, placements[i][1], use_cache=False)
             if not m.ok:
                 raise RuntimeError(f"placement {i} ({placements[i][0]}) failed on the real backend: {m.error}")
-            per_pass[i].append(latency_statistic(m.samples, statistic))
+            per_pass[i].append(latency_statistic(m.timed_latencies_s, statistic))
             submodels[i] = m.n_submodels
             if progress:
                 print(f"\rpass {p + 1}/{passes}: {done + 1}/{len(placements)} placements", end="", flush=True)

@@ -26,14 +26,17 @@ Reward (``reward=``):
     ``"neg_latency"``  -latency in seconds
     ``"inv_latency"``  1 / latency in seconds (the paper's reward)
 Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s`` (as measured),
-``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference measurement),
+``latency_raw_s`` (the median of the timed runs as timed, before the OpenVINO backend's paired-reference
+correction), ``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference measurement),
 ``latency_corrected_s`` (the latency at the machine speed of the first reference measurement),
 ``reference_latency_s`` (the nearest reference), ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``,
 ``simulated``, ``breakdown``, ``objective``, ``throughput_per_s`` (1 / ``latency_s``).
 Reference placement: every op on the first listed device that can run every op and whose memory holds the
 model (``"CPU"`` on the presets that list it first); ``env.reference_device`` names it.
-Drift correction (real backend): every ``reference_every`` placements the reference placement is measured
-afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
+Drift correction (real backend): the OpenVINO backend pairs every timed run with a run of the reference
+placement by default (``paired_reference``), so each latency is already relative to the machine's current
+speed. A backend that times placements alone gets the coarser form: every ``reference_every`` placements the
+reference placement is measured afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
 a machine that slows down or speeds up during a run does not shift the reward.
 A placement that fails to compile or run (an op on a device that cannot run it, a device out of memory, a
 compile error) counts as ``failure_penalty`` x the reference latency and is reported in ``info["ok"]`` /
@@ -129,8 +132,10 @@ class DevicePlacementEnv(gym.Env):
         unsupported: ``"fail"`` (an op on a device that cannot run it fails the placement) or ``"repair"``
             (it is moved to its fastest device that can run it; see the module docstring).
         reference_every: drift correction: re-measure the reference placement after this many placements
-            (not counted as placements); None: every `DRIFT_EVERY` on a real backend, never on a simulated one
-            (its latencies do not drift); 0: never.
+            (not counted as placements); None: every `DRIFT_EVERY` on a real backend that times placements
+            alone, never on one that pairs every run with the reference (``paired_reference``, the OpenVINO
+            backend's default: each measurement is already relative to it) or on a simulated one (its
+            latencies do not drift); 0: never.
         render_mode: ``"ansi"`` (render returns text), ``"human"`` (render prints it) or ``"rgb_array"`` (render
             returns an (H, W, 3) uint8 picture of the placement).
     """
@@ -185,8 +190,8 @@ class DevicePlacementEnv(gym.Env):
             raise ValueError(f"reference_every must be None (automatic), 0 (never) or a number of placements, "
                              f"got {reference_every!r}")
         #: Drift correction: re-measure the reference placement after this many placements (0: never).
-        self.reference_every = (DRIFT_EVERY if not self.backend.simulated else 0) if reference_every is None \
-            else reference_every
+        corrects_itself = self.backend.simulated or getattr(self.backend, "paired_reference", False)
+        self.reference_every = (0 if corrects_itself else DRIFT_EVERY) if reference_every is None else reference_every
         #: How often the reference was re-measured for drift correction (not counted as placements).
         self.reference_remeasures = 0
 
@@ -495,6 +500,7 @@ class DevicePlacementEnv(gym.Env):
             "speedup": reference / latency,
             "latency_corrected_s": latency * self.reference.latency_s / reference,
             "reference_latency_s": reference,
+            "latency_raw_s": m.raw_latency_s if m.ok else latency,
             "latency_interval_s": m.interval_s,
             "spread_s": m.spread_s,
             "compile_s": m.compile_s,

@@ -12,6 +12,8 @@ A record (one agent, one env, one seed) is a flat dict (`RECORD_KEYS`; design.md
     speedup_vs_reference               reference latency / latency_s (reference: all ops on the first device)
     latency_corrected_s                latency_s at the machine speed of the first reference measurement (drift
                                        correction; reference_latency_latest_s is the latest re-measurement)
+    latency_raw_s                      latency_s as timed, before the OpenVINO backend's paired-reference
+                                       correction (`Measurement.raw_latency_s`; equal to latency_s without it)
     placements_measured, wall_s        placements the agent measured (env steps); seconds of the whole run
     curve                              best-so-far latency after each placement where it changed:
                                        [[placements, latency_s], ...] (latencies as measured during the run)
@@ -49,7 +51,7 @@ from .results import REQUIRED_KEYS
 #: Keys every record has (the contract in design.md first).
 RECORD_KEYS = REQUIRED_KEYS + (
     "curve", "placements_to_within", "agent_ms_per_placement", "predict_latency_s",
-    "reference_latency_s", "latency_corrected_s", "reference_latency_latest_s", "latency_reduction_pct", "ok",
+    "reference_latency_s", "latency_corrected_s", "latency_raw_s", "reference_latency_latest_s", "latency_reduction_pct", "ok",
     "error", "budget", "placement_source", "placement", "device_counts", "n_submodels", "spread_s",
     "predict_placement", "predict_ok", "best_step", "devices", "simulated", "backend_settings", "model_path",
     "extra",
@@ -273,6 +275,7 @@ def make_record(env, summary: RunSummary, *, agent: str, model: str | None = Non
         "reference_latency_s": reference,
         # Drift correction (real backend): the final latency at the machine speed of the first reference.
         "latency_corrected_s": latency * reference / base.current_reference_s if latency else None,
+        "latency_raw_s": m.raw_latency_s if m.ok else None,
         "reference_latency_latest_s": base.current_reference_s,
         "latency_reduction_pct": 100.0 * (1.0 - latency / reference) if latency else None,
         "ok": bool(m.ok),

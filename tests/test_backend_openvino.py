@@ -45,7 +45,8 @@ def test_measurement_fields_and_cache(backend, tiny_chain_graph):
     placement[g.n_ops // 2:] = 1
     m = backend.measure(g, placement)
     assert m.ok and m.error is None and not m.cached and not m.simulated
-    assert len(m.samples) >= 5 and m.latency_s == pytest.approx(np.median(m.samples))  # adaptive: at least 5
+    assert len(m.samples) >= 5 and m.latency_s == pytest.approx(np.median(m.timed_latencies_s))  # adaptive: at least 5
+    assert len(m.reference_samples) == len(m.samples)  # paired with the reference by default
     assert m.latency_s > 0 and m.compile_s > 0 and m.spread_s >= 0
     assert m.n_submodels == 2
     again = backend.measure(g, placement)

@@ -1,7 +1,9 @@
-"""Real measurements you can learn from: the interval of the median, adaptive repeats, drift correction.
+"""Real measurements you can learn from: the interval of the median, adaptive repeats, paired timing against
+the reference, drift correction.
 
-Real parts: the interval on real timed runs of a tiny model; the stopping rule with a fake clock (so it is
-exact); drift removed from a backend whose machine slows down as it runs.
+Real parts: the interval and paired timing on real timed runs of a tiny model; the stopping rule and the pairing
+arithmetic with a fake clock (so they are exact); drift removed from a backend whose machine slows down as it
+runs.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import pytest
 
 from placement_gym import DevicePlacementEnv
 from placement_gym.backends.base import Backend, Measurement, median_interval
-from placement_gym.backends.openvino import OpenVINOBackend, timed_runs
+from placement_gym.backends.openvino import OpenVINOBackend, timed_pairs, timed_runs
+from placement_gym.env import DRIFT_EVERY
 
 from .conftest import TWO_DEVICES
 
@@ -61,6 +64,80 @@ def test_adaptive_repeats_stop_when_the_interval_is_narrow_enough():
     # Fixed repeats: exactly `runs`.
     request = FakeRequest(np.abs(1.0 + 0.5 * rng.standard_normal(100)))
     assert len(timed_runs(request, 7, 0, request.clock)) == 7
+
+
+class LoadedMachine:
+    """A fake machine whose load changes: the k-th inference on it (counting every request's, from 0) takes its
+    request's base seconds times `slowdown(k)`."""
+
+    def __init__(self, slowdown) -> None:
+        self.now, self.calls, self.slowdown = 0.0, 0, slowdown
+
+    def request(self, seconds: float):
+        machine = self
+
+        class Request:
+            def infer(self) -> None:
+                machine.now += seconds * machine.slowdown(machine.calls)
+                machine.calls += 1
+
+        return Request()
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_paired_runs_cancel_load_bursts_and_drift():
+    # Bursts: every other stretch of 10 pairs runs 1.5x slower; the placement takes 1 s, the reference 2 s.
+    bursts = LoadedMachine(lambda k: 1.5 if ((k - 3) // 20) % 2 else 1.0)  # after 3 warm-ups
+    samples, reference_samples = timed_pairs(bursts.request(1.0), bursts.request(2.0), 30, 2, bursts.clock)
+    assert len(samples) == len(reference_samples) == 30 and bursts.calls == 2 + 1 + 2 * 30  # warm-ups untimed
+    assert max(samples) / min(samples) == pytest.approx(1.5)  # the runs themselves jump by 50%
+    assert np.divide(samples, reference_samples) == pytest.approx(0.5)  # their ratios to the reference do not
+    # Drift: the machine slows down 1% per inference, 80% over the run; the ratios move by one inference's 1%.
+    drifting = LoadedMachine(lambda k: 1.01 ** k)
+    samples, reference_samples = timed_pairs(drifting.request(1.0), drifting.request(2.0), 30, 0, drifting.clock)
+    assert samples[-1] / samples[0] > 1.7
+    assert np.divide(samples, reference_samples) == pytest.approx(0.5 / 1.01)
+    # Adaptive repeats judge the ratios: noisy seconds with steady ratios stop at the minimum number of runs ...
+    rng = np.random.default_rng(2)
+    levels = np.abs(1.0 + 0.3 * rng.standard_normal(10_000))
+    machine = LoadedMachine(lambda k: levels[(k - 1) // 2])  # a new load level for every pair (after 1 warm-up)
+    samples, _ = timed_pairs(machine.request(1.0), machine.request(1.0), 10, 0, machine.clock,
+                             target_rel_halfwidth=0.01, max_runs=200)
+    lo, hi = median_interval(samples)
+    assert len(samples) == 10 and (hi - lo) / 2 > 0.05 * np.median(samples)  # alone they would need many more
+    # ... and noisy ratios go on to the cap.
+    machine = LoadedMachine(lambda k: levels[k])  # every inference its own load
+    assert len(timed_pairs(machine.request(1.0), machine.request(1.0), 10, 0, machine.clock,
+                           target_rel_halfwidth=0.001, max_runs=50)[0]) == 50
+
+
+def test_paired_measurements_on_a_real_model(tiny_chain_graph):
+    n = tiny_chain_graph.n_ops
+    backend = OpenVINOBackend(TWO_DEVICES, warmup=1, repeats=10)  # paired by default
+    m = backend.measure(tiny_chain_graph, (np.arange(n) >= n // 2).astype(np.int64))
+    assert m.ok and len(m.reference_samples) == len(m.samples) >= 10 and m.reference_baseline_s > 0
+    ratios = np.divide(m.samples, m.reference_samples)
+    assert m.latency_s == pytest.approx(float(np.median(ratios)) * m.reference_baseline_s)
+    assert m.raw_latency_s == pytest.approx(float(np.median(m.samples)))
+    assert m.interval_s[0] <= m.latency_s <= m.interval_s[1]
+    assert m.breakdown["reference_baseline_s"] == m.reference_baseline_s
+    baselines = backend.describe()["paired_reference"]["baseline_s"]
+    assert baselines == {tiny_chain_graph.name: {"device": "CPU", "latency_s": m.reference_baseline_s}}
+    # The env relies on the pairing instead of re-measuring the reference, and reports raw and corrected.
+    env = DevicePlacementEnv(tiny_chain_graph, backend=backend)
+    assert env.reference_every == 0
+    env.reset(seed=0)
+    info = env.step(np.zeros(n, dtype=np.int64))[4]
+    assert info["latency_raw_s"] > 0 and info["breakdown"]["raw_latency_s"] == info["latency_raw_s"]
+    # Unpaired: timed alone; the env then re-measures the reference to correct drift.
+    alone = OpenVINOBackend(TWO_DEVICES, warmup=1, repeats=10, paired_reference=False)
+    m = alone.measure(tiny_chain_graph, np.zeros(n, dtype=np.int64))
+    assert m.reference_samples == () and m.reference_baseline_s is None and m.latency_s == m.raw_latency_s
+    assert alone.describe()["paired_reference"] is None
+    assert DevicePlacementEnv(tiny_chain_graph, backend=alone).reference_every == DRIFT_EVERY
+    assert not OpenVINOBackend(TWO_DEVICES, objective="throughput").paired_reference  # windows are not paired
 
 
 def test_real_measurements_carry_their_interval(tiny_chain_graph):

@@ -72,6 +72,10 @@ class Measurement:
         simulated: True when the latency comes from a cost model, not a measurement.
         breakdown: backend-specific parts of the latency (simulated: compute per device, transfer, overhead).
         objective: ``"latency"`` or ``"throughput"`` (`OBJECTIVES`): what `latency_s` is the seconds of.
+        reference_samples: paired timing (`placement_gym.backends.profiling.timed_pairs`): the reference
+            placement's run right after each of `samples`; empty when the runs were not paired.
+        reference_baseline_s: paired timing: the reference's latency the ratios are scaled by (measured once
+            per graph), so `latency_s` = median(samples / reference_samples) x this; None when not paired.
     """
 
     latency_s: float
@@ -84,6 +88,22 @@ class Measurement:
     simulated: bool = False
     breakdown: Mapping[str, float] = field(default_factory=dict)
     objective: str = "latency"
+    reference_samples: tuple[float, ...] = ()
+    reference_baseline_s: float | None = None
+
+    @property
+    def timed_latencies_s(self) -> np.ndarray:
+        """(R,) the per-run latencies `latency_s` is the median of: the timed runs, or with paired timing each
+        run's ratio to its reference run times the reference baseline (so a burst of load cancels out)."""
+        samples = np.asarray(self.samples, dtype=np.float64)
+        if self.reference_samples and self.reference_baseline_s is not None:
+            return samples / np.asarray(self.reference_samples, dtype=np.float64) * self.reference_baseline_s
+        return samples
+
+    @property
+    def raw_latency_s(self) -> float:
+        """The median of the timed runs as timed (no pairing correction); `latency_s` without timed runs."""
+        return float(np.median(self.samples)) if self.samples and self.ok else self.latency_s
 
     @property
     def throughput_per_s(self) -> float:
@@ -92,18 +112,19 @@ class Measurement:
 
     @property
     def interval_s(self) -> tuple[float, float]:
-        """95% confidence interval of the median latency from the timed runs (`median_interval`); the latency
-        itself at both ends when there are no runs (a simulated latency is exact)."""
+        """95% confidence interval of `latency_s` from the timed runs (`median_interval` of
+        `timed_latencies_s`); the latency itself at both ends when there are no runs (a simulated latency is
+        exact)."""
         if not self.samples:
             return (self.latency_s, self.latency_s)
-        return median_interval(self.samples)
+        return median_interval(self.timed_latencies_s)
 
     @property
     def spread_s(self) -> float:
-        """Interquartile range of the timed runs (0 when there is one sample or none)."""
+        """Interquartile range of `timed_latencies_s` (0 when there is one sample or none)."""
         if len(self.samples) < 2:
             return 0.0
-        q75, q25 = np.percentile(self.samples, [75, 25])
+        q75, q25 = np.percentile(self.timed_latencies_s, [75, 25])
         return float(q75 - q25)
 
     @classmethod

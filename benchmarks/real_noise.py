@@ -35,6 +35,8 @@ SETTINGS = {
     # At least 20 runs, more until the median's interval is +-1% (capped at 200 runs / 2 s):
     "adaptive": ("", {"paired_reference": False}),
     "paired": ("", {}),  # the backend's defaults: adaptive, and every run paired with a run of the reference
+    "paired-fixed": ("", {"target_rel_halfwidth": None}),  # exactly 20 pairs: twice the inferences of "fixed"
+    "paired-2pct": ("", {"target_rel_halfwidth": 0.02}),  # adaptive to +-2%
     # Candidates for steadier timings on a shared machine (timed alone, as before pairing):
     "adaptive-1-thread": ("INFERENCE_NUM_THREADS=1", {"paired_reference": False}),  # no second thread to wait for
     "adaptive-latency-hint": ("PERFORMANCE_HINT=LATENCY", {"paired_reference": False}),  # one stream, latency mode

@@ -60,7 +60,7 @@ def test_adaptive_repeats_stop_when_the_interval_is_narrow_enough():
     assert len(timed_runs(request, 10, 0, request.clock, target_rel_halfwidth=0.001, max_runs=50)) == 50
     request = FakeRequest(np.abs(1.0 + 0.5 * rng.standard_normal(10_000)))
     assert len(timed_runs(request, 10, 0, request.clock, target_rel_halfwidth=0.001, max_runs=10_000, max_s=35.0)) \
-        in (40, 50)  # stops at the first check after 35 s of timing (runs take ~1 s)
+        in range(35, 45)  # stops at the first check (every 2 runs) after 35 s of timing (runs take ~1 s)
     # Fixed repeats: exactly `runs`.
     request = FakeRequest(np.abs(1.0 + 0.5 * rng.standard_normal(100)))
     assert len(timed_runs(request, 7, 0, request.clock)) == 7

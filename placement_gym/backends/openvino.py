@@ -76,9 +76,9 @@ class OpenVINOBackend(Backend):
         devices: device specs (``"CPU"``, ``"CPU[INFERENCE_NUM_THREADS=1]"``, ...) or ``"auto"``.
         warmup: untimed inferences after each compile.
         repeats: timed inferences (at least; see `target_rel_halfwidth`); the latency is their median.
-        target_rel_halfwidth: adaptive repeats: time `repeats` more runs at a time until the 95% interval of the
-            median is within +-this fraction of it (default 0.01: +-1%), or `max_repeats` runs or `max_timing_s`
-            seconds of timing are spent; None times exactly `repeats` runs.
+        target_rel_halfwidth: adaptive repeats: time a quarter of `repeats` more runs at a time until the 95%
+            interval of the median is within +-this fraction of it (default 0.01: +-1%), or `max_repeats` runs or
+            `max_timing_s` seconds of timing are spent; None times exactly `repeats` runs.
         max_repeats, max_timing_s: the caps of adaptive repeats.
         cache: reuse the measurement of a placement seen before (``measure(..., use_cache=False)`` forces).
         input_seed: seed of the random input data.

@@ -32,7 +32,7 @@ def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | C
                max_s: float = math.inf) -> list[float]:
     """`warmup` untimed then at least `runs` timed synchronous inferences of `request`; the seconds of each.
 
-    With `target_rel_halfwidth` (adaptive repeats) timing goes on, `runs` more at a time, until the 95% interval
+    With `target_rel_halfwidth` (adaptive repeats) timing goes on, a quarter of `runs` more at a time, until the 95% interval
     of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds of timing
     are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
     callable returning seconds."""
@@ -93,14 +93,17 @@ def _time_inference(request: ov.InferRequest, now: Callable[[], float]) -> float
 def _repeat_until_steady(time_one: Callable[[], None], values: Callable[[], Sequence[float]], runs: int,
                          now: Callable[[], float], target_rel_halfwidth: float | None, max_runs: int | None,
                          max_s: float) -> None:
-    """Call `time_one` `runs` times; when adaptive (`target_rel_halfwidth`), `runs` more at a time until the 95%
-    interval of the median of `values()` is within +-target of it, or `max_runs` calls or `max_s` seconds."""
+    """Call `time_one` `runs` times; when adaptive (`target_rel_halfwidth`), a quarter of `runs` (at least one)
+    more at a time until the 95% interval of the median of `values()` is within +-target of it, or `max_runs`
+    calls or `max_s` seconds. (Small steps: a measurement just short of the target stops soon after reaching it
+    instead of paying for another `runs`.)"""
     cap = runs if target_rel_halfwidth is None else max(runs, max_runs or runs)
-    started, done = now(), 0
+    started, done, step = now(), 0, runs
     while done < cap:
-        for _ in range(min(runs, cap - done)):
+        for _ in range(min(step, cap - done)):
             time_one()
             done += 1
+        step = max(1, runs // 4)
         if target_rel_halfwidth is None or now() - started >= max_s:
             break
         current = values()

@@ -267,16 +267,21 @@ def test_every_step_measures_one_placement_per_sub_env_in_one_batch(tiny_branch_
     assert np.all(np.array(rewards) != 0.0)  # no step was a reset that dropped its action (NEXT_STEP's reward 0)
 
 
-@pytest.mark.parametrize("horizon", [1, 3])
-def test_native_vector_env_matches_gymnasiums_sync_vector_env(horizon, tiny_branch_graph):
+@pytest.mark.parametrize("horizon, extra", [
+    (1, {}), (3, {}),
+    # the batched step of one-step episodes, with partial breakdowns (throughput), other rewards, repairs
+    (1, {"objective": "throughput", "reward": "neg_latency"}), (1, {"reward": "inv_latency", "unsupported": "repair"})])
+def test_native_vector_env_matches_gymnasiums_sync_vector_env(horizon, extra, tiny_branch_graph):
     """Same observations, rewards, ends and infos as SyncVectorEnv over the same sub-envs in SAME_STEP mode,
     failures included."""
     kwargs = dict(model=tiny_branch_graph, backend="simulated", profile=failing_profile(tiny_branch_graph),
-                  horizon=horizon)
+                  horizon=horizon, **extra)
     native = gym.make_vec("DevicePlacement-v0", num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
     sync = gym.make_vec("DevicePlacement-v0", num_envs=3, vectorization_mode="sync",
                         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kwargs)
     assert data_equivalence(native.reset(seed=11), sync.reset(seed=11))
+    single = DevicePlacementEnv(**{**kwargs, "horizon": 10 ** 6})
+    single.reset(seed=0)
     native.action_space.seed(1)
     failures = 0
     for _ in range(7):
@@ -286,7 +291,9 @@ def test_native_vector_env_matches_gymnasiums_sync_vector_env(horizon, tiny_bran
         assert native.observation_space.contains(ours[0])
         if "final_info" in ours[4]:
             failures += int((~ours[4]["final_info"]["ok"][ours[4]["_final_info"]]).sum())
-    assert failures > 0
+        # what a run loop records per placement: the info a lone env's step gives
+        assert data_equivalence(native.unwrapped.step_infos, [single.step(a)[4] for a in actions], exact=True)
+    assert failures > 0 or extra.get("unsupported") == "repair"
 
 
 def test_reset_seeds_sub_env_i_with_seed_plus_i_and_returns_fresh_arrays(tiny_chain_graph):

@@ -215,10 +215,12 @@ class DevicePlacementVectorEnv(VectorEnv):
             if not key.startswith("_") and f"_{key}" not in final_info:
                 final_info[f"_{key}"] = np.ones(k, dtype=bool)
 
-        final = self._observations(placements)
+        # Each sub-env's final observation in arrays of its own (small ones: the allocator reuses their memory,
+        # where one fresh (K, N, F) batch would cost page faults on every step).
+        fixed, keys = self._fixed_obs, self.single_observation_space.spaces
         final_obs = np.empty(k, dtype=object)
         for i in range(k):
-            final_obs[i] = {key: value[i] for key, value in final.items()}
+            final_obs[i] = {key: placements[i].copy() if key == "placement" else fixed[key][i].copy() for key in keys}
         reference = self.envs[0].reference_device
         info = {"final_obs": final_obs, "_final_obs": np.ones(k, dtype=bool),
                 "final_info": final_info, "_final_info": np.ones(k, dtype=bool)}

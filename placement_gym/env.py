@@ -339,13 +339,19 @@ class DevicePlacementEnv(gym.Env):
             model = self.models[int(self.np_random.integers(len(self.graphs)))]
         if model is not None:
             self._g = self._graph_data(model)
-        start = options.get("placement")
-        reference = self.reference  # measured first: it decides the reference placement
+        reference = self._start_episode(options.get("placement"))
+        return self.observation(), {"reference_latency_s": reference.latency_s, "devices": self.device_names,
+                                    "reference_device": self.reference_device, "model": self.graph.name}
+
+    def _start_episode(self, start=None) -> Measurement:
+        """Put the current graph's episode at its start (the reference placement, or `start`); returns the
+        reference measurement (measured first: it decides the reference placement). The part of `reset` after
+        drawing the graph, which the vector env's batched step runs for every sub-env."""
+        reference = self.reference
         self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
         self._steps = 0
         self.last_measurement = None
-        return self.observation(), {"reference_latency_s": reference.latency_s, "devices": self.device_names,
-                                    "reference_device": self.reference_device, "model": self.graph.name}
+        return reference
 
     def step(self, action):
         placement, repaired = self.begin_step(action)
@@ -489,8 +495,10 @@ class DevicePlacementEnv(gym.Env):
             return float(-info["latency_corrected_s"])
         return float(1.0 / info["latency_corrected_s"])
 
-    def _info(self, placement: np.ndarray, m: Measurement) -> dict:
-        reference = self.current_reference_s
+    def _info(self, placement: np.ndarray, m: Measurement, references: tuple[float, float] | None = None) -> dict:
+        """A step's info for `m`, the measurement of `placement`; `references`: (`current_reference_s`, the first
+        reference latency) to score it against, default the env's now."""
+        reference, first = (self.current_reference_s, self.reference.latency_s) if references is None else references
         # A failure is scored as if it were `failure_penalty` times slower than the reference.
         latency = m.latency_s if m.ok else self.failure_penalty * reference
         return {
@@ -498,7 +506,7 @@ class DevicePlacementEnv(gym.Env):
             "latency_s": latency,
             # Relative to the nearest reference, so a machine that slows down or speeds up does not shift it.
             "speedup": reference / latency,
-            "latency_corrected_s": latency * self.reference.latency_s / reference,
+            "latency_corrected_s": latency * first / reference,
             "reference_latency_s": reference,
             "latency_raw_s": m.raw_latency_s if m.ok else latency,
             "latency_interval_s": m.interval_s,

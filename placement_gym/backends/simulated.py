@@ -31,10 +31,11 @@ For a placement (a device per compute op) it
      the submodels). One device alone: its compute, the same as its latency.
 
 A batch of placements of one graph is priced in one call (`SimulatedBackend.measure_many`): the op-support and
-memory checks, the per-device compute sums, the HETERO cut (the batch is cut as one graph of disjoint copies of
-the DAG), the tensors crossing submodels and the throughput bottleneck are array operations over the whole batch;
-only the ``"parallel"`` schedule's list scheduler and the building of each `Measurement` run per placement.
-`measure` is the same pricing for a batch of one.
+memory checks and the throughput bottleneck are array operations over the whole batch; the HETERO cut and the
+sums over each placement's ops and crossing tensors run in a compiled kernel (`placement_gym.backends._kernel`,
+Numba), one placement after another in plain loops, so one call prices a batch without a Python-level loop per
+placement or per op; only the ``"parallel"`` schedule's list scheduler and the building of each `Measurement` run
+in Python per placement. `measure` is the same pricing for a batch of one.
 
 Everything that does not depend on the placement (per-op times per device, per-edge transfer times per device
 pair, the reachability bitsets the cut needs) is computed once per graph and kept while the graph lives.
@@ -49,6 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
+from ._kernel import price_batch
 from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
 from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
@@ -57,83 +59,16 @@ logger = logging.getLogger(__name__)
 #: Graphs with more ops than this skip HETERO's cycle splitting (its reachability bitsets take N^2 / 8 bytes,
 #: 50 MB at 20,000 ops): their submodel count is the number of connected same-device regions, an undercount.
 MAX_OPS_FOR_CYCLE_SPLIT = 20_000
-#: `SimulatedBackend.measure_many` prices a batch in pieces of at most this many ops in all (placements x ops per
-#: placement), so that the batch graph's arrays stay small (in cache, and bounded on big graphs).
-MAX_BATCH_OPS = 16_384
-
-
 # ============================================================================================ cutting
-#: `_component_roots` labels up to this many edges with a union-find in pure Python (fewer fixed costs), more
-#: with array operations (less per edge): one placement of a model takes the first, a batch the second.
-PYTHON_UNION_FIND_MAX_EDGES = 512
-
-
-def _union_find_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
-    """Connected-component label of each of `n` nodes joined by the undirected edges ``src[k] - dst[k]``.
-
-    The label is the smallest node index of the component. Pure Python: for the few hundred edges of a
-    model this beats building a scipy sparse matrix by ~10x.
-    """
-    parent = list(range(n))
-    for a, b in zip(src, dst):
-        while parent[a] != a:
-            a = parent[a]
-        while parent[b] != b:
-            b = parent[b]
-        if a < b:
-            parent[b] = a
-        elif b < a:
-            parent[a] = b
-    # Every parent has a smaller index, so one pass in index order resolves every node to its root.
-    for i in range(n):
-        parent[i] = parent[parent[i]]
-    return parent
-
-
-def _component_roots(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """(n,) int64 connected-component label of each of `n` nodes joined by the undirected edges
-    ``src[k] - dst[k]`` ((E,) int64 each): the smallest node index of its component.
-
-    Two equivalent ways, the cheaper one is used: `_union_find_labels` for a few edges
-    (`PYTHON_UNION_FIND_MAX_EDGES`), else `_component_roots_vectorised`."""
-    if src.size <= PYTHON_UNION_FIND_MAX_EDGES:
-        return np.array(_union_find_labels(n, src.tolist(), dst.tolist()), dtype=np.int64)
-    return _component_roots_vectorised(n, src, dst)
-
-
-def _component_roots_vectorised(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """`_component_roots` as a union-find in array operations: each round hooks, for every edge whose ends have
-    different roots, the larger root under the smaller one (where a root has several such edges, one of them
-    wins), then points every node straight at its root (pointer jumping). Each round hooks every component that
-    has a smaller neighbour, so there are few rounds (O(log n) in practice), each a few operations over the edges:
-    one call labels a whole batch of placements (`HeteroCutter.cut_many`). A root only ever gets a smaller
-    parent, so each component's smallest node stays its root, whichever hooks won.
-    """
-    labels = np.arange(n, dtype=np.int64)
-    while True:
-        a, b = labels[src], labels[dst]
-        apart = a != b
-        if not apart.any():
-            return labels
-        src, dst, a, b = src[apart], dst[apart], a[apart], b[apart]
-        labels[np.maximum(a, b)] = np.minimum(a, b)
-        while True:
-            jumped = labels[labels]
-            if np.array_equal(jumped, labels):
-                break
-            labels = jumped
-
-
 class HeteroCutter:
     """Splits placed graphs into submodels as OpenVINO's HETERO plugin does, a batch of placements at a time.
 
     HETERO (``SubgraphCollector``) joins ops connected by same-device edges into subgraphs, then, while some
     subgraph both feeds another and (through it) depends on it, cuts the edges inside it that lead from its ops
     not downstream of such an exit to ops downstream of one, and repeats. This class does the same on the
-    compute ops: the "downstream of an exit of my own subgraph" test uses precomputed descendant bitsets, so
-    each round is a few vectorised operations plus a vectorised union-find over the same-device edges. A batch
-    of B placements is cut as one graph of B disjoint copies of the DAG (`cut_many`), so the rounds run once per
-    batch, not once per placement.
+    compute ops, one placement at a time in compiled loops (`placement_gym.backends._kernel`): a union-find over
+    the same-device edges, then rounds in which "downstream of an exit of my own subgraph" is read from
+    precomputed descendant bitsets.
 
     Checked against OpenVINO 2026.4: this rule is a port of ``SubgraphCollector`` in OpenVINO's sources. A
     line-by-line Python port of that source agrees with it on 300 random, blocky and contiguous placements
@@ -148,9 +83,13 @@ class HeteroCutter:
 
     def __init__(self, graph: ComputationGraph) -> None:
         self.n = graph.n_ops
-        self.src, self.dst = graph.edge_index[0], graph.edge_index[1]
+        self.src = np.ascontiguousarray(graph.edge_index[0], dtype=np.int64)
+        self.dst = np.ascontiguousarray(graph.edge_index[1], dtype=np.int64)
         self.split_cycles = self.n <= MAX_OPS_FOR_CYCLE_SPLIT
-        self._descendants = self._descendant_bits(graph) if self.split_cycles else None
+        self._descendants = self._descendant_bits(graph) if self.split_cycles else np.zeros((1, 1), dtype=np.uint64)
+        # Each op's outgoing edges in ascending edge order (CSR), for the crossing tensors.
+        self.out_edges = np.argsort(self.src, kind="stable").astype(np.int64)
+        self.out_start = np.concatenate(([0], np.cumsum(np.bincount(self.src, minlength=self.n)))).astype(np.int64)
 
     def _descendant_bits(self, graph: ComputationGraph) -> np.ndarray:
         """(N, ceil(N/64)) uint64: row ``w`` has bit ``v`` set when ``v`` is ``w`` or reachable from it."""
@@ -166,7 +105,15 @@ class HeteroCutter:
             descendants[u] = bits
         width = 8 * ((n + 63) // 64)
         packed = b"".join(bits.to_bytes(width, "little") for bits in descendants)
-        return np.frombuffer(packed, dtype="<u8").reshape(n, width // 8)
+        return np.frombuffer(packed, dtype="<u8").reshape(n, width // 8).copy()
+
+    def price(self, placements: np.ndarray, split: np.ndarray, op_seconds: np.ndarray, edge_seconds: np.ndarray,
+              edge_bytes: np.ndarray, n_devices: int, want_labels: bool) -> tuple:
+        """`placement_gym.backends._kernel.price_batch` on this graph: cut each placement of `placements` ((B, N)
+        int64) that is `split` ((B,) bool) and sum its compute and crossing tensors."""
+        return price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, self.src, self.dst,
+                           self.out_start, self.out_edges, self._descendants, self.split_cycles, n_devices,
+                           want_labels)
 
     def cut(self, placement: np.ndarray) -> tuple[int, np.ndarray]:
         """Submodels of one placement ((N,) int64): `cut_many` of a batch of one.
@@ -179,10 +126,7 @@ class HeteroCutter:
         return int(counts[0]), labels[0]
 
     def cut_many(self, placements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Submodels of each of a batch of placements.
-
-        The batch is cut as one graph made of B disjoint copies of the DAG (op ``i`` of placement ``b`` is node
-        ``b * N + i``). No edge joins two copies, so each placement's cut is exactly its cut alone.
+        """Submodels of each of a batch of placements (each cut alone: the result does not depend on the batch).
 
         Args:
             placements: (B, N) int64 device per op, one placement per row.
@@ -191,99 +135,13 @@ class HeteroCutter:
             n_submodels: (B,) int64 how many submodels HETERO compiles for each placement.
             labels: (B, N) int64 submodel label of each op (the smallest op index in its submodel).
         """
+        placements = np.ascontiguousarray(placements, dtype=np.int64)
         b, n = placements.shape
-        m = b * n
-        offset = np.arange(b, dtype=np.int64)[:, None] * n
-        if b == 1:
-            src, dst = self.src, self.dst
-        else:
-            src = (self.src[None, :] + offset).ravel()  # (B * E,) edges of the batch graph
-            dst = (self.dst[None, :] + offset).ravel()
-        device = placements.ravel()
-        keep = device[src] == device[dst]  # edges inside a submodel
-        labels = _component_roots(m, src[keep], dst[keep])
-        # Which subgraphs reach themselves through another depends only on their own ops (the DAG is fixed),
-        # so after the first round only the pieces of subgraphs that were just cut (their ops `ops`, the edges
-        # leaving those ops `edges`) need checking again.
-        ops, edges = np.arange(m), np.arange(src.size)
-        edge_src, edge_dst = src, dst
-        while self.split_cycles:
-            exits = labels[edge_src] != labels[edge_dst]
-            if not exits.any():
-                break
-            late = self._downstream_of_own_exit(labels, ops, edge_src[exits], edge_dst[exits])
-            # Cut the edges inside a subgraph that lead from an op not downstream of one of its exits to one
-            # that is: what HETERO's split_cyclic_dependencies promotes to subgraph inputs.
-            cut = edges[keep[edges] & ~late[edge_src] & late[edge_dst]]
-            if cut.size == 0:
-                break  # no subgraph depends on itself through another: the cut is final
-            keep[cut] = False
-            # The subgraphs just cut lie within those checked this round: narrow `ops` and `edges` down to them.
-            split = np.zeros(m, dtype=bool)
-            split[labels[src[cut]]] = True
-            ops = ops[split[labels[ops]]]  # ascending, so the smallest op of a piece stays its label
-            edges = edges[split[labels[src[edges]]]]
-            inside = edges[keep[edges]]
-            pieces = _component_roots(ops.size, np.searchsorted(ops, src[inside]), np.searchsorted(ops, dst[inside]))
-            labels[ops] = ops[pieces]
-            edge_src, edge_dst = src[edges], dst[edges]
-        roots = labels == np.arange(m)  # one root (label == op) per submodel
-        return np.count_nonzero(roots.reshape(b, n), axis=1), labels.reshape(b, n) - offset
-
-    def _downstream_of_own_exit(self, labels: np.ndarray, ops: np.ndarray, exit_src: np.ndarray,
-                                exit_dst: np.ndarray) -> np.ndarray:
-        """(M,) bool over the batch graph's nodes (`cut_many`): node ``v`` is reachable from an edge that leaves
-        ``v``'s own subgraph. `labels` (M,) are batch-graph labels; `ops` (K,) the nodes of every subgraph that
-        `exit_src` -> `exit_dst` (batch-graph edges) leave (others are False). Reachability stays within a copy
-        of the DAG, so the descendant bitsets are read at ``node % N``.
-
-        Two equivalent ways, the cheaper one is used: OR the descendant rows of each subgraph's exits together
-        (cost ~ exits x N / 64 words), or test each (exit, later op of the exit's subgraph) pair (cost ~ the
-        number of pairs: small when subgraphs are local, as in large graphs)."""
-        n, m = self.n, labels.size
-        words = self._descendants.shape[1]
-        owner = labels[exit_src]
-        late = np.zeros(m, dtype=bool)
-        if words > 32:  # big graph: count the pairs first
-            node_order = ops[np.lexsort((ops, labels[ops]))]  # ops grouped by subgraph, in topological order within
-            keys = labels[node_order] * m + node_order
-            first = np.searchsorted(keys, owner * m + exit_dst, side="right")  # first later op of the subgraph
-            end = np.searchsorted(keys, (owner + 1) * m, side="left")
-            counts = np.maximum(end - first, 0)
-            total = int(counts.sum())
-            if total < owner.size * words:
-                if total:
-                    exit_of_pair = np.repeat(np.arange(owner.size), counts)
-                    offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-                    pair_ops = node_order[np.repeat(first, counts) + offset]
-                    late[pair_ops[_bit_set(self._descendants, exit_dst[exit_of_pair] % n, pair_ops % n)]] = True
-                return late
-        order = np.argsort(owner)
-        owner = owner[order]
-        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
-        # Per subgraph with exits: everything reachable from the far ends of its exits.
-        reach = np.bitwise_or.reduceat(self._descendants[exit_dst[order] % n], starts, axis=0)
-        row_of_label = np.full(m, -1, dtype=np.int64)
-        row_of_label[owner[starts]] = np.arange(starts.size)
-        rows = row_of_label[labels[ops]]
-        candidates = rows >= 0
-        ops = ops[candidates]
-        late[ops[_bit_set(reach, rows[candidates], ops if m == n else ops % n)]] = True
-        return late
-
-
-def _row_bincount(index: np.ndarray, weights: np.ndarray, d: int) -> np.ndarray:
-    """(B, d) float64: for each row of `index` ((B, N) ints in 0..d-1), the sum of its `weights` ((B, N)) per
-    index value, added in column order (one `np.bincount` with the row as part of the bin)."""
-    b = index.shape[0]
-    flat = (index + (np.arange(b, dtype=np.int64) * d)[:, None]).ravel()
-    return np.bincount(flat, weights=weights.ravel(), minlength=b * d).reshape(b, d)
-
-
-def _bit_set(bitsets: np.ndarray, rows: np.ndarray, bits: np.ndarray) -> np.ndarray:
-    """(K,) bool: bit ``bits[k]`` of row ``rows[k]`` of `bitsets` ((R, W) uint64, bit ``v`` in word ``v // 64``)."""
-    words = bitsets.reshape(-1)[rows * bitsets.shape[1] + (bits >> 6)]
-    return (words & (np.uint64(1) << (bits & 63).astype(np.uint64))) != 0
+        d = int(placements.max()) + 1 if placements.size else 1
+        # Cut every placement, single-device ones included (their cut is their connected components).
+        counts, labels, *_ = self.price(placements, np.ones(b, dtype=bool), np.zeros((n, d)),
+                                        np.zeros((d * d, self.src.size)), np.zeros(self.src.size), d, True)
+        return counts, labels
 
 
 # ============================================================================================ backend
@@ -294,6 +152,7 @@ class _PreparedGraph:
     op_seconds: np.ndarray  # (N, D) seconds of op i on device d
     measured: np.ndarray  # (N, D) bool, the time was measured (else roofline)
     edge_seconds: np.ndarray  # (D * D, E) transfer seconds of edge k's tensor from device a to device b (row a*D+b)
+    edge_bytes: np.ndarray  # (E,) float64 bytes of edge k's tensor
     cutter: HeteroCutter
     in_edges: list[list[int]]  # per op, the indices of its incoming edges (for the parallel scheduler)
     supported: np.ndarray  # (N, D) bool: device d can run op i (profile's unsupported_ops)
@@ -448,55 +307,38 @@ class SimulatedBackend(Backend):
         return problems
 
     def _price(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
-        """The measurement of each placement of `placements` ((B, N) int64, validated), in pieces of at most
-        `MAX_BATCH_OPS` ops (bounding the memory the batch graph takes on big graphs)."""
-        step = max(1, MAX_BATCH_OPS // max(graph.n_ops, 1))
-        if len(placements) <= step:
-            return self._price_piece(graph, placements)
-        return [m for start in range(0, len(placements), step)
-                for m in self._price_piece(graph, placements[start:start + step])]
-
-    def _price_piece(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
         """The measurement of each placement of `placements` ((B, N) int64, validated): failures for those that
         cannot run, the cost model's price (module docstring) for the others."""
         problems = self._problems(graph, placements)
+        if not any(problems):
+            return self._price_feasible(graph, placements)
         measurements: list[Measurement | None] = [
             None if problem is None else Measurement.failure(problem, simulated=True, objective=self.objective)
             for problem in problems]
         feasible = [row for row, problem in enumerate(problems) if problem is None]
         if feasible:
-            priced = self._price_feasible(graph, placements[feasible] if len(feasible) < len(placements) else placements)
-            for row, measurement in zip(feasible, priced):
+            for row, measurement in zip(feasible, self._price_feasible(graph, placements[feasible])):
                 measurements[row] = measurement
         return measurements
 
     def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
-        """Price each of `placements` ((B, N) int64, all runnable). Every sum over a placement's ops or tensors is
-        one `np.bincount` over the batch with the row as part of the bin, so it adds the same numbers in the same
-        order whatever else is in the batch: a placement's price does not depend on its batch."""
+        """Price each of `placements` ((B, N) int64, all runnable). The cut and every sum over a placement's ops or
+        tensors run per placement in the compiled kernel (`placement_gym.backends._kernel.price_batch`), so a
+        placement's price does not depend on its batch."""
         prepared = self.prepare(graph)
         profile = self.profile
         b, n = placements.shape
         d = len(profile.devices)
-        op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
-        compute = _row_bincount(placements, op_s, d)  # (B, D) compute seconds per device
+        placements = np.ascontiguousarray(placements)
+        split_mask = (placements != placements[:, :1]).any(axis=1)  # placements on two or more devices
+        parallel = self.objective == "latency" and profile.schedule == "parallel"
+        (n_submodels, cut_labels, compute, transfer_s, transfer_bytes, n_transfers, link_s,
+         per_device) = prepared.cutter.price(placements, split_mask, prepared.op_seconds, prepared.edge_seconds,
+                                             prepared.edge_bytes, d, parallel)
         compute_s = compute.sum(axis=1)
-        # Placements on two or more devices: cut, then the tensors crossing submodels (row: their placement).
-        split = np.flatnonzero((placements != placements[:, :1]).any(axis=1))
-        n_submodels = np.ones(b, dtype=np.int64)
-        row = edge = pair = np.zeros(0, dtype=np.int64)
-        if split.size:
-            split_placements = placements[split]
-            counts, cut_labels = prepared.cutter.cut_many(split_placements)
-            n_submodels[split] = counts
-            row, edge, pair = self._crossings(graph, split_placements, cut_labels)
-            row = split[row]
-        seconds = prepared.edge_seconds[pair, edge]
-        transfer_s = np.bincount(row, weights=seconds, minlength=b)
-        transfer_bytes = np.bincount(row, weights=graph.edge_bytes[edge].astype(np.float64), minlength=b)
-        n_transfers = np.bincount(row, minlength=b).astype(np.float64)
         boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
                               + profile.split_overhead_s, 0.0)
+        split = np.flatnonzero(split_mask)
         busy = link_busy = None
         split_index: dict[int, int] = {}  # row of a split placement -> its row in `busy` / `link_busy`
         if self.objective == "throughput":
@@ -504,19 +346,17 @@ class SimulatedBackend(Backend):
             # device alone: its compute.
             latency = compute_s.copy()
             if split.size:
-                roots = cut_labels == np.arange(n)
-                per_device = _row_bincount(split_placements, roots.astype(np.float64), d)
-                busy = compute[split] + np.maximum(per_device - 1, 0) * profile.boundary_overhead_s
-                link_busy = np.bincount(row * d * d + pair, weights=seconds, minlength=b * d * d).reshape(b, d * d)[split]
+                busy = compute[split] + np.maximum(per_device[split] - 1, 0) * profile.boundary_overhead_s
+                link_busy = link_s[split]
                 latency[split] = np.maximum(busy.max(axis=1), link_busy.max(axis=1)) + profile.split_overhead_s
                 split_index = dict(zip(split.tolist(), range(split.size)))
-        elif profile.schedule == "sequential":
+        elif not parallel:
             latency = compute_s + transfer_s + boundary_s  # one device alone: + 0.0 + 0.0, its compute
         else:
             latency = compute_s.copy()
-            latency[split] = [
-                self._parallel_makespan(prepared, split_placements[i], cut_labels[i], op_s[s]) + boundary_s[s]
-                for i, s in enumerate(split.tolist())]
+            op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
+            latency[split] = [self._parallel_makespan(prepared, placements[s], cut_labels[s], op_s[s]) + boundary_s[s]
+                              for s in split.tolist()]
 
         # One Measurement per placement, with the same breakdown as always.
         names = self.device_names
@@ -536,25 +376,6 @@ class SimulatedBackend(Backend):
             measurements.append(Measurement(latency_s=latencies[i], simulated=True, n_submodels=submodels[i],
                                             breakdown=breakdown, objective=self.objective))
         return measurements
-
-    def _crossings(self, graph: ComputationGraph, placements: np.ndarray,
-                   labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The tensors crossing submodels, counted once per (producer op, consumer submodel) as HETERO does (the
-        lowest-numbered edge of each such pair), for each of `placements` ((K, N) int64) cut into `labels` ((K, N)).
-
-        Returns:
-            row: (T,) int64 which placement each tensor belongs to (ascending).
-            edge: (T,) int64 the edge that carries it.
-            pair: (T,) int64 its (source device, destination device) as ``a * D + b`` (`_PreparedGraph.edge_seconds`).
-        """
-        src, dst = graph.edge_index
-        n, d = graph.n_ops, len(self.profile.devices)
-        row, edge = np.nonzero(labels[:, src] != labels[:, dst])  # by placement, then edge
-        keys = (row * n + src[edge]) * n + labels[row, dst[edge]]
-        _, first = np.unique(keys, return_index=True)
-        row, edge = row[first], edge[first]
-        pair = placements[row, src[edge]] * d + placements[row, dst[edge]]
-        return row, edge, pair
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:
@@ -626,7 +447,7 @@ class SimulatedBackend(Backend):
         for k, target in enumerate(graph.edge_index[1].tolist()):
             in_edges[target].append(k)
         supported = np.stack([device.supports(graph) for device in devices], axis=1)
-        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, HeteroCutter(graph), in_edges, supported,
+        prepared = _PreparedGraph(op_seconds, measured, edge_seconds, edge_bytes, HeteroCutter(graph), in_edges, supported,
                                   bool(supported.all()))
         self._prepared[graph] = prepared
         return prepared

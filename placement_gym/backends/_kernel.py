@@ -1,0 +1,245 @@
+"""The simulator's per-placement pricing loops, compiled with Numba (`SimulatedBackend`'s inner kernel).
+
+`price_batch` cuts each placement of a batch into HETERO submodels (`placement_gym.backends.simulated.HeteroCutter`
+describes the rule) and sums what the cost model charges per placement: compute seconds per device, and the
+tensors crossing submodels (once per (producer op, consumer submodel), the lowest-numbered edge of each such
+pair) with their seconds, bytes and per-link seconds. It works one placement at a time with plain loops over the
+ops and edges (a union-find, then HETERO's cycle-splitting rounds on descendant bitsets), so its cost is a few
+microseconds per placement of a model, whether it is called with one placement (`SimulatedBackend.measure`) or a
+batch (`measure_many`).
+
+Exactness: every sum adds the same numbers in the same order as the array formulation it replaced (compute: op
+order; crossings: by producer op, then by consumer submodel label), and Numba compiles without fast-math, so the
+prices are bit for bit those of that formulation (and of each placement alone: nothing depends on the batch).
+
+Compiled on first use and cached on disk next to this file (``cache=True``; Numba falls back to its own cache
+directory where that is not writable), so a new process loads it in well under a second.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _find(parent, a):
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]  # path halving: parents stay smaller than their children
+        a = parent[a]
+    return a
+
+
+@njit(cache=True, nogil=True)
+def _components(n, src, dst, keep, labels):
+    """Label each of `n` ops with the smallest op index of its component over the edges ``keep[k]``."""
+    for i in range(n):
+        labels[i] = i
+    for k in range(src.size):
+        if keep[k]:
+            a = _find(labels, src[k])
+            b = _find(labels, dst[k])
+            if a < b:
+                labels[b] = a
+            elif b < a:
+                labels[a] = b
+    # Every parent has a smaller index, so one pass in index order resolves every op to its root.
+    for i in range(n):
+        labels[i] = labels[labels[i]]
+
+
+@njit(cache=True, nogil=True)
+def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, members, member_start,
+         pair_order):
+    """HETERO's cut of one placement into `labels` (smallest op index of each op's submodel); returns how many.
+
+    Scratch arrays (any contents on entry): `keep` (E,) bool, `late` / `has_exit` (N,) bool, `reach` (N, W)
+    uint64, `members` (N,) / `member_start` (N + 1,) / `pair_order` (N,) int64."""
+    n, e = device.size, src.size
+    for k in range(e):
+        keep[k] = device[src[k]] == device[dst[k]]
+    _components(n, src, dst, keep, labels)
+    words = descendants.shape[1]
+    while split_cycles:
+        # Each subgraph's exits: the edges leaving it (HETERO's "this subgraph feeds another").
+        exits = 0
+        for k in range(e):
+            exits += labels[src[k]] != labels[dst[k]]
+        if exits == 0:
+            break
+        # An op is late when it is reachable from an exit of its own subgraph. Two equivalent ways, the cheaper
+        # one is used: OR the descendant rows of each subgraph's exits (~ exits x W words), or test each (exit,
+        # later op of the exit's subgraph) pair (~ pairs: few when subgraphs are local, as in big graphs).
+        pairs = 0
+        if words > 32:
+            # Ops grouped by subgraph, in topological (index) order within (a counting sort by label).
+            for i in range(n + 1):
+                member_start[i] = 0
+            for i in range(n):
+                member_start[labels[i] + 1] += 1
+            for i in range(n):
+                member_start[i + 1] += member_start[i]
+            for i in range(n):
+                pair_order[i] = member_start[i]  # next free slot of subgraph i
+            for i in range(n):
+                members[pair_order[labels[i]]] = i
+                pair_order[labels[i]] += 1
+            for k in range(e):
+                owner = labels[src[k]]
+                if owner != labels[dst[k]]:
+                    # Members of `owner` after dst[k] (only they can be its descendants).
+                    lo, hi = member_start[owner], member_start[owner + 1]
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if members[mid] <= dst[k]:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    pairs += member_start[owner + 1] - lo
+                    if pairs >= exits * words:
+                        break
+        if words > 32 and pairs < exits * words:
+            for i in range(n):
+                late[i] = False
+            for k in range(e):
+                owner = labels[src[k]]
+                if owner != labels[dst[k]]:
+                    d = dst[k]
+                    lo, hi = member_start[owner], member_start[owner + 1]
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if members[mid] <= d:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    for j in range(lo, member_start[owner + 1]):
+                        v = members[j]
+                        if (descendants[d, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
+                            late[v] = True
+        elif words > 32:  # big graph, many exits: OR each subgraph's exits' descendant rows, touching only its row
+            for i in range(n):
+                has_exit[i] = False
+            for k in range(e):
+                owner = labels[src[k]]
+                if owner != labels[dst[k]]:
+                    for w in range(words):
+                        reach[owner, w] = 0
+            for k in range(e):
+                owner = labels[src[k]]
+                if owner != labels[dst[k]]:
+                    has_exit[owner] = True
+                    for w in range(words):
+                        reach[owner, w] |= descendants[dst[k], w]
+            for v in range(n):
+                owner = labels[v]
+                late[v] = has_exit[owner] and ((reach[owner, v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) != 0
+        else:
+            # Branch-free where the data is random (placements are): zero every row, OR each exit's descendants
+            # into its subgraph's row, read each op's bit in its own subgraph's row.
+            for i in range(n):
+                for w in range(words):
+                    reach[i, w] = 0
+            for k in range(e):
+                owner = labels[src[k]]
+                if owner != labels[dst[k]]:
+                    d = dst[k]
+                    for w in range(words):
+                        reach[owner, w] |= descendants[d, w]
+            for v in range(n):
+                late[v] = ((reach[labels[v], v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) != 0
+        # Cut the edges inside a subgraph that lead from an op not downstream of one of its exits to one that is:
+        # what HETERO's split_cyclic_dependencies promotes to subgraph inputs.
+        cuts = 0
+        for k in range(e):
+            cut = keep[k] & ~late[src[k]] & late[dst[k]]
+            keep[k] = keep[k] & ~cut
+            cuts += cut
+        if cuts == 0:
+            break  # no subgraph depends on itself through another: the cut is final
+        _components(n, src, dst, keep, labels)
+    count = 0
+    for i in range(n):
+        if labels[i] == i:
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, src, dst, out_start, out_edges,
+                descendants, split_cycles, n_devices, want_labels):
+    """Cut and sum each placement of `placements` ((B, N) int64 device per op, validated).
+
+    Args:
+        split: (B,) bool, the placement uses two or more devices (only those are cut; the others are one
+            submodel with no crossings).
+        op_seconds: (N, D) float64; edge_seconds: (D * D, E) float64 (row ``a * D + b``); edge_bytes: (E,) float64.
+        src, dst: (E,) int64 the graph's edges (ops in topological order); out_start (N + 1,) / out_edges (E,)
+            int64 each op's outgoing edges in ascending edge order (CSR).
+        descendants: (N, W) uint64 reachability bitsets (a (1, 1) dummy when not `split_cycles`).
+        want_labels: fill `labels` (else it is left (0, N)).
+
+    Returns:
+        n_submodels (B,) int64, labels (B, N) int64 (or (0, N)), compute (B, D) seconds per device, transfer_s,
+        transfer_bytes, n_transfers (B,) float64, link_s (B, D * D) seconds of crossing tensors per device pair,
+        submodels_per_device (B, D) float64.
+    """
+    b, n = placements.shape
+    d = n_devices
+    e = src.size
+    n_submodels = np.ones(b, dtype=np.int64)
+    labels_out = np.zeros((b if want_labels else 0, n), dtype=np.int64)
+    compute = np.zeros((b, d))
+    transfer_s = np.zeros(b)
+    transfer_bytes = np.zeros(b)
+    n_transfers = np.zeros(b)
+    link_s = np.zeros((b, d * d))
+    per_device = np.zeros((b, d))
+    keep = np.empty(e, dtype=np.bool_)
+    labels = np.empty(n, dtype=np.int64)
+    late = np.empty(n, dtype=np.bool_)
+    has_exit = np.empty(n, dtype=np.bool_)
+    reach = np.empty((n if split_cycles else 1, descendants.shape[1]), dtype=np.uint64)
+    members = np.empty(n, dtype=np.int64)
+    member_start = np.empty(n + 1, dtype=np.int64)
+    pair_order = np.empty(n, dtype=np.int64)
+    seen_label = np.full(n, -1, dtype=np.int64)  # consumer submodel -> last producer op that sent it a tensor
+    for r in range(b):
+        device = placements[r]
+        for i in range(n):
+            compute[r, device[i]] += op_seconds[i, device[i]]
+        if not split[r]:
+            per_device[r, device[0]] = 1.0
+            if want_labels:
+                for i in range(n):
+                    labels_out[r, i] = 0
+            continue
+        n_submodels[r] = _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach,
+                              members, member_start, pair_order)
+        for i in range(n):
+            if labels[i] == i:
+                per_device[r, device[i]] += 1.0
+        if want_labels:
+            for i in range(n):
+                labels_out[r, i] = labels[i]
+        # Crossing tensors, by producer op, then consumer submodel label (ascending), the lowest edge of each.
+        for s in range(n):
+            own = labels[s]
+            first, end = out_start[s], out_start[s + 1]
+            while True:  # the next-larger consumer label this producer sends to, and its lowest edge
+                best_label, best_edge = n, -1
+                for j in range(first, end):
+                    k = out_edges[j]
+                    lab = labels[dst[k]]
+                    if lab != own and seen_label[lab] != s and lab < best_label:
+                        best_label, best_edge = lab, k
+                if best_edge < 0:
+                    break
+                seen_label[best_label] = s
+                pair = device[s] * d + device[dst[best_edge]]
+                seconds = edge_seconds[pair, best_edge]
+                transfer_s[r] += seconds
+                transfer_bytes[r] += edge_bytes[best_edge]
+                n_transfers[r] += 1.0
+                link_s[r, pair] += seconds
+        for s in range(n):
+            seen_label[s] = -1
+    return n_submodels, labels_out, compute, transfer_s, transfer_bytes, n_transfers, link_s, per_device

@@ -199,7 +199,8 @@ class DevicePlacementVectorEnv(VectorEnv):
             for key, value in m.breakdown.items():
                 breakdowns.setdefault(key, [None] * k)[i] = value
         final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
-                      "latency_corrected_s": corrected, "reference_latency_s": now}
+                      "latency_corrected_s": corrected, "reference_latency_s": now,
+                      "latency_raw_s": np.where(ok, [m.raw_latency_s for m in measurements], latency)}
         final_info.update(self._columns({
             "latency_interval_s": [m.interval_s for m in measurements],
             "spread_s": [m.spread_s for m in measurements],

@@ -133,7 +133,7 @@ class HSDAGPolicy(nn.Module):
         majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, group_log_p.shape[1],
                                                   obs.get("action_mask")), device=h.device)  # (G,)
         return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
-                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops))
+                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops, batch.edge_index))
 
     def _place(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
                taken: PolicySample | None = None) -> PolicySample:
@@ -162,7 +162,8 @@ class HSDAGPolicy(nn.Module):
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
             actions = group_actions[:, pooled.assignment]
             if self.refiner is not None:
-                actions, op_log_prob = self.refiner(h, actions, ops, deterministic, None if taken is None else taken.actions)
+                actions, op_log_prob, replay["refine_path"] = self.refiner(
+                    h, actions, ops, deterministic, None if taken is None else taken.replay["refine_path"], batch.edge_index)
                 log_prob = log_prob + op_log_prob
             return PolicySample(actions, log_prob, entropy, info, replay, embedding)
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
@@ -184,10 +185,11 @@ class HSDAGPolicy(nn.Module):
         device_entropy = scatter(group_entropy, pooled.batch, 0, dim_size=k, reduce="sum") / n_groups
         actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
         log_prob = device_log_prob + pooled.log_prob
+        replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
         if self.refiner is not None:
-            actions, op_log_prob = self.refiner(h, actions, ops, False, None if taken is None else taken.actions)
+            actions, op_log_prob, replay["refine_path"] = self.refiner(
+                h, actions, ops, False, None if taken is None else taken.replay["refine_path"], batch.edge_index)
             log_prob = log_prob + op_log_prob
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}
-        replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
         return PolicySample(actions, log_prob, device_entropy + pooled.entropy, info, replay, embedding)

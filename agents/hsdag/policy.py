@@ -61,12 +61,13 @@ class HSDAGPolicy(nn.Module):
         stay_bias: initial learned bias on the self-loop (no-merge) logits of the pooling.
         refine: add the per-op refinement stage (module docstring).
         override_bias: initial logit of an op overriding its group's device (`OpRefiner`).
+        refine_boundary: the refinement's boundary moves (`OpRefiner`'s ``boundary``).
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0) -> None:
+                 override_bias: float = -8.0, refine_boundary: bool = True) -> None:
         super().__init__()
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
@@ -79,7 +80,8 @@ class HSDAGPolicy(nn.Module):
         # pooling on the first update).
         self.placer_body = nn.Sequential(nn.Linear(hidden_channels, hidden_channels), nn.ReLU())
         self.placer = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias) if refine else None
+        self.refiner = (OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias,
+                                  boundary=refine_boundary) if refine else None)
 
     def place_logits(self, x: torch.Tensor, devices: Devices, graph: torch.Tensor | None = None) -> torch.Tensor:
         """(M, D) device logits of M groups (or ops) with embeddings `x` (M, H) and their `devices`; `graph` (M,)

@@ -67,13 +67,15 @@ class RNNPolicy(nn.Module):
         hidden_dim: LSTM and embedding width H.
 
     refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
+    refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
 
     ``act(obs, K)`` decodes K placements in parallel (a batch of K decoder runs over the same encoding) and
     returns actions (K, N) (each op takes its group's device), the summed log-probability of the G decisions
     (K,) and the mean entropy per decision ().
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False) -> None:
+    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False,
+                 refine_boundary: bool = True) -> None:
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
@@ -91,7 +93,7 @@ class RNNPolicy(nn.Module):
         self.out = DeviceScorer(2 * hidden_dim, spec.device_features, hidden_dim)  # near-uniform devices at first
         # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
-        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features) if refine else None
+        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features, boundary=refine_boundary) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
 
     def groups_for(self, n_ops: int) -> np.ndarray:

@@ -50,7 +50,9 @@ class Decision:
         rewards: (n,) reward of each action that was measured (n <= K: a callback may stop a run); float32 for
             placements, float64 for episode steps (their returns are summed in full precision).
         latencies: (n,) the drift-corrected latency (s) of the placement each action led to.
-        placements: (n,) those placements ((N,) int64 each).
+        placements: (n,) those placements ((N,) int64 each), as the policy sees the graph: on a coarsened graph
+            (`agents.common.run`, big graphs) the clusters' devices the policy sent, not the full-size placement
+            the recorder measured, so the elites and Post's cross-entropy step score what the policy can produce.
         graph: the graph the actions were for (``info["model"]`` of an env that draws graphs at reset; None for
             a single-graph env): the key of its baseline (`AdvantageEstimator`).
     """
@@ -93,11 +95,13 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
             if terminated or truncated:
                 last = start + 1 == len(actions) or run.done
                 next_obs, _ = env.reset() if last or graph is None else env.reset(options={"model": graph})
+        sent = actions[start:start + len(results)]
         start += len(results)
-        for reward, info in results:
+        for (reward, info), action in zip(results, sent):
             rewards.append(float(reward))
             latencies.append(float(info["latency_corrected_s"]))
-            placements.append(np.asarray(info["placement"]))
+            measured = np.asarray(info["placement"])
+            placements.append(measured if measured.shape == action.shape else np.asarray(action, dtype=np.int64))
         if run.stopped:
             break
     r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)

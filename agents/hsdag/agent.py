@@ -87,13 +87,17 @@ class HSDAGAgent(PolicyGradientAgent):
             (default False: the paper's argmax rule throughout; see above).
         stay_bias: initial learned bias of the pooling's no-merge (self-loop) logits.
         refine: per-op refinement after the group placer (`HSDAGPolicy`: an op may override its group's device).
+        refine_boundary: the refinement proposes moving ops at a device boundary to their neighbours' device
+            (`agents.common.refine`, boundary moves; False: overrides from the op's embedding alone).
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
         output_shape, node_id, structure, cost: feature-family switches (ablations).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
-        imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements and the final
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements (default
+            0.5: with the refinement's boundary moves it makes a learned local search around the elites; README,
+            convergence) and the final
             distillation of the best one into the policy (`ReinforceConfig`; our additions, see below).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
@@ -115,6 +119,7 @@ class HSDAGAgent(PolicyGradientAgent):
         stochastic_parsing: bool = False,
         stay_bias: float = 0.0,
         refine: bool = True,
+        refine_boundary: bool = True,
         directed: bool = True,
         use_edge_features: bool = True,
         output_shape: bool = True,
@@ -128,7 +133,7 @@ class HSDAGAgent(PolicyGradientAgent):
         entropy_coef: float = 0.05,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
-        imitation_coef: float = 0.0,
+        imitation_coef: float = 0.5,
         elites: int = 4,
         distill_steps: int = 1000,
         distill_seconds: float | None = DISTILL_SECONDS,
@@ -150,6 +155,7 @@ class HSDAGAgent(PolicyGradientAgent):
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
+                            refine_boundary=refine_boundary,
                             directed=directed, use_edge_features=use_edge_features)
         self.feature_switches = dict(output_shape=output_shape, node_id=node_id, structure=structure, cost=cost)
         #: The env's node features for this agent (instance attribute: the ablation switches change it).

@@ -61,12 +61,13 @@ class HSDAGPolicy(nn.Module):
         stay_bias: initial learned bias on the self-loop (no-merge) logits of the pooling.
         refine: add the per-op refinement stage (module docstring).
         override_bias: initial logit of an op overriding its group's device (`OpRefiner`).
+        refine_boundary: the refinement's boundary moves (`OpRefiner`'s ``boundary``).
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0) -> None:
+                 override_bias: float = -8.0, refine_boundary: bool = True) -> None:
         super().__init__()
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
@@ -79,7 +80,8 @@ class HSDAGPolicy(nn.Module):
         # pooling on the first update).
         self.placer_body = nn.Sequential(nn.Linear(hidden_channels, hidden_channels), nn.ReLU())
         self.placer = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias) if refine else None
+        self.refiner = (OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias,
+                                  boundary=refine_boundary) if refine else None)
 
     def place_logits(self, x: torch.Tensor, devices: Devices, graph: torch.Tensor | None = None) -> torch.Tensor:
         """(M, D) device logits of M groups (or ops) with embeddings `x` (M, H) and their `devices`; `graph` (M,)
@@ -133,7 +135,7 @@ class HSDAGPolicy(nn.Module):
         majority = torch.as_tensor(group_majority(pooled.assignment.cpu().numpy(), placement, group_log_p.shape[1],
                                                   obs.get("action_mask")), device=h.device)  # (G,)
         return (group_log_p.gather(1, majority.unsqueeze(1)).mean()
-                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops))
+                + self.refiner.mean_log_prob(h, majority[pooled.assignment], target, ops, batch.edge_index))
 
     def _place(self, obs: Mapping[str, Any], k: int, deterministic: bool = False,
                taken: PolicySample | None = None) -> PolicySample:
@@ -162,7 +164,8 @@ class HSDAGPolicy(nn.Module):
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
             actions = group_actions[:, pooled.assignment]
             if self.refiner is not None:
-                actions, op_log_prob = self.refiner(h, actions, ops, deterministic, None if taken is None else taken.actions)
+                actions, op_log_prob, replay["refine_path"] = self.refiner(
+                    h, actions, ops, deterministic, None if taken is None else taken.replay["refine_path"], batch.edge_index)
                 log_prob = log_prob + op_log_prob
             return PolicySample(actions, log_prob, entropy, info, replay, embedding)
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
@@ -184,10 +187,11 @@ class HSDAGPolicy(nn.Module):
         device_entropy = scatter(group_entropy, pooled.batch, 0, dim_size=k, reduce="sum") / n_groups
         actions = group_actions[0, pooled.assignment].view(k, n)  # every op takes its group's device
         log_prob = device_log_prob + pooled.log_prob
+        replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
         if self.refiner is not None:
-            actions, op_log_prob = self.refiner(h, actions, ops, False, None if taken is None else taken.actions)
+            actions, op_log_prob, replay["refine_path"] = self.refiner(
+                h, actions, ops, False, None if taken is None else taken.replay["refine_path"], batch.edge_index)
             log_prob = log_prob + op_log_prob
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}
-        replay = {"stochastic": True, "choices": pooled.choices, "group_actions": group_actions}
         return PolicySample(actions, log_prob, device_entropy + pooled.entropy, info, replay, embedding)

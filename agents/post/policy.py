@@ -4,7 +4,10 @@
 
 The parameters theta (G, D) are the distribution itself, not a network's output: the cross-entropy step can set
 them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PPO moves them by gradient.
-Groups are contiguous chunks of the topological order (``n_groups``; None = one per op).
+Groups are contiguous chunks of the topological order (``n_groups``; None = one per op). theta is stored per
+op, (N, D), every op of a group holding its group's values (theta_g is their mean, so gradient steps and the
+cross-entropy step keep them equal): `split` halves the groups (coarse to fine,
+`agents.common.coarse_to_fine`) without changing the distribution, each half starting from its parent's theta.
 
 Post does not transfer, by design: theta is the placement distribution of ONE graph on ONE device list (group g
 of its training graph, device index d), not a function of what the graph or the devices are, so there is
@@ -23,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
+from agents.common.coarse_to_fine import split_groups
 from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
 from placement_gym.wrappers import contiguous_groups
 
@@ -50,7 +54,33 @@ class PostPolicy(nn.Module):
         self.n_ops, self.n_devices = int(spec.n_ops), spec.n_devices
         g = self.n_ops if n_groups is None else min(int(n_groups), self.n_ops)
         self.register_buffer("groups", torch.as_tensor(contiguous_groups(self.n_ops, g)), persistent=False)
-        self.logits = nn.Parameter(torch.zeros(g, spec.n_devices))  # uniform at first
+        # G now (saved: a split policy reloads with its groups); theta per op, uniform at first.
+        self.register_buffer("n_groups", torch.tensor(g))
+        self.op_logits = nn.Parameter(torch.zeros(self.n_ops, spec.n_devices))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self.groups = torch.as_tensor(contiguous_groups(self.n_ops, int(self.n_groups)), device=self.op_logits.device)
+
+    @property
+    def logits(self) -> Tensor:
+        """(G, D) theta: each group's mean of its ops' logits (all equal within a group)."""
+        g = int(self.n_groups)
+        total = self.op_logits.new_zeros(g, self.n_devices).index_add(0, self.groups, self.op_logits)
+        return total / torch.bincount(self.groups, minlength=g).unsqueeze(1)
+
+    def first_ops(self) -> Tensor:
+        """(G,) the first op of every group."""
+        return torch.searchsorted(self.groups, torch.arange(int(self.n_groups), device=self.groups.device))
+
+    @torch.no_grad()
+    def split(self) -> bool:
+        """Halve every group (coarse to fine; each half keeps its parent's theta); False when already per op."""
+        if int(self.n_groups) >= self.n_ops:
+            return False
+        groups, g = split_groups(self.n_ops, int(self.n_groups))
+        self.groups, self.n_groups = torch.as_tensor(groups, device=self.op_logits.device), self.n_groups.new_tensor(g)
+        return True
 
     def _check(self, obs: Mapping[str, Any]) -> None:
         n = int(np.shape(obs["node_features"])[0])
@@ -64,11 +94,11 @@ class PostPolicy(nn.Module):
         self._check(obs)
         group_actions, log_prob, entropy = sample_categorical(self.logits, num_samples, deterministic)
         return PolicySample(group_actions[:, self.groups], log_prob, entropy,
-                            {"n_groups": float(self.logits.shape[0])}, {"group_actions": group_actions})
+                            {"n_groups": float(self.n_groups)}, {"group_actions": group_actions})
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s group devices scored under the current distributions."""
-        group_actions = taken.replay["group_actions"]
+        group_actions = taken.actions[:, self.first_ops()]  # the current groups' (a split keeps them constant)
         log_prob, entropy = categorical_log_prob(self.logits, group_actions)
         return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay)
 
@@ -91,4 +121,4 @@ class PostPolicy(nn.Module):
         devices = torch.as_tensor(self.group_devices(placements), device=self.logits.device)  # (M, G)
         freq = nn.functional.one_hot(devices, self.n_devices).float().mean(0)  # (G, D)
         p = (1 - smoothing) * torch.softmax(self.logits, -1) + smoothing * freq
-        self.logits.copy_(torch.log(p.clamp_min(1e-3)))
+        self.op_logits.copy_(torch.log(p.clamp_min(1e-3))[self.groups])

@@ -40,10 +40,13 @@ class RNNAgent(PolicyGradientAgent):
         hidden_dim: LSTM width.
         refine: per-op refinement after the group decoder (`agents.common.refine.OpRefiner`): single ops may
             leave their group's device, so placements that split a group are within reach.
+        refine_boundary: the refinement proposes moving ops at a device boundary to their neighbours' device
+            (`agents.common.refine`, boundary moves; False: overrides from the op's embedding alone).
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
-        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
+        imitation_coef, elites, distill_steps, distill_seconds: self-imitation (default 0.5, with the refinement's
+            boundary moves: README, convergence) and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
@@ -53,9 +56,10 @@ class RNNAgent(PolicyGradientAgent):
 
     name = "rnn"
 
-    def __init__(self, n_groups: int = 8, hidden_dim: int = 64, refine: bool = True, reward: str = "neg_sqrt_latency",
+    def __init__(self, n_groups: int = 8, hidden_dim: int = 64, refine: bool = True, refine_boundary: bool = True,
+                 reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
-                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.0,
+                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.5,
                  elites: int = 4, distill_steps: int = 1000,
                  distill_seconds: float | None = DISTILL_SECONDS, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
@@ -72,18 +76,20 @@ class RNNAgent(PolicyGradientAgent):
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
+        self.refine_boundary = refine_boundary
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, refine=self.refine, reward=self.reward,
+        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, refine=self.refine,
+                    refine_boundary=self.refine_boundary, reward=self.reward,
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
                     **self.algorithm_options(), **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
-        return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine)
+        return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine, self.refine_boundary)
 
     def agent_env(self, env):
         """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""

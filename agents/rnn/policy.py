@@ -67,13 +67,15 @@ class RNNPolicy(nn.Module):
         hidden_dim: LSTM and embedding width H.
 
     refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
+    refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
 
     ``act(obs, K)`` decodes K placements in parallel (a batch of K decoder runs over the same encoding) and
     returns actions (K, N) (each op takes its group's device), the summed log-probability of the G decisions
     (K,) and the mean entropy per decision ().
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False) -> None:
+    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False,
+                 refine_boundary: bool = True) -> None:
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
@@ -91,7 +93,7 @@ class RNNPolicy(nn.Module):
         self.out = DeviceScorer(2 * hidden_dim, spec.device_features, hidden_dim)  # near-uniform devices at first
         # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
-        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features) if refine else None
+        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features, boundary=refine_boundary) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
 
     def groups_for(self, n_ops: int) -> np.ndarray:
@@ -100,9 +102,9 @@ class RNNPolicy(nn.Module):
             self._groups_cache[n_ops] = contiguous_groups(n_ops, min(self.n_groups, n_ops))
         return self._groups_cache[n_ops]
 
-    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None, Devices]:
+    def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None, Devices, Tensor]:
         """Encoder states (G, H), the op -> group map (N,), the final LSTM state, with refinement the op
-        embeddings (N, H) (else None), and the ops' `Devices`."""
+        embeddings (N, H) (else None), the ops' `Devices` and their edges (2, E)."""
         device = next(self.parameters()).device
         batch = obs_to_batch(obs, device=device)
         if batch.num_graphs != 1:
@@ -113,7 +115,7 @@ class RNNPolicy(nn.Module):
         inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups))  # (G, H)
         states, (h, c) = self.encoder(inputs.unsqueeze(0))
         ops = None if self.op_embed is None else self.op_embed(torch.cat([batch.x, states[0][groups]], dim=-1))
-        return states[0], groups, (h[0], c[0]), ops, Devices.of_ops(batch, self.default_devices)
+        return states[0], groups, (h[0], c[0]), ops, Devices.of_ops(batch, self.default_devices), batch.edge_index
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """Decode K placements: actions (K, N), log_prob (K,), entropy (), the group devices (K, G) as
@@ -123,7 +125,7 @@ class RNNPolicy(nn.Module):
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s group devices scored under the current weights (the decoder fed them, teacher-forced)."""
         forced = taken.replay["group_actions"]
-        return self._decode(obs, int(forced.shape[0]), forced=forced, taken_actions=taken.actions)
+        return self._decode(obs, int(forced.shape[0]), forced=forced, taken_path=taken.replay.get("refine_path"))
 
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         """() log-likelihood, per group, of decoding `placement` (N,): each group's device is the one most of
@@ -137,13 +139,13 @@ class RNNPolicy(nn.Module):
             return log_prob
         target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=forced.device)
         return log_prob + self.refiner.mean_log_prob(decoded.replay["ops"], decoded.actions[0], target,
-                                                     decoded.replay["devices"])
+                                                     decoded.replay["devices"], decoded.replay["edge_index"])
 
     def _decode(self, obs: Mapping[str, Any], k: int, deterministic: bool = False, forced: Tensor | None = None,
-                taken_actions: Tensor | None = None, refined: bool = True) -> PolicySample:
+                taken_path: Tensor | None = None, refined: bool = True) -> PolicySample:
         """K decoder runs over one encoding; each group's device is drawn (or, with `forced` (K, G), given);
-        then, with refinement, each op's (or, with `taken_actions` (K, N), those re-scored)."""
-        enc, groups, (h, c), ops, op_devices = self.encode(obs)
+        then, with refinement, each op's (or, with `taken_path` (K, R, N), the refinement rounds re-scored)."""
+        enc, groups, (h, c), ops, op_devices, edge_index = self.encode(obs)
         embedding = h.reshape(-1)  # (H,): the encoder's final state
         g = enc.shape[0]
         chunks = op_devices.grouped(groups, g)  # (G, D) summed costs, AND of the masks
@@ -179,9 +181,10 @@ class RNNPolicy(nn.Module):
         group_devices = torch.stack(choices, dim=1)  # (K, G)
         actions = group_devices[:, groups]  # (K, N): every op takes its group's device ...
         log_prob = torch.stack(log_probs, dim=1).sum(1)
+        replay = {"group_actions": group_devices, "ops": ops, "devices": op_devices, "edge_index": edge_index}
         if self.refiner is not None and refined:  # ... unless it overrides it
-            actions, op_log_prob = self.refiner(ops, actions, op_devices, deterministic, taken_actions)
+            actions, op_log_prob, replay["refine_path"] = self.refiner(ops, actions, op_devices, deterministic,
+                                                                       taken_path, edge_index)
             log_prob = log_prob + op_log_prob
         return PolicySample(actions=actions, log_prob=log_prob, entropy=torch.stack(entropies).mean(),
-                            info={"n_groups": float(g)}, replay={"group_actions": group_devices, "ops": ops, "devices": op_devices},
-                            embedding=embedding)
+                            info={"n_groups": float(g)}, replay=replay, embedding=embedding)

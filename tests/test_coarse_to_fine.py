@@ -1,0 +1,89 @@
+"""Issue 13, expressiveness: group placers that can move their cut anywhere. Coarse-to-fine contiguous groups
+(`agents.common.coarse_to_fine`, Post's ``split_patience``) and the refiner's boundary moves
+(`agents.common.refine`)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.common import PolicySpec
+from agents.common.coarse_to_fine import StallDetector, split_groups
+from agents.common.device_head import Devices
+from agents.common.refine import OpRefiner, neighbour_device_shares
+from agents.post import PostAgent, PostPolicy
+from placement_gym.env import DevicePlacementEnv
+
+from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
+
+
+def test_split_groups_nest_inside_the_old_ones():
+    for n, g in ((12, 3), (310, 16), (176, 16), (7, 4)):
+        groups, g2 = split_groups(n, g)
+        assert g2 == min(2 * g, n) and groups.max() + 1 == g2
+        coarse = (np.arange(n) * g) // n
+        # every new group lies inside one old group
+        assert all(len(set(coarse[groups == j])) == 1 for j in range(g2))
+    assert split_groups(5, 4)[1] == 5  # never more groups than ops
+
+
+def test_stall_detector_fires_after_patience_placements_without_a_new_best():
+    stall = StallDetector(3)
+    assert not stall.offer([5.0, 4.0, 4.5])   # new best at the 2nd, one since
+    assert not stall.offer([4.0])             # equal is no new best: two since
+    assert stall.offer([6.0])                 # three since: a stall, and the count starts again
+    assert not stall.offer([7.0, 7.0])
+    assert not stall.offer([3.0, 8.0, 8.0])
+    with pytest.raises(ValueError):
+        StallDetector(0)
+
+
+def test_post_split_keeps_the_distribution_and_survives_save_load(tmp_path):
+    policy = PostPolicy(PolicySpec(4, 1, 2, None, n_ops=12), n_groups=3)
+    policy.fit(np.array([[1] * 4 + [0] * 8, [1] * 8 + [0] * 4]), smoothing=1.0)
+    before = torch.softmax(policy.logits, -1)[policy.groups]  # (N, D) each op's distribution
+    assert policy.split() and int(policy.n_groups) == 6
+    assert torch.allclose(torch.softmax(policy.logits, -1)[policy.groups], before)
+    restored = PostPolicy(PolicySpec(4, 1, 2, None, n_ops=12), n_groups=3)
+    restored.load_state_dict(policy.state_dict())
+    assert int(restored.n_groups) == 6 and restored.groups.tolist() == policy.groups.tolist()
+    while policy.split():
+        pass
+    assert int(policy.n_groups) == 12
+
+
+@pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
+def test_post_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
+    # 3 groups of a 12-op chain cut at ops 4 and 8; the optimum cuts at 6. Halving the groups when the search
+    # stalls makes that cut expressible; with fixed groups it never is.
+    agent = PostAgent(seed=0, n_groups=3, split_patience=patience, distill_seconds=None)
+    env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
+    agent.learn(env, budget=300)
+    assert (agent.best_latency_s == pytest.approx(optimum_latency_s(12))) is reaches
+    assert (agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)) is reaches
+
+
+def test_neighbour_device_shares_on_a_chain():
+    edges = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    shares = neighbour_device_shares(torch.tensor([[0, 0, 1, 1]]), edges, 2)[0]
+    assert shares.tolist() == [[1, 0], [0.5, 0.5], [0.5, 0.5], [0, 1]]
+
+
+def test_boundary_moves_propose_ops_at_a_device_boundary_and_rescore_their_path():
+    torch.manual_seed(0)
+    n = 8
+    edges = torch.tensor([list(range(n - 1)), list(range(1, n))])
+    refiner = OpRefiner(4, 8, 1, rounds=2)
+    h, devices = torch.randn(n, 4), Devices(torch.zeros(2, 1), None, None, 2)
+    given = torch.tensor([[0] * 4 + [1] * 4])  # one cut, between ops 3 and 4
+    keep = refiner.log_probs(h, given, devices, edges)[0].gather(1, given.T).squeeze(1).exp()
+    moved = 1 - keep
+    assert moved[[3, 4]].min() > 20 * moved[[0, 1, 6, 7]].max()  # the boundary ops are the ones proposed
+    plain = OpRefiner(4, 8, 1, boundary=False)
+    plain_moved = 1 - plain.log_probs(h, given, devices, edges)[0].gather(1, given.T).squeeze(1).exp()
+    assert plain_moved.max() < 1e-3
+    actions, log_prob, path = refiner(h, given.expand(64, -1), devices, edge_index=edges)
+    assert path.shape == (64, 2, n) and torch.equal(path[:, -1], actions)
+    assert (actions[:, [3, 4]] != given[:, [3, 4]]).any()  # some samples moved the cut
+    rescored = refiner(h, given.expand(64, -1), devices, path=path, edge_index=edges)[1]
+    assert torch.allclose(rescored, log_prob)

@@ -89,8 +89,9 @@ def main(argv=None) -> int:
         n = next(iter(envs.values())).graph.n_ops
         fixed = {"device0": np.zeros(n, np.int64), "device1": np.ones(n, np.int64),
                  "half": (np.arange(n) >= n // 2).astype(np.int64)}
-        rows = {name: {"median": {p: [] for p in fixed}, "raw": {p: [] for p in fixed}, "min": {p: [] for p in fixed}, "p25": {p: [] for p in fixed},
-                       "ratio": {p: [] for p in fixed}, "interval_rel": [], "runs": [], "wall_s": []}
+        per_placement = ("median", "raw", "min", "p25", "ratio")
+        rows = {name: {**{stat: {p: [] for p in fixed} for stat in per_placement},
+                       "interval_rel": [], "runs": [], "wall_s": []}
                 for name in args.settings}
         for _ in range(args.fresh):
             for label, placement in fixed.items():

@@ -27,7 +27,8 @@ Reward (``reward=``):
     ``"inv_latency"``  1 / latency in seconds (the paper's reward)
 Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s`` (as measured),
 ``latency_raw_s`` (the median of the timed runs as timed, before the OpenVINO backend's paired-reference
-correction), ``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference measurement),
+correction), ``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference
+measurement),
 ``latency_corrected_s`` (the latency at the machine speed of the first reference measurement),
 ``reference_latency_s`` (the nearest reference), ``spread_s``, ``compile_s``, ``n_submodels``, ``ok``, ``error``,
 ``simulated``, ``breakdown``, ``objective``, ``throughput_per_s`` (1 / ``latency_s``).
@@ -36,8 +37,8 @@ model (``"CPU"`` on the presets that list it first); ``env.reference_device`` na
 Drift correction (real backend): the OpenVINO backend pairs every timed run with a run of the reference
 placement by default (``paired_reference``), so each latency is already relative to the machine's current
 speed. A backend that times placements alone gets the coarser form: every ``reference_every`` placements the
-reference placement is measured afresh, and rewards are taken relative to that nearest reference (``speedup``) or from the corrected latency, so
-a machine that slows down or speeds up during a run does not shift the reward.
+reference placement is measured afresh, and rewards are taken relative to that nearest reference (``speedup``)
+or from the corrected latency, so a machine that slows down or speeds up during a run does not shift the reward.
 A placement that fails to compile or run (an op on a device that cannot run it, a device out of memory, a
 compile error) counts as ``failure_penalty`` x the reference latency and is reported in ``info["ok"]`` /
 ``info["error"]``; the episode goes on. With ``unsupported="repair"`` an op placed on a device that cannot run

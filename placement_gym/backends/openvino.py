@@ -268,7 +268,7 @@ class OpenVINOBackend(Backend):
                                         max_s=self.max_timing_s)
                 breakdown = {"throughput_per_s": 1.0 / float(np.median(samples)), "requests_in_flight": float(jobs)}
             elif reference is None:
-                samples = self._time_inference(compiled, inputs)
+                samples = self._timed_runs(self._request(compiled, inputs))
             else:
                 samples, reference_samples = timed_pairs(
                     self._request(compiled, inputs), reference.request, self.repeats, self.warmup, self.clock,
@@ -309,10 +309,7 @@ class OpenVINOBackend(Backend):
             try:
                 compiled, _ = self.compile_placement(graph, np.full(graph.n_ops, device, dtype=np.int64))
                 request = self._request(compiled, self._prepare(graph).inputs)
-                runs = timed_runs(request, self.repeats, self.warmup, self.clock,
-                                  target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
-                                  max_s=self.max_timing_s)
-                reference = _Reference(device, compiled, request, float(np.median(runs)))
+                reference = _Reference(device, compiled, request, float(np.median(self._timed_runs(request))))
             except Exception as exc:
                 logger.warning("%s: the reference for paired timing failed (%s), so its placements are timed "
                                "unpaired", graph.name, openvino_error_text(exc))
@@ -326,8 +323,9 @@ class OpenVINOBackend(Backend):
             request.set_input_tensor(index, tensor)
         return request
 
-    def _time_inference(self, compiled: ov.CompiledModel, inputs: dict) -> list[float]:
-        return timed_runs(self._request(compiled, inputs), self.repeats, self.warmup, self.clock,
+    def _timed_runs(self, request: ov.InferRequest) -> list[float]:
+        """`request` timed alone with this backend's warm-up, repeats and adaptive settings (`timed_runs`)."""
+        return timed_runs(request, self.repeats, self.warmup, self.clock,
                           target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
                           max_s=self.max_timing_s)
 

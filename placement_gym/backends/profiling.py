@@ -32,9 +32,9 @@ def timed_runs(request: ov.InferRequest, runs: int, warmup: int, clock: "str | C
                max_s: float = math.inf) -> list[float]:
     """`warmup` untimed then at least `runs` timed synchronous inferences of `request`; the seconds of each.
 
-    With `target_rel_halfwidth` (adaptive repeats) timing goes on, a quarter of `runs` more at a time, until the 95% interval
-    of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds of timing
-    are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
+    With `target_rel_halfwidth` (adaptive repeats) timing goes on, a quarter of `runs` more at a time, until the
+    95% interval of the median (`median_interval`) is within +-target of it, or `max_runs` runs or `max_s` seconds
+    of timing are spent: steady placements cost `runs` inferences, noisy ones get more. `clock` is a `CLOCKS` name or a
     callable returning seconds."""
     now = _clock(clock)
     for _ in range(warmup):

@@ -54,6 +54,7 @@ AGENTS: dict[str, AgentEntry] = {
     "openvino": AgentEntry("agents.baselines:OpenVINOChoice", "OpenVINO's own choice (AUTO and HETERO rows)",
                            _openvino_policies),
     "random": AgentEntry("agents.baselines:RandomSearch", "uniformly random placements, the best kept"),
+    "cheapest": AgentEntry("agents.baselines:CheapestDevice", "each op on the device where it alone runs fastest"),
     "greedy": AgentEntry("agents.baselines:GreedyETF", "Baechi's m-ETF list scheduling on the cost model"),
     "topo": AgentEntry("agents.baselines:TopoBalance", "Baechi's m-TOPO: topological order split by speed"),
     "metis": AgentEntry("agents.baselines:MetisPartition", "METIS graph partitioning weighted by cost"),

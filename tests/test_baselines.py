@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from agents.baselines import (
-    CostModel, GreedyETF, MetisPartition, OpenVINOChoice, RandomSearch, SingleDevice, TopoBalance,
-    etf_schedule, metis_partition, topo_balance,
+    CheapestDevice, CostModel, GreedyETF, MetisPartition, OpenVINOChoice, RandomSearch, SingleDevice, TopoBalance,
+    cost_model, etf_schedule, metis_partition, topo_balance,
 )
-from placement_gym import registry
+from placement_gym import DevicePlacementEnv, registry
 from placement_gym.evaluation import evaluate
 
 
@@ -114,8 +114,19 @@ def test_topo_balance_splits_by_device_speed():
     assert abs((placement == 1).sum() - 30) <= 1
 
 
+def test_cheapest_puts_each_op_on_its_fastest_device_that_runs_it():
+    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="ai_pc", unsupported="repair")
+    agent = CheapestDevice().learn(env, 1, 0)
+    costs = cost_model(env)
+    assert agent.run_summary.steps == 1
+    # Each op's device is one of its fastest; on `ai_pc` that mixes devices (convolutions on the NPU).
+    chosen = costs.op_time_s[np.arange(len(agent.best_placement)), agent.best_placement]
+    assert np.allclose(chosen, costs.op_time_s.min(axis=1))
+    assert len(set(agent.best_placement.tolist())) >= 2
+
+
 def test_planners_need_a_cost_model_on_the_real_backend(env):
-    for agent in (GreedyETF(), TopoBalance()):
+    for agent in (GreedyETF(), TopoBalance(), CheapestDevice()):
         with pytest.raises(ValueError, match="simulated"):
             agent.learn(env, 1, 0)
 

@@ -1,4 +1,4 @@
-"""Classical placement baselines: single device, OpenVINO's own choice, random search, Baechi's greedy
+"""Classical placement baselines: single device, OpenVINO's own choice, random search, each op on its fastest device, Baechi's greedy
 heuristics (m-ETF, m-TOPO), METIS partitioning, Tarnawski et al.'s contiguous dynamic program and the exact optimum on the simulated backend's cost model.
 
 All follow the agent interface (`learn(env, budget, seed, callback)`, `predict(obs)`, `save`/`load`) through
@@ -7,12 +7,12 @@ All follow the agent interface (`learn(env, budget, seed, callback)`, `predict(o
 from .base import PlanningAgent
 from .costs import CostModel, cost_model
 from .dp import ContiguousDP, contiguous_dp
-from .greedy import GreedyETF, TopoBalance, etf_schedule, topo_balance
+from .greedy import CheapestDevice, GreedyETF, TopoBalance, etf_schedule, topo_balance
 from .metis import MetisPartition, metis_partition
 from .optimal import Constraints, ExactOptimum, OptimumResult, solve_optimum
 from .simple import OpenVINOChoice, RandomSearch, SingleDevice
 
 __all__ = [
-    "Constraints", "ContiguousDP", "CostModel", "ExactOptimum", "contiguous_dp", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
+    "CheapestDevice", "Constraints", "ContiguousDP", "CostModel", "ExactOptimum", "contiguous_dp", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
     "SingleDevice", "TopoBalance", "cost_model", "etf_schedule", "metis_partition", "solve_optimum", "OptimumResult", "topo_balance",
 ]

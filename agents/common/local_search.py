@@ -127,8 +127,8 @@ class BlockSearch:
         members = groups == block
         relative = np.log(block_cost[block] / max(block_cost[block].min(), 1e-15))
         score = np.exp(-self.beta * np.minimum(relative, 50.0))
-        on = placement[members]
-        score[[dev for dev in range(d) if np.all(on == dev)]] = 0.0  # not a move
+        # Not a move: a device none of the block's ops can run on, or that all those that can are already on.
+        score[[dev for dev in range(d) if np.all(placement[members & self.mask[:, dev]] == dev)]] = 0.0
         if not score.sum() > 0:
             return
         device = int(self.rng.choice(d, p=score / score.sum()))
@@ -142,9 +142,12 @@ class BlockSearch:
             raise ValueError(f"base placement has shape {base.shape}, expected ({self.n_ops},)")
         out = []
         for _ in range(k):
-            placement = base.copy()
-            for _ in range(1 + int(self.rng.poisson(self.moves - 1.0))):
-                self._move(placement)
+            for _ in range(10):  # moves can undo each other (a boundary move back): draw again, a few times
+                placement = base.copy()
+                for _ in range(1 + int(self.rng.poisson(self.moves - 1.0))):
+                    self._move(placement)
+                if not np.array_equal(placement, base):
+                    break
             out.append(placement)
         return out
 

@@ -104,3 +104,24 @@ def test_go_refuses_bad_search_settings():
         GOAgent(finetune_search=1.5)
     with pytest.raises(ValueError, match="unknown search settings"):
         GOAgent(search={"temperature": 2.0})
+
+
+def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import transfer
+
+    out = tmp_path / "transfer.json"
+    assert transfer.main(["--train-models", "tiny_chain", "--test-models", "tiny_branch", "--train-budget", "8",
+                          "--finetune", "4", "--scratch-budget", "8", "--optimal-time-limit", "5", "--profile", "ai_pc",
+                          "--untrained-finetune", "--agent-option", "hidden_channels=16", "--agent-option", "heads=2",
+                          "--json", str(out)]) == 0
+    result = json.loads(out.read_text())["results"][0]
+    row = result["rows"][0]
+    measured = [row[k] for k in ("optimal_s", "zero_shot_s", "finetune_4_s", "untrained_finetune_4_s", "scratch_s")]
+    assert row["best_known_s"] == min(measured + [row["best_single_s"]])
+    assert "untrained_finetune_4_within_2pct" in result["summary"]
+    assert result["summary"]["zero_shot_gap_geomean_pct"] >= 0.0

@@ -52,7 +52,7 @@ from .policy import GOPolicy
 __all__ = ["GOAgent"]
 
 #: Keys of GOAgent's ``search``: `BlockSearch`'s settings and the batch of `search_around_best`.
-SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch")
+SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
 class GOAgent(PolicyGradientAgent):
@@ -165,10 +165,11 @@ class GOAgent(PolicyGradientAgent):
         if placements == 0:
             return
         obs = self.imitation_obs  # the graph as the policy sees it (coarsened on a coarsened run), costs included
-        options = {k: v for k, v in self.search.items() if k != "batch"}
+        options = {k: v for k, v in self.search.items() if k not in ("batch", "cheapest_first")}
         search = BlockSearch(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"],
                              **options)
-        search_around_best(run, search, placements, start=self.predict(obs), batch=self.search.get("batch", 4))
+        search_around_best(run, search, placements, start=self.predict(obs), batch=self.search.get("batch", 4),
+                           cheapest_first=self.search.get("cheapest_first", False))
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:

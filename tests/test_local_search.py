@@ -46,6 +46,12 @@ def test_the_device_costs_guide_which_op_moves_where():
     assert sum(p[3] == 1 for p in proposals) > 80
 
 
+def test_cheapest_puts_every_op_on_its_cheapest_device_it_can_run_on():
+    cost = np.array([[3.0, 1.0, 2.0], [1.0, 2.0, 3.0], [3.0, 2.0, 0.5]]) * 1e-5
+    mask = np.array([[True, False, True], [True, True, True], [True, True, True]])
+    assert BlockSearch(cost, mask).cheapest().tolist() == [2, 0, 2]
+
+
 def test_a_boundary_move_joins_an_island_to_its_neighbours():
     cost = np.full((5, 2), 1e-5)
     base = np.array([0, 0, 1, 0, 0])

@@ -20,9 +20,10 @@ drawn by what the costs say the move saves.
                 applied together (fastest first) and measured first in the next batch (independent gains, e.g.
                 one convolution per U-Net stage, add up in one placement).
 
-Measured on ``ai_pc`` U-Net-l (72 ops, optimum 2.862 ms, CPU alone 3.734 ms), best of 50 placements from the
-all-CPU placement over 5 seeds (prototype of this module): single-op moves drawn with probability 0.8 and
-batches of 4: 1.7-4.9% above the optimum; 0.5 and batches of 4: 6-9%; levels drawn uniformly: 4-15%.
+Measured on ``ai_pc`` U-Net-l (72 ops, best known 2.862 ms, CPU alone 3.734 ms), best of 50 placements from the
+all-CPU placement over 5 seeds (a prototype without boundary moves): single-op moves drawn with probability 0.8
+and batches of 4: 1.7-4.9% above the best known; 0.5 and batches of 4: 6-9%; levels drawn uniformly: 4-15%.
+With boundary moves (0.3), in GO's fine-tuning: 1.7-3.4% (README, Transfer, for the settings' choice).
 """
 from __future__ import annotations
 

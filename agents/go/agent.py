@@ -20,9 +20,11 @@ The method and where it lives:
     5. training      PPO (`agents.common.ppo`, the shared trainer), jointly over many graphs when the env draws
                      one per reset (``model=[...]`` or ``"dataset:train"``); K placements per update all of one
                      graph, advantages against that graph's own baseline (`agents.common.rollout`).
-    6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it (plain
+    6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it: the zero-shot
+                     placement measured first, then (``finetune_search``, default all of the budget) a cost-guided
+                     local search around the best placement (`agents.common.local_search`), the rest (if any) plain
                      fine-tuning of every weight with the same trainer, then distillation of the best placement
-                     found so ``predict`` returns it, as the other agents do).
+                     found so ``predict`` returns it, as the other agents do.
 
 What differs from the paper: plain fine-tuning instead of parameter superposition. GO's superposition multiplies
 each layer's input by a function of a per-graph conditioning vector, to ease interference between graphs while

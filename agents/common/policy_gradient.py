@@ -112,14 +112,21 @@ class PolicyGradientAgent(BaseAgent):
     #: ``finetune_from_predict``); it applies where the trainer steps the run's env itself.
     start_from_predict: bool = False
 
+    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
+        """What a fine-tuning run (a trained policy continuing on one graph, through the run's own env) measures
+        before the trainer starts: here the policy's own placement, with `start_from_predict`. Subclasses add
+        to it (GO's local search, `agents.go.GOAgent`)."""
+        if self.start_from_predict:
+            run.env.reset(seed=seed)
+            run.env.step(self.predict(self.imitation_obs))
+
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        if self.start_from_predict and trained and env is run.env and not run.base.multi_graph and not run.done:
-            run.env.reset(seed=seed)
-            run.env.step(self.predict(self.imitation_obs))
+        if trained and env is run.env and not run.base.multi_graph and not run.done:
+            self.start_fine_tuning(run, seed)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)

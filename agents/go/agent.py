@@ -20,9 +20,11 @@ The method and where it lives:
     5. training      PPO (`agents.common.ppo`, the shared trainer), jointly over many graphs when the env draws
                      one per reset (``model=[...]`` or ``"dataset:train"``); K placements per update all of one
                      graph, advantages against that graph's own baseline (`agents.common.rollout`).
-    6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it (plain
+    6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it: the zero-shot
+                     placement measured first, then (``finetune_search``, default all of the budget) a cost-guided
+                     local search around the best placement (`agents.common.local_search`), the rest (if any) plain
                      fine-tuning of every weight with the same trainer, then distillation of the best placement
-                     found so ``predict`` returns it, as the other agents do).
+                     found so ``predict`` returns it, as the other agents do.
 
 What differs from the paper: plain fine-tuning instead of parameter superposition. GO's superposition multiplies
 each layer's input by a function of a per-graph conditioning vector, to ease interference between graphs while
@@ -40,14 +42,19 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
+from agents.common.local_search import BlockSearch, search_around_best
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
+from agents.common.run import RunLoop
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
 __all__ = ["GOAgent"]
+
+#: Keys of GOAgent's ``search``: `BlockSearch`'s settings and the batch of `search_around_best`.
+SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
 class GOAgent(PolicyGradientAgent):
@@ -75,6 +82,14 @@ class GOAgent(PolicyGradientAgent):
             policy's own (zero-shot) placement first, so fine-tuning never ends worse than zero-shot (without
             it, sampled placements mix devices op by op and the best of 50 was 120-210% above the optimum on
             the val graphs while the zero-shot placement was the optimum).
+        finetune_search: share of a fine-tuning run's remaining placements (after the zero-shot one) spent on a
+            cost-guided local search around the best placement so far (`agents.common.local_search`: block
+            moves drawn by what the per-op device costs say they save); the trainer gets the rest; the best
+            placement is distilled into the policy either way. 0: off (plain PPO fine-tuning). Why: a policy
+            trained where the optimum is one device gives every op the same device preference, so its samples
+            never propose the few ops a mixed optimum moves (README, Transfer).
+        search: `agents.common.local_search.BlockSearch` settings (``fine``, ``moves``, ``beta``) and ``batch``
+            (`search_around_best`); None: their defaults.
     """
 
     name = "go"
@@ -109,6 +124,8 @@ class GOAgent(PolicyGradientAgent):
         coarsen_above: int | None = COARSEN_ABOVE,
         max_nodes: int = MAX_NODES,
         finetune_from_predict: bool = True,
+        finetune_search: float = 1.0,
+        search: "dict[str, Any] | None" = None,
     ) -> None:
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
@@ -122,6 +139,13 @@ class GOAgent(PolicyGradientAgent):
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)
         self.start_from_predict = finetune_from_predict
+        if not 0.0 <= finetune_search <= 1.0:
+            raise ValueError(f"finetune_search is a share of the fine-tuning budget in [0, 1], got {finetune_search}")
+        self.finetune_search = float(finetune_search)
+        self.search = dict(search or {})
+        unknown = sorted(set(self.search) - set(SEARCH_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown search settings {unknown}; accepted: {list(SEARCH_OPTIONS)}")
 
     def hyperparameters(self) -> dict[str, Any]:
         r = self.reinforce
@@ -131,8 +155,23 @@ class GOAgent(PolicyGradientAgent):
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
-            "finetune_from_predict": self.start_from_predict,
+            "finetune_from_predict": self.start_from_predict, "finetune_search": self.finetune_search,
+            "search": dict(self.search),
         }
+
+    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
+        """Measure the zero-shot placement (``finetune_from_predict``), then spend ``finetune_search`` of the rest
+        on the local search around the best placement (`agents.common.local_search`)."""
+        super().start_fine_tuning(run, seed)
+        placements = int(round(self.finetune_search * run.remaining))
+        if placements == 0:
+            return
+        obs = self.imitation_obs  # the graph as the policy sees it (coarsened on a coarsened run), costs included
+        options = {k: v for k, v in self.search.items() if k not in ("batch", "cheapest_first")}
+        search = BlockSearch(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"],
+                             **options)
+        search_around_best(run, search, placements, start=self.predict(obs), batch=self.search.get("batch", 4),
+                           cheapest_first=self.search.get("cheapest_first", False))
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:

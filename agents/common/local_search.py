@@ -1,0 +1,205 @@
+"""Cost-guided block moves: a local search around the best placement, for a fine-tuning run's few placements.
+
+Why. A policy trained over graphs whose optimum is one device (the ``ai_pc`` train split: 19 of 23 graphs) learns
+a device bias that is the same for every op (measured: GO's logits on U-Net-m differ by 7.25-7.51 between the
+CPU and the next device on every one of its 56 ops), so neither its samples nor a higher sampling temperature
+propose the few ops a mixed optimum moves (U-Net's convolutions to the NPU); and 50 placements are three PPO
+updates, too few to learn it. The observation does say what each op costs on each device
+(``obs["node_device_cost"]``): `BlockSearch` proposes placements that differ from the best one found so far by
+moving one or a few contiguous blocks of ops (in topological order) to another device, the blocks and devices
+drawn by what the costs say the move saves.
+
+    levels      blocks of N, N/2, ..., 1 op(s) (the halving of `agents.common.coarse_to_fine.split_groups`,
+                from one group to one op per group): a whole-graph move (another single device), contiguous
+                cuts, and single ops;
+    block b     drawn in its level with weight ``gain_b + floor``, gain_b = the block's cost on its current
+                devices minus its cost on its cheapest single device (seconds, transfers ignored);
+    device d    drawn with weight ``exp(-beta log(cost_bd / min_d' cost_bd'))`` among the devices the block is
+                not already all on; ops that cannot run on d (``action_mask``) keep their device;
+    merge       after a batch, the moves of every proposal that beat the batch's starting placement are
+                applied together (fastest first) and measured first in the next batch (independent gains, e.g.
+                one convolution per U-Net stage, add up in one placement).
+
+Measured on ``ai_pc`` U-Net-l (72 ops, best known 2.862 ms, CPU alone 3.734 ms), best of 50 placements from the
+all-CPU placement over 5 seeds (a prototype without boundary moves): single-op moves drawn with probability 0.8
+and batches of 4: 1.7-4.9% above the best known; 0.5 and batches of 4: 6-9%; levels drawn uniformly: 4-15%.
+With boundary moves (0.3), in GO's fine-tuning: 1.7-3.4% (README, Transfer, for the settings' choice).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from .coarse_to_fine import split_groups
+from .refine import neighbour_device_shares
+
+if TYPE_CHECKING:
+    from .run import RunLoop
+
+__all__ = ["BlockSearch", "search_around_best"]
+
+
+class BlockSearch:
+    """Proposals around a placement: block moves guided by per-op device costs (module docstring).
+
+    Args:
+        cost: (N, D) seconds of each op alone on each device (``obs["node_device_cost"]``).
+        mask: (N, D) bool which device can run each op (``obs["action_mask"]``), or None (all).
+        seed: the proposals' random generator.
+        edge_index: (2, E) int64 edges between the ops (``obs["edge_index"]``), for boundary moves; None: none.
+        boundary: probability that a move is a boundary move (`refine`'s idea, here as a proposal): an op with
+            graph neighbours on another device moves to the device most of them are on, which joins islands
+            of a device (a move the costs alone never favour: it saves transfers and submodels, not compute).
+        fine: probability that a block move acts on a single op (else a block of a coarser level, uniformly).
+        moves: mean number of block moves per proposal (at least 1: 1 + Poisson(moves - 1)).
+        beta: how sharply a block's device follows its cost (0: uniform over the other devices).
+    """
+
+    def __init__(self, cost: np.ndarray, mask: np.ndarray | None = None, seed: int | None = None,
+                 edge_index: np.ndarray | None = None, boundary: float = 0.3, fine: float = 0.8,
+                 moves: float = 1.5, beta: float = 3.0) -> None:
+        cost = np.asarray(cost, dtype=np.float64)
+        if cost.ndim != 2 or cost.shape[0] < 1 or cost.shape[1] < 2:
+            raise ValueError(f"cost must be (N ops, D >= 2 devices), got shape {cost.shape}")
+        for name, value in (("fine", fine), ("boundary", boundary)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {value}")
+        if moves < 1:
+            raise ValueError(f"moves (mean block moves per proposal) must be >= 1, got {moves}")
+        if beta < 0:
+            raise ValueError(f"beta must be >= 0, got {beta}")
+        self.n_ops, self.n_devices = cost.shape
+        self.mask = np.ones(cost.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        if self.mask.shape != cost.shape:
+            raise ValueError(f"mask shape {self.mask.shape} differs from the cost's {cost.shape}")
+        # An unsupported (op, device) has no meaningful cost: never count it as a saving.
+        self.cost = np.where(self.mask, np.nan_to_num(cost, nan=np.inf, posinf=np.inf), np.inf)
+        self.fine, self.moves, self.beta, self.boundary = float(fine), float(moves), float(beta), float(boundary)
+        self.edge_index = None if edge_index is None else torch.as_tensor(np.asarray(edge_index, dtype=np.int64))
+        self.rng = np.random.default_rng(seed)
+        # Blocks of every level, coarse to fine: 1, 2, 4, ... groups, then one per op.
+        self.levels: list[np.ndarray] = []
+        groups, count = np.zeros(self.n_ops, dtype=np.int64), 1
+        while True:
+            self.levels.append(groups)
+            if count >= self.n_ops:
+                break
+            groups, count = split_groups(self.n_ops, count)
+
+    def _boundary_move(self, placement: np.ndarray) -> bool:
+        """Move one op at a device boundary to its neighbours' majority device (in place); False: no boundary."""
+        if self.edge_index is None or self.edge_index.numel() == 0:
+            return False
+        shares = neighbour_device_shares(torch.as_tensor(placement).view(1, -1), self.edge_index,
+                                         self.n_devices)[0].numpy()  # (N, D)
+        shares = np.where(self.mask, shares, 0.0)  # only devices the op can run on
+        own = shares[np.arange(self.n_ops), placement]
+        best = shares.argmax(1)
+        candidates = np.flatnonzero((best != placement) & (shares.max(1) > own))
+        if candidates.size == 0:
+            return False
+        op = int(self.rng.choice(candidates))
+        placement[op] = best[op]
+        return True
+
+    def _move(self, placement: np.ndarray) -> None:
+        """One move applied to `placement` (N,) in place: a boundary move (probability `boundary`, where there is a
+        boundary) or a block move."""
+        if self.boundary > 0 and self.rng.random() < self.boundary and self._boundary_move(placement):
+            return
+        n, d = self.n_ops, self.n_devices
+        coarse = len(self.levels) - 1
+        level = coarse if coarse == 0 or self.rng.random() < self.fine else int(self.rng.integers(coarse))
+        groups = self.levels[level]
+        n_groups = int(groups[-1]) + 1
+        current = self.cost[np.arange(n), placement]  # (N,) an op that cannot run where it is: inf
+        current = np.where(np.isfinite(current), current, 0.0)
+        # What each block would cost on each device: its ops that can run there, the rest where they are.
+        effective = np.where(self.mask, self.cost, current[:, None])  # (N, D)
+        block_cost = np.zeros((n_groups, d))
+        np.add.at(block_cost, groups, effective)
+        block_now = np.bincount(groups, weights=current, minlength=n_groups)
+        gain = np.maximum(block_now - block_cost.min(1), 0.0)
+        weight = gain + 1e-3 * max(float(block_now.mean()), 1e-12)  # every block stays possible
+        block = int(self.rng.choice(n_groups, p=weight / weight.sum()))
+        members = groups == block
+        relative = np.log(block_cost[block] / max(block_cost[block].min(), 1e-15))
+        score = np.exp(-self.beta * np.minimum(relative, 50.0))
+        # Not a move: a device none of the block's ops can run on, or that all those that can are already on.
+        score[[dev for dev in range(d) if np.all(placement[members & self.mask[:, dev]] == dev)]] = 0.0
+        if not score.sum() > 0:
+            return
+        device = int(self.rng.choice(d, p=score / score.sum()))
+        movable = members & self.mask[:, device]
+        placement[movable] = device
+
+    def propose(self, base: np.ndarray, k: int) -> list[np.ndarray]:
+        """`k` placements (N,) int64, each `base` (N,) with 1 + Poisson(moves - 1) block moves."""
+        base = np.asarray(base, dtype=np.int64)
+        if base.shape != (self.n_ops,):
+            raise ValueError(f"base placement has shape {base.shape}, expected ({self.n_ops},)")
+        out = []
+        for _ in range(k):
+            for _ in range(10):  # moves can undo each other (a boundary move back): draw again, a few times
+                placement = base.copy()
+                for _ in range(1 + int(self.rng.poisson(self.moves - 1.0))):
+                    self._move(placement)
+                if not np.array_equal(placement, base):
+                    break
+            out.append(placement)
+        return out
+
+    def cheapest(self) -> np.ndarray:
+        """(N,) int64 every op on its own cheapest device (among those that can run it): the placement the costs
+        alone suggest, ignoring transfers; a candidate far from a single-device start in one step."""
+        return np.argmin(self.cost, axis=1).astype(np.int64)
+
+    @staticmethod
+    def merge(base: np.ndarray, improving: list[tuple[float, np.ndarray]]) -> np.ndarray | None:
+        """`base` with the changes of every placement in `improving` ((latency, placement) pairs that beat
+        `base`) applied together, the fastest one's changes winning on the ops they share; None for fewer than
+        two (nothing to combine)."""
+        if len(improving) < 2:
+            return None
+        base = np.asarray(base, dtype=np.int64)
+        merged = base.copy()
+        for _, placement in sorted(improving, key=lambda pair: pair[0], reverse=True):
+            changed = placement != base
+            merged[changed] = placement[changed]
+        return merged
+
+
+def search_around_best(run: "RunLoop", search: BlockSearch, placements: int, start: np.ndarray,
+                       batch: int = 4, cheapest_first: bool = False) -> int:
+    """Measure up to `placements` proposals of `search` through ``run.env`` (a one-graph run), in batches of
+    `batch` around the run's best placement so far (``run.best_action``; `start` (N,) until one was measured),
+    each batch led by the merge of the previous batch's improving proposals. Returns the placements measured.
+
+    Batches trade how often the base moves (after every `batch` placements) for how many moves one merge can
+    combine; measured on ``ai_pc`` U-Net-l (module docstring): batches of 1, 4, 8 ended 0.8-10.5%, 1.7-4.9%,
+    3.0-9.2% above the optimum after 50 placements."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    env, spent = run.env, 0
+    merged = search.cheapest() if cheapest_first else None  # measured first, as a merge is
+    while spent < placements and not run.done:
+        base = np.asarray(start if run.best_action is None else run.best_action, dtype=np.int64)
+        base_latency = run.best_latency_s
+        candidates = search.propose(base, min(batch, placements - spent, run.remaining))
+        if merged is not None:
+            candidates[0] = merged
+        improving = []
+        for placement in candidates:
+            env.reset()
+            _, _, _, _, info = env.step(placement)
+            spent += 1
+            latency = float(info["latency_corrected_s"]) if info["ok"] else math.inf
+            if latency < base_latency:
+                improving.append((latency, placement))
+            if run.done:
+                break
+        merged = search.merge(base, improving)
+    return spent

@@ -1,0 +1,133 @@
+"""The cost-guided local search of GO's fine-tuning (`agents.common.local_search`), on tiny graphs."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from agents.common.local_search import BlockSearch
+from agents.go import GOAgent
+from placement_gym.backends import make_backend
+from placement_gym.backends.profiles import LinkProfile, Profile
+from placement_gym.env import DevicePlacementEnv
+
+
+def chain_edges(n: int) -> np.ndarray:
+    return np.stack([np.arange(n - 1), np.arange(1, n)]).astype(np.int64)
+
+
+def test_proposals_move_something_and_respect_the_mask():
+    rng = np.random.default_rng(0)
+    cost = rng.uniform(1e-6, 1e-4, size=(12, 3))
+    mask = np.ones((12, 3), dtype=bool)
+    mask[::2, 2] = False  # even ops cannot run on device 2
+    search = BlockSearch(cost, mask, seed=0, edge_index=chain_edges(12))
+    base = np.zeros(12, dtype=np.int64)
+    for placement in search.propose(base, 200):
+        assert placement.shape == (12,) and placement.dtype == np.int64
+        assert not np.array_equal(placement, base)  # a proposal is a move
+        assert mask[np.arange(12), placement].all()
+
+
+def test_the_coarsest_level_moves_the_whole_graph():
+    cost = np.full((8, 2), 1e-5)
+    search = BlockSearch(cost, seed=0, fine=0.0, moves=1.0, boundary=0.0)
+    proposals = search.propose(np.zeros(8, dtype=np.int64), 100)
+    assert any((p == 1).all() for p in proposals)  # another single device
+    assert any(0 < (p == 1).sum() < 8 for p in proposals)  # and contiguous cuts
+
+
+def test_the_device_costs_guide_which_op_moves_where():
+    cost = np.full((10, 3), 1e-5)
+    cost[3, 1] = 1e-6  # op 3 is ten times faster on device 1; nothing else gains anything
+    search = BlockSearch(cost, seed=0, fine=1.0, moves=1.0, boundary=0.0)
+    proposals = search.propose(np.zeros(10, dtype=np.int64), 100)
+    assert sum(p[3] == 1 for p in proposals) > 80
+
+
+def test_cheapest_puts_every_op_on_its_cheapest_device_it_can_run_on():
+    cost = np.array([[3.0, 1.0, 2.0], [1.0, 2.0, 3.0], [3.0, 2.0, 0.5]]) * 1e-5
+    mask = np.array([[True, False, True], [True, True, True], [True, True, True]])
+    assert BlockSearch(cost, mask).cheapest().tolist() == [2, 0, 2]
+
+
+def test_a_boundary_move_joins_an_island_to_its_neighbours():
+    cost = np.full((5, 2), 1e-5)
+    base = np.array([0, 0, 1, 0, 0])
+    search = BlockSearch(cost, seed=0, edge_index=chain_edges(5), boundary=1.0, moves=1.0)
+    for placement in search.propose(base, 50):
+        changed = np.flatnonzero(placement != base)
+        assert len(changed) == 1 and changed[0] in (1, 2, 3)  # an op at the boundary ...
+        op = changed[0]
+        assert placement[op] == (0 if op == 2 else 1)  # ... to its neighbours' device
+
+
+def test_merge_combines_improving_moves_the_fastest_winning():
+    base = np.zeros(6, dtype=np.int64)
+    merged = BlockSearch.merge(base, [(2.0, np.array([0, 0, 2, 0, 0, 1])), (1.0, np.array([1, 0, 0, 0, 0, 2]))])
+    assert merged.tolist() == [1, 0, 2, 0, 0, 2]
+    assert BlockSearch.merge(base, [(1.0, np.ones(6, dtype=np.int64))]) is None
+
+
+@pytest.mark.parametrize("bad", [dict(cost=np.ones((3, 1))), dict(fine=1.5), dict(boundary=-0.1), dict(moves=0.5),
+                                 dict(beta=-1.0), dict(mask=np.ones((2, 2), dtype=bool))])
+def test_bad_settings_are_refused(bad):
+    args = {"cost": np.ones((3, 2))} | bad
+    with pytest.raises(ValueError):
+        BlockSearch(**args)
+
+
+def free_transfers() -> Profile:
+    """``ai_pc`` with free transfers and submodels: each op's cheapest device is the optimum, and on tiny_branch
+    that mixes devices (2 of its 24 ops on the NPU, 8.3% faster than the CPU alone, proven by `optimal`)."""
+    return replace(Profile.preset("ai_pc"), boundary_overhead_s=0.0, split_overhead_s=0.0,
+                   link=LinkProfile(0.0, None), name="free-transfers")
+
+
+def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
+    backend = make_backend("simulated", profile=free_transfers())
+    small = dict(hidden_channels=16, heads=2, segment_length=4, samples_per_update=8)
+    agent = GOAgent(seed=0, **small)
+    agent.learn(DevicePlacementEnv("tiny_chain", backend=backend, features=GOAgent.feature_families), budget=16)
+    path = agent.save(tmp_path / "go.pt")
+
+    env = DevicePlacementEnv("tiny_branch", backend=backend, features=GOAgent.feature_families)
+    obs, _ = env.reset(seed=0)
+    optimum = env.step(obs["node_device_cost"].argmin(1))[4]["latency_corrected_s"]
+    singles = [env.step(np.full(24, d))[4]["latency_corrected_s"] for d in range(3) if env.reset()]
+    assert optimum < 0.95 * min(singles)  # the case the search is for
+
+    tuned = GOAgent.load(path)
+    assert tuned.finetune_search == 1.0  # the default, kept by the checkpoint
+    tuned.learn(env, budget=30, seed=0)
+    assert tuned.best_latency_s <= optimum * 1.01
+    assert tuned.run_summary.predict_latency_s == pytest.approx(tuned.best_latency_s)  # distilled into predict
+
+
+def test_go_refuses_bad_search_settings():
+    with pytest.raises(ValueError, match="finetune_search"):
+        GOAgent(finetune_search=1.5)
+    with pytest.raises(ValueError, match="unknown search settings"):
+        GOAgent(search={"temperature": 2.0})
+
+
+def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import transfer
+
+    out = tmp_path / "transfer.json"
+    assert transfer.main(["--train-models", "tiny_chain", "--test-models", "tiny_branch", "--train-budget", "8",
+                          "--finetune", "4", "--scratch-budget", "8", "--optimal-time-limit", "5", "--profile", "ai_pc",
+                          "--untrained-finetune", "--agent-option", "hidden_channels=16", "--agent-option", "heads=2",
+                          "--json", str(out)]) == 0
+    result = json.loads(out.read_text())["results"][0]
+    row = result["rows"][0]
+    measured = [row[k] for k in ("optimal_s", "zero_shot_s", "finetune_4_s", "untrained_finetune_4_s", "scratch_s")]
+    assert row["best_known_s"] == min(measured + [row["best_single_s"]])
+    assert "untrained_finetune_4_within_2pct" in result["summary"]
+    assert result["summary"]["zero_shot_gap_geomean_pct"] >= 0.0

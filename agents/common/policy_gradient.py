@@ -117,14 +117,23 @@ class PolicyGradientAgent(BaseAgent):
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        if self.start_from_predict and trained and env is run.env and not run.base.multi_graph and not run.done:
-            run.env.reset(seed=seed)
-            run.env.step(self.predict(self.imitation_obs))
+        self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
         self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))
+
+    def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """Called before the trainer starts, the policy built (`trained`: it was trained before this run). Here:
+        with `start_from_predict`, measure the policy's own placement first on a fine-tuning run."""
+        if self.start_from_predict and trained and env is run.env and not run.base.multi_graph and not run.done:
+            self.measure_predict(run, seed)
+
+    def measure_predict(self, run: RunLoop, seed: int | None) -> None:
+        """Measure the policy's own placement (one placement of the budget), so the run's best starts there."""
+        run.env.reset(seed=seed)
+        run.env.step(self.predict(self.imitation_obs))
 
     def distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None,

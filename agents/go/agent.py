@@ -47,7 +47,12 @@ from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent"]
+__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS", "SPLIT_PATIENCE"]
+
+#: Defaults of GO's single-graph search (`GOAgent`'s ``search_groups``, ``split_patience``; README, convergence).
+SEARCH_GROUPS = 8
+SPLIT_PATIENCE = 80
+SEARCH_EXPLORE = 1.0
 
 
 class GOAgent(PolicyGradientAgent):
@@ -75,6 +80,18 @@ class GOAgent(PolicyGradientAgent):
             policy's own (zero-shot) placement first, so fine-tuning never ends worse than zero-shot (without
             it, sampled placements mix devices op by op and the best of 50 was 120-210% above the optimum on
             the val graphs while the zero-shot placement was the optimum).
+        search_groups: GO's single-graph search (ours): a run that trains an untrained GO on ONE graph measures
+            the policy's own placement first (the whole-graph cost term's best single device), then turns that
+            term off (``graph_cost_scale`` 0: it holds every op on that device, -14 logits on ResNet, so sampling
+            never left it) and draws one device per contiguous group of ops, `search_groups` groups at first,
+            halved after ``split_patience`` placements without a new best (coarse to fine,
+            `agents.common.coarse_to_fine`), down to one per op. None: the paper's per-op search, the term on.
+            Training over many graphs and fine-tuning a trained GO are never affected (the transfer results).
+            The policy keeps the term off and its groups afterwards (saved in the checkpoint).
+        split_patience: see `search_groups`.
+        search_explore: during that search, about this many group decisions per placement are drawn uniformly
+            at random (`agents.go.policy.GOPolicy._grouped`): PPO collapsed the groups' distributions within
+            ~100 placements, and after a split no sample moved a boundary. 0: off.
     """
 
     name = "go"
@@ -109,12 +126,19 @@ class GOAgent(PolicyGradientAgent):
         coarsen_above: int | None = COARSEN_ABOVE,
         max_nodes: int = MAX_NODES,
         finetune_from_predict: bool = True,
+        search_groups: int | None = SEARCH_GROUPS,
+        split_patience: int | None = SPLIT_PATIENCE,
+        search_explore: float = SEARCH_EXPLORE,
     ) -> None:
+        if search_explore < 0:
+            raise ValueError(f"search_explore must be >= 0, got {search_explore}")
+        if search_groups is not None and search_groups < 1:
+            raise ValueError(f"search_groups must be >= 1 or None (the per-op search), got {search_groups}")
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-            distill_seconds=distill_seconds,
+            distill_seconds=distill_seconds, split_patience=split_patience,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
@@ -122,6 +146,7 @@ class GOAgent(PolicyGradientAgent):
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)
         self.start_from_predict = finetune_from_predict
+        self.search_groups, self.split_patience, self.search_explore = search_groups, split_patience, search_explore
 
     def hyperparameters(self) -> dict[str, Any]:
         r = self.reinforce
@@ -131,8 +156,19 @@ class GOAgent(PolicyGradientAgent):
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
-            "finetune_from_predict": self.start_from_predict,
+            "finetune_from_predict": self.start_from_predict, "search_groups": self.search_groups,
+            "split_patience": self.split_patience, "search_explore": self.search_explore,
         }
+
+    def start_run(self, run, env, seed, trained) -> None:
+        """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
+        group with the whole-graph cost term off (class docstring); otherwise the shared start."""
+        if self.search_groups is None or trained or env is not run.env or run.base.multi_graph or run.done:
+            return super().start_run(run, env, seed, trained)
+        self.measure_predict(run, seed)
+        self.policy.graph_cost_scale.fill_(0.0)
+        self.policy.set_groups(self.search_groups)
+        self.policy.explore.fill_(self.search_explore)
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:

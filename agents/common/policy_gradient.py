@@ -93,7 +93,19 @@ class PolicyGradientAgent(BaseAgent):
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
-        return trainer_cls(policy, self.trainer_config, imitate=self.imitate)
+        return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
+                           on_split=self.refit_best if self.split_refit else None)
+
+    #: Whether a split of the policy's groups (``split_patience``, coarse to fine) is followed by `refit_best`.
+    #: Subclasses whose split changes the policy's distribution set it (the RNN's and GO's ``split_refit``).
+    split_refit: bool = False
+
+    def refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (the final distillation's steps, no placement
+        measured), so the search after a split of the groups starts from its best, not from wherever the new
+        grouping left the policy's mode."""
+        self.distill(run.best_action, self.trainer_config.distill_steps or 1000, run.as_measured,
+                     distill_cap(self.trainer_config.distill_seconds, run))
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``

@@ -92,6 +92,13 @@ class GOAgent(PolicyGradientAgent):
         search_explore: during that search, about this many group decisions per placement are drawn uniformly
             at random (`agents.go.policy.GOPolicy._grouped`): PPO collapsed the groups' distributions within
             ~100 placements, and after a split no sample moved a boundary. 0: off.
+        search_refine: during that search, add the per-op refinement stage with boundary moves after the
+            decisions (`agents.common.refine.OpRefiner`, as HSDAG and the RNN have): a learned local search that
+            moves the groups' cut op by op.
+        split_refit: after a split, fit the run's best placement into the policy
+            (`PolicyGradientAgent.refit_best`, no placement measured): a group's logits are the mean of its ops',
+            so halves do not keep their parent's distribution, and PPO had left the mode on the best single
+            device while the best placement found was a mixed one.
     """
 
     name = "go"
@@ -129,6 +136,8 @@ class GOAgent(PolicyGradientAgent):
         search_groups: int | None = SEARCH_GROUPS,
         split_patience: int | None = SPLIT_PATIENCE,
         search_explore: float = SEARCH_EXPLORE,
+        search_refine: bool = True,
+        split_refit: bool = True,
     ) -> None:
         if search_explore < 0:
             raise ValueError(f"search_explore must be >= 0, got {search_explore}")
@@ -147,6 +156,7 @@ class GOAgent(PolicyGradientAgent):
                             graph_cost=graph_cost)
         self.start_from_predict = finetune_from_predict
         self.search_groups, self.split_patience, self.search_explore = search_groups, split_patience, search_explore
+        self.search_refine, self.split_refit = search_refine, split_refit
 
     def hyperparameters(self) -> dict[str, Any]:
         r = self.reinforce
@@ -158,6 +168,7 @@ class GOAgent(PolicyGradientAgent):
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
             "finetune_from_predict": self.start_from_predict, "search_groups": self.search_groups,
             "split_patience": self.split_patience, "search_explore": self.search_explore,
+            "search_refine": self.search_refine, "split_refit": self.split_refit,
         }
 
     def start_run(self, run, env, seed, trained) -> None:
@@ -169,6 +180,8 @@ class GOAgent(PolicyGradientAgent):
         self.policy.graph_cost_scale.fill_(0.0)
         self.policy.set_groups(self.search_groups)
         self.policy.explore.fill_(self.search_explore)
+        if self.search_refine:
+            self.policy.enable_refiner()
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, distill_cap
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import SqrtLatencyReward
@@ -49,7 +49,7 @@ class RNNAgent(PolicyGradientAgent):
             without a new best, halve the groups (the decoder decodes twice as many), down to one per op; None:
             the `n_groups` stay (README, convergence).
         split_refit: after a split, fit the run's best placement into the policy (the final distillation's
-            steps, `PolicyGradientAgent.distill`; no placement measured): the longer decoder's distribution is
+            steps, `PolicyGradientAgent.refit_best`; no placement measured): the longer decoder's distribution is
             not its parent's, and without the refit the search restarts from far off its best.
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
@@ -101,15 +101,6 @@ class RNNAgent(PolicyGradientAgent):
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine, self.refine_boundary)
-
-    def make_trainer(self, policy: RNNPolicy):
-        """The trainer `algorithm` names, refitting the run's best placement after every split (``split_refit``)."""
-        trainer = super().make_trainer(policy)
-        if self.split_refit:
-            trainer.on_split = lambda run: self.distill(run.best_action, self.trainer_config.distill_steps or 1000,
-                                                        run.as_measured,
-                                                        distill_cap(self.trainer_config.distill_seconds, run))
-        return trainer
 
     def agent_env(self, env):
         """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""

@@ -111,6 +111,7 @@ class RNNPolicy(nn.Module):
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
         self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features, boundary=refine_boundary) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
+        self._largest = 0  # ops of the largest graph placed so far: where splitting ends
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Checkpoints from before coarse to fine have no n_groups_now: they never split.
@@ -120,6 +121,7 @@ class RNNPolicy(nn.Module):
 
     def groups_for(self, n_ops: int) -> np.ndarray:
         """(N,) int64 group of every op of an `n_ops`-op graph (G = min(n_groups_now, n_ops) contiguous chunks)."""
+        self._largest = max(self._largest, n_ops)
         if n_ops not in self._groups_cache:
             self._groups_cache[n_ops] = contiguous_groups(n_ops, min(int(self.n_groups_now), n_ops))
         return self._groups_cache[n_ops]
@@ -132,10 +134,10 @@ class RNNPolicy(nn.Module):
     def split(self) -> bool:
         """Halve every group (coarse to fine); False when there are already as many groups as ops of the largest
         graph seen (or, before any, when the groups cannot grow)."""
-        largest = max(self._groups_cache, default=None)
-        if largest is not None and int(self.n_groups_now) >= largest:
+        largest = self._largest
+        if largest and int(self.n_groups_now) >= largest:
             return False
-        self.n_groups_now.fill_(int(self.n_groups_now) * 2 if largest is None
+        self.n_groups_now.fill_(int(self.n_groups_now) * 2 if not largest
                                 else split_groups(largest, int(self.n_groups_now))[1])
         self._groups_cache = {}
         return True

@@ -154,3 +154,28 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
     tuned.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated"), budget=8)
     assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.graph_cost_scale) == 1
     assert tuned.policy.refiner is None
+
+
+def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
+    from agents.common.sb3 import GroupedMultiCategoricalDistribution
+    from agents.ppo import PPOAgent
+
+    n = env.graph.n_ops
+    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, split_patience=4)
+    agent.learn(env, budget=40)
+    policy = agent.model.policy
+    assert policy.action_groups is None or policy.action_groups > 2  # it split at least once
+    obs, _ = env.reset(seed=0)
+    assert agent.predict(obs).tolist() == agent.run_summary.placement.tolist()  # refit and distilled: its best
+    loaded = PPOAgent.load(agent.save(tmp_path / "ppo.pt"))
+    assert loaded.model.policy.action_groups == policy.action_groups  # reloads with its groups
+    assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
+    # The split itself: 2 groups -> 4 -> ... -> per node (None), then no further.
+    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2)
+    fresh.learn(env, budget=8)
+    grouped = fresh.model.policy
+    assert isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
+    assert grouped.split_action_groups() and grouped.action_groups == min(4, n) or grouped.action_groups is None
+    while grouped.split_action_groups():
+        pass
+    assert grouped.action_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)

@@ -111,6 +111,18 @@ def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
     assert int(policy.groups_for(n).max()) + 1 == n  # down to one group per op, then no further
 
 
+def test_rnn_keeps_its_groups_when_training_over_many_graphs():
+    # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
+    from agents.rnn import RNNAgent
+
+    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)
+    agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
+    assert int(agent.policy.n_groups_now) == 2
+    single = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)
+    single.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=24)  # one graph: it splits
+    assert int(single.policy.n_groups_now) > 2
+
+
 @pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
 def test_rnn_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
     # As Post's test above: 3 groups cannot cut the 12-op chain at 6; halving them when the search stalls can.

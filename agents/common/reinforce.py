@@ -30,7 +30,8 @@ Both modes use (each switchable, for ablations):
                         measured; `PolicyGradientAgent.distill`); 0 = off.
     split_patience      coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
                         without a new best, the policy halves its contiguous op groups (``policy.split()``),
-                        down to one per op; None = the groups stay (only policies with ``split``: Post, RNN).
+                        down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
+                        GO's single-graph search); only on runs on one graph.
     distill_seconds     and, on a coarsened big graph only, for at most this many seconds (None = no limit): a
                         step costs tens of ms on a graph of ~1,000 clusters, where hundreds of steps would
                         dominate the agent's compute; stopping early only leaves ``predict`` short of the best
@@ -152,8 +153,10 @@ class PolicyGradientTrainer:
 
     def coarse_to_fine(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
         """Halve the policy's groups when the search has stalled (``split_patience``,
-        `agents.common.coarse_to_fine`); called after every update with the placements it measured."""
-        if self.stall is None:
+        `agents.common.coarse_to_fine`); called after every update with the placements it measured. Only on a
+        run on one graph: the groups are cut positions of that graph's topological order, and across graphs a
+        "new best" compares latencies of different graphs (training over many graphs, for transfer, keeps them)."""
+        if self.stall is None or run.base.multi_graph:
             return
         if self.stall.offer(latency for decision in decisions for latency in decision.latencies):
             if self.policy.split() and self.on_split is not None:

@@ -417,7 +417,7 @@ class PPOAgent(SB3Agent):
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
-        if self.split_patience is None or self.model.policy.action_groups is None:
+        if self.split_patience is None or self.model.policy.action_groups is None or run.base.multi_graph:
             return []
         return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or 1000))]
 

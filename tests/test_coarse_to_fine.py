@@ -115,7 +115,8 @@ def test_rnn_keeps_its_groups_when_training_over_many_graphs():
     # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
     from agents.rnn import RNNAgent
 
-    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)
+    # (imitation off: self-imitation over graphs of different sizes is not supported by the RNN, on main too)
+    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, imitation_coef=0.0, distill_seconds=None)
     agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
     assert int(agent.policy.n_groups_now) == 2
     single = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)

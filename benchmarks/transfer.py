@@ -144,6 +144,11 @@ def alternate(agent, args: argparse.Namespace, backend) -> None:
     distill_steps = None if config is None else config.distill_steps
     if config is not None:
         config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
+    # GO's single-graph search (`GOAgent`'s ``search_groups``) is for a run that places ONE graph; alternating
+    # single-graph runs is training over many, so the first run must not switch the policy to it.
+    search_groups = getattr(agent, "search_groups", None)
+    if search_groups is not None:
+        agent.search_groups = None
     try:
         while spent < args.train_budget:
             chunk = min(args.alternate, args.train_budget - spent)
@@ -152,6 +157,8 @@ def alternate(agent, args: argparse.Namespace, backend) -> None:
     finally:
         if config is not None:
             config.distill_steps = distill_steps
+        if search_groups is not None:
+            agent.search_groups = search_groups
 
 
 def evaluation_options(args: argparse.Namespace) -> dict:

@@ -87,3 +87,108 @@ def test_boundary_moves_propose_ops_at_a_device_boundary_and_rescore_their_path(
     assert (actions[:, [3, 4]] != given[:, [3, 4]]).any()  # some samples moved the cut
     rescored = refiner(h, given.expand(64, -1), devices, path=path, edge_index=edges)[1]
     assert torch.allclose(rescored, log_prob)
+
+
+# ------------------------------------------------------------------ coarse to fine beyond Post: RNN and GO
+def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
+    from agents.rnn import RNNPolicy
+
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    obs, _ = env.reset(seed=0)
+    n = env.graph.n_ops
+    assert policy.act(obs).info["n_groups"] == 3
+    widths = {k: v.shape for k, v in policy.state_dict().items()}
+    assert policy.split() and policy.act(obs).info["n_groups"] == min(6, n)
+    assert {k: v.shape for k, v in policy.state_dict().items()} == widths  # no weight depends on the groups
+    coarse = policy.coarse_groups_for(n)
+    fine = policy.groups_for(n)
+    assert all(len(set(coarse[fine == j])) == 1 for j in range(int(fine.max()) + 1))  # nested in the old groups
+    restored = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    restored.load_state_dict(policy.state_dict())
+    assert restored.groups_for(n).tolist() == fine.tolist()
+    while policy.split():
+        pass
+    assert int(policy.groups_for(n).max()) + 1 == n  # down to one group per op, then no further
+
+
+def test_rnn_keeps_its_groups_when_training_over_many_graphs():
+    # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
+    from agents.rnn import RNNAgent
+
+    # (imitation off: self-imitation over graphs of different sizes is not supported by the RNN, on main too)
+    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, imitation_coef=0.0, distill_seconds=None)
+    agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
+    assert int(agent.policy.n_groups_now) == 2
+    single = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)
+    single.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=24)  # one graph: it splits
+    assert int(single.policy.n_groups_now) > 2
+
+
+@pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
+def test_rnn_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
+    # As Post's test above: 3 groups cannot cut the 12-op chain at 6; halving them when the search stalls can.
+    # Without the per-op refinement (which could also split a group), so only the groups decide.
+    from agents.rnn import RNNAgent
+
+    agent = RNNAgent(seed=0, n_groups=3, refine=False, split_patience=patience, distill_seconds=None)
+    env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
+    agent.learn(env, budget=300)
+    assert (agent.best_latency_s == pytest.approx(optimum_latency_s(12))) is reaches
+    assert (agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)) is reaches
+
+
+def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tiny_branch_graph, tmp_path):
+    from agents.go import GOAgent
+    from agents.go.policy import GOPolicy
+
+    # The search on one graph: the whole-graph cost term's placement first, then groups, coarse to fine.
+    agent = GOAgent(seed=0, hidden_channels=16, search_groups=3, split_patience=20)
+    env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
+    agent.learn(env, budget=200)
+    assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
+    assert agent.run_summary.predict_placement.tolist() == optimum(12)
+    assert float(agent.policy.graph_cost_scale) == 0 and float(agent.policy.explore) == 1
+    assert agent.policy.refiner is not None  # boundary moves after the decisions
+    assert agent.history[0]["n_groups"] == 3 and agent.history[-1]["n_groups"] > 3  # it split
+    loaded = GOAgent.load(agent.save(tmp_path / "go.pt"))  # groups, term off and refiner come back
+    assert loaded.predict(env.reset(seed=0)[0]).tolist() == optimum(12)
+    # A uniform share in every decision: even a sure policy redraws about `explore` decisions per placement.
+    policy = GOPolicy(PolicySpec.from_env(env), hidden_channels=8)
+    policy.set_groups(4)
+    policy.explore.fill_(1.0)
+    logits = torch.tensor([[20.0, -20.0]]).expand(12, -1)
+    decisions, groups = policy._grouped(logits)
+    assert decisions.shape == (4, 2) and groups.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert torch.allclose(decisions.exp()[:, 1], torch.full((4,), 0.125))  # (1/4 of a uniform draw) / 2 devices
+    # Fine-tuning a trained GO and training over many graphs stay the paper's per-op search with the term on.
+    tuned = GOAgent(seed=0, hidden_channels=16)
+    tuned.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=16)
+    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.graph_cost_scale) == 1
+    tuned.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated"), budget=8)
+    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.graph_cost_scale) == 1
+    assert tuned.policy.refiner is None
+
+
+def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
+    from agents.common.sb3 import GroupedMultiCategoricalDistribution
+    from agents.ppo import PPOAgent
+
+    n = env.graph.n_ops
+    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, split_patience=4)
+    agent.learn(env, budget=40)
+    policy = agent.model.policy
+    assert policy.action_groups is None or policy.action_groups > 2  # it split at least once
+    obs, _ = env.reset(seed=0)
+    assert agent.predict(obs).tolist() == agent.run_summary.placement.tolist()  # refit and distilled: its best
+    loaded = PPOAgent.load(agent.save(tmp_path / "ppo.pt"))
+    assert loaded.model.policy.action_groups == policy.action_groups  # reloads with its groups
+    assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
+    # The split itself: 2 groups -> 4 -> ... -> per node (None), then no further.
+    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2)
+    fresh.learn(env, budget=8)
+    grouped = fresh.model.policy
+    assert isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
+    assert grouped.split_action_groups() and grouped.action_groups == min(4, n) or grouped.action_groups is None
+    while grouped.split_action_groups():
+        pass
+    assert grouped.action_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)

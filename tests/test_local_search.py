@@ -108,8 +108,8 @@ def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
 def test_go_refuses_bad_search_settings():
     with pytest.raises(ValueError, match="finetune_search"):
         GOAgent(finetune_search=1.5)
-    with pytest.raises(ValueError, match="unknown search settings"):
-        GOAgent(search={"temperature": 2.0})
+    with pytest.raises(ValueError, match="unknown finetune_search_options"):
+        GOAgent(finetune_search_options={"temperature": 2.0})
 
 
 def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):

@@ -93,7 +93,19 @@ class PolicyGradientAgent(BaseAgent):
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
-        return trainer_cls(policy, self.trainer_config, imitate=self.imitate)
+        return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
+                           on_split=self.refit_best if self.split_refit else None)
+
+    #: Whether a split of the policy's groups (``split_patience``, coarse to fine) is followed by `refit_best`.
+    #: Subclasses whose split changes the policy's distribution set it (the RNN's and GO's ``split_refit``).
+    split_refit: bool = False
+
+    def refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (the final distillation's steps, no placement
+        measured), so the search after a split of the groups starts from its best, not from wherever the new
+        grouping left the policy's mode."""
+        self.distill(run.best_action, self.trainer_config.distill_steps or 1000, run.as_measured,
+                     distill_cap(self.trainer_config.distill_seconds, run))
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``
@@ -112,26 +124,35 @@ class PolicyGradientAgent(BaseAgent):
     #: ``finetune_from_predict``); it applies where the trainer steps the run's env itself.
     start_from_predict: bool = False
 
-    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
-        """What a fine-tuning run (a trained policy continuing on one graph, through the run's own env) measures
-        before the trainer starts: here the policy's own placement, with `start_from_predict`. Subclasses add
-        to it (GO's local search, `agents.go.GOAgent`)."""
-        if self.start_from_predict:
-            run.env.reset(seed=seed)
-            run.env.step(self.predict(self.imitation_obs))
-
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        if trained and env is run.env and not run.base.multi_graph and not run.done:
-            self.start_fine_tuning(run, seed)
+        self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         self.trainer.train(run, env, seed)
         self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))
+
+    def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """Called before the trainer starts, the policy built (`trained`: it was trained before this run). Here:
+        a fine-tuning run (a trained policy continuing on one graph, through the run's own env) starts with
+        `start_fine_tuning`. Subclasses add to it (GO's single-graph search, `agents.go.GOAgent`)."""
+        if trained and env is run.env and not run.base.multi_graph and not run.done:
+            self.start_fine_tuning(run, seed)
+
+    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
+        """What a fine-tuning run measures before the trainer starts: here the policy's own placement, with
+        `start_from_predict`. Subclasses add to it (GO's local search, `agents.go.GOAgent`)."""
+        if self.start_from_predict:
+            self.measure_predict(run, seed)
+
+    def measure_predict(self, run: RunLoop, seed: int | None) -> None:
+        """Measure the policy's own placement (one placement of the budget), so the run's best starts there."""
+        run.env.reset(seed=seed)
+        run.env.step(self.predict(self.imitation_obs))
 
     def distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None,

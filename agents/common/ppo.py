@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -112,13 +112,15 @@ class PPOTrainer(PolicyGradientTrainer):
         policy: the policy module.
         config: `PPOConfig` (defaults if None).
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
+        on_split: see `PolicyGradientTrainer`.
     """
 
-    def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None) -> None:
+    def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None,
+                 on_split: Callable[[RunLoop], None] | None = None) -> None:
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
                              "decisions it collected (agents.common.policy); train it with REINFORCE instead")
-        super().__init__(policy, config or PPOConfig(), imitate=imitate)
+        super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 
@@ -152,6 +154,7 @@ class PPOTrainer(PolicyGradientTrainer):
             else:
                 totals = [float(sum(float(d.rewards.sum()) for d in steps)) for steps in episodes]
                 stats.update(reward_mean=float(np.mean(totals)), reward_max=float(np.max(totals)))
+            self.coarse_to_fine(run, decisions, stats)
             self.after_update(decisions, stats)
             run.record_update(stats)
 

@@ -28,6 +28,10 @@ Both modes use (each switchable, for ablations):
     distill_steps       after the budget is spent, at most this many gradient steps of ``-imitate(best
                         placement)`` until the policy's own placement is the run's best one (no placement is
                         measured; `PolicyGradientAgent.distill`); 0 = off.
+    split_patience      coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
+                        without a new best, the policy halves its contiguous op groups (``policy.split()``),
+                        down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
+                        GO's single-graph search); only on runs on one graph.
     distill_seconds     and, on a coarsened big graph only, for at most this many seconds (None = no limit): a
                         step costs tens of ms on a graph of ~1,000 clusters, where hundreds of steps would
                         dominate the agent's compute; stopping early only leaves ``predict`` short of the best
@@ -47,8 +51,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .coarse_to_fine import StallDetector
 from .policy import PolicySample, sample_categorical
-from .rollout import AdvantageEstimator, EliteSet, collect_episode, collect_placements, discounted_returns
+from .rollout import AdvantageEstimator, Decision, EliteSet, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
 __all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
@@ -72,6 +77,7 @@ class ReinforceConfig:
     elites: int = 4
     distill_steps: int = 0
     distill_seconds: float | None = None
+    split_patience: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -88,6 +94,8 @@ class ReinforceConfig:
             raise ValueError(f"distill_steps must be >= 0, got {self.distill_steps}")
         if self.distill_seconds is not None and not self.distill_seconds > 0:
             raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {self.distill_seconds}")
+        if self.split_patience is not None and self.split_patience < 1:
+            raise ValueError(f"split_patience must be >= 1 or None (never split), got {self.split_patience}")
         if self.imitation_coef < 0 or self.elites < 1:
             raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
 
@@ -128,14 +136,31 @@ class PolicyGradientTrainer:
         config: the trainer's settings (`ReinforceConfig` or `agents.common.ppo.PPOConfig`).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
+        on_split: called with the run after every split of the policy's groups (``split_patience``): the agent's
+            reaction to a new grouping (the RNN distils the run's best placement into its longer decoder).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
-                 imitate: Imitate | None = None) -> None:
-        self.policy, self.config, self.imitate = policy, config, imitate
+                 imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None) -> None:
+        self.policy, self.config, self.imitate, self.on_split = policy, config, imitate, on_split
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
         self.advantages = AdvantageEstimator(config.baseline, config.baseline_decay, config.normalize_advantage)
         self.elites = EliteSet(config.elites if config.imitation_coef > 0 else 0)
+        if config.split_patience is not None and not callable(getattr(policy, "split", None)):
+            raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
+                             f"{type(policy).__name__} has no split()")
+        self.stall = None if config.split_patience is None else StallDetector(config.split_patience)
+
+    def coarse_to_fine(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
+        """Halve the policy's groups when the search has stalled (``split_patience``,
+        `agents.common.coarse_to_fine`); called after every update with the placements it measured. Only on a
+        run on one graph: the groups are cut positions of that graph's topological order, and across graphs a
+        "new best" compares latencies of different graphs (training over many graphs, for transfer, keeps them)."""
+        if self.stall is None or run.base.multi_graph:
+            return
+        if self.stall.offer(latency for decision in decisions for latency in decision.latencies):
+            if self.policy.split() and self.on_split is not None:
+                self.on_split(run)
 
     def start(self, env: gym.Env, seed: int | None) -> object:
         """Seed the env's action space, reset it and put the policy in training mode; the first observation."""
@@ -150,13 +175,14 @@ class ReinforceTrainer(PolicyGradientTrainer):
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
     Args:
-        policy, optimizer, imitate: see `PolicyGradientTrainer`.
+        policy, optimizer, imitate, on_split: see `PolicyGradientTrainer`.
         config: `ReinforceConfig` (defaults if None).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
-                 optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None) -> None:
-        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate)
+                 optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None,
+                 on_split: Callable[[RunLoop], None] | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
@@ -175,6 +201,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
         self.elites.offer([decision])
         stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r, key=decision.graph), sample.entropy)
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
+        self.coarse_to_fine(run, [decision], stats)
         return next_obs, stats
 
     def _episodic_update(self, run: RunLoop, env: gym.Env) -> dict:

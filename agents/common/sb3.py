@@ -48,6 +48,8 @@ from torch.distributions import Categorical
 
 from placement_gym.wrappers import contiguous_groups
 
+from .coarse_to_fine import split_groups
+
 from .device_head import DeviceScorer, device_input_width, placed_device_inputs
 from .gnn import MLP, DirectedGNN
 from .graph_batch import obs_to_batch
@@ -432,6 +434,19 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
                                                    use_edge_features=use_edge_features, directed=directed)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+        # The groups now (0: per node), saved with the weights: a policy split coarse to fine reloads with its groups.
+        self.register_buffer("action_groups_now", torch.tensor(action_groups or 0), persistent=True)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Checkpoints from before coarse to fine have no action_groups_now: their groups are the constructor's.
+        state_dict.setdefault(prefix + "action_groups_now", torch.tensor(self.action_groups or 0))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        groups = int(self.action_groups_now) or None
+        if groups != self.action_groups and self.per_node:
+            self.action_groups = groups
+            self._distributions.clear()
+            nvec = [int(d) for d in self.action_space.nvec]
+            self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_dim, per_node=self.per_node)
@@ -445,6 +460,21 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         if self.distribution_name == "vectorized":
             return VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
         return StockMultiCategoricalDistribution(nvec)
+
+    def split_action_groups(self) -> bool:
+        """Halve the contiguous action groups (coarse to fine, `agents.common.coarse_to_fine`; at the graph's size
+        every node is drawn on its own again); False when there are no groups (already per node). A group's
+        logits are the mean of its nodes', so the halves do not keep their parent's distribution exactly: the
+        caller refits what it wants kept (`agents.ppo.PPOAgent`'s ``split_patience``)."""
+        if self.action_groups is None or not self.per_node:
+            return False
+        nvec = [int(d) for d in self.action_space.nvec]
+        groups = split_groups(len(nvec), self.action_groups)[1]
+        self.action_groups = None if groups >= len(nvec) else groups
+        self.action_groups_now.fill_(self.action_groups or 0)
+        self._distributions.clear()
+        self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
+        return True
 
     def _build(self, lr_schedule) -> None:
         if self.per_node:  # replace SB3's positional multi-categorical before the heads are built

@@ -51,9 +51,14 @@ from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent"]
+__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS", "SPLIT_PATIENCE"]
 
-#: Keys of GOAgent's ``search``: `BlockSearch`'s settings and the batch of `search_around_best`.
+#: Defaults of GO's single-graph search (`GOAgent`'s ``search_groups``, ``split_patience``; README, convergence).
+SEARCH_GROUPS = 8
+SPLIT_PATIENCE = 80
+SEARCH_EXPLORE = 1.0
+
+#: Keys of GOAgent's ``finetune_search_options``: `BlockSearch`'s settings and the batch of `search_around_best`.
 SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
@@ -88,8 +93,27 @@ class GOAgent(PolicyGradientAgent):
             placement is distilled into the policy either way. 0: off (plain PPO fine-tuning). Why: a policy
             trained where the optimum is one device gives every op the same device preference, so its samples
             never propose the few ops a mixed optimum moves (README, Transfer).
-        search: `agents.common.local_search.BlockSearch` settings (``fine``, ``moves``, ``beta``) and ``batch``
+        finetune_search_options: `agents.common.local_search.BlockSearch` settings (``fine``, ``moves``, ``beta``) and ``batch``
             (`search_around_best`); None: their defaults.
+        search_groups: GO's single-graph search (ours): a run that trains an untrained GO on ONE graph measures
+            the policy's own placement first (the whole-graph cost term's best single device), then turns that
+            term off (``graph_cost_scale`` 0: it holds every op on that device, -14 logits on ResNet, so sampling
+            never left it) and draws one device per contiguous group of ops, `search_groups` groups at first,
+            halved after ``split_patience`` placements without a new best (coarse to fine,
+            `agents.common.coarse_to_fine`), down to one per op. None: the paper's per-op search, the term on.
+            Training over many graphs and fine-tuning a trained GO are never affected (the transfer results).
+            The policy keeps the term off and its groups afterwards (saved in the checkpoint).
+        split_patience: see `search_groups`.
+        search_explore: during that search, about this many group decisions per placement are drawn uniformly
+            at random (`agents.go.policy.GOPolicy._grouped`): PPO collapsed the groups' distributions within
+            ~100 placements, and after a split no sample moved a boundary. 0: off.
+        search_refine: during that search, add the per-op refinement stage with boundary moves after the
+            decisions (`agents.common.refine.OpRefiner`, as HSDAG and the RNN have): a learned local search that
+            moves the groups' cut op by op.
+        split_refit: after a split, fit the run's best placement into the policy
+            (`PolicyGradientAgent.refit_best`, no placement measured): a group's logits are the mean of its ops',
+            so halves do not keep their parent's distribution, and PPO had left the mode on the best single
+            device while the best placement found was a mixed one.
     """
 
     name = "go"
@@ -125,13 +149,22 @@ class GOAgent(PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         finetune_from_predict: bool = True,
         finetune_search: float = 1.0,
-        search: "dict[str, Any] | None" = None,
+        finetune_search_options: "dict[str, Any] | None" = None,
+        search_groups: int | None = SEARCH_GROUPS,
+        split_patience: int | None = SPLIT_PATIENCE,
+        search_explore: float = SEARCH_EXPLORE,
+        search_refine: bool = True,
+        split_refit: bool = True,
     ) -> None:
+        if search_explore < 0:
+            raise ValueError(f"search_explore must be >= 0, got {search_explore}")
+        if search_groups is not None and search_groups < 1:
+            raise ValueError(f"search_groups must be >= 1 or None (the per-op search), got {search_groups}")
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-            distill_seconds=distill_seconds,
+            distill_seconds=distill_seconds, split_patience=split_patience,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
@@ -142,10 +175,12 @@ class GOAgent(PolicyGradientAgent):
         if not 0.0 <= finetune_search <= 1.0:
             raise ValueError(f"finetune_search is a share of the fine-tuning budget in [0, 1], got {finetune_search}")
         self.finetune_search = float(finetune_search)
-        self.search = dict(search or {})
-        unknown = sorted(set(self.search) - set(SEARCH_OPTIONS))
+        self.search_options = dict(finetune_search_options or {})
+        unknown = sorted(set(self.search_options) - set(SEARCH_OPTIONS))
         if unknown:
-            raise ValueError(f"unknown search settings {unknown}; accepted: {list(SEARCH_OPTIONS)}")
+            raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(SEARCH_OPTIONS)}")
+        self.search_groups, self.split_patience, self.search_explore = search_groups, split_patience, search_explore
+        self.search_refine, self.split_refit = search_refine, split_refit
 
     def hyperparameters(self) -> dict[str, Any]:
         r = self.reinforce
@@ -156,7 +191,10 @@ class GOAgent(PolicyGradientAgent):
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
             "finetune_from_predict": self.start_from_predict, "finetune_search": self.finetune_search,
-            "search": dict(self.search),
+            "finetune_search_options": dict(self.search_options),
+            "search_groups": self.search_groups,
+            "split_patience": self.split_patience, "search_explore": self.search_explore,
+            "search_refine": self.search_refine, "split_refit": self.split_refit,
         }
 
     def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
@@ -167,11 +205,23 @@ class GOAgent(PolicyGradientAgent):
         if placements == 0:
             return
         obs = self.imitation_obs  # the graph as the policy sees it (coarsened on a coarsened run), costs included
-        options = {k: v for k, v in self.search.items() if k not in ("batch", "cheapest_first")}
+        options = {k: v for k, v in self.search_options.items() if k not in ("batch", "cheapest_first")}
         search = BlockSearch(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"],
                              **options)
-        search_around_best(run, search, placements, start=self.predict(obs), batch=self.search.get("batch", 4),
-                           cheapest_first=self.search.get("cheapest_first", False))
+        search_around_best(run, search, placements, start=self.predict(obs), batch=self.search_options.get("batch", 4),
+                           cheapest_first=self.search_options.get("cheapest_first", False))
+
+    def start_run(self, run, env, seed, trained) -> None:
+        """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
+        group with the whole-graph cost term off (class docstring); otherwise the shared start."""
+        if self.search_groups is None or trained or env is not run.env or run.base.multi_graph or run.done:
+            return super().start_run(run, env, seed, trained)
+        self.measure_predict(run, seed)
+        self.policy.graph_cost_scale.fill_(0.0)
+        self.policy.set_groups(self.search_groups)
+        self.policy.explore.fill_(self.search_explore)
+        if self.search_refine:
+            self.policy.enable_refiner()
 
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:

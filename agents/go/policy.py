@@ -26,10 +26,12 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
-from agents.common.device_head import DeviceScorer
+from agents.common.device_head import DeviceScorer, Devices
 from agents.common.gnn import MLP, DirectedGNN
 from agents.common.graph_batch import GraphBatch, obs_to_batch
-from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
+from agents.common.refine import OpRefiner
+from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
+from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["GOPolicy", "SegmentRecurrentAttention", "graph_cost_inputs"]
 
@@ -144,6 +146,13 @@ class GOPolicy(nn.Module):
         dropout: dropout in the attention layers.
         graph_cost: add a learned term of each device's whole-graph cost (`graph_cost_inputs`) to every op's
             logits.
+
+    Search groups (`set_groups`, `split`; GO's single-graph search, `agents.go.GOAgent`'s ``search_groups``):
+    with G > 0 groups the policy draws one device per contiguous group of ops (a group's logits are the mean of
+    its ops', as `agents.common.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
+    (coarse to fine, `agents.common.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
+    the paper's. ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a uniform
+    share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, attention_layers: int = 2,
@@ -166,13 +175,79 @@ class GOPolicy(nn.Module):
         self.graph_cost = nn.Linear(GRAPH_COST_INPUTS, 1, bias=False) if graph_cost else None
         if self.graph_cost is not None:
             nn.init.constant_(self.graph_cost.weight, -3.0)
+        self.refiner: OpRefiner | None = None  # `enable_refiner`
+        self.hidden_channels = hidden_channels
+        self.register_buffer("n_groups", torch.tensor(0))  # 0: per op; G: one decision per contiguous group
+        self.register_buffer("graph_cost_scale", torch.tensor(1.0))
+        self.register_buffer("explore", torch.tensor(0.0))  # decisions redrawn uniformly per placement (`_grouped`)
+        self._groups_cache: dict[int, Tensor] = {}
+        self._largest = 0  # ops of the largest graph placed so far: where splitting ends
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Checkpoints from before the search groups: per op, the whole-graph cost term on.
+        state_dict.setdefault(prefix + "n_groups", torch.tensor(0))
+        state_dict.setdefault(prefix + "graph_cost_scale", torch.tensor(1.0))
+        state_dict.setdefault(prefix + "explore", torch.tensor(0.0))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._groups_cache = {}
+
+    def set_groups(self, n_groups: int) -> None:
+        """Decide per `n_groups` contiguous groups of ops from now on (0: per op)."""
+        if n_groups < 0:
+            raise ValueError(f"n_groups must be >= 0 (0: per op), got {n_groups}")
+        self.n_groups.fill_(int(n_groups))
+        self._groups_cache = {}
+
+    def groups_for(self, n_ops: int) -> Tensor | None:
+        """(N,) int64 group of every op of an `n_ops`-op graph (min(G, N) contiguous chunks); None when per op."""
+        g = int(self.n_groups)
+        self._largest = max(self._largest, n_ops)
+        if g == 0 or g >= n_ops:
+            return None
+        if n_ops not in self._groups_cache:
+            self._groups_cache[n_ops] = torch.as_tensor(contiguous_groups(n_ops, g),
+                                                        device=self.graph_cost_scale.device)
+        return self._groups_cache[n_ops]
+
+    @torch.no_grad()
+    def split(self) -> bool:
+        """Halve the groups (coarse to fine; at a graph's size the policy is per op); False when per op already."""
+        g = int(self.n_groups)
+        if g == 0:
+            return False
+        self.set_groups(0 if self._largest and 2 * g >= self._largest else 2 * g)
+        return True
+
+    def _grouped(self, logits: Tensor) -> tuple[Tensor, Tensor | None]:
+        """(G, D) each decision's logits and the (N,) groups (None when per op).
+
+        A group's logits are the mean of its ops'. With ``explore`` = e > 0 each of the G decisions is drawn
+        from (1 - e/G) softmax + (e/G) uniform (returned as its log): about e decisions per placement are
+        redrawn at random however sure the policy is. Why: PPO collapsed GO's group distributions within ~100
+        placements (entropy 1e-4 per decision), so after a split no sample ever moved a group boundary; Post's
+        cross-entropy step keeps a floor the same way (`agents.post.PostPolicy.fit`). The mode, and with it
+        ``predict``, is unchanged."""
+        groups = self.groups_for(logits.shape[0])
+        decisions = logits
+        if groups is not None:
+            g = int(groups[-1]) + 1
+            total = logits.new_zeros(g, logits.shape[1]).index_add(0, groups, logits)
+            decisions = total / torch.bincount(groups, minlength=g).unsqueeze(1).to(logits.dtype)
+        explore = float(self.explore)
+        if explore > 0:
+            share = min(1.0, explore / decisions.shape[0])
+            decisions = torch.log((1 - share) * torch.softmax(decisions, -1) + share / decisions.shape[1])
+        return decisions, groups
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         """Logits (N, D) of every op over the devices, and the op embeddings z (N, H), for one graph."""
+        return self._forward(obs)[:2]
+
+    def _forward(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, GraphBatch]:
         batch = obs_to_batch(obs, device=next(self.parameters()).device)
         if batch.num_graphs != 1:
             raise ValueError(f"GOPolicy places one graph per call; got a batch of {batch.num_graphs} observations")
-        return self._logits(batch)
+        return (*self._logits(batch), batch)
 
     def _logits(self, batch: GraphBatch) -> tuple[Tensor, Tensor]:
         h = self.encoder(batch.x, batch.edge_index, batch.edge_attr)
@@ -181,28 +256,83 @@ class GOPolicy(nn.Module):
         # The spec's device count is only a fallback for observations without device features or costs.
         logits = self.head(z, features, batch.node_cost, batch.action_mask, n_devices=self.spec.n_devices)
         if self.graph_cost is not None and batch.node_cost is not None:
-            logits = logits + self.graph_cost(graph_cost_inputs(batch.node_cost)).T  # (1, D): the same for every op
+            # (1, D): the same for every op
+            logits = logits + self.graph_cost_scale * self.graph_cost(graph_cost_inputs(batch.node_cost)).T
         return logits, z
+
+    @torch.no_grad()
+    def enable_refiner(self) -> None:
+        """Add the per-op refinement stage with boundary moves (`agents.common.refine.OpRefiner`) after the
+        device decisions (GO's single-graph search: a learned local search that moves the cut of the groups'
+        placement op by op). Built on demand, so a GO without it keeps its weights, checkpoints and random draws."""
+        if self.refiner is None:
+            self.refiner = OpRefiner(self.hidden_channels, self.hidden_channels, self.spec.device_features, boundary=True).to(
+                self.graph_cost_scale.device)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        if self.refiner is None and any(key.startswith("refiner.") for key in state_dict):
+            self.enable_refiner()  # saved after a single-graph search
+        return super().load_state_dict(state_dict, strict, assign)
+
+    def _refine(self, z: Tensor, batch: GraphBatch, group_devices: Tensor, deterministic: bool = False,
+                path: Tensor | None = None) -> tuple[Tensor, Tensor | float, Tensor | None]:
+        """The refinement stage on the decisions' placements (K, N): op devices (K, N), their log-probability
+        (K,) (0 without a refiner) and the rounds' path (K, R, N)."""
+        if self.refiner is None:
+            return group_devices, 0.0, None
+        return self.refiner(z, group_devices, Devices.of_ops(batch, self.spec.n_devices), deterministic, path,
+                            batch.edge_index)
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """`num_samples` placements of one graph from one forward pass.
 
-        Returns a `PolicySample`: actions (K, N) int64, log_prob (K,), entropy () per op, and [mean, max] of the
-        op embeddings (2H,) as ``embedding`` (a critic's input)."""
-        logits, z = self.logits(obs)
-        actions, log_prob, entropy = sample_categorical(logits, num_samples, deterministic)
-        return PolicySample(actions, log_prob, entropy, {"n_ops": float(logits.shape[0])},
-                            embedding=torch.cat([z.mean(0), z.amax(0)]))
+        Returns a `PolicySample`: actions (K, N) int64, log_prob (K,), entropy () per decision, and [mean, max] of
+        the op embeddings (2H,) as ``embedding`` (a critic's input); with groups or the refinement stage the
+        decisions' placement (K, N) and the refinement's path are in ``replay``."""
+        logits, z, batch = self._forward(obs)
+        decisions, groups = self._grouped(logits)
+        actions, log_prob, entropy = sample_categorical(decisions, num_samples, deterministic)
+        if groups is not None:
+            actions = actions[:, groups]  # every op takes its group's device
+        replay = {"decided": actions}
+        actions, refine_log_prob, replay["refine_path"] = self._refine(z, batch, actions, deterministic)
+        return PolicySample(actions, log_prob + refine_log_prob, entropy,
+                            {"n_ops": float(logits.shape[0]), "n_groups": float(decisions.shape[0])},
+                            replay=replay, embedding=torch.cat([z.mean(0), z.amax(0)]))
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
-        """`taken`'s placements (an earlier ``act`` on `obs`) re-scored under the current weights."""
-        logits, z = self.logits(obs)
-        log_prob, entropy = categorical_log_prob(logits, taken.actions)
-        return PolicySample(taken.actions, log_prob, entropy, embedding=torch.cat([z.mean(0), z.amax(0)]))
+        """`taken`'s placements (an earlier ``act`` on `obs`) re-scored under the current weights (and the
+        current groups: a split keeps a coarse placement expressible)."""
+        logits, z, batch = self._forward(obs)
+        decisions, groups = self._grouped(logits)
+        decided = taken.replay.get("decided", taken.actions)
+        log_prob, entropy = categorical_log_prob(decisions, decided if groups is None else decided[:, _first_ops(groups)])
+        path = taken.replay.get("refine_path")
+        if self.refiner is not None and path is not None:
+            log_prob = log_prob + self._refine(z, batch, decided, path=path)[1]
+        return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay,
+                            embedding=torch.cat([z.mean(0), z.amax(0)]))
 
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
-        """() mean log-probability per op that the policy places `placement` (N,) (differentiable): what the
-        self-imitation term and the final distillation raise."""
-        logits, _ = self.logits(obs)
+        """() mean log-probability per decision that the policy places `placement` (N,) (differentiable): what
+        the self-imitation term and the final distillation raise. With groups each group is scored by its ops'
+        majority device; with the refinement stage, plus its mean log-probability of reaching `placement` from
+        the groups' placement."""
+        logits, z, batch = self._forward(obs)
+        decisions, groups = self._grouped(logits)
         target = torch.as_tensor(np.asarray(placement), dtype=torch.long, device=logits.device)
-        return torch.log_softmax(logits, -1).gather(1, target.view(-1, 1)).mean()
+        decided = target
+        if groups is not None:
+            majority = group_majority(groups.cpu().numpy(), placement, logits.shape[1], obs.get("action_mask"))
+            decided = torch.as_tensor(majority, device=logits.device)
+        log_prob = torch.log_softmax(decisions, -1).gather(1, decided.view(-1, 1)).mean()
+        if self.refiner is None:
+            return log_prob
+        per_op = decided if groups is None else decided[groups]
+        return log_prob + self.refiner.mean_log_prob(z, per_op, target, Devices.of_ops(batch, self.spec.n_devices),
+                                                     batch.edge_index)
+
+
+def _first_ops(groups: Tensor) -> Tensor:
+    """(G,) the first op of every contiguous group of `groups` (N,)."""
+    return torch.searchsorted(groups, torch.arange(int(groups[-1]) + 1, device=groups.device))

@@ -44,7 +44,6 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.coarse_to_fine import StallDetector
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
@@ -64,25 +63,22 @@ class PostTrainer(PPOTrainer):
 
     Args:
         policy: a `PostPolicy`.
-        config: `PPOConfig`.
+        config: `PPOConfig` (its ``split_patience``: coarse to fine, the shared trainer's
+            `PolicyGradientTrainer.coarse_to_fine`).
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
         ce_every, elite_fraction, ce_smoothing: see `PostAgent`.
     """
 
     def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int = 5, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.5, split_patience: int | None = None) -> None:
+                 ce_smoothing: float = 0.5) -> None:
         super().__init__(policy, config, imitate)
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
-        self.stall = None if split_patience is None else StallDetector(split_patience)
         self.updates = 0
         self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
 
     def after_update(self, decisions: list[Decision], stats: dict) -> None:
         for decision in decisions:
             self.pool += list(zip(decision.latencies, decision.placements))
-        # Coarse to fine: halve the groups when the search has stalled (`agents.common.coarse_to_fine`).
-        if self.stall is not None and self.stall.offer(l for d in decisions for l in d.latencies):
-            self.policy.split()
         stats["n_groups"] = float(self.policy.n_groups)
         self.updates += 1
         if self.updates % self.ce_every:
@@ -135,15 +131,13 @@ class PostAgent(PolicyGradientAgent):
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-                                 distill_seconds=distill_seconds)
+                                 distill_seconds=distill_seconds, split_patience=split_patience)
         super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups = n_groups
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
-        if split_patience is not None and split_patience < 1:
-            raise ValueError(f"split_patience must be >= 1 or None (never split), got {split_patience}")
         self.split_patience = split_patience
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -160,5 +154,4 @@ class PostAgent(PolicyGradientAgent):
 
     def make_trainer(self, policy: PostPolicy) -> PostTrainer:
         return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
-                           elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
-                           split_patience=self.split_patience)
+                           elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing)

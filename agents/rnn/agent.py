@@ -24,6 +24,9 @@ from .policy import RNNPolicy
 
 __all__ = ["RNNAgent", "REWARDS"]
 
+#: Default ``split_patience`` (README, convergence: measured on the simulated ``paper`` preset).
+SPLIT_PATIENCE = 80
+
 #: ``"neg_sqrt_latency"``: the paper's reward; ``"env"``: whatever reward the env gives (default: speedup).
 REWARDS = ("neg_sqrt_latency", "env")
 
@@ -42,6 +45,12 @@ class RNNAgent(PolicyGradientAgent):
             leave their group's device, so placements that split a group are within reach.
         refine_boundary: the refinement proposes moving ops at a device boundary to their neighbours' device
             (`agents.common.refine`, boundary moves; False: overrides from the op's embedding alone).
+        split_patience: coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
+            without a new best, halve the groups (the decoder decodes twice as many), down to one per op; None:
+            the `n_groups` stay (README, convergence).
+        split_refit: after a split, fit the run's best placement into the policy (the final distillation's
+            steps, `PolicyGradientAgent.refit_best`; no placement measured): the longer decoder's distribution is
+            not its parent's, and without the refit the search restarts from far off its best.
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
@@ -57,6 +66,7 @@ class RNNAgent(PolicyGradientAgent):
     name = "rnn"
 
     def __init__(self, n_groups: int = 8, hidden_dim: int = 64, refine: bool = True, refine_boundary: bool = True,
+                 split_patience: int | None = SPLIT_PATIENCE, split_refit: bool = True,
                  reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.5,
@@ -72,17 +82,18 @@ class RNNAgent(PolicyGradientAgent):
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-                                 distill_seconds=distill_seconds)
+                                 distill_seconds=distill_seconds, split_patience=split_patience)
         super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
-        self.refine_boundary = refine_boundary
+        self.refine_boundary, self.split_patience, self.split_refit = refine_boundary, split_patience, split_refit
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, refine=self.refine,
-                    refine_boundary=self.refine_boundary, reward=self.reward,
+                    refine_boundary=self.refine_boundary, split_patience=self.split_patience,
+                    split_refit=self.split_refit, reward=self.reward,
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,

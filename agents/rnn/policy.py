@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
+from agents.common.coarse_to_fine import split_groups
 from agents.common.device_head import DeviceScorer, Devices, device_input_width, device_inputs
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, group_majority
@@ -31,7 +32,8 @@ from placement_gym.wrappers import contiguous_groups
 __all__ = ["RNNPolicy", "group_inputs"]
 
 
-def group_inputs(x: Tensor, edge_index: Tensor, groups: Tensor, n_groups: int, max_groups: int) -> Tensor:
+def group_inputs(x: Tensor, edge_index: Tensor, groups: Tensor, n_groups: int, max_groups: int,
+                 columns: Tensor | None = None) -> Tensor:
     """(G, F + 2 * max_groups) group embeddings' inputs.
 
     Args:
@@ -39,21 +41,27 @@ def group_inputs(x: Tensor, edge_index: Tensor, groups: Tensor, n_groups: int, m
         edge_index: (2, E) producer -> consumer.
         groups: (N,) int64 group of every node, values 0..n_groups-1.
         n_groups: G (the groups of this graph).
-        max_groups: width of the adjacency part (G <= max_groups; the rest is zero).
+        max_groups: width of the adjacency part (the rest is zero).
+        columns: (N,) int64 adjacency column of every node, values < max_groups (None: its group, then
+            G <= max_groups). Coarse to fine passes the node's coarse group: the adjacency keeps its width (the
+            weights' input) while the groups halve.
 
-    Columns: mean node features of the group's ops; log2(1 + edges into the group from group j) for every j;
-    log2(1 + edges out of the group into group j) for every j.
+    Columns: mean node features of the group's ops; log2(1 + edges into the group from column j) for every j;
+    log2(1 + edges out of the group into column j) for every j (edges inside one group are left out).
     """
     f = x.shape[1]
+    columns = groups if columns is None else columns
     counts = torch.zeros(n_groups, device=x.device).index_add_(0, groups, torch.ones_like(groups, dtype=x.dtype))
     mean = torch.zeros(n_groups, f, device=x.device).index_add_(0, groups, x) / counts.clamp_min(1).unsqueeze(1)
     src, dst = groups[edge_index[0]], groups[edge_index[1]]
+    src_col, dst_col = columns[edge_index[0]], columns[edge_index[1]]
     between = src != dst
+    ones = torch.ones(int(between.sum()), device=x.device)
     adjacency = torch.zeros(n_groups, max_groups, device=x.device)
-    adjacency.index_put_((dst[between], src[between]), torch.ones(int(between.sum()), device=x.device), accumulate=True)
+    adjacency.index_put_((dst[between], src_col[between]), ones, accumulate=True)
     incoming = torch.log2(1 + adjacency)
     adjacency = torch.zeros(n_groups, max_groups, device=x.device)
-    adjacency.index_put_((src[between], dst[between]), torch.ones(int(between.sum()), device=x.device), accumulate=True)
+    adjacency.index_put_((src[between], dst_col[between]), ones, accumulate=True)
     outgoing = torch.log2(1 + adjacency)
     return torch.cat([mean, incoming, outgoing], dim=1)
 
@@ -69,6 +77,13 @@ class RNNPolicy(nn.Module):
     refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
     refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
 
+    Coarse to fine (`split`, `agents.common.coarse_to_fine`): the groups can be halved during training, down to
+    one per op; the decoder then decodes 2G steps. Unlike Post's free distributions the decoder's distribution
+    changes at a split (each step reads another encoder state), so the agent re-fits the run's best placement
+    right after one (`agents.rnn.RNNAgent`, ``split_patience``). The number of groups now (``n_groups_now``)
+    is a buffer: a split policy reloads with its groups. The weights do not depend on it: the adjacency inputs
+    of a fine group count edges per coarse group (`group_inputs`'s ``columns``).
+
     ``act(obs, K)`` decodes K placements in parallel (a batch of K decoder runs over the same encoding) and
     returns actions (K, N) (each op takes its group's device), the summed log-probability of the G decisions
     (K,) and the mean entropy per decision ().
@@ -80,6 +95,7 @@ class RNNPolicy(nn.Module):
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         self.n_groups, self.device_features, self.default_devices = n_groups, spec.device_features, spec.n_devices
+        self.register_buffer("n_groups_now", torch.tensor(n_groups))  # > n_groups after coarse-to-fine splits
         self.embed = nn.Sequential(nn.Linear(spec.node_features + 2 * n_groups, hidden_dim), nn.Tanh())
         self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
         # The previous group's device, fed back: what it is (its device features), not its index; and a learned
@@ -95,12 +111,36 @@ class RNNPolicy(nn.Module):
         self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
         self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features, boundary=refine_boundary) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
+        self._largest = 0  # ops of the largest graph placed so far: where splitting ends
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Checkpoints from before coarse to fine have no n_groups_now: they never split.
+        state_dict.setdefault(prefix + "n_groups_now", torch.tensor(self.n_groups))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._groups_cache = {}
 
     def groups_for(self, n_ops: int) -> np.ndarray:
-        """(N,) int64 group of every op of an `n_ops`-op graph (G = min(n_groups, n_ops) contiguous chunks)."""
+        """(N,) int64 group of every op of an `n_ops`-op graph (G = min(n_groups_now, n_ops) contiguous chunks)."""
+        self._largest = max(self._largest, n_ops)
         if n_ops not in self._groups_cache:
-            self._groups_cache[n_ops] = contiguous_groups(n_ops, min(self.n_groups, n_ops))
+            self._groups_cache[n_ops] = contiguous_groups(n_ops, min(int(self.n_groups_now), n_ops))
         return self._groups_cache[n_ops]
+
+    def coarse_groups_for(self, n_ops: int) -> np.ndarray:
+        """(N,) int64 the op's group before any split (min(n_groups, n_ops) chunks): the adjacency columns."""
+        return contiguous_groups(n_ops, min(self.n_groups, n_ops))
+
+    @torch.no_grad()
+    def split(self) -> bool:
+        """Halve every group (coarse to fine); False when there are already as many groups as ops of the largest
+        graph seen (or, before any, when the groups cannot grow)."""
+        largest = self._largest
+        if largest and int(self.n_groups_now) >= largest:
+            return False
+        self.n_groups_now.fill_(int(self.n_groups_now) * 2 if not largest
+                                else split_groups(largest, int(self.n_groups_now))[1])
+        self._groups_cache = {}
+        return True
 
     def encode(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor], Tensor | None, Devices, Tensor]:
         """Encoder states (G, H), the op -> group map (N,), the final LSTM state, with refinement the op
@@ -112,7 +152,10 @@ class RNNPolicy(nn.Module):
         groups_np = self.groups_for(batch.num_nodes)
         groups = torch.as_tensor(groups_np, device=device)
         g = int(groups_np.max()) + 1
-        inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups))  # (G, H)
+        columns = None
+        if g > self.n_groups:  # split: adjacency counted per coarse group, the embedding's input width
+            columns = torch.as_tensor(self.coarse_groups_for(batch.num_nodes), device=device)
+        inputs = self.embed(group_inputs(batch.x, batch.edge_index, groups, g, self.n_groups, columns))  # (G, H)
         states, (h, c) = self.encoder(inputs.unsqueeze(0))
         ops = None if self.op_embed is None else self.op_embed(torch.cat([batch.x, states[0][groups]], dim=-1))
         return states[0], groups, (h[0], c[0]), ops, Devices.of_ops(batch, self.default_devices), batch.edge_index

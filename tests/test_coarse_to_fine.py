@@ -115,8 +115,7 @@ def test_rnn_keeps_its_groups_when_training_over_many_graphs():
     # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
     from agents.rnn import RNNAgent
 
-    # (imitation off: self-imitation over graphs of different sizes is not supported by the RNN, on main too)
-    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, imitation_coef=0.0, distill_seconds=None)
+    agent = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)  # self-imitation on (the default)
     agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
     assert int(agent.policy.n_groups_now) == 2
     single = RNNAgent(seed=0, n_groups=2, split_patience=1, distill_seconds=None)
@@ -192,3 +191,22 @@ def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
     while grouped.split_action_groups():
         pass
     assert grouped.action_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
+
+
+def test_self_imitation_keeps_the_elites_of_one_graph():
+    # Elites are placements of the graph they were measured on: imitating them on another graph (or over many)
+    # would score placements of the wrong size. A run over many graphs keeps none; another graph starts afresh.
+    from agents.hsdag import HSDAGAgent
+
+    agent = HSDAGAgent(seed=0, imitation_coef=0.5, distill_seconds=None)
+    agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated", features=agent.feature_families), budget=8)
+    elites = agent.trainer.elites
+    assert elites.members and all(len(p) == 24 for p in elites.placements)
+    fastest = elites.latencies[0]
+    agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated", features=agent.feature_families), budget=4)
+    assert elites.latencies[0] <= fastest  # resumed on the same graph: the elites are kept
+    agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated",
+                                   features=agent.feature_families), budget=8)
+    assert not elites.members
+    agent.learn(DevicePlacementEnv("tiny_chain", backend="simulated", features=agent.feature_families), budget=8)
+    assert elites.members and all(len(p) == 9 for p in elites.placements)

@@ -132,6 +132,8 @@ class PolicyGradientAgent(BaseAgent):
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
+        graph = run.base.graph
+        self.trainer.elites.bind(None if run.base.multi_graph else (graph.name, graph.n_ops, graph.n_edges))
         self.trainer.train(run, env, seed)
         self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))

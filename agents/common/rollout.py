@@ -196,7 +196,8 @@ class AdvantageEstimator:
 
 
 class EliteSet:
-    """The `size` fastest distinct placements measured so far (every placement a collected action led to).
+    """The `size` fastest distinct placements measured so far (every placement a collected action led to) on
+    ONE graph: imitating them means scoring them on that graph's observation.
 
     Args:
         size: how many placements to keep (0: none).
@@ -207,6 +208,17 @@ class EliteSet:
             raise ValueError(f"the elite set's size must be >= 0, got {size}")
         self.size = size
         self.members: list[tuple[float, bytes, np.ndarray]] = []  # (latency, key, placement), fastest first
+        self.graph: tuple | None = None  # which graph the members are placements of
+        self.active = True
+
+    def bind(self, graph: tuple | None) -> None:
+        """Start a run on `graph` (a key naming it; None: a run over many graphs). The members are kept when the
+        run continues on the same graph (resumed training); another graph starts an empty set; over many graphs
+        the set stays empty (an elite of one graph is no placement of another, and a run over many graphs has
+        no single observation to imitate it on)."""
+        if graph != self.graph:
+            self.members = []
+        self.graph, self.active = graph, graph is not None
 
     def offer(self, decisions: list[Decision]) -> None:
         """Every placement measured by `decisions` is a candidate."""
@@ -215,7 +227,7 @@ class EliteSet:
                 self._offer(latency, placement)
 
     def _offer(self, latency: float, placement: np.ndarray) -> None:
-        if self.size == 0 or not math.isfinite(latency):
+        if self.size == 0 or not self.active or not math.isfinite(latency):
             return
         if len(self.members) == self.size and latency >= self.members[-1][0]:
             return

@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     real: dict[int, list[float]] = {1: [], 2: []}
     grid: dict[str, list[float]] = {"serial": [], "local:1": [], "local:2": []}
     identical = True
+    load: list[float] = []  # the machine's 1-minute load average after each round
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(args.rounds):
             for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = Path(folder) / f"{setting.replace(':', '_')}_{round_}.json"
                 grid[setting].append(compare_grid(None if setting == "serial" else setting, out))
                 identical &= comparable(out) == comparable(Path(folder) / f"serial_{round_}.json")
-            print(f"round {round_}: real {real[1][-1]:.1f} / {real[2][-1]:.1f} s, grid "
+            load.append(os.getloadavg()[0])  # other work on the machine slows the 2-worker runs most
+            print(f"round {round_} (load {load[-1]:.1f}): real {real[1][-1]:.1f} / {real[2][-1]:.1f} s, grid "
                   + " / ".join(f"{k} {v[-1]:.1f} s" for k, v in grid.items()), flush=True)
     medians = {"real_1_worker_s": float(np.median(real[1])), "real_2_workers_s": float(np.median(real[2])),
                **{f"grid_{k.replace(':', '_')}_s": float(np.median(v)) for k, v in grid.items()}}
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         results.write_json(args.json, {
             "command": " ".join(sys.argv), "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count()},
-            "settings": vars(args), "grid_command": GRID, "rounds": {"real": real, "grid": grid},
+            "settings": vars(args), "grid_command": GRID, "rounds": {"real": real, "grid": grid, "load_average": load},
             "medians": medians, "summary": summary}, overwrite=args.overwrite)
     return 0
 

@@ -373,28 +373,32 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return _report(args, records, [], paths, extra_files=written)
 
 
+def _agent_rows(names: Sequence[str], device_names: Sequence[str]) -> tuple[dict, dict[str, str], list[dict]]:
+    """``(factories, rows, missing)`` of compare's agents: table row -> agent factory, table row -> registry name,
+    and ``{"model": "*", "agent", "seeds": [], "reason"}`` for each agent that cannot be built here."""
+    factories: dict = {}
+    rows: dict[str, str] = {}  # compare --ray rebuilds each row's agent in a worker from its registry name
+    missing = []
+    for name in names:
+        try:
+            made = registry.agent_factories([name], device_names)
+        except ValueError as exc:
+            missing.append({"model": "*", "agent": name, "seeds": [], "reason": str(exc)})
+            continue
+        factories.update(made)
+        rows.update({label: name for label in made})
+    return factories, rows, missing
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     """Run several agents on several models and print the paper's table."""
     from tqdm.auto import tqdm
 
     paths = _output_paths(args)
     make_env, backend = _env_factory(args)
-    agents: dict = {}
-    rows: dict[str, str] = {}  # table row -> registry name (compare --ray rebuilds each row's agent in a worker)
-    missing = []
-    for name in args.agents or list(registry.AGENTS):
-        try:
-            factories = registry.agent_factories([name], backend.device_names)
-            agents.update(factories)
-            rows.update({label: name for label in factories})
-        except ValueError as exc:
-            missing.append({"model": "*", "agent": name, "seeds": [], "reason": str(exc)})
-            print(f"note: skipping agent {name!r}: {exc}", file=sys.stderr)
-    if not agents:
-        raise ValueError("none of the requested agents is available")
+    names = args.agents or list(registry.AGENTS)
     finished: list = []
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
-    args.planned_runs = len(args.models) * len(agents) * len(seeds)
     with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
         def planned(n: int) -> None:
             bar.total += n
@@ -409,11 +413,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             bar.update(len(skip["seeds"]))
             tqdm.write(f"note: {skip['agent']} on {skip['model']} skipped: {skip['reason']}")
 
+        def rows_known(rows: Sequence[str], missing: list[dict]) -> None:
+            for skip in missing:
+                print(f"note: skipping agent {skip['agent']!r}: {skip['reason']}", file=sys.stderr)
+            if not rows:
+                raise ValueError("none of the requested agents is available")
+            args.planned_runs = len(args.models) * len(rows) * len(seeds)
+
         try:
-            if args.ray:
-                planned(args.planned_runs)
-                records, skipped = _compare_on_ray(args, rows, backend, seeds, on_record=done)
+            if args.ray:  # the driver never imports the agents: the Ray workers do, each in parallel
+                records, skipped, missing = _compare_on_ray(args, names, backend, seeds, rows_known, planned, done)
             else:
+                agents, rows, missing = _agent_rows(names, backend.device_names)
+                rows_known(list(rows), missing)
                 records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
                                                       on_record=done, on_plan=planned, on_skip=skipped_run)
         except KeyboardInterrupt:
@@ -421,23 +433,28 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return _report(args, records, missing + skipped, paths)
 
 
-def _compare_on_ray(args: argparse.Namespace, rows: dict[str, str], backend, seeds: list[int],
-                    on_record) -> tuple[list[dict], list[dict]]:
-    """compare's runs as Ray tasks (`placement_gym.distributed.compare`), records in the serial order."""
+def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, seeds: list[int], rows_known,
+                    on_plan, on_record) -> tuple[list[dict], list[dict], list[dict]]:
+    """compare's runs as Ray tasks (`placement_gym.distributed.compare`), records in the serial order:
+    ``(records, skipped, missing)``. The table's rows come from `_compare_plan` on the workers."""
     from . import distributed
     from .models import load_graph
 
     settings = {k: v for k, v in vars(args).items() if k != "func"}
-    order = [(model, label, name, seed) for model in args.models for label, name in rows.items() for seed in seeds]
+    real = not backend.simulated
+    plan = distributed.warm_up(args.ray, _compare_plan, settings, names, real=real)
+    rows_known(list(plan["rows"]), plan["missing"])
+    on_plan(args.planned_runs)
+    order = [(model, label, name, seed) for model in args.models for label, name in plan["rows"].items()
+             for seed in seeds]
     size = {model: load_graph(model).n_ops for model in args.models}  # a job's weight: bigger graphs take longer
     jobs = [{"index": index, "model": model, "label": label, "agent": name, "seed": seed, "weight": size[model],
-             "real": not backend.simulated, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
-    warm = {label for label, name in rows.items()
-            if isinstance(registry.make_agent(registry.load_agent_class(name), None), evaluation.TakesWarmStarts)}
+             "real": real, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
+    warm = set(plan["warm"])
     records, skipped = distributed.compare(jobs, _compare_job, args.ray, warm_started=lambda j: j["label"] in warm,
                                            on_record=on_record)
     evaluation.add_placements_to_within(records)
-    return records, skipped
+    return records, skipped, plan["missing"]
 
 
 #: Per worker process: the env factory of each command's settings, so the jobs of one (model, row) share a
@@ -445,13 +462,31 @@ def _compare_on_ray(args: argparse.Namespace, rows: dict[str, str], backend, see
 _JOB_ENVS: dict[str, tuple] = {}
 
 
+def _job_env(settings: dict) -> tuple:
+    """In a Ray worker: ``(make_env, backend)`` of compare's `settings`, built once per worker."""
+    key = json.dumps(settings, sort_keys=True, default=str)
+    if key not in _JOB_ENVS:
+        _JOB_ENVS[key] = _env_factory(argparse.Namespace(**settings))
+    return _JOB_ENVS[key]
+
+
+def _compare_plan(settings: dict, names: Sequence[str]) -> dict:
+    """In every Ray worker before compare --ray's runs (`placement_gym.distributed.warm_up`): import the agents
+    and build the backend and graphs the runs will use (seconds, the workers in parallel, instead of on each
+    worker's first run), and say what the table's rows are: ``{"rows": {row label: registry name}, "warm": [row
+    labels whose agent takes warm starts], "missing": [agents that cannot be built]}``."""
+    make_env, backend = _job_env(settings)
+    factories, rows, missing = _agent_rows(names, backend.device_names)
+    for model in settings["models"]:
+        make_env(model)  # loads the graph once for this worker's runs (the env factory keeps it)
+    warm = [label for label, factory in factories.items() if isinstance(factory(), evaluation.TakesWarmStarts)]
+    return {"rows": rows, "warm": warm, "missing": missing}
+
+
 def _compare_job(job: dict, warm_starts: list) -> dict:
     """One (agent, model, seed) run of ``compare --ray``, in a Ray worker: ``{"records", "skipped"}``."""
     args = argparse.Namespace(**job["args"])
-    key = json.dumps(job["args"], sort_keys=True, default=str)
-    if key not in _JOB_ENVS:
-        _JOB_ENVS[key] = _env_factory(args)
-    make_env, backend = _JOB_ENVS[key]
+    make_env, backend = _job_env(job["args"])
     agent = registry.agent_factories([job["agent"]], backend.device_names)[job["label"]]()
     label, path = evaluation.model_label(job["model"])
     try:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import time
 import weakref
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -281,6 +283,39 @@ def _cached(m: Measurement) -> Measurement:
 
 
 # --------------------------------------------------------------------------------- compare on Ray
+def _placement(real: bool) -> dict:
+    """Ray task options of a compare job: a simulated one takes a CPU, a real one a bench unit (so that no two
+    time at once)."""
+    return {"num_cpus": 0, "resources": {BENCH_RESOURCE: 1}} if real else {"num_cpus": 1}
+
+
+def _capacity(real: bool) -> int:
+    """How many compare jobs of that kind the cluster runs at once."""
+    return max(1, int(_ray().cluster_resources().get(BENCH_RESOURCE if real else "CPU", 1)))
+
+
+def warm_up(address: str, prepare: Callable[..., Any], *args: Any, real: bool = False) -> Any:
+    """Run ``prepare(*args)`` on every worker slot at once and return the first result.
+
+    A fresh Ray worker imports the agents (torch, PyG, SB3: seconds) on its first task; `prepare` does that,
+    and builds whatever else the jobs will reuse, in every slot in parallel and before the jobs are planned, so
+    the driver needs none of it (`compare --ray` learns its table's rows this way). The other slots' results are
+    not waited for: jobs submitted next queue behind them."""
+    ray = _ray()
+    connect(address)
+    task = ray.remote(prepare).options(**_placement(real))
+    refs = [task.remote(*args) for _ in range(_capacity(real))]
+    done, _ = ray.wait(refs, num_returns=1)
+    return ray.get(done[0])
+
+
+def _run_group(run_job: Callable[[dict, list], dict], group: list[dict], warm: list) -> tuple[list[dict], float]:
+    """A Ray task: run a group of jobs in order; ``(outcomes, seconds)``, the time for the scheduler's estimates."""
+    started = time.perf_counter()
+    outcomes = [run_job(job, warm) for job in group]
+    return outcomes, time.perf_counter() - started
+
+
 def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address: str, *,
             warm_started: Callable[[dict], bool],
             on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
@@ -289,53 +324,79 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
     Args:
         jobs: plain-data job descriptions in the serial order (model, then table row, then seed); each has
             ``"index"`` (its position), ``"model"``, ``"label"`` (the table row), ``"real"`` (measures on a
-            real backend) and optionally ``"weight"`` (its expected cost: heavier jobs are started first).
+            real backend) and optionally ``"weight"`` (its expected cost, e.g. the graph's size).
         run_job: ``run_job(job, warm_starts) -> {"records": [...], "skipped": dict | None}`` (picklable; runs in
             a Ray worker process). `warm_starts` are ``(row label, placement)`` pairs
             (`placement_gym.evaluation.TakesWarmStarts`).
-        warm_started: True for jobs whose agent takes warm starts (the exact optimum): they run after every
-            other job of their model, given those jobs' best placements, all seeds of one (model, row) in one
-            task in seed order (as the serial loop runs them), so the table's optimum is never worse than its
-            other rows.
+        warm_started: True for jobs whose agent takes warm starts (the exact optimum): they run once every
+            other job of their model is done, given those jobs' best placements, all seeds of one (model, row)
+            in one task in seed order (as the serial loop runs them), so the table's optimum is never worse than
+            its other rows.
         on_record: called on the driver with each record as its task finishes.
 
+    Longest first, so that the workers finish together: the driver keeps one job more than the cluster runs at
+    once in flight and picks each next one by its expected time: first a job of each (model, row) not yet timed
+    (heaviest ``"weight"`` first, then serial order), then the others by the time their row's first job took on
+    that model (seeds of one row cost alike; the cheap baselines end up last, not a learned agent's run).
+    A model's warm-started groups go as soon as that model's other jobs are done, not after every model's.
     Simulated jobs take one CPU each; jobs on a real backend take one bench unit, so that no two time at once.
     """
     ray = _ray()
     connect(address)
-    task = ray.remote(lambda group, warm: [run_job(job, warm) for job in group])
+    if not jobs:
+        return [], []
+    task = ray.remote(_run_group)
+    capacity = _capacity(jobs[0]["real"])
     outcomes: dict[int, dict] = {}
-
-    def submit(group: list[dict], warm: list) -> Any:
-        placement = {"num_cpus": 0, "resources": {BENCH_RESOURCE: 1}} if group[0]["real"] else {"num_cpus": 1}
-        return task.options(**placement).remote(group, warm)
-
-    def gather(pending: dict) -> None:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for job, outcome in zip(pending.pop(done[0]), ray.get(done[0])):
-                outcomes[job["index"]] = outcome
-                for record in outcome["records"]:
-                    if on_record is not None:
-                        on_record(record)
-
-    # Heaviest first (``"weight"``, e.g. the graph's size; stable otherwise), so the long runs do not all start
-    # last and leave the other workers idle at the end. The records still come back in job order.
-    first = sorted((job for job in jobs if not warm_started(job)), key=lambda job: -job.get("weight", 0))
-    gather({submit([job], []): [job] for job in first})
-    groups: dict[tuple, list[dict]] = {}
+    took: dict[tuple, float] = {}  # (model, row) -> seconds per job, from its first finished task
+    ready = [[job] for job in jobs if not warm_started(job)]  # groups that may start now
+    warm: dict[tuple, list[dict]] = {}
     for job in jobs:
         if warm_started(job):
-            groups.setdefault((job["model"], job["label"]), []).append(job)
-    pending = {}
-    for (model, _), group in groups.items():
-        found = [(r["agent"], np.asarray(r["placement"], dtype=np.int64))
-                 for job in jobs if job["model"] == model and job["index"] in outcomes
-                 for r in outcomes[job["index"]]["records"] if r.get("ok", True)]
-        pending[submit(group, found)] = group
-    gather(pending)
+            warm.setdefault((job["model"], job["label"]), []).append(job)
+    left = Counter(group[0]["model"] for group in ready)  # model -> its jobs not yet done (warm groups wait)
+    waiting = {model for model, _ in warm}
+    starts: dict[int, list] = {}  # id(warm group) -> its warm starts
+    running: dict[Any, list[dict]] = {}
+
+    def expected(group: list[dict]) -> tuple:
+        """Sort key, largest first: untimed rows, then by time; heavier graphs, then serial order."""
+        first = group[0]
+        seconds = took.get((first["model"], first["label"]))
+        return (seconds is None, len(group) * (seconds or 0.0), first.get("weight", 0), -first["index"])
+
+    def release_warm_groups() -> None:
+        for model in [m for m in waiting if not left[m]]:
+            waiting.discard(model)
+            found = [(r["agent"], np.asarray(r["placement"], dtype=np.int64))
+                     for job in jobs if job["model"] == model and job["index"] in outcomes
+                     for r in outcomes[job["index"]]["records"] if r.get("ok", True)]
+            for (group_model, _), group in warm.items():
+                if group_model == model:
+                    ready.append(group)
+                    starts[id(group)] = found
+
+    release_warm_groups()  # a model with only warm-started rows
+    while ready or running:
+        while ready and len(running) < capacity + 1:  # one queued beyond the busy slots: no idle gap per job
+            group = max(ready, key=expected)
+            ready.remove(group)
+            running[task.options(**_placement(group[0]["real"])).remote(
+                run_job, group, starts.get(id(group), []))] = group
+        done, _ = ray.wait(list(running), num_returns=1)
+        group = running.pop(done[0])
+        finished, seconds = ray.get(done[0])
+        took.setdefault((group[0]["model"], group[0]["label"]), seconds / len(group))
+        for job, outcome in zip(group, finished):
+            outcomes[job["index"]] = outcome
+            for record in outcome["records"]:
+                if on_record is not None:
+                    on_record(record)
+        if id(group) not in starts:
+            left[group[0]["model"]] -= 1
+        release_warm_groups()
     ordered = [outcomes[index] for index in sorted(outcomes)]
     return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
 
 
-__all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect"]
+__all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect", "warm_up"]

@@ -20,6 +20,7 @@ import torch
 from placement_gym.wrappers import place_node_by_node
 
 from .base import BaseAgent, PolicySpec
+from .coarse_to_fine import REFIT_STEPS
 from .policy import group_majority
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
@@ -104,7 +105,7 @@ class PolicyGradientAgent(BaseAgent):
         """Fit the run's best placement so far into the policy (the final distillation's steps, no placement
         measured), so the search after a split of the groups starts from its best, not from wherever the new
         grouping left the policy's mode."""
-        self.distill(run.best_action, self.trainer_config.distill_steps or 1000, run.as_measured,
+        self.distill(run.best_action, self.trainer_config.distill_steps or REFIT_STEPS, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:

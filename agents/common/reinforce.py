@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .coarse_to_fine import StallDetector
+from .coarse_to_fine import StallDetector, check_split_patience
 from .policy import PolicySample, sample_categorical
 from .rollout import AdvantageEstimator, Decision, EliteSet, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
@@ -94,8 +94,7 @@ class ReinforceConfig:
             raise ValueError(f"distill_steps must be >= 0, got {self.distill_steps}")
         if self.distill_seconds is not None and not self.distill_seconds > 0:
             raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {self.distill_seconds}")
-        if self.split_patience is not None and self.split_patience < 1:
-            raise ValueError(f"split_patience must be >= 1 or None (never split), got {self.split_patience}")
+        check_split_patience(self.split_patience)
         if self.imitation_coef < 0 or self.elites < 1:
             raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
 

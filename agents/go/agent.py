@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
+from agents.common.coarse_to_fine import SPLIT_PATIENCE
 from agents.common.local_search import BlockSearch, search_around_best
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
@@ -51,11 +52,11 @@ from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS", "SPLIT_PATIENCE"]
+__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
 
-#: Defaults of GO's single-graph search (`GOAgent`'s ``search_groups``, ``split_patience``; README, convergence).
+#: Defaults of GO's single-graph search (`GOAgent`'s ``search_groups``, ``search_explore``; README, convergence);
+#: its ``split_patience`` is the shared `agents.common.coarse_to_fine.SPLIT_PATIENCE`.
 SEARCH_GROUPS = 8
-SPLIT_PATIENCE = 80
 SEARCH_EXPLORE = 1.0
 
 #: Keys of GOAgent's ``finetune_search_options``: `BlockSearch`'s settings and the batch of `search_around_best`.

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
+from agents.common.coarse_to_fine import SPLIT_PATIENCE
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
@@ -52,10 +53,7 @@ from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
 
-__all__ = ["PostAgent", "PostTrainer", "SPLIT_PATIENCE"]
-
-#: Default ``split_patience`` (module docstring).
-SPLIT_PATIENCE = 80
+__all__ = ["PostAgent", "PostTrainer"]
 
 
 class PostTrainer(PPOTrainer):

@@ -36,18 +36,14 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.coarse_to_fine import StallDetector
+from agents.common.coarse_to_fine import REFIT_STEPS, SPLIT_PATIENCE, StallDetector, check_split_patience
 from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
-__all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent", "SPLIT_PATIENCE"]
-
-#: `PPOAgent`'s default ``split_patience`` (README, convergence: simulated ``paper`` preset, budget 500, seeds 0-4,
-#: median gap above the optimum ResNet / Inception: 4.44 / 4.21% with the 16 groups fixed, 0.00 / 2.11% with 80).
-SPLIT_PATIENCE = 80
+__all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
 
 
 class _RunBridge(BaseCallback):
@@ -389,9 +385,7 @@ class PPOAgent(SB3Agent):
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.start = start
         self.device = torch.device(device)
-        if split_patience is not None and split_patience < 1:
-            raise ValueError(f"split_patience must be >= 1 or None (never split), got {split_patience}")
-        self.split_patience = split_patience
+        self.split_patience = check_split_patience(split_patience)
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
@@ -419,7 +413,7 @@ class PPOAgent(SB3Agent):
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
         if self.split_patience is None or self.model.policy.action_groups is None or run.base.multi_graph:
             return []
-        return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or 1000))]
+        return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or REFIT_STEPS))]
 
     def _groups(self, n_ops: int) -> np.ndarray:
         return contiguous_groups(n_ops, min(self.node_groups, n_ops))

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
+from agents.common.coarse_to_fine import SPLIT_PATIENCE
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -23,9 +24,6 @@ from placement_gym.wrappers import SqrtLatencyReward
 from .policy import RNNPolicy
 
 __all__ = ["RNNAgent", "REWARDS"]
-
-#: Default ``split_patience`` (README, convergence: measured on the simulated ``paper`` preset).
-SPLIT_PATIENCE = 80
 
 #: ``"neg_sqrt_latency"``: the paper's reward; ``"env"``: whatever reward the env gives (default: speedup).
 REWARDS = ("neg_sqrt_latency", "env")

@@ -25,7 +25,8 @@ from torch import Tensor
 
 from placement_gym.wrappers import group_action_mask
 
-__all__ = ["PolicySample", "categorical_log_prob", "group_majority", "sample_categorical"]
+__all__ = ["PolicySample", "categorical_log_prob", "first_of_groups", "group_majority", "group_mean_logits",
+           "sample_categorical"]
 
 
 @dataclass
@@ -114,3 +115,17 @@ def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int,
     if mask is not None:
         votes = np.where(group_action_mask(groups, mask, n_groups), votes, -1)
     return votes.argmax(1)
+
+
+def group_mean_logits(logits: Tensor, groups: Tensor) -> Tensor:
+    """(G, D) one decision's logits per group: the mean of its ops' `logits` (N, D); `groups` (N,) int64, every
+    value 0..G-1 used (contiguous groups of a coarse-to-fine placer, `agents.common.coarse_to_fine`)."""
+    g = int(groups.max()) + 1
+    total = logits.new_zeros(g, logits.shape[1]).index_add(0, groups, logits)
+    return total / torch.bincount(groups, minlength=g).unsqueeze(1).to(logits.dtype)
+
+
+def first_of_groups(groups: Tensor) -> Tensor:
+    """(G,) the first op of every group of `groups` (N,) int64 contiguous groups 0..G-1 in op order: where a
+    placement constant on the groups reads its group decisions."""
+    return torch.searchsorted(groups, torch.arange(int(groups[-1]) + 1, device=groups.device))

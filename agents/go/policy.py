@@ -30,7 +30,9 @@ from agents.common.device_head import DeviceScorer, Devices
 from agents.common.gnn import MLP, DirectedGNN
 from agents.common.graph_batch import GraphBatch, obs_to_batch
 from agents.common.refine import OpRefiner
-from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
+from agents.common.policy import (
+    PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
+)
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["GOPolicy", "SegmentRecurrentAttention", "graph_cost_inputs"]
@@ -230,9 +232,7 @@ class GOPolicy(nn.Module):
         groups = self.groups_for(logits.shape[0])
         decisions = logits
         if groups is not None:
-            g = int(groups[-1]) + 1
-            total = logits.new_zeros(g, logits.shape[1]).index_add(0, groups, logits)
-            decisions = total / torch.bincount(groups, minlength=g).unsqueeze(1).to(logits.dtype)
+            decisions = group_mean_logits(logits, groups)
         explore = float(self.explore)
         if explore > 0:
             share = min(1.0, explore / decisions.shape[0])
@@ -306,7 +306,7 @@ class GOPolicy(nn.Module):
         logits, z, batch = self._forward(obs)
         decisions, groups = self._grouped(logits)
         decided = taken.replay.get("decided", taken.actions)
-        log_prob, entropy = categorical_log_prob(decisions, decided if groups is None else decided[:, _first_ops(groups)])
+        log_prob, entropy = categorical_log_prob(decisions, decided if groups is None else decided[:, first_of_groups(groups)])
         path = taken.replay.get("refine_path")
         if self.refiner is not None and path is not None:
             log_prob = log_prob + self._refine(z, batch, decided, path=path)[1]
@@ -331,8 +331,3 @@ class GOPolicy(nn.Module):
         per_op = decided if groups is None else decided[groups]
         return log_prob + self.refiner.mean_log_prob(z, per_op, target, Devices.of_ops(batch, self.spec.n_devices),
                                                      batch.edge_index)
-
-
-def _first_ops(groups: Tensor) -> Tensor:
-    """(G,) the first op of every contiguous group of `groups` (N,)."""
-    return torch.searchsorted(groups, torch.arange(int(groups[-1]) + 1, device=groups.device))

@@ -27,7 +27,9 @@ from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import split_groups
-from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
+from agents.common.policy import (
+    PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
+)
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["POST_IS_PER_GRAPH", "PostPolicy"]
@@ -65,13 +67,7 @@ class PostPolicy(nn.Module):
     @property
     def logits(self) -> Tensor:
         """(G, D) theta: each group's mean of its ops' logits (all equal within a group)."""
-        g = int(self.n_groups)
-        total = self.op_logits.new_zeros(g, self.n_devices).index_add(0, self.groups, self.op_logits)
-        return total / torch.bincount(self.groups, minlength=g).unsqueeze(1)
-
-    def first_ops(self) -> Tensor:
-        """(G,) the first op of every group."""
-        return torch.searchsorted(self.groups, torch.arange(int(self.n_groups), device=self.groups.device))
+        return group_mean_logits(self.op_logits, self.groups)
 
     @torch.no_grad()
     def split(self) -> bool:
@@ -98,7 +94,7 @@ class PostPolicy(nn.Module):
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s group devices scored under the current distributions."""
-        group_actions = taken.actions[:, self.first_ops()]  # the current groups' (a split keeps them constant)
+        group_actions = taken.actions[:, first_of_groups(self.groups)]  # the current groups' (a split keeps them constant)
         log_prob, entropy = categorical_log_prob(self.logits, group_actions)
         return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay)
 

@@ -257,6 +257,20 @@ def test_stable_baselines3_model_plugs_in(env):
     assert all(v in (0, 1) for v in record["predict_placement"])
 
 
+def test_stock_sb3_policy_says_which_graph_it_was_built_for(env):
+    # A stock MultiInputPolicy has the graph size in its weights: on another graph, one clear error.
+    from stable_baselines3 import PPO
+
+    from agents.ppo import SB3Agent
+
+    agent = SB3Agent(PPO("MultiInputPolicy", env, n_steps=4, batch_size=4, n_epochs=1, seed=0, device="cpu"))
+    agent.learn(env, budget=4, seed=0)
+    other = DevicePlacementEnv("tiny_branch", backend=env.backend)
+    with pytest.raises(ValueError, match=rf"built for .*\({env.graph.n_ops} ops\); the observation has "
+                                         rf"{other.graph.n_ops} ops"):
+        agent.predict(other.reset(seed=0)[0])
+
+
 def test_compare_gives_agents_of_one_model_one_reference(env):
     class OtherFeatures(CountingAgent):
         feature_families = ("op_type", "degree")

@@ -210,6 +210,7 @@ class SB3Agent(RunAgent):
         `GraphPolicy` has the graph size in its weights)."""
         if not self._fits(shapes):
             graph = self.trained_for.get("graph", "another graph")
+            expected = self.model.observation_space.spaces
             raise ValueError(
                 f"this {self.name} policy's SB3 spaces were built for {graph} "
                 f"({expected['placement'].shape[0]} ops); the observation has {shapes['placement'][0]} ops "

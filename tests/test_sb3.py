@@ -199,7 +199,7 @@ def test_ppo_with_graph_policy_learns_and_round_trips(env, tmp_path):
 def test_ppo_agent_budget_best_placement_and_save_load(env, tmp_path):
     from agents.ppo import PPOAgent
 
-    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, heuristic_start="off", seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # not a multiple of n_steps: collection stops at the budget
     assert env.placements_measured - before == 10  # the final re-measurement bypasses the env

@@ -21,12 +21,14 @@ from placement_gym.wrappers import place_node_by_node
 
 from .base import BaseAgent, PolicySpec
 from .coarse_to_fine import REFIT_STEPS
+from .heuristic_start import check_heuristic_start, measure_start_placements
 from .policy import group_majority
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap", "node_by_node_log_prob"]
+__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap", "node_by_node_log_prob",
+           "node_by_node_placement"]
 
 #: The learned agents' default ``distill_seconds`` (`agents.common.reinforce.ReinforceConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step costs tens of milliseconds. The zoo
@@ -57,12 +59,15 @@ class PolicyGradientAgent(BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
+        heuristic_start: what an untrained policy's run on one graph measures first (`agents.common.heuristic_start`):
+            ``"off"``, ``"measure"`` (each device alone and every op on its cheapest device; the best of them
+            seeds the elite set) or ``"refit"`` (also fit the policy to that best before sampling).
         seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
     """
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
-                 ppo: Mapping[str, Any] | None = None, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
+                 ppo: Mapping[str, Any] | None = None, heuristic_start: str = "off", seed: int | None = None,
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads, device=device, **coarsen)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -73,6 +78,7 @@ class PolicyGradientAgent(BaseAgent):
             raise ValueError("PPO settings were given but algorithm is 'reinforce': add algorithm='ppo'")
         config = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
+        self.heuristic_start = check_heuristic_start(heuristic_start)
         self.trainer_config = PPOConfig(**asdict(config), **self.ppo) if algorithm == "ppo" else config
         self.trainer: ReinforceTrainer | PPOTrainer | None = None
 
@@ -84,7 +90,8 @@ class PolicyGradientAgent(BaseAgent):
     def algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer and the convergence aids (for `hyperparameters`)."""
         c = self.trainer_config
-        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), "imitation_coef": c.imitation_coef,
+        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), "heuristic_start": self.heuristic_start,
+                "imitation_coef": c.imitation_coef,
                 "elites": c.elites, "distill_steps": c.distill_steps, "distill_seconds": c.distill_seconds}
 
     def agent_env(self, env: gym.Env) -> gym.Env:
@@ -130,11 +137,18 @@ class PolicyGradientAgent(BaseAgent):
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
+        start = self.heuristic_start != "off" and not trained and not run.base.multi_graph
+        if start:
+            measure_start_placements(run, self.imitation_obs, seed)
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.base.multi_graph else (graph.name, graph.n_ops, graph.n_edges))
+        if run.best_action is not None:  # measured before the trainer (heuristic start, predict): an elite already
+            self.trainer.elites.add(run.best_latency_s, run.best_action)
+        if start and run.best_action is not None and (self.heuristic_start == "refit" or self.split_to_express(run)):
+            self.refit_best(run)
         self.trainer.train(run, env, seed)
         self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))
@@ -164,14 +178,29 @@ class PolicyGradientAgent(BaseAgent):
         measure it, for at most `max_steps` steps and `max_seconds` (`distill`)."""
         self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
                                        self.imitation_obs, max_steps, self.trainer_config.max_grad_norm, as_measured,
-                                       max_seconds)
+                                       max_seconds, self.expressible)
         return self.distilled_steps
+
+    def split_to_express(self, run: RunLoop) -> bool:
+        """With coarse-to-fine groups (``split_patience``): split them until the run's best placement is one the
+        policy can return (`expressible`), e.g. a heuristic start's per-op placement on groups of ops. True if it
+        split."""
+        best, split = run.best_action, False
+        while (self.trainer.stall is not None and not np.array_equal(self.expressible(best), best)
+               and self.policy.split()):
+            split = True
+        return split
+
+    def expressible(self, placement: np.ndarray) -> np.ndarray:
+        """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
+        target): `placement` itself here; node-by-node placers override it (`node_by_node_placement`)."""
+        return placement
 
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,
             placement: np.ndarray | None, obs: Mapping[str, Any], max_steps: int,
             max_grad_norm: float | None = 1.0, as_measured: Callable[[np.ndarray], np.ndarray] | None = None,
-            max_seconds: float | None = None) -> int:
+            max_seconds: float | None = None, expressible: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
     """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`
     and (unless None) `max_seconds` of wall time; returns the steps taken. Measures nothing: the search is over,
     this makes the policy's own placement the one its search found (the ``distill_steps`` and
@@ -181,11 +210,14 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     with ``unsupported="repair"`` a policy that never proposes a device an op cannot run (its action mask) cannot
     return an unrepaired target action, nor a node-by-node agent the repaired placement it is given as target,
     and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op
-    on a device that cannot run it fails and is never the best, so the target is within the mask.)"""
+    on a device that cannot run it fails and is never the best, so the target is within the mask.)
+    `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
+    device per group of ops, `node_by_node_placement`), for a best placement it did not draw itself (the heuristic
+    start's, `agents.common.heuristic_start`)."""
     if placement is None or max_steps == 0:
         return 0
     measured = (lambda action: np.asarray(action)) if as_measured is None else as_measured
-    target = measured(placement)
+    target = measured(placement if expressible is None else expressible(placement))
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     for step in range(max_steps):
         if np.array_equal(measured(predict(obs)), target) or (deadline is not None and time.perf_counter() > deadline):
@@ -193,6 +225,13 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
     return max_steps
+
+
+def node_by_node_placement(groups: np.ndarray, placement: np.ndarray, n_devices: int,
+                           mask: np.ndarray | None = None) -> np.ndarray:
+    """(N,) int64 the placement a node-by-node placer with op groups `groups` (N,) builds when it imitates
+    `placement` (N,): every op on the device most ops of its group have (`group_majority`)."""
+    return group_majority(groups, np.asarray(placement), n_devices, mask)[groups]
 
 
 def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement: np.ndarray, n_devices: int,

@@ -43,6 +43,7 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
+from agents.common.heuristic_start import HEURISTIC_START
 from agents.common.local_search import BlockSearch, search_around_best
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
@@ -81,6 +82,8 @@ class GOAgent(PolicyGradientAgent):
             distillation of the best one into the policy (`ReinforceConfig`); distillation applies to runs on one
             graph (a fine-tuning run), not to training over many.
         algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
+        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
+            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -142,7 +145,7 @@ class GOAgent(PolicyGradientAgent):
         distill_steps: int = 1000,
         distill_seconds: float | None = DISTILL_SECONDS,
         algorithm: str = "ppo",
-        ppo: "dict[str, Any] | None" = None,
+        ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START,
         seed: int | None = None,
         torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
@@ -167,8 +170,8 @@ class GOAgent(PolicyGradientAgent):
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
             distill_seconds=distill_seconds, split_patience=split_patience,
         )
-        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)

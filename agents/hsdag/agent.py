@@ -48,6 +48,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
+from agents.common.heuristic_start import HEURISTIC_START
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -101,6 +102,8 @@ class HSDAGAgent(PolicyGradientAgent):
             distillation of the best one into the policy (`ReinforceConfig`; our additions, see below).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
+        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
+            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -138,7 +141,7 @@ class HSDAGAgent(PolicyGradientAgent):
         distill_steps: int = 1000,
         distill_seconds: float | None = DISTILL_SECONDS,
         algorithm: str = "reinforce",
-        ppo: "dict[str, Any] | None" = None,
+        ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START,
         seed: int | None = None,
         torch_threads: int | None = 1,
         device: "str | torch.device" = "cpu",
@@ -151,8 +154,8 @@ class HSDAGAgent(PolicyGradientAgent):
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
             distill_seconds=distill_seconds,
         )
-        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
                             refine_boundary=refine_boundary,

@@ -24,7 +24,9 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob
+from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.policy_gradient import (DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob,
+                                          node_by_node_placement)
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import coarsens
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -58,6 +60,8 @@ class PlacetoAgent(PolicyGradientAgent):
         imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
+        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
+            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -71,6 +75,7 @@ class PlacetoAgent(PolicyGradientAgent):
                  imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
                  distill_seconds: float | None = DISTILL_SECONDS,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
+                 heuristic_start: str = HEURISTIC_START,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
                  max_nodes: int = MAX_NODES) -> None:
@@ -80,8 +85,8 @@ class PlacetoAgent(PolicyGradientAgent):
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
                                  max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
                                  distill_steps=distill_steps, distill_seconds=distill_seconds)
-        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+        super().__init__(config, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
@@ -123,7 +128,16 @@ class PlacetoAgent(PolicyGradientAgent):
             return torch.log_softmax(self.policy.logits(node_obs)[0][0], -1)[device]
 
         return node_by_node_log_prob(self.imitation_obs, self.node_groups(len(placement)), placement,
-                                     self.policy.default_devices if "action_mask" not in self.imitation_obs else int(self.imitation_obs["action_mask"].shape[-1]), log_prob, self.sweeps)
+                                     self._n_devices(), log_prob, self.sweeps)
+
+    def expressible(self, placement: np.ndarray) -> np.ndarray:
+        """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
+        return node_by_node_placement(self.node_groups(len(placement)), placement, self._n_devices(),
+                                      self.imitation_obs.get("action_mask"))
+
+    def _n_devices(self) -> int:
+        mask = self.imitation_obs.get("action_mask")
+        return self.policy.default_devices if mask is None else int(mask.shape[-1])
 
     # ------------------------------------------------------------------ inference
     @coarsens

@@ -45,7 +45,8 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_placement
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
 from agents.common.rollout import Decision
@@ -103,6 +104,8 @@ class PostAgent(PolicyGradientAgent):
         split_patience: coarse to fine (our addition): after this many placements in a row without a new best,
             halve every group, down to one per op (`agents.common.coarse_to_fine`; None: the groups stay).
         imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
+        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
+            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -115,8 +118,9 @@ class PostAgent(PolicyGradientAgent):
 
     def __init__(self, n_groups: int | None = 16, learning_rate: float = 0.05, samples_per_update: int = 10,
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
-                 ppo: "dict[str, Any] | None" = None, ce_every: int = 5, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.5, split_patience: int | None = SPLIT_PATIENCE, imitation_coef: float = 0.0,
+                 ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START, ce_every: int = 5,
+                 elite_fraction: float = 0.1, ce_smoothing: float = 0.5, split_patience: int | None = SPLIT_PATIENCE,
+                 imitation_coef: float = 0.0,
                  elites: int = 4, distill_steps: int = 1000,
                  distill_seconds: float | None = DISTILL_SECONDS,
                  *, seed: int | None = None, torch_threads: int | None = 1,
@@ -130,8 +134,8 @@ class PostAgent(PolicyGradientAgent):
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
                                  distill_seconds=distill_seconds, split_patience=split_patience)
-        super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
-                         coarsen_above=coarsen_above, max_nodes=max_nodes)
+        super().__init__(config, algorithm="ppo", ppo=ppo, heuristic_start=heuristic_start, seed=seed,
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups = n_groups
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
         self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
@@ -146,6 +150,12 @@ class PostAgent(PolicyGradientAgent):
                     max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
                     ce_smoothing=self.ce_smoothing, split_patience=self.split_patience, seed=self.seed, torch_threads=self.torch_threads, **options,
                     **self.coarsen_options())
+
+    def expressible(self, placement: np.ndarray) -> np.ndarray:
+        """`placement` with every current group of ops on the device most of its ops have (what Post's
+        distributions, one per group, can return)."""
+        return node_by_node_placement(self.policy.groups.cpu().numpy(), placement, self.policy.n_devices,
+                                      self.imitation_obs.get("action_mask"))
 
     def build_policy(self, spec: PolicySpec) -> PostPolicy:
         return PostPolicy(spec, self.n_groups)

@@ -37,7 +37,9 @@ from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
 from agents.common.coarse_to_fine import REFIT_STEPS, SPLIT_PATIENCE, StallDetector, check_split_patience
-from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob
+from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start, measure_start_placements
+from agents.common.policy_gradient import (DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob,
+                                          node_by_node_placement)
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -100,6 +102,8 @@ class SB3Agent(RunAgent):
             this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off) ...
         distill_seconds: ... and, on a coarsened big graph only, for at most this many seconds (None: no limit;
             `agents.common.policy_gradient.distill_cap`).
+        heuristic_start: what a run that builds the model measures first (`agents.common.heuristic_start`; ``"off"``,
+            ``"measure"``, ``"refit"``: the best then distilled into the policy before SB3 collects).
         seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
     """
@@ -107,10 +111,11 @@ class SB3Agent(RunAgent):
     name = "sb3"
 
     def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0,
-                 distill_seconds: float | None = None, seed: int | None = None, torch_threads: int | None = 1,
-                 **coarsen: Any) -> None:
+                 distill_seconds: float | None = None, heuristic_start: str = "off", seed: int | None = None,
+                 torch_threads: int | None = 1, **coarsen: Any) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
         self.model = model
+        self.heuristic_start = check_heuristic_start(heuristic_start)
         self.distill_steps = int(distill_steps)
         if distill_seconds is not None and not distill_seconds > 0:
             raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {distill_seconds}")
@@ -135,6 +140,7 @@ class SB3Agent(RunAgent):
     # ------------------------------------------------------------------ the algorithm
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
+        start = self.model is None and self.heuristic_start != "off" and not run.base.multi_graph
         if self.model is None:
             self.model = self.make_model(env, seed)
         elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
@@ -144,8 +150,12 @@ class SB3Agent(RunAgent):
             self.model.set_env(env)
             if seed is not None:
                 self.model.set_random_seed(seed)
-        bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         self.imitation_obs = run.predict_observation()
+        if start:
+            measure_start_placements(run, self.imitation_obs, seed)
+            if run.best_action is not None and (self.heuristic_start == "refit" or self.split_to_express(run)):
+                self.distill_best(run, self.distill_steps or REFIT_STEPS)
+        bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
             self.model.learn(total_timesteps=run.budget, callback=callbacks, reset_num_timesteps=False)
@@ -162,7 +172,16 @@ class SB3Agent(RunAgent):
         return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                        run.best_action, self.imitation_obs, self.distill_steps if max_steps is None else max_steps,
                        getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.distill_seconds, run))
+                       distill_cap(self.distill_seconds, run), self.expressible)
+
+    def expressible(self, placement: np.ndarray) -> np.ndarray:
+        """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
+        return placement
+
+    def split_to_express(self, run: RunLoop) -> bool:
+        """Split the policy's groups until it can return the run's best placement (`PPOAgent`); True if it
+        split. Never here."""
+        return False
 
     def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
@@ -217,7 +236,8 @@ class SB3Agent(RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds, "seed": self.seed, "torch_threads": self.torch_threads,
+        return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds,
+                "heuristic_start": self.heuristic_start, "seed": self.seed, "torch_threads": self.torch_threads,
                 **self.coarsen_options()}
 
     # ------------------------------------------------------------------ persistence
@@ -339,6 +359,7 @@ class PPOAgent(SB3Agent):
             seeds of ResNet (mean 10.846 ms) and Inception-V3 (12.129 vs 12.362 ms); G=8 gave 10.831 / 12.078 ms
             on every seed, G=32 and 64 stayed closer to GPU-only.
             Ignored on the node-by-node env (its groups are ``node_groups``).
+        heuristic_start: see `SB3Agent` (default `agents.common.heuristic_start.HEURISTIC_START`).
         split_patience: coarse to fine for ``action_groups`` (`agents.common.coarse_to_fine`): after this many
             placements in a row without a new best, halve the groups between two rollouts (down to one per op)
             and refit the run's best placement into the policy (`SB3Agent.distill_best`); None: the groups stay.
@@ -366,11 +387,12 @@ class PPOAgent(SB3Agent):
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
                  entropy_per_node: bool = True, action_groups: int | None = 16, greedy_final: bool = True,
                  node_groups: int | None = None, start: str = "random", distill_steps: int = 1000,
-                 distill_seconds: float | None = DISTILL_SECONDS, split_patience: int | None = SPLIT_PATIENCE, *,
-                 seed: int | None = None, torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
-                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
-        super().__init__(distill_steps=distill_steps, distill_seconds=distill_seconds, seed=seed, torch_threads=torch_threads,
-                         coarsen_above=coarsen_above, max_nodes=max_nodes)
+                 distill_seconds: float | None = DISTILL_SECONDS, split_patience: int | None = SPLIT_PATIENCE,
+                 heuristic_start: str = HEURISTIC_START, *, seed: int | None = None, torch_threads: int | None = 1,
+                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
+                 max_nodes: int = MAX_NODES) -> None:
+        super().__init__(distill_steps=distill_steps, distill_seconds=distill_seconds, heuristic_start=heuristic_start,
+                         seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -391,7 +413,7 @@ class PPOAgent(SB3Agent):
     def hyperparameters(self) -> dict[str, Any]:
         return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
                     node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps,
-                    split_patience=self.split_patience,
+                    split_patience=self.split_patience, heuristic_start=self.heuristic_start,
                     distill_seconds=self.distill_seconds, seed=self.seed,
                     torch_threads=self.torch_threads, **self.coarsen_options())
 
@@ -451,6 +473,29 @@ class PPOAgent(SB3Agent):
 
         return node_by_node_log_prob(self.imitation_obs, self._groups(len(placement)), placement,
                                      int(policy.action_space.n), log_prob)
+
+    def expressible(self, placement: np.ndarray) -> np.ndarray:
+        """Every group of ops (node by node: ``node_groups``; whole placements: the current ``action_groups``) on
+        the device most of its ops have: what ``predict`` can return."""
+        n, policy = len(placement), self.model.policy
+        if self.node_groups is not None:
+            groups, n_devices = self._groups(n), int(policy.action_space.n)
+        elif getattr(policy, "action_groups", None) is not None:
+            groups = contiguous_groups(n, min(policy.action_groups, n))
+            n_devices = int(np.max(policy.action_space.nvec))
+        else:
+            return placement
+        return node_by_node_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
+
+    def split_to_express(self, run: RunLoop) -> bool:
+        """With coarse-to-fine action groups (``split_patience``): split them until the policy can return the
+        run's best placement (a heuristic start's per-op placement). True if it split."""
+        best, split = run.best_action, False
+        while (self.split_patience is not None and not np.array_equal(self.expressible(best), best)
+               and getattr(self.model.policy, "action_groups", None) is not None
+               and self.model.policy.split_action_groups()):
+            split = True
+        return split
 
     # ------------------------------------------------------------------ inference
     @coarsens

@@ -16,6 +16,7 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
+from agents.common.heuristic_start import HEURISTIC_START
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -56,6 +57,8 @@ class RNNAgent(PolicyGradientAgent):
             boundary moves: README, convergence) and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
+        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
+            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -70,7 +73,8 @@ class RNNAgent(PolicyGradientAgent):
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, imitation_coef: float = 0.5,
                  elites: int = 4, distill_steps: int = 1000,
                  distill_seconds: float | None = DISTILL_SECONDS, algorithm: str = "reinforce",
-                 ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
+                 ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START, *,
+                 seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
                  coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
         if reward not in REWARDS:
@@ -81,8 +85,8 @@ class RNNAgent(PolicyGradientAgent):
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
                                  distill_seconds=distill_seconds, split_patience=split_patience)
-        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+        super().__init__(config, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
         self.refine_boundary, self.split_patience, self.split_refit = refine_boundary, split_patience, split_refit
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef

@@ -60,8 +60,8 @@ class PolicyGradientAgent(BaseAgent):
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
         heuristic_start: what an untrained policy's run on one graph measures first (`agents.common.heuristic_start`):
-            ``"off"``, ``"measure"`` (each device alone and every op on its cheapest device; the best of them
-            seeds the elite set) or ``"refit"`` (also fit the policy to that best before sampling).
+            ``"off"``, ``"measure"`` (each device alone and every op on its cheapest device first) or ``"refit"``
+            (also fit the policy to the best of them before sampling).
         seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
     """
 
@@ -145,8 +145,6 @@ class PolicyGradientAgent(BaseAgent):
             self.trainer = self.make_trainer(policy)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.base.multi_graph else (graph.name, graph.n_ops, graph.n_edges))
-        if run.best_action is not None:  # measured before the trainer (heuristic start, predict): an elite already
-            self.trainer.elites.add(run.best_latency_s, run.best_action)
         if start and run.best_action is not None and (self.heuristic_start == "refit" or self.split_to_express(run)):
             self.refit_best(run)
         self.trainer.train(run, env, seed)

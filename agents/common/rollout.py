@@ -224,10 +224,9 @@ class EliteSet:
         """Every placement measured by `decisions` is a candidate."""
         for decision in decisions:
             for latency, placement in zip(decision.latencies, decision.placements):
-                self.add(latency, placement)
+                self._offer(latency, placement)
 
-    def add(self, latency: float, placement: np.ndarray) -> None:
-        """Offer one placement (N,) measured at `latency` seconds: kept if it is among the `size` fastest."""
+    def _offer(self, latency: float, placement: np.ndarray) -> None:
         if self.size == 0 or not self.active or not math.isfinite(latency):
             return
         if len(self.members) == self.size and latency >= self.members[-1][0]:

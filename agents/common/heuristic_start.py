@@ -13,7 +13,7 @@ of coarse groups refits (coarse to fine) and what the final distillation makes t
 search finds nothing better. It does not join the self-imitation elites (HSDAG, the RNN): measured on ``paper``
 (budget 500, seeds 0-4), imitating the best single device from the first update held HSDAG near it (Inception
 1.39% above the optimum, median; 0.35% without). A policy that decides per group of ops and cannot return that
-best (Post, PPO's action groups) splits its coarse-to-fine groups until it can and is fitted to it
+best (Post, PPO's action groups) splits its coarse-to-fine groups until it can before the final distillation
 (`PolicyGradientAgent.split_to_express`); Placeto's and ppo-node's fixed groups cannot, their own placement is
 then the best's group majority. With ``"refit"`` every policy is fitted to that best before sampling (its
 search starts around it; measured: it can trap the search there, the RNN on ``server`` stayed on the best single

@@ -153,13 +153,15 @@ class SB3Agent(RunAgent):
         self.imitation_obs = run.predict_observation()
         if start:
             measure_start_placements(run, self.imitation_obs, seed)
-            if run.best_action is not None and (self.heuristic_start == "refit" or self.split_to_express(run)):
+            if run.best_action is not None and self.heuristic_start == "refit":
                 self.distill_best(run, self.distill_steps or REFIT_STEPS)
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
             self.model.learn(total_timesteps=run.budget, callback=callbacks, reset_num_timesteps=False)
         self.after_collection(env, run)
+        if run.best_action is not None and not run.base.multi_graph:
+            self.split_to_express(run)  # a best the policy's groups cannot return (a heuristic start's)
         self.distilled_steps = self.distill_best(run)
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:

@@ -16,13 +16,14 @@ the refit after a split where the final distillation is off.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from placement_gym.wrappers import contiguous_groups
 
-__all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups"]
+__all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups",
+           "split_until_expressible"]
 
 #: Default ``split_patience``, measured on the simulated ``paper`` preset (budget 500, seeds 0-4; README,
 #: convergence): for Post 80 reached 0.08% above the optimum on Inception on 6 of seeds 0-6, 60 and 100 fewer,
@@ -47,6 +48,16 @@ def split_groups(n_ops: int, n_groups: int) -> tuple[np.ndarray, int]:
     Every new group lies inside one old group, so a placement constant on the old groups is constant on the new."""
     g = min(2 * int(n_groups), int(n_ops))
     return contiguous_groups(n_ops, g), g
+
+
+def split_until_expressible(placement: np.ndarray, expressible: Callable[[np.ndarray], np.ndarray],
+                            split: Callable[[], bool]) -> bool:
+    """Call `split` (halve a placer's groups; False when it cannot) until `expressible(placement)` (the placement
+    nearest `placement` the placer can return) is `placement` itself; True if it split at least once."""
+    did_split = False
+    while not np.array_equal(expressible(placement), placement) and split():
+        did_split = True
+    return did_split
 
 
 class StallDetector:

@@ -25,8 +25,8 @@ from torch import Tensor
 
 from placement_gym.wrappers import group_action_mask
 
-__all__ = ["PolicySample", "categorical_log_prob", "first_of_groups", "group_majority", "group_mean_logits",
-           "sample_categorical"]
+__all__ = ["PolicySample", "categorical_log_prob", "first_of_groups", "group_majority", "group_majority_placement",
+           "group_mean_logits", "sample_categorical"]
 
 
 @dataclass
@@ -115,6 +115,13 @@ def group_majority(groups: np.ndarray, placement: np.ndarray, n_devices: int,
     if mask is not None:
         votes = np.where(group_action_mask(groups, mask, n_groups), votes, -1)
     return votes.argmax(1)
+
+
+def group_majority_placement(groups: np.ndarray, placement: np.ndarray, n_devices: int,
+                             mask: np.ndarray | None = None) -> np.ndarray:
+    """(N,) int64 `placement` (N,) with every op on its group's majority device (`group_majority`): the placement
+    nearest it that a placer deciding one device per group of ops (`groups` (N,)) can return."""
+    return group_majority(groups, np.asarray(placement), n_devices, mask)[groups]
 
 
 def group_mean_logits(logits: Tensor, groups: Tensor) -> Tensor:

@@ -20,15 +20,14 @@ import torch
 from placement_gym.wrappers import place_node_by_node
 
 from .base import BaseAgent, PolicySpec
-from .coarse_to_fine import REFIT_STEPS
+from .coarse_to_fine import REFIT_STEPS, split_until_expressible
 from .heuristic_start import check_heuristic_start, measure_start_placements
 from .policy import group_majority
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap", "node_by_node_log_prob",
-           "node_by_node_placement"]
+__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap", "node_by_node_log_prob"]
 
 #: The learned agents' default ``distill_seconds`` (`agents.common.reinforce.ReinforceConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step costs tens of milliseconds. The zoo
@@ -187,15 +186,12 @@ class PolicyGradientAgent(BaseAgent):
         the final distillation, not at the start (splitting to one group per op at the start left Post and PPO a
         per-op search: under throughput on `paper` 26% / 25% above the best found at budget 100, 4.7% / 5.8% with
         the coarse groups). True if it split."""
-        best, split = run.best_action, False
-        while (self.trainer.stall is not None and not np.array_equal(self.expressible(best), best)
-               and self.policy.split()):
-            split = True
-        return split
+        return self.trainer.stall is not None and split_until_expressible(run.best_action, self.expressible,
+                                                                          self.policy.split)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
-        target): `placement` itself here; node-by-node placers override it (`node_by_node_placement`)."""
+        target): `placement` itself here; node-by-node placers override it (`agents.common.policy.group_majority_placement`)."""
         return placement
 
 
@@ -214,7 +210,7 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op
     on a device that cannot run it fails and is never the best, so the target is within the mask.)
     `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
-    device per group of ops, `node_by_node_placement`), for a best placement it did not draw itself (the heuristic
+    device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not draw itself (the heuristic
     start's, `agents.common.heuristic_start`)."""
     if placement is None or max_steps == 0:
         return 0
@@ -227,13 +223,6 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
     return max_steps
-
-
-def node_by_node_placement(groups: np.ndarray, placement: np.ndarray, n_devices: int,
-                           mask: np.ndarray | None = None) -> np.ndarray:
-    """(N,) int64 the placement a node-by-node placer with op groups `groups` (N,) builds when it imitates
-    `placement` (N,): every op on the device most ops of its group have (`group_majority`)."""
-    return group_majority(groups, np.asarray(placement), n_devices, mask)[groups]
 
 
 def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement: np.ndarray, n_devices: int,

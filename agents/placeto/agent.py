@@ -25,8 +25,8 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.heuristic_start import HEURISTIC_START
-from agents.common.policy_gradient import (DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob,
-                                          node_by_node_placement)
+from agents.common.policy import group_majority_placement
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import coarsens
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -132,8 +132,8 @@ class PlacetoAgent(PolicyGradientAgent):
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
-        return node_by_node_placement(self.node_groups(len(placement)), placement, self._n_devices(),
-                                      self.imitation_obs.get("action_mask"))
+        return group_majority_placement(self.node_groups(len(placement)), placement, self._n_devices(),
+                                        self.imitation_obs.get("action_mask"))
 
     def _n_devices(self) -> int:
         mask = self.imitation_obs.get("action_mask")

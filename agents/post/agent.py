@@ -46,7 +46,8 @@ import torch
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
 from agents.common.heuristic_start import HEURISTIC_START
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_placement
+from agents.common.policy import group_majority_placement
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
 from agents.common.rollout import Decision
@@ -118,11 +119,10 @@ class PostAgent(PolicyGradientAgent):
 
     def __init__(self, n_groups: int | None = 16, learning_rate: float = 0.05, samples_per_update: int = 10,
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
-                 ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START, ce_every: int = 5,
-                 elite_fraction: float = 0.1, ce_smoothing: float = 0.5, split_patience: int | None = SPLIT_PATIENCE,
-                 imitation_coef: float = 0.0,
+                 ppo: "dict[str, Any] | None" = None, ce_every: int = 5, elite_fraction: float = 0.1,
+                 ce_smoothing: float = 0.5, split_patience: int | None = SPLIT_PATIENCE, imitation_coef: float = 0.0,
                  elites: int = 4, distill_steps: int = 1000,
-                 distill_seconds: float | None = DISTILL_SECONDS,
+                 distill_seconds: float | None = DISTILL_SECONDS, heuristic_start: str = HEURISTIC_START,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
                  max_nodes: int = MAX_NODES) -> None:
@@ -154,8 +154,8 @@ class PostAgent(PolicyGradientAgent):
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every current group of ops on the device most of its ops have (what Post's
         distributions, one per group, can return)."""
-        return node_by_node_placement(self.policy.groups.cpu().numpy(), placement, self.policy.n_devices,
-                                      self.imitation_obs.get("action_mask"))
+        return group_majority_placement(self.policy.groups.cpu().numpy(), placement, self.policy.n_devices,
+                                        self.imitation_obs.get("action_mask"))
 
     def build_policy(self, spec: PolicySpec) -> PostPolicy:
         return PostPolicy(spec, self.n_groups)

@@ -36,10 +36,11 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.coarse_to_fine import REFIT_STEPS, SPLIT_PATIENCE, StallDetector, check_split_patience
+from agents.common.coarse_to_fine import (REFIT_STEPS, SPLIT_PATIENCE, StallDetector, check_split_patience,
+                                          split_until_expressible)
 from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start, measure_start_placements
-from agents.common.policy_gradient import (DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob,
-                                          node_by_node_placement)
+from agents.common.policy import group_majority_placement
+from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -487,17 +488,14 @@ class PPOAgent(SB3Agent):
             n_devices = int(np.max(policy.action_space.nvec))
         else:
             return placement
-        return node_by_node_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
+        return group_majority_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
 
     def split_to_express(self, run: RunLoop) -> bool:
         """With coarse-to-fine action groups (``split_patience``): split them until the policy can return the
         run's best placement (a heuristic start's per-op placement). True if it split."""
-        best, split = run.best_action, False
-        while (self.split_patience is not None and not np.array_equal(self.expressible(best), best)
-               and getattr(self.model.policy, "action_groups", None) is not None
-               and self.model.policy.split_action_groups()):
-            split = True
-        return split
+        policy = self.model.policy
+        return (self.split_patience is not None and getattr(policy, "action_groups", None) is not None
+                and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference
     @coarsens

@@ -10,7 +10,8 @@ A checkpoint is a torch file holding only tensors and plain Python data (dicts, 
     state_dict        the policy's tensors
     checksum          SHA-256 over the tensors' names, dtypes, shapes and bytes
     trained_for       what the policy was trained on: graph name and size, devices, feature families
-    extra             agent-specific plain data (the best placement, an SB3 policy's spaces, ...)
+    extra             agent-specific plain data (the best placement, a node-by-node placer's refined groups, an SB3
+                      policy's spaces, ...)
     versions          package versions
 
 It is read with ``torch.load(weights_only=True)``, which refuses any other object (a pickled payload cannot run),
@@ -61,12 +62,14 @@ def write_checkpoint(path: "str | Path", agent, state_dict: Mapping[str, torch.T
     atomically; refuses to replace a file unless `overwrite`."""
     tensors = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
     best = agent.best_placement
+    grouping = getattr(agent, "node_grouping", None)  # a node-by-node placer's groups refined on its graph
+    refined = None if grouping is None else grouping.to_data()
     payload = {
         "format": CHECKPOINT_FORMAT, "agent": agent.name, "agent_class": agent_class_path(type(agent)),
         "hyperparameters": dict(agent.hyperparameters()), "state_dict": tensors,
         "checksum": tensor_checksum(tensors), "trained_for": dict(agent.trained_for),
         "extra": {**dict(extra or {}), "best_placement": None if best is None else [int(v) for v in best],
-                  "best_latency_s": agent.best_latency_s},
+                  "best_latency_s": agent.best_latency_s, "refined_groups": refined},
         "versions": versions(),
     }
     return write_atomically(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
@@ -89,6 +92,8 @@ def restore_run_state(agent, data: Mapping[str, Any]) -> None:
     best = data["extra"].get("best_placement")
     agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
     agent.best_latency_s = data["extra"].get("best_latency_s")
+    if getattr(agent, "node_grouping", None) is not None:
+        agent.node_grouping.load_data(data["extra"].get("refined_groups"))
     agent.trained_for = dict(data["trained_for"])
 
 

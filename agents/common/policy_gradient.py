@@ -17,17 +17,14 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from placement_gym.wrappers import place_node_by_node
-
 from .base import BaseAgent, PolicySpec
 from .coarse_to_fine import REFIT_STEPS, split_until_expressible
 from .heuristic_start import check_heuristic_start, measure_start_placements
-from .policy import group_majority
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
 
-__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap", "node_by_node_log_prob"]
+__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
 #: The learned agents' default ``distill_seconds`` (`agents.common.reinforce.ReinforceConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step costs tens of milliseconds. The zoo
@@ -177,7 +174,7 @@ class PolicyGradientAgent(BaseAgent):
         measure it, for at most `max_steps` steps and `max_seconds` (`distill`)."""
         self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
                                        self.imitation_obs, max_steps, self.trainer_config.max_grad_norm, as_measured,
-                                       max_seconds, self.expressible)
+                                       max_seconds, self.expressible, self.reproduces)
         return self.distilled_steps
 
     def split_to_express(self, run: RunLoop) -> bool:
@@ -194,11 +191,17 @@ class PolicyGradientAgent(BaseAgent):
         target): `placement` itself here; node-by-node placers override it (`agents.common.policy.group_majority_placement`)."""
         return placement
 
+    #: ``reproduces(placement) -> bool``: whether ``predict`` on the run's graph returns `placement` (as
+    #: `expressible` maps it), where a placer answers that faster than ``predict`` (node by node: Placeto); None:
+    #: `distill` calls ``predict``.
+    reproduces: Callable[[np.ndarray], bool] | None = None
+
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,
             placement: np.ndarray | None, obs: Mapping[str, Any], max_steps: int,
             max_grad_norm: float | None = 1.0, as_measured: Callable[[np.ndarray], np.ndarray] | None = None,
-            max_seconds: float | None = None, expressible: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
+            max_seconds: float | None = None, expressible: Callable[[np.ndarray], np.ndarray] | None = None,
+            reproduces: Callable[[np.ndarray], bool] | None = None) -> int:
     """Gradient steps on ``-imitate(placement)`` until ``predict(obs)`` returns `placement`, at most `max_steps`
     and (unless None) `max_seconds` of wall time; returns the steps taken. Measures nothing: the search is over,
     this makes the policy's own placement the one its search found (the ``distill_steps`` and
@@ -211,42 +214,20 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     on a device that cannot run it fails and is never the best, so the target is within the mask.)
     `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
     device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not draw itself (the heuristic
-    start's, `agents.common.heuristic_start`)."""
+    start's, `agents.common.heuristic_start`). `reproduces(placement)` answers "does ``predict`` return it?" where
+    that is cheaper than calling ``predict`` (a node-by-node placer's: one forward pass, not one per group,
+    `agents.common.node_by_node.TeacherForcing.reproduces`)."""
     if placement is None or max_steps == 0:
         return 0
     measured = (lambda action: np.asarray(action)) if as_measured is None else as_measured
     target = measured(placement if expressible is None else expressible(placement))
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+    if reproduces is None:
+        def reproduces(_: np.ndarray) -> bool:
+            return np.array_equal(measured(predict(obs)), target)
     for step in range(max_steps):
-        if np.array_equal(measured(predict(obs)), target) or (deadline is not None and time.perf_counter() > deadline):
+        if reproduces(placement) or (deadline is not None and time.perf_counter() > deadline):
             return step
         policy.train()
         apply_gradients(optimizer, policy.parameters(), -imitate(placement), max_grad_norm)
     return max_steps
-
-
-def node_by_node_log_prob(obs: Mapping[str, Any], groups: np.ndarray, placement: np.ndarray, n_devices: int,
-                          log_prob: Callable[[Mapping[str, Any], int], torch.Tensor], sweeps: int = 1) -> torch.Tensor:
-    """() mean log-probability of the steps that build `placement` the way a node-by-node ``predict`` builds one
-    (`placement_gym.wrappers.place_node_by_node`: every group in order from ``obs["placement"]``, each given the
-    device most of its ops have in `placement`): the ``imitate`` of Placeto and ppo-node.
-
-    Args:
-        obs: the whole-placement observation ``predict`` starts from.
-        groups: (N,) int64 node (group of ops) of every op, in episode order.
-        placement: (N,) int64 the placement to score.
-        n_devices: D.
-        log_prob: ``log_prob(node_obs, device)`` -> () differentiable log-probability of the policy choosing
-            `device` for the current node of `node_obs`.
-        sweeps: visits of every node.
-    """
-    target = group_majority(groups, placement, n_devices, obs.get("action_mask"))
-    steps = []
-
-    def choose(node_obs) -> int:
-        device = int(target[groups[np.argmax(node_obs["current_node"] > 0)]])
-        steps.append(log_prob(node_obs, device))
-        return device
-
-    place_node_by_node(obs, groups, choose, sweeps)
-    return torch.stack(steps).mean()

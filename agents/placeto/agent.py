@@ -9,7 +9,10 @@
 Every step re-places one node and measures the new placement, so the budget (placements measured) buys
 ``budget / n_nodes`` episodes: with 500 placements, one node per op would not even finish one episode on BERT
 (376 ops). ``groups`` therefore cuts the topological order into that many contiguous groups of ops that move
-together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops.
+together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops. Where the
+run's best placement is not constant on the groups (the heuristic start's per-op placement), the groups of that
+graph are split at its device changes before the final distillation (`agents.common.node_by_node`), so
+``predict`` on it returns the best; other graphs keep the contiguous groups.
 Episodes start from a uniformly random placement (``start="random"``; Placeto started from a reference
 placement, here everything on device 0, which made results depend on the order the devices are listed in:
 +74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model, measured on the previous release), and the policy sees only the devices
@@ -25,12 +28,13 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy import group_majority_placement
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent, node_by_node_log_prob
+from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import coarsens
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
-from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
+from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
 
 from .policy import PlacetoPolicy
 
@@ -43,7 +47,8 @@ class PlacetoAgent(PolicyGradientAgent):
     Args:
         hidden_dim, n_layers, directed: `PlacetoPolicy` encoder settings.
         groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
-            of ops) or None (every op is a node).
+            of ops) or None (every op is a node); refined on the training graph where its best needs it
+            (`split_to_express`, saved with the checkpoint).
         sweeps: visits of every node per episode.
         start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
             device per node, a placement that favours no device; one extra placement measured per episode) or
@@ -91,6 +96,8 @@ class PlacetoAgent(PolicyGradientAgent):
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.groups, self.sweeps, self.start = None if groups is None else int(groups), int(sweeps), start
+        self.node_grouping = NodeGroups(self.groups)
+        self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
         self.learning_rate, self.entropy_coef, self.gamma = learning_rate, entropy_coef, gamma
         self.episodes_per_update, self.baseline_decay, self.max_grad_norm = episodes_per_update, baseline_decay, max_grad_norm
 
@@ -105,34 +112,41 @@ class PlacetoAgent(PolicyGradientAgent):
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
 
     # ------------------------------------------------------------------ learning
-    def node_groups(self, n_ops: int) -> np.ndarray:
-        """(N,) int64 group of every op for a graph of `n_ops` ops (episode order = group order)."""
-        if self.groups is None:
-            return np.arange(n_ops, dtype=np.int64)
-        return contiguous_groups(n_ops, min(self.groups, n_ops))
+    def node_groups(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """(N,) int64 group of every op of the graph of `obs` (a whole-placement observation, or one with its
+        keys), in episode order: `groups` contiguous groups, or those a run refined on this graph
+        (`split_to_express`)."""
+        return self.node_grouping.of(graph_key(obs))
 
     def agent_env(self, env):
         """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
             return env
-        n_nodes = int(env.observation_space["placement"].shape[0])  # ops, or clusters of a coarsened graph
-        return NodePlacementWrapper(env, groups=self.node_groups(n_nodes), sweeps=self.sweeps,
+        return NodePlacementWrapper(env, groups=self.node_groups(env.observation_space), sweeps=self.sweeps,
                                     start=self.start)
+
+    def split_to_express(self, run) -> bool:
+        """Refine the groups of the run's graph until ``predict`` can return the run's best placement
+        (`agents.common.node_by_node`), before the final distillation; True if they changed."""
+        return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() mean log-probability of the steps that build `placement` the way ``predict`` builds one (every
         group in order from the reference placement, each given the device most of its ops have in
-        `placement`): the self-imitation term's (``imitation_coef``)."""
-        def log_prob(node_obs, device: int) -> torch.Tensor:
-            return torch.log_softmax(self.policy.logits(node_obs)[0][0], -1)[device]
+        `placement`), scored in one batched pass: the self-imitation term's (``imitation_coef``) and the
+        distillation's."""
+        return self.teacher.log_prob(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+                                     self._n_devices(), self.sweeps)
 
-        return node_by_node_log_prob(self.imitation_obs, self.node_groups(len(placement)), placement,
-                                     self._n_devices(), log_prob, self.sweeps)
+    def reproduces(self, placement: np.ndarray) -> bool:
+        """Whether ``predict`` on the run's graph returns `placement` (`expressible`), from one batched pass."""
+        return self.teacher.reproduces(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+                                       self._n_devices(), self.sweeps)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
-        return group_majority_placement(self.node_groups(len(placement)), placement, self._n_devices(),
+        return group_majority_placement(self.node_groups(self.imitation_obs), placement, self._n_devices(),
                                         self.imitation_obs.get("action_mask"))
 
     def _n_devices(self) -> int:
@@ -154,4 +168,4 @@ class PlacetoAgent(PolicyGradientAgent):
             with torch.no_grad():
                 return int(self.policy.act(node_obs, num_samples=1, deterministic=deterministic).actions[0])
 
-        return place_node_by_node(obs, self.node_groups(len(obs["placement"])), choose, self.sweeps)
+        return place_node_by_node(obs, self.node_groups(obs), choose, self.sweeps)

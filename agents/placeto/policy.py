@@ -16,9 +16,10 @@ from typing import Any, Mapping
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.utils import scatter
 
 from agents.common.base import PolicySpec
-from agents.common.device_head import DeviceScorer, Devices
+from agents.common.device_head import DeviceScorer, group_costs
 from agents.common.gnn import DirectedGNN
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
@@ -53,40 +54,45 @@ class PlacetoPolicy(nn.Module):
         self.head = DeviceScorer(hidden_dim, spec.device_features, hidden_dim)
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
-        """(1, D) device logits for the current node of `obs`, and the (3H,) summary they were read from
-        ([current node, mean over the graph, max over the graph])."""
+        """(B, D) device logits for the current node of each of B node-level observations (one observation:
+        B = 1; a batch: arrays with a leading B, e.g. the steps of one episode scored at once), and the (B, 3H)
+        summaries they were read from ([current node, mean over the graph, max over the graph])."""
         for key in ("current_node", "visited"):
             if key not in obs:
                 raise ValueError(f"PlacetoPolicy needs the node-by-node observation (DevicePlacementNode-v0) with "
                                  f"'current_node' and 'visited'; got keys {sorted(obs)}")
         device = next(self.parameters()).device
         batch = obs_to_batch(obs, device=device)
-        if batch.num_graphs != 1:
-            raise ValueError(f"act() takes one observation, got a batch of {batch.num_graphs}")
+        b = batch.num_graphs
         x = placement_input_features(batch, obs, self.device_features)
-        h = self.encoder(x, batch.edge_index, batch.edge_attr)  # (N, H)
+        h = self.encoder(x, batch.edge_index, batch.edge_attr)  # (sumN, H)
         current = x[:, -2:-1]  # the current_node column (see placement_input_features)
-        if float(current.sum()) == 0:
+        marked = scatter(current, batch.batch, 0, dim_size=b, reduce="sum")  # (B, 1) ops of each current node
+        if bool((marked == 0).any()):
             raise ValueError("the observation marks no current node (the episode is over): reset the env")
-        node = (h * current).sum(0) / current.sum()
-        summary = torch.cat([node, h.mean(0), h.amax(0)])
-        # The current node (a group of ops) as one item: its ops' summed costs, the AND of their masks. One item
-        # alone makes the head's cost-share feature constant; the relative and absolute costs still tell.
-        ops = Devices.of_ops(batch, self.default_devices)
+        node = scatter(h * current, batch.batch, 0, dim_size=b, reduce="sum") / marked
+        summary = torch.cat([node, scatter(h, batch.batch, 0, dim_size=b, reduce="mean"),
+                             scatter(h, batch.batch, 0, dim_size=b, reduce="max")], dim=-1)  # (B, 3H)
+        # Each current node (a group of ops) is one item of its own graph: its ops' summed costs, the AND of their
+        # masks. One item per graph makes the head's cost-share feature constant; the relative and absolute
+        # costs still tell.
         chosen = current.squeeze(-1) > 0
-        devices = Devices(ops.features, None if ops.cost is None else ops.cost[chosen].sum(0, keepdim=True),
-                          None if ops.mask is None else ops.mask[chosen].all(0, keepdim=True), ops.default_count)
-        return self.head(self.body(summary).unsqueeze(0), devices.features, devices.cost, devices.mask,
-                         devices.n_devices), summary
+        cost, mask = group_costs(batch.node_cost, batch.action_mask, batch.batch.masked_fill(~chosen, b), b + 1)
+        cost, mask = (None if cost is None else cost[:b]), (None if mask is None else mask[:b])
+        graph = torch.arange(b, device=device)
+        return (self.head(self.body(summary), batch.device_features, cost, mask, self.default_devices, graph=graph),
+                summary)
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """`num_samples` devices for the current node: actions (K,), log_prob (K,), entropy (), embedding (3H,)."""
         logits, summary = self.logits(obs)
+        if logits.shape[0] != 1:
+            raise ValueError(f"act() takes one observation, got a batch of {logits.shape[0]}")
         actions, log_prob, entropy = sample_categorical(logits, num_samples, deterministic)
-        return PolicySample(actions=actions[:, 0], log_prob=log_prob, entropy=entropy, embedding=summary)
+        return PolicySample(actions=actions[:, 0], log_prob=log_prob, entropy=entropy, embedding=summary[0])
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s devices for the current node of `obs`, scored under the current weights."""
         logits, summary = self.logits(obs)
         log_prob, entropy = categorical_log_prob(logits, taken.actions.view(-1, 1))
-        return PolicySample(actions=taken.actions, log_prob=log_prob, entropy=entropy, embedding=summary)
+        return PolicySample(actions=taken.actions, log_prob=log_prob, entropy=entropy, embedding=summary[0])

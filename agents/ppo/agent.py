@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -40,7 +40,8 @@ from agents.common.coarse_to_fine import (REFIT_STEPS, SPLIT_PATIENCE, StallDete
                                           split_until_expressible)
 from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start, measure_start_placements
 from agents.common.policy import group_majority_placement
-from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap, node_by_node_log_prob
+from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
+from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -175,11 +176,15 @@ class SB3Agent(RunAgent):
         return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                        run.best_action, self.imitation_obs, self.distill_steps if max_steps is None else max_steps,
                        getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.distill_seconds, run), self.expressible)
+                       distill_cap(self.distill_seconds, run), self.expressible, self.reproduces)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
         return placement
+
+    #: ``reproduces(placement) -> bool`` where a subclass tells faster than ``predict`` whether ``predict`` returns
+    #: `placement` (`agents.common.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
+    reproduces: Callable[[np.ndarray], bool] | None = None
 
     def split_to_express(self, run: RunLoop) -> bool:
         """Split the policy's groups until it can return the run's best placement (`PPOAgent`); True if it
@@ -373,6 +378,8 @@ class PPOAgent(SB3Agent):
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
+            The training graph's groups are split where its best placement changes device, when it has to
+            (`agents.common.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
         distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
             returns it, at most that many steps and seconds (`SB3Agent`; 0 steps = off, None seconds = no limit).
         start: node-by-node only: where episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours no
@@ -407,6 +414,8 @@ class PPOAgent(SB3Agent):
         if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
             raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
         self.node_groups = None if node_groups is None else int(node_groups)
+        self.node_grouping = None if node_groups is None else NodeGroups(self.node_groups)
+        self.teacher = TeacherForcing(self._node_logits)
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.start = start
@@ -441,15 +450,17 @@ class PPOAgent(SB3Agent):
             return []
         return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or REFIT_STEPS))]
 
-    def _groups(self, n_ops: int) -> np.ndarray:
-        return contiguous_groups(n_ops, min(self.node_groups, n_ops))
+    def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
+        groups or those a run refined on it (`split_to_express`)."""
+        return self.node_grouping.of(graph_key(obs))
 
     def agent_env(self, env: gym.Env) -> gym.Env:
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
         n_nodes = int(env.observation_space["placement"].shape[0])  # ops, or clusters of a coarsened graph
-        return NodePlacementWrapper(env, groups=self._groups(n_nodes), start=self.start)
+        return NodePlacementWrapper(env, groups=self._groups(env.observation_space), start=self.start)
 
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Whole-placement env: the last placement of the budget is kept for the policy's own (greedy)
@@ -464,25 +475,34 @@ class PPOAgent(SB3Agent):
             env.step(self.predict(obs, deterministic=True))
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
-        """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does
-        (`PlacetoAgent.imitate`); whole placements: `SB3Agent.imitate`."""
+        """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does,
+        in one batched pass (`agents.common.node_by_node.TeacherForcing`); whole placements: `SB3Agent.imitate`."""
         if self.node_groups is None:
             return super().imitate(placement)
+        return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
+                                     int(self.model.policy.action_space.n))
+
+    @property
+    def reproduces(self) -> Callable[[np.ndarray], bool] | None:
+        """Node by node: whether ``predict`` returns `placement` (`expressible`), from one batched pass (None on
+        whole placements: `distill` calls ``predict``)."""
+        if self.node_groups is None:
+            return None
+        return lambda placement: self.teacher.reproduces(self.imitation_obs, self._groups(self.imitation_obs),
+                                                         placement, int(self.model.policy.action_space.n))
+
+    def _node_logits(self, stacked: dict[str, np.ndarray]) -> torch.Tensor:
+        """(S, D) the policy's device logits for S node-level observations (arrays with a leading S)."""
         policy = self.model.policy
-
-        def log_prob(node_obs, device: int) -> torch.Tensor:
-            obs_tensor, _ = policy.obs_to_tensor(node_obs)
-            return policy.evaluate_actions(obs_tensor, torch.tensor([device], device=policy.device))[1][0]
-
-        return node_by_node_log_prob(self.imitation_obs, self._groups(len(placement)), placement,
-                                     int(policy.action_space.n), log_prob)
+        batch = {k: torch.as_tensor(v, device=policy.device) for k, v in stacked.items()}
+        return policy.get_distribution(batch).distribution.logits
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """Every group of ops (node by node: ``node_groups``; whole placements: the current ``action_groups``) on
         the device most of its ops have: what ``predict`` can return."""
         n, policy = len(placement), self.model.policy
         if self.node_groups is not None:
-            groups, n_devices = self._groups(n), int(policy.action_space.n)
+            groups, n_devices = self._groups(self.imitation_obs), int(policy.action_space.n)
         elif getattr(policy, "action_groups", None) is not None:
             groups = contiguous_groups(n, min(policy.action_groups, n))
             n_devices = int(np.max(policy.action_space.nvec))
@@ -491,9 +511,12 @@ class PPOAgent(SB3Agent):
         return group_majority_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
 
     def split_to_express(self, run: RunLoop) -> bool:
-        """With coarse-to-fine action groups (``split_patience``): split them until the policy can return the
-        run's best placement (a heuristic start's per-op placement). True if it split."""
+        """Make the run's best placement (e.g. a heuristic start's per-op placement) one the policy can return:
+        node by node, refine the groups of the run's graph (`agents.common.node_by_node`); with coarse-to-fine
+        action groups (``split_patience``), split them until it can. True if the groups changed."""
         policy = self.model.policy
+        if self.node_groups is not None:
+            return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
         return (self.split_patience is not None and getattr(policy, "action_groups", None) is not None
                 and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
 
@@ -506,7 +529,7 @@ class PPOAgent(SB3Agent):
             def choose(node_obs) -> int:
                 return int(SB3Agent.predict(self, node_obs, deterministic))
 
-            return place_node_by_node(obs, self._groups(len(obs["placement"])), choose)
+            return place_node_by_node(obs, self._groups(obs), choose)
         return super().predict(obs, deterministic)
 
 

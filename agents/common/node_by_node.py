@@ -4,8 +4,8 @@ so that the best placement a run found is one ``predict`` can return, and the te
 A node-by-node placer re-places one *node* (a group of ops that share a device) per step, the groups being the
 topological order cut into G contiguous chunks (`placement_gym.wrappers.contiguous_groups`). Its ``predict`` can
 only return placements constant on those groups: with G = 16 a best placement that puts neighbouring ops on
-different devices (the heuristic start's "every op on its cheapest device" on ``ai_pc``: 112 device runs in
-ResNet-50's 176 ops) is out of reach, and ``predict`` ended 1.5-2.4x above the run's best there.
+different devices (the heuristic start's "every op on its cheapest device" on ``ai_pc``: ResNet-50's 16 groups
+split where it changes device are 112) is out of reach, and ``predict`` ended 1.5-2.4x above the run's best there.
 
 `NodeGroups` fixes that the way Post's coarse-to-fine groups do, once, at the end of a run: where the best is
 not constant on a group, the group is split at every op where the best changes device (`refine_groups`, the

@@ -15,6 +15,8 @@ from typing import Iterator
 
 import numpy as np
 
+from agents.common.heuristic_start import cheapest_devices
+
 from .base import PlanningAgent
 from .costs import CostModel, cost_model
 
@@ -109,7 +111,7 @@ class CheapestDevice(PlanningAgent):
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         costs = cost_model(env)  # devices that cannot run an op are priced out of it there
         self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": costs.source}
-        yield np.argmin(costs.op_time_s, axis=1).astype(np.int64)
+        yield cheapest_devices(costs.op_time_s)
 
 
 class TopoBalance(PlanningAgent):

@@ -14,8 +14,8 @@ search finds nothing better. It does not join the self-imitation elites (HSDAG, 
 (budget 500, seeds 0-4), imitating the best single device from the first update held HSDAG near it (Inception
 1.39% above the optimum, median; 0.35% without). A policy that decides per group of ops and cannot return that
 best (Post, PPO's action groups) splits its coarse-to-fine groups until it can before the final distillation
-(`PolicyGradientAgent.split_to_express`); Placeto's and ppo-node's fixed groups cannot, their own placement is
-then the best's group majority. With ``"refit"`` every policy is fitted to that best before sampling (its
+(`PolicyGradientAgent.split_to_express`); Placeto and ppo-node refine their node groups on that graph instead
+(`agents.common.node_by_node`). With ``"refit"`` every policy is fitted to that best before sampling (its
 search starts around it; measured: it can trap the search there, the RNN on ``server`` stayed on the best single
 device). ``"off"`` starts from the policy's own samples, as the methods' papers do.
 
@@ -29,8 +29,8 @@ from typing import Any, Mapping
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "check_heuristic_start", "measure_start_placements",
-           "start_placements"]
+__all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "check_heuristic_start", "cheapest_devices",
+           "measure_start_placements", "start_placements"]
 
 #: The accepted ``heuristic_start`` settings (module docstring).
 HEURISTIC_STARTS = ("off", "measure", "refit")
@@ -45,6 +45,17 @@ def check_heuristic_start(mode: str) -> str:
     return mode
 
 
+def cheapest_devices(cost: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """(N,) int64 every op on the device where it alone runs fastest: the argmin of `cost` (N, D) seconds over the
+    devices that can run the op (`mask` (N, D) bool; None: those with a finite cost), over every device for an op
+    that none can run (the env reports it). The heuristic start's last placement, the ``cheapest`` baseline's and
+    the local search's far move (`agents.common.local_search.BlockSearch.cheapest`)."""
+    cost = np.asarray(cost, dtype=np.float64)
+    allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
+    allowed = allowed | ~allowed.any(axis=1, keepdims=True)
+    return np.argmin(np.where(allowed, cost, np.inf), axis=1).astype(np.int64)
+
+
 def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:
     """The distinct (N,) int64 placements the heuristic start measures for one graph's observation, in order: each
     device alone (ops it cannot run on their cheapest device instead), then every op on its cheapest device.
@@ -56,7 +67,7 @@ def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:
     mask = obs.get("action_mask")
     mask = np.ones(cost.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     mask = mask | ~mask.any(1, keepdims=True)  # an op no device can run: any device (the env reports it)
-    cheapest = np.argmin(np.where(mask, cost, np.inf), axis=1).astype(np.int64)
+    cheapest = cheapest_devices(cost, mask)
     candidates = [np.where(mask[:, d], d, cheapest).astype(np.int64) for d in range(cost.shape[1])] + [cheapest]
     distinct, seen = [], set()
     for placement in candidates:

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .coarse_to_fine import split_groups
+from .heuristic_start import cheapest_devices
 from .refine import neighbour_device_shares
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class BlockSearch:
     def cheapest(self) -> np.ndarray:
         """(N,) int64 every op on its own cheapest device (among those that can run it): the placement the costs
         alone suggest, ignoring transfers; a candidate far from a single-device start in one step."""
-        return np.argmin(self.cost, axis=1).astype(np.int64)
+        return cheapest_devices(self.cost, self.mask)
 
     @staticmethod
     def merge(base: np.ndarray, improving: list[tuple[float, np.ndarray]]) -> np.ndarray | None:

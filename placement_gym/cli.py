@@ -373,15 +373,63 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return _report(args, records, [], paths, extra_files=written)
 
 
-def _agent_rows(names: Sequence[str], device_names: Sequence[str]) -> tuple[dict, dict[str, str], list[dict]]:
-    """``(factories, rows, missing)`` of compare's agents: table row -> agent factory, table row -> registry name,
-    and ``{"model": "*", "agent", "seeds": [], "reason"}`` for each agent that cannot be built here."""
+def _compare_agent_options(items: Sequence[str] | None, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """compare's ``--agent-option [AGENT:]KEY=VALUE`` items -> {agent name: its constructor options}: a scoped one
+    for that agent only, an unscoped one for every agent of `names` whose constructor takes KEY (a baseline
+    without the setting is left alone). ValueError for an agent not compared or a KEY no compared agent takes."""
+    scoped: dict[str, list[str]] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        agent, colon, key = key.rpartition(":")  # rpartition: a user's class path has a colon of its own
+        if colon and agent not in names:
+            raise ValueError(f"--agent-option {item!r} names agent {agent!r}, which is not compared "
+                             f"(--agents {' '.join(names)})")
+        scoped.setdefault(agent if colon else "", []).append(f"{key}{sep}{value}")
+    common = _key_values(scoped.pop("", None), "--agent-option")
+    options: dict[str, dict[str, Any]] = {name: {} for name in names}
+    for key, value in common.items():
+        takers = [name for name in names if _takes(name, key)]
+        if not takers:
+            raise ValueError(f"--agent-option {key}: none of the compared agents ({', '.join(names)}) takes it")
+        for name in takers:
+            options[name][key] = value
+    for name, own in scoped.items():
+        options[name].update(_key_values(own, "--agent-option"))
+    return options
+
+
+def _takes(name: str, key: str) -> bool:
+    """Whether the constructor of agent `name` takes keyword `key` (False for an agent that cannot be loaded:
+    compare reports it as missing). A constructor that passes ``**kwargs`` on is followed to its base class."""
+    import inspect
+
+    try:
+        cls = registry.load_agent_class(name)
+    except ValueError:
+        return False
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters
+        if key in parameters:
+            return True
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            return False
+    return False
+
+
+def _agent_rows(names: Sequence[str], device_names: Sequence[str],
+                options: dict[str, dict[str, Any]] | None = None) -> tuple[dict, dict[str, str], list[dict]]:
+    """``(factories, rows, missing)`` of compare's agents (`options`: each agent's constructor options, from
+    `_compare_agent_options`): table row -> agent factory, table row -> registry name, and ``{"model": "*",
+    "agent", "seeds": [], "reason"}`` for each agent that cannot be built here."""
     factories: dict = {}
     rows: dict[str, str] = {}  # compare --ray rebuilds each row's agent in a worker from its registry name
     missing = []
     for name in names:
         try:
-            made = registry.agent_factories([name], device_names)
+            made = registry.agent_factories([name], device_names, (options or {}).get(name))
         except ValueError as exc:
             missing.append({"model": "*", "agent": name, "seeds": [], "reason": str(exc)})
             continue
@@ -397,6 +445,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     paths = _output_paths(args)
     make_env, backend = _env_factory(args)
     names = args.agents or list(registry.AGENTS)
+    options = _compare_agent_options(args.agent_option, names)  # bad options: an error before any run
     finished: list = []
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
     with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
@@ -424,7 +473,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if args.ray:  # the driver never imports the agents: the Ray workers do, each in parallel
                 records, skipped, missing = _compare_on_ray(args, names, backend, seeds, rows_known, planned, done)
             else:
-                agents, rows, missing = _agent_rows(names, backend.device_names)
+                agents, rows, missing = _agent_rows(names, backend.device_names, options)
                 rows_known(list(rows), missing)
                 records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
                                                       on_record=done, on_plan=planned, on_skip=skipped_run)
@@ -476,7 +525,8 @@ def _compare_plan(settings: dict, names: Sequence[str]) -> dict:
     worker's first run), and say what the table's rows are: ``{"rows": {row label: registry name}, "warm": [row
     labels whose agent takes warm starts], "missing": [agents that cannot be built]}``."""
     make_env, backend = _job_env(settings)
-    factories, rows, missing = _agent_rows(names, backend.device_names)
+    factories, rows, missing = _agent_rows(names, backend.device_names,
+                                           _compare_agent_options(settings.get("agent_option"), names))
     for model in settings["models"]:
         make_env(model)  # loads the graph once for this worker's runs (the env factory keeps it)
     warm = [label for label, factory in factories.items() if isinstance(factory(), evaluation.TakesWarmStarts)]
@@ -487,7 +537,9 @@ def _compare_job(job: dict, warm_starts: list) -> dict:
     """One (agent, model, seed) run of ``compare --ray``, in a Ray worker: ``{"records", "skipped"}``."""
     args = argparse.Namespace(**job["args"])
     make_env, backend = _job_env(job["args"])
-    agent = registry.agent_factories([job["agent"]], backend.device_names)[job["label"]]()
+    names = job["args"].get("agents") or list(registry.AGENTS)
+    options = _compare_agent_options(job["args"].get("agent_option"), names)[job["agent"]]
+    agent = registry.agent_factories([job["agent"]], backend.device_names, options)[job["label"]]()
     label, path = evaluation.model_label(job["model"])
     try:
         env = make_env(job["model"], None if agent.feature_families is None else tuple(agent.feature_families))
@@ -632,6 +684,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the (agent, model, seed) runs as Ray tasks: local:N (N at once on this machine) or "
                               "a Ray cluster address whose measurement nodes offer the 'placement_bench' resource "
                               "(pip install -e '.[distributed]'; README: a measurement farm)")
+    compare.add_argument("--agent-option", action="append", metavar="[AGENT:]KEY=VALUE",
+                         help="agent constructor argument (repeatable, JSON values): AGENT:KEY=VALUE for one agent "
+                              "(e.g. ppo:ent_coef=0.03), KEY=VALUE for every compared agent that takes KEY (e.g. "
+                              "heuristic_start=off)")
     _add_run_arguments(compare)
     compare.set_defaults(func=_cmd_compare)
 

@@ -81,6 +81,24 @@ def test_bad_input_gets_a_clear_error(capsys):
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
+def test_compare_agent_options_go_to_one_agent_or_to_every_agent_that_takes_them(tmp_path, capsys):
+    out = tmp_path / "opts.json"
+    argv = ["compare", "--models", "tiny_branch", "--agents", "random", "hsdag", "ppo", "--backend", "simulated",
+            "--budget", "6", "--seeds", "1", "--no-progress", "--json", str(out),
+            "--agent-option", "heuristic_start=off", "--agent-option", "ppo:ent_coef=0.03"]
+    assert cli.main(argv) == 0
+    settings = {r["agent"]: r["extra"]["hyperparameters"] for r in json.loads(out.read_text())["records"]}
+    assert settings["hsdag"]["heuristic_start"] == settings["ppo"]["heuristic_start"] == "off"
+    assert settings["ppo"]["ent_coef"] == 0.03 and "ent_coef" not in settings["hsdag"]
+    assert "heuristic_start" not in settings["random"]  # a baseline without the setting is left alone
+    capsys.readouterr()
+    base = argv[:argv.index("--json")]
+    assert cli.main([*base, "--agent-option", "no_such=1"]) == 2
+    assert "none of the compared agents (random, hsdag, ppo) takes it" in capsys.readouterr().err
+    assert cli.main([*base, "--agent-option", "post:n_groups=4"]) == 2
+    assert "names agent 'post', which is not compared" in capsys.readouterr().err
+
+
 def test_info_prints_table_1_statistics(capsys):
     assert cli.main(["info", "--model", "tiny_branch", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)["graph"]

@@ -188,7 +188,8 @@ class PolicyGradientAgent(BaseAgent):
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
-        target): `placement` itself here; node-by-node placers override it (`agents.common.policy.group_majority_placement`)."""
+        target): `placement` itself here; group placers override it
+        (`agents.common.policy.group_majority_placement`)."""
         return placement
 
     #: ``reproduces(placement) -> bool``: whether ``predict`` on the run's graph returns `placement` (as
@@ -213,10 +214,10 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op
     on a device that cannot run it fails and is never the best, so the target is within the mask.)
     `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
-    device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not draw itself (the heuristic
-    start's, `agents.common.heuristic_start`). `reproduces(placement)` answers "does ``predict`` return it?" where
-    that is cheaper than calling ``predict`` (a node-by-node placer's: one forward pass, not one per group,
-    `agents.common.node_by_node.TeacherForcing.reproduces`)."""
+    device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not
+    draw itself (the heuristic start's, `agents.common.heuristic_start`). `reproduces(placement)` answers "does
+    ``predict`` return it?" where that is cheaper than calling ``predict`` (a node-by-node placer's: one forward
+    pass, not one per group, `agents.common.node_by_node.TeacherForcing.reproduces`)."""
     if placement is None or max_steps == 0:
         return 0
     measured = (lambda action: np.asarray(action)) if as_measured is None else as_measured

@@ -459,7 +459,7 @@ class PPOAgent(SB3Agent):
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
-        n_nodes = int(env.observation_space["placement"].shape[0])  # ops, or clusters of a coarsened graph
+        # The groups of the graph the env places: its ops, or the clusters of a coarsened graph.
         return NodePlacementWrapper(env, groups=self._groups(env.observation_space), start=self.start)
 
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:

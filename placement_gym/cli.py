@@ -77,14 +77,16 @@ def _dataset_rows(load_graph) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------ settings
 def _key_values(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """``["KEY=VALUE", ...]`` -> dict, values parsed as JSON where they are (``0.01``, ``false``, ``null``)."""
+    """``["KEY=VALUE", ...]`` -> dict, values parsed as JSON where they are (``0.01``, ``false``, ``null``; also
+    Python's ``None``, ``True``, ``False``, which would otherwise arrive as strings), else kept as strings."""
+    python_spellings = {"None": None, "True": True, "False": False}
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"{flag} takes KEY=VALUE (JSON values: 0.01, false, null), got {item!r}")
         try:
-            out[key.replace("-", "_")] = json.loads(value)
+            out[key.replace("-", "_")] = python_spellings[value] if value in python_spellings else json.loads(value)
         except json.JSONDecodeError:
             out[key.replace("-", "_")] = value
     return out

@@ -210,3 +210,61 @@ def test_self_imitation_keeps_the_elites_of_one_graph():
     assert not elites.members
     agent.learn(DevicePlacementEnv("tiny_chain", backend="simulated", features=agent.feature_families), budget=8)
     assert elites.members and all(len(p) == 9 for p in elites.placements)
+
+
+# ------------------------------------------------------------------ HSDAG: one pooling level fewer per split
+def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_branch_graph):
+    from agents.hsdag import HSDAGAgent
+    from agents.hsdag.policy import HSDAGPolicy
+
+    agent = HSDAGAgent(seed=0, hidden_channels=16, max_levels=2)
+    env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
+    spec = PolicySpec.from_env(env, agent.feature_families)
+    policy = agent.setup(spec, 0)
+    obs, _ = env.reset(seed=0)
+    n = tiny_branch_graph.n_ops
+    levels = [agent.groups(obs).numpy()]
+    while policy.split():
+        levels.append(agent.groups(obs).numpy())
+    assert [len(set(g)) for g in levels][-1] == n and len(levels) == 3  # 2 levels, 1, then one group per op
+    assert len(set(levels[0])) < n  # the coarsest level merged something
+    for coarse, fine in zip(levels, levels[1:]):  # every finer group lies inside one coarser group
+        assert all(len(set(coarse[fine == j])) == 1 for j in set(fine.tolist()))
+    assert policy.pool.max_levels == 0 and not policy.split()
+    restored = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True)
+    restored.load_state_dict(policy.state_dict())
+    assert restored.pool.max_levels == 0 and float(restored.explore) == float(policy.explore)
+    # A checkpoint from before the level cap and the exploration share were saved loads as the policy was built.
+    old = {k: v for k, v in policy.state_dict().items() if not k.endswith(("level_cap", "explore"))}
+    built = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, explore=0.0)
+    built.load_state_dict(old)
+    assert built.pool.max_levels == 2 and float(built.explore) == 0.0
+
+
+def test_hsdag_reaches_the_chain_optimum_coarse_to_fine_and_reloads_its_level(tmp_path):
+    from agents.hsdag import HSDAGAgent
+
+    agent = HSDAGAgent(seed=0, hidden_channels=16, split_patience=20)
+    env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend(), features=agent.feature_families)
+    agent.learn(env, budget=300)
+    assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
+    assert agent.run_summary.predict_placement.tolist() == optimum(12)
+    assert agent.policy.pool.max_levels < 3  # it split
+    loaded = HSDAGAgent.load(agent.save(tmp_path / "hsdag.pt"))
+    assert loaded.policy.pool.max_levels == agent.policy.pool.max_levels
+    assert loaded.predict(env.reset(seed=0)[0]).tolist() == optimum(12)
+
+
+def test_uniform_share_keeps_the_mode_and_a_floor_per_decision():
+    from agents.common.policy import with_uniform_share
+
+    logits = torch.tensor([[30.0, -30.0, 0.0]]).repeat(8, 1)  # 8 sure decisions over 3 devices
+    assert with_uniform_share(logits, 0.0) is logits
+    mixed = with_uniform_share(logits, 2.0)  # about 2 of the 8 decisions drawn uniformly
+    p = mixed.exp()
+    assert torch.allclose(p.sum(-1), torch.ones(8))
+    assert torch.equal(mixed.argmax(-1), logits.argmax(-1))  # predict unchanged
+    assert torch.allclose(p[:, 1], torch.full((8,), 0.25 / 3), atol=1e-6)  # share 2/8, over 3 devices
+    # Decisions counted per parse when several parses are scored together (HSDAG's stochastic parsing).
+    assert torch.allclose(with_uniform_share(logits, 2.0, decisions=4).exp()[:, 1], torch.full((8,), 0.5 / 3),
+                          atol=1e-6)

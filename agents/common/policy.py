@@ -26,7 +26,7 @@ from torch import Tensor
 from placement_gym.wrappers import group_action_mask
 
 __all__ = ["PolicySample", "categorical_log_prob", "first_of_groups", "group_majority", "group_majority_placement",
-           "group_mean_logits", "sample_categorical"]
+           "group_mean_logits", "sample_categorical", "with_uniform_share"]
 
 
 @dataclass
@@ -130,6 +130,19 @@ def group_mean_logits(logits: Tensor, groups: Tensor) -> Tensor:
     g = int(groups.max()) + 1
     total = logits.new_zeros(g, logits.shape[1]).index_add(0, groups, logits)
     return total / torch.bincount(groups, minlength=g).unsqueeze(1).to(logits.dtype)
+
+
+def with_uniform_share(logits: Tensor, explore: float, decisions: int | None = None) -> Tensor:
+    """(M, D) log of (1 - s) softmax(`logits`) + s / D, with s = min(1, `explore` / `decisions`) (default M): about
+    `explore` of a placement's `decisions` device decisions drawn uniformly at random however sure the policy is
+    (`logits` unchanged when `explore` is 0). The mode, and with it ``predict``, stays the same. Why: a policy
+    gradient collapses the group distributions within ~100 placements (GO's: entropy 1e-4 per decision under PPO),
+    after which no sample moves a group's device and the search stops; Post's cross-entropy step keeps a floor the
+    same way (`agents.post.PostPolicy.fit`). Used by GO's single-graph search and HSDAG (``explore``)."""
+    if explore <= 0:
+        return logits
+    share = min(1.0, explore / (decisions or logits.shape[0]))
+    return torch.log((1 - share) * torch.softmax(logits, -1) + share / logits.shape[-1])
 
 
 def first_of_groups(groups: Tensor) -> Tensor:

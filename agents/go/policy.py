@@ -32,6 +32,7 @@ from agents.common.graph_batch import GraphBatch, obs_to_batch
 from agents.common.refine import OpRefiner
 from agents.common.policy import (
     PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
+    with_uniform_share,
 )
 from placement_gym.wrappers import contiguous_groups
 
@@ -224,20 +225,13 @@ class GOPolicy(nn.Module):
         """(G, D) each decision's logits and the (N,) groups (None when per op).
 
         A group's logits are the mean of its ops'. With ``explore`` = e > 0 each of the G decisions is drawn
-        from (1 - e/G) softmax + (e/G) uniform (returned as its log): about e decisions per placement are
-        redrawn at random however sure the policy is. Why: PPO collapsed GO's group distributions within ~100
-        placements (entropy 1e-4 per decision), so after a split no sample ever moved a group boundary; Post's
-        cross-entropy step keeps a floor the same way (`agents.post.PostPolicy.fit`). The mode, and with it
-        ``predict``, is unchanged."""
+        from (1 - e/G) softmax + (e/G) uniform (`with_uniform_share`, returned as its log): PPO otherwise collapsed
+        GO's group distributions within ~100 placements, so after a split no sample ever moved a group boundary."""
         groups = self.groups_for(logits.shape[0])
         decisions = logits
         if groups is not None:
             decisions = group_mean_logits(logits, groups)
-        explore = float(self.explore)
-        if explore > 0:
-            share = min(1.0, explore / decisions.shape[0])
-            decisions = torch.log((1 - share) * torch.softmax(decisions, -1) + share / decisions.shape[1])
-        return decisions, groups
+        return with_uniform_share(decisions, float(self.explore)), groups
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         """Logits (N, D) of every op over the devices, and the op embeddings z (N, H), for one graph."""

@@ -39,7 +39,9 @@ from agents.common.device_head import DeviceScorer, Devices
 from agents.common.gnn import DirectedGNN
 from agents.common.refine import OpRefiner
 from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import PolicySample, categorical_log_prob, group_majority, sample_categorical
+from agents.common.policy import (
+    PolicySample, categorical_log_prob, group_majority, sample_categorical, with_uniform_share,
+)
 
 from .pooling import GraphParsingPool, PoolResult
 
@@ -62,12 +64,14 @@ class HSDAGPolicy(nn.Module):
         refine: add the per-op refinement stage (module docstring).
         override_bias: initial logit of an op overriding its group's device (`OpRefiner`).
         refine_boundary: the refinement's boundary moves (`OpRefiner`'s ``boundary``).
+        explore: about this many group decisions per placement drawn uniformly at random
+            (`agents.common.policy.with_uniform_share`; 0: off). A buffer, saved with the weights.
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0, refine_boundary: bool = True) -> None:
+                 override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0) -> None:
         super().__init__()
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
@@ -82,12 +86,34 @@ class HSDAGPolicy(nn.Module):
         self.placer = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
         self.refiner = (OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias,
                                   boundary=refine_boundary) if refine else None)
+        self.register_buffer("explore", torch.tensor(float(explore)))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        state_dict.setdefault(prefix + "explore", torch.tensor(0.0))  # checkpoints from before `explore`
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    @torch.no_grad()
+    def split(self) -> bool:
+        """Coarse to fine (``split_patience``, `agents.common.coarse_to_fine`): parse one pooling level fewer from
+        now on, so every group splits into the groups of the level below (the levels nest: a placement constant on
+        the coarser groups is constant on the finer), down to one group per op (level 0); False when already
+        there, without pooling, or with no level cap (the paper's parse-until-nothing-merges rule). On ResNet-50
+        at initialisation 3 / 2 / 1 / 0 levels are 13 / 31 / 55 / 176 groups, on Inception-V3 24 / 68 / 119 /
+        310."""
+        levels = None if self.pool is None else self.pool.max_levels
+        if not levels:
+            return False
+        self.pool.max_levels = levels - 1
+        return True
 
     def place_logits(self, x: torch.Tensor, devices: Devices, graph: torch.Tensor | None = None) -> torch.Tensor:
         """(M, D) device logits of M groups (or ops) with embeddings `x` (M, H) and their `devices`; `graph` (M,)
-        says which parse each group belongs to when several are scored at once (cost shares per parse)."""
-        return self.placer(self.placer_body(x), devices.features, devices.cost, devices.mask, devices.n_devices,
-                           graph=graph)
+        says which parse each group belongs to when several are scored at once (cost shares per parse); with
+        ``explore`` the uniform share is mixed in (decisions per parse: M over the parses)."""
+        logits = self.placer(self.placer_body(x), devices.features, devices.cost, devices.mask, devices.n_devices,
+                             graph=graph)
+        parses = 1 if graph is None else int(graph.max()) + 1
+        return with_uniform_share(logits, float(self.explore), max(1, logits.shape[0] // parses))
 
     def encode(self, obs: Mapping[str, Any]):
         """Node embeddings h (N, H) and the `GraphBatch` they came from."""

@@ -137,7 +137,9 @@ class GraphParsingPool(nn.Module):
     Args:
         channels: embedding width H.
         edge_dim: edge feature width Fe used by the scorer and the coarse-graph layer (0 = none).
-        max_levels: stop after this many merging levels (None = until a level merges nothing, the paper's rule).
+        max_levels: stop after this many merging levels (None = until a level merges nothing, the paper's rule;
+            0 = no merging, every node its own group). Kept as a buffer (``level_cap``, -1 for None), so a policy
+            that lowers it while training (HSDAG's coarse to fine, `agents.hsdag.HSDAGPolicy.split`) saves it.
         score_layers: layers of the edge-scoring MLP.
         directed: refine group embeddings with a directed layer over the coarse graph (False: symmetrised).
         stay_bias: initial value of the learned bias on self-loop logits (higher: fewer merges at the start).
@@ -149,9 +151,9 @@ class GraphParsingPool(nn.Module):
     def __init__(self, channels: int, edge_dim: int = 0, max_levels: int | None = None, score_layers: int = 2,
                  directed: bool = True, stay_bias: float = 0.0) -> None:
         super().__init__()
-        if max_levels is not None and max_levels < 1:
-            raise ValueError(f"max_levels must be >= 1 or None (parse until nothing merges), got {max_levels}")
-        self.channels, self.edge_dim, self.max_levels = channels, edge_dim, max_levels
+        self.channels, self.edge_dim = channels, edge_dim
+        self.register_buffer("level_cap", torch.tensor(-1))
+        self.max_levels = max_levels  # checked by the setter
         self.scorer = MLP(channels + edge_dim, channels, 1, num_layers=score_layers, layer_norm=True)
         self.pre = MLP(channels, channels, channels, num_layers=2)
         self.post = nn.Sequential(nn.Linear(channels, channels), nn.LayerNorm(channels))
@@ -159,6 +161,23 @@ class GraphParsingPool(nn.Module):
         self.refine_norm = nn.LayerNorm(channels)
         #: Added to every self-loop logit: the learned prior of a node staying on its own.
         self.stay_bias = nn.Parameter(torch.tensor(float(stay_bias)))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Checkpoints from before the buffer: the cap the policy was built with.
+        state_dict.setdefault(prefix + "level_cap", self.level_cap.clone())
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    @property
+    def max_levels(self) -> int | None:
+        """The merging levels cap (None: until a level merges nothing)."""
+        cap = int(self.level_cap)
+        return None if cap < 0 else cap
+
+    @max_levels.setter
+    def max_levels(self, levels: int | None) -> None:
+        if levels is not None and levels < 0:
+            raise ValueError(f"max_levels must be >= 0 or None (parse until nothing merges), got {levels}")
+        self.level_cap.fill_(-1 if levels is None else int(levels))
 
     def score_logits(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None) -> tuple[Tensor, Tensor]:
         """(E,) edge logits and (n,) self-loop logits; the scores are their sigmoids."""
@@ -187,8 +206,8 @@ class GraphParsingPool(nn.Module):
         log_prob = x.new_zeros(num_graphs) if sample else None
         entropy_sum, decisions = x.new_zeros(num_graphs), x.new_zeros(num_graphs)
         made: list[Tensor] = []  # the candidates kept at each level (PoolResult.choices)
-        level = 0
-        while self.max_levels is None or level < self.max_levels:
+        level, max_levels = 0, self.max_levels
+        while max_levels is None or level < max_levels:
             if edge_index.shape[1] == 0:
                 break
             n_now, e = x.shape[0], edge_index.shape[1]

@@ -89,7 +89,8 @@ class HSDAGPolicy(nn.Module):
         self.register_buffer("explore", torch.tensor(float(explore)))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        state_dict.setdefault(prefix + "explore", torch.tensor(0.0))  # checkpoints from before `explore`
+        # Checkpoints from before the buffer: the share the policy was built with (as the pooling's level cap).
+        state_dict.setdefault(prefix + "explore", self.explore.clone())
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @torch.no_grad()

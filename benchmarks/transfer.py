@@ -87,12 +87,11 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
     options = evaluation_options(args)
     agent = registry.make_agent(cls, options)
     started = time.perf_counter()
-    if args.alternate:
-        alternate(agent, args, backend)
-    else:
-        train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
-        train_env = DevicePlacementEnv(train_models, backend=backend, features=_features(agent))
-        agent.learn(train_env, args.train_budget, seed=args.seed)
+    # One env over the training graphs; an agent built for one graph (Placeto, PPO's action groups) learns it
+    # one graph at a time (`agents.common.run.train_in_turns`).
+    train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
+    train_env = DevicePlacementEnv(train_models, backend=backend, features=_features(agent))
+    agent.learn(train_env, args.train_budget, seed=args.seed)
     train_s = time.perf_counter() - started
     checkpoint = agent.save(workdir / f"{name}.pt", overwrite=True)
     print(f"{name}: trained on {args.train_models} for {args.train_budget} placements in {train_s:.0f} s", flush=True)
@@ -131,34 +130,6 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
               f"{_fmt_gap(_gap(target, ref))}", flush=True)
     return {"agent": name, "train_models": args.train_models, "train_budget": args.train_budget, "train_s": train_s,
             "options": options, "rows": rows, "summary": summarize(rows, args.finetune)}
-
-
-def alternate(agent, args: argparse.Namespace, backend) -> None:
-    """``--alternate N``: train over the training graphs with single-graph runs, N placements on each in turn,
-    until `--train-budget` is spent (for envs that cannot draw a graph per reset). Every `learn` continues the
-    last (same optimiser and baselines; one baseline for all graphs, unlike a multi-graph env's per-graph ones);
-    the distillation that ends a run on one graph is skipped while alternating and restored for fine-tuning."""
-    envs = list(_test_graphs(args.train_models, backend, _features(agent)).values())  # dataset:SPLIT: each graph
-    spent, turn = 0, 0
-    config = getattr(agent, "trainer_config", None)  # the torch policy-gradient agents' (SB3 agents: none)
-    distill_steps = None if config is None else config.distill_steps
-    if config is not None:
-        config.distill_steps = 0  # fitting each graph's best in turn would pull the weights around
-    # GO's single-graph search (`GOAgent`'s ``search_groups``) is for a run that places ONE graph; alternating
-    # single-graph runs is training over many, so the first run must not switch the policy to it.
-    search_groups = getattr(agent, "search_groups", None)
-    if search_groups is not None:
-        agent.search_groups = None
-    try:
-        while spent < args.train_budget:
-            chunk = min(args.alternate, args.train_budget - spent)
-            agent.learn(envs[turn % len(envs)], chunk, seed=args.seed + turn)
-            spent, turn = spent + chunk, turn + 1
-    finally:
-        if config is not None:
-            config.distill_steps = distill_steps
-        if search_groups is not None:
-            agent.search_groups = search_groups
 
 
 def evaluation_options(args: argparse.Namespace) -> dict:
@@ -241,9 +212,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="placements of the from-scratch run on each test graph (4 x 50 by default)")
     parser.add_argument("--optimal-time-limit", type=float, default=60.0, help="seconds for the exact optimum")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE", help="agent constructor argument")
-    parser.add_argument("--alternate", type=int, metavar="N",
-                        help="train by single-graph runs of N placements on each training graph in turn, instead "
-                        "of one run on an env that draws a graph per reset")
     parser.add_argument("--untrained-finetune", action="store_true",
                         help="also run the fine-tuning procedure with a fresh (untrained) agent: what training adds")
     parser.add_argument("--seed", type=int, default=0)

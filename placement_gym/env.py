@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -323,6 +323,17 @@ class DevicePlacementEnv(gym.Env):
         placement[bad] = allowed_cost[bad].argmin(axis=1)
         return placement, int(bad.sum())
 
+    def one_graph(self, model: str) -> "DevicePlacementEnv":
+        """A single-graph env on graph `model` (a name in `models`) with this env's backend (shared, so its
+        measurement cache and compiled models serve both) and settings: what training over several graphs one
+        graph at a time steps (`agents.common.run.train_in_turns`)."""
+        if model not in self.graphs:
+            raise ValueError(f"unknown model {model!r}; this env draws from {self.models}")
+        return DevicePlacementEnv(self.graphs[model], backend=self.backend, reward=self.reward_name,
+                                  horizon=self.horizon, features=self.feature_families,
+                                  failure_penalty=self.failure_penalty, reference_every=self.reference_every,
+                                  unsupported=self.unsupported)
+
     def action_masks(self) -> np.ndarray:
         """(N * D,) bool: the action mask flattened op by op, as sb3-contrib's ``MaskablePPO`` asks of an env
         with a ``MultiDiscrete([D] * N)`` action space (N = Nmax, padded rows included, in a multi-graph env)."""
@@ -558,6 +569,23 @@ def _pad(array: np.ndarray, size: int, axis: int) -> np.ndarray:
     widths = [(0, 0)] * array.ndim
     widths[axis] = (0, size - array.shape[axis])
     return np.pad(array, widths)
+
+
+def strip_padding(obs: Mapping[str, Any]) -> dict[str, Any]:
+    """A multi-graph env's padded observation (with ``node_mask`` / ``edge_mask``) as the single-graph env of its
+    graph would show it: node arrays cut to the graph's N ops, edge arrays to its E edges (padding is at the end,
+    `DevicePlacementEnv.observation`), the masks dropped. Any other observation is returned as it is."""
+    if "node_mask" not in obs:
+        return dict(obs)
+    n, e = int(np.count_nonzero(obs["node_mask"])), int(np.count_nonzero(obs["edge_mask"]))
+    out = {key: value for key, value in obs.items() if key not in ("node_mask", "edge_mask")}
+    for key in ("node_features", "placement", "action_mask", "node_device_cost"):
+        if key in out:
+            out[key] = out[key][:n]
+    out["edge_index"] = obs["edge_index"][:, :e]
+    if "edge_features" in out:
+        out["edge_features"] = out["edge_features"][:e]
+    return out
 
 
 def model_list(model: Any) -> list | None:

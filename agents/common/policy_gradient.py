@@ -133,18 +133,18 @@ class PolicyGradientAgent(BaseAgent):
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        start = self.heuristic_start != "off" and not trained and not run.base.multi_graph
+        start = self.heuristic_start != "off" and not trained and not run.many_graphs
         if start:
             measure_start_placements(run, self.imitation_obs, seed)
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         graph = run.base.graph
-        self.trainer.elites.bind(None if run.base.multi_graph else (graph.name, graph.n_ops, graph.n_edges))
+        self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
         if start and self.heuristic_start == "refit" and run.best_action is not None:
             self.refit_best(run)
         self.trainer.train(run, env, seed)
-        if run.best_action is not None and not run.base.multi_graph:
+        if run.best_action is not None and not run.many_graphs:
             self.split_to_express(run)
         self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
                      distill_cap(self.trainer_config.distill_seconds, run))
@@ -153,7 +153,7 @@ class PolicyGradientAgent(BaseAgent):
         """Called before the trainer starts, the policy built (`trained`: it was trained before this run). Here:
         a fine-tuning run (a trained policy continuing on one graph, through the run's own env) starts with
         `start_fine_tuning`. Subclasses add to it (GO's single-graph search, `agents.go.GOAgent`)."""
-        if trained and env is run.env and not run.base.multi_graph and not run.done:
+        if trained and env is run.env and not run.many_graphs and not run.done:
             self.start_fine_tuning(run, seed)
 
     def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:

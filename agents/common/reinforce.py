@@ -155,7 +155,7 @@ class PolicyGradientTrainer:
         `agents.common.coarse_to_fine`); called after every update with the placements it measured. Only on a
         run on one graph: the groups are cut positions of that graph's topological order, and across graphs a
         "new best" compares latencies of different graphs (training over many graphs, for transfer, keeps them)."""
-        if self.stall is None or run.base.multi_graph:
+        if self.stall is None or run.many_graphs:
             return
         if self.stall.offer(latency for decision in decisions for latency in decision.latencies):
             if self.policy.split() and self.on_split is not None:

@@ -52,13 +52,14 @@ import torch
 from placement_gym.backends.base import Measurement
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import RunSummary, check_budget
+from placement_gym.graph import ComputationGraph
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement
 
-__all__ = ["BestPlacement", "RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads"]
+__all__ = ["BestPlacement", "RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads", "train_in_turns"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,20 @@ class RunLoop:
         """True once the budget is spent or a callback asked to stop."""
         return self.stopped or self.steps >= self.budget
 
+    @property
+    def many_graphs(self) -> bool:
+        """True when the run trains over several graphs: its env draws one per reset, or it is one graph's turn
+        of such a run (`train_in_turns`). Then there is no single graph whose best placement the policy should
+        end on: no heuristic start, coarse to fine, self-imitation or final distillation."""
+        return self.base.multi_graph
+
+    def turn(self, model: str, budget: int, max_nodes: int | None = None) -> "RunLoop":
+        """A run of at most `budget` placements on graph `model` of this multi-graph run (`train_in_turns`): it
+        steps a single-graph env of that graph (`DevicePlacementEnv.one_graph`; shown coarsened to at most
+        `max_nodes` clusters unless None) and records every step into this run (its budget, best per graph,
+        curve, callback)."""
+        return _Turn(self, model, budget, max_nodes)
+
     def record_update(self, stats: Mapping[str, Any]) -> None:
         """Report one update of the agent's parameters (loss, entropy, ...): kept in `history`, passed on to
         the callback with the step count and the best latency so far added."""
@@ -298,6 +313,53 @@ class RunLoop:
             predict_latency_s=float(predicted_m.latency_s) if predicted_m.ok else None,
         )
         return row, placement, source, final, predicted, predicted_m
+
+
+class _Turn(RunLoop):
+    """One graph's turn of a multi-graph run (`RunLoop.turn`): a run of its own budget on a single-graph env whose
+    steps and updates are recorded into the parent run (it keeps no best placement of its own)."""
+
+    def __init__(self, parent: RunLoop, model: str, budget: int, max_nodes: int | None) -> None:
+        self.parent = parent
+        super().__init__(parent.base.one_graph(model), budget, parent.seed, max_nodes=max_nodes)
+
+    @property
+    def many_graphs(self) -> bool:
+        return True
+
+    def _record_step(self, action: Any, reward: float, info: Mapping[str, Any]) -> None:
+        self.steps += 1
+        self.parent._record_step(action, reward, info)
+        self.stopped = self.parent.stopped
+
+    def record_update(self, stats: Mapping[str, Any]) -> None:
+        self.parent.record_update(stats)
+
+
+def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
+    """Train `agent` over the graphs of a multi-graph `run` one graph at a time, for agents whose env or model is
+    built for one graph (a node-by-node wrapper's groups, SB3's spaces and rollout buffer): turns of
+    ``agent.placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
+    (`RunLoop.turn`), every graph once in a seeded random order, then again, until the run's budget is spent.
+    Each turn is the agent's `RunAgent.train` on that turn's run, continuing what it learned
+    (`RunLoop.many_graphs` keeps the single-graph extras off: heuristic start, coarse to fine, self-imitation,
+    final distillation)."""
+    rng = np.random.default_rng(seed)
+    order: list[str] = []
+    turns = 0
+    while not run.done:
+        if not order:
+            order = [run.base.models[i] for i in rng.permutation(len(run.base.models))]
+        model = order.pop()
+        graph = run.base.graphs[model]
+        placements = max(1, int(agent.placements_per_turn(graph)))
+        coarse = agent.coarsens(graph.n_ops)
+        turn = run.turn(model, min(placements, run.remaining), agent.max_nodes if coarse else None)
+        agent.train(turn, None if seed is None else seed + turns)
+        run.env_s += turn.env_s
+        turns += 1
+        if turn.steps == 0:
+            break  # the agent measured nothing in its turn: another would not either
 
 
 def coarsens(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -437,7 +499,10 @@ class RunAgent(abc.ABC):
             coarsen = not base.multi_graph and self.coarsens(base.graph.n_ops)
             run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()},
                           max_nodes=self.max_nodes if coarsen else None)
-            self.train(run, seed)
+            if base.multi_graph and self.placements_per_turn(base.graph) is not None:
+                train_in_turns(self, run, seed)  # an agent built for one graph at a time
+            else:
+                self.train(run, seed)
             summary = run.finish(self.predict)
         self.run_summary, self.history = summary, run.history
         base = run.base
@@ -450,6 +515,12 @@ class RunAgent(abc.ABC):
             self.trained_for["clusters"] = run.coarsening.n_clusters
         self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
         return self
+
+    def placements_per_turn(self, graph: ComputationGraph) -> int | None:
+        """Training over several graphs (a multi-graph env): None (here) trains on that env as it is; an agent
+        whose env or model is built for one graph returns the placements of one turn on `graph`, and is trained
+        one graph at a time (`train_in_turns`)."""
+        return None
 
     # ------------------------------------------------------------------------------------ big graphs
     def coarsens(self, n_ops: int) -> bool:

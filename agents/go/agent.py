@@ -219,7 +219,7 @@ class GOAgent(PolicyGradientAgent):
     def start_run(self, run, env, seed, trained) -> None:
         """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
         group with the whole-graph cost term off (class docstring); otherwise the shared start."""
-        if self.search_groups is None or trained or env is not run.env or run.base.multi_graph or run.done:
+        if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
         self.measure_predict(run, seed)
         self.policy.graph_cost_scale.fill_(0.0)

@@ -34,6 +34,7 @@ from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import coarsens
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
+from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
 
 from .policy import PlacetoPolicy
@@ -118,6 +119,13 @@ class PlacetoAgent(PolicyGradientAgent):
         (`split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
+    def placements_per_turn(self, graph) -> int:
+        """Over several graphs: one graph at a time (the node-by-node wrapper's groups are one graph's), an
+        update's episodes per turn (`agents.common.run.train_in_turns`): each re-places every group ``sweeps``
+        times after its random start (one placement more)."""
+        nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
+        return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start == "random"))
+
     def agent_env(self, env):
         """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
@@ -161,6 +169,7 @@ class PlacetoAgent(PolicyGradientAgent):
         in topological order, ``sweeps`` times, starting from ``obs["placement"]``) without measuring anything."""
         if "current_node" in obs:
             return super().predict(obs, deterministic)
+        obs = strip_padding(obs)  # a multi-graph env's observation: place its graph alone
         self._require_policy()
         self.policy.eval()
 

@@ -151,6 +151,13 @@ class PostAgent(PolicyGradientAgent):
                     ce_smoothing=self.ce_smoothing, split_patience=self.split_patience, seed=self.seed, torch_threads=self.torch_threads, **options,
                     **self.coarsen_options())
 
+    def train(self, run, seed: int | None) -> None:
+        if run.many_graphs:  # one distribution per op group of ONE graph: over many graphs it means nothing
+            raise ValueError(f"Post cannot train over several graphs (this env draws from {run.base.models}): it "
+                             "learns one free device distribution per op group of one graph. Train one PostAgent "
+                             "per graph, or use hsdag, placeto, rnn, ppo, ppo-node or go to train across graphs")
+        super().train(run, seed)
+
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every current group of ops on the device most of its ops have (what Post's
         distributions, one per group, can return)."""

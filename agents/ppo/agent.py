@@ -45,32 +45,52 @@ from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.common.run import RunAgent, RunLoop, coarsens
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
+from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
 
 
+class _BudgetSpent(Exception):
+    """Raised by `_RunBridge` to end SB3's ``learn`` between two rollouts once the budget is spent."""
+
+
 class _RunBridge(BaseCallback):
     """SB3 callback: stops collecting once the run has measured `stop_at` placements (or a callback asked to
-    stop), and reports every PPO update's ``train/`` statistics and duration to the run."""
+    stop), and reports every PPO update's ``train/`` statistics and duration to the run.
+
+    A rollout that the budget's last placement completes is still trained on (SB3 then starts another, which
+    `_BudgetSpent` ends before it measures anything): with a budget of whole rollouts (a turn of one rollout,
+    `PPOAgent.placements_per_turn`) every placement is learned from."""
 
     def __init__(self, run: RunLoop, stop_at: int) -> None:
         super().__init__()
         self.run, self.stop_at = run, stop_at
         self._update_started: float | None = None
 
-    def _on_rollout_start(self) -> None:
-        if self._update_started is not None:  # an update ran since the last rollout ended
+    def record_update(self) -> None:
+        """Report the update SB3 ran since the last rollout ended, if any (at the next rollout's start, or when
+        ``learn`` returns)."""
+        if self._update_started is not None:
             stats = {k.split("/", 1)[1]: float(v) for k, v in self.logger.name_to_value.items()
                      if k.startswith("train/") and isinstance(v, (int, float))}
             self.run.record_update({**stats, "update_s": time.perf_counter() - self._update_started})
             self._update_started = None
 
+    def _on_rollout_start(self) -> None:
+        self.record_update()
+        if self.run.stopped or self.run.steps >= self.stop_at:
+            raise _BudgetSpent
+
     def _on_rollout_end(self) -> None:
         self._update_started = time.perf_counter()
 
     def _on_step(self) -> bool:
-        return not self.run.stopped and self.run.steps < self.stop_at
+        if self.run.stopped:
+            return False
+        # SB3 calls this after the step's env.step and before counting it in the rollout (`n_steps`).
+        completes_rollout = self.locals.get("n_steps", -2) + 1 == self.locals.get("n_rollout_steps")
+        return self.run.steps < self.stop_at or completes_rollout
 
 
 class _CoarseToFine(BaseCallback):
@@ -142,7 +162,7 @@ class SB3Agent(RunAgent):
     # ------------------------------------------------------------------ the algorithm
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
-        start = self.model is None and self.heuristic_start != "off" and not run.base.multi_graph
+        start = self.model is None and self.heuristic_start != "off" and not run.many_graphs
         if self.model is None:
             self.model = self.make_model(env, seed)
         elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
@@ -160,9 +180,13 @@ class SB3Agent(RunAgent):
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
-            self.model.learn(total_timesteps=run.budget, callback=callbacks, reset_num_timesteps=False)
+            try:
+                self.model.learn(total_timesteps=run.budget, callback=callbacks, reset_num_timesteps=False)
+            except _BudgetSpent:
+                pass
+            bridge.record_update()  # SB3's loop may end right after an update
         self.after_collection(env, run)
-        if run.best_action is not None and not run.base.multi_graph:
+        if run.best_action is not None and not run.many_graphs:
             self.split_to_express(run)  # a best the policy's groups cannot return (a heuristic start's)
         self.distilled_steps = self.distill_best(run)
 
@@ -222,6 +246,8 @@ class SB3Agent(RunAgent):
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
         if self._graph_policy:  # any graph and device set
+            if getattr(self.model.policy, "action_groups", None) is not None:
+                obs = strip_padding(obs)  # groups of ops are one graph's: a padded observation's graph alone
             return policy_action(self.model.policy, obs, deterministic)
         self._check_fits({k: np.shape(v) for k, v in obs.items()})
         action, _ = self.model.predict(obs, deterministic=deterministic)
@@ -446,9 +472,19 @@ class PPOAgent(SB3Agent):
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
-        if self.split_patience is None or self.model.policy.action_groups is None or run.base.multi_graph:
+        if self.split_patience is None or self.model.policy.action_groups is None or run.many_graphs:
             return []
         return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or REFIT_STEPS))]
+
+    def placements_per_turn(self, graph) -> int | None:
+        """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
+        masks the padding); with action groups or node by node (both built for one graph), one graph at a
+        time, a rollout per turn (`agents.common.run.train_in_turns`): ``n_steps`` placements, node by node
+        plus the random start each episode measures (the last one's start is not measured: the turn is over)."""
+        n_steps = self.ppo_kwargs["n_steps"]
+        if self.node_groups is not None:
+            return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start == "random" else 0)
+        return None if self.policy_kwargs["action_groups"] is None else n_steps
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
@@ -463,9 +499,11 @@ class PPOAgent(SB3Agent):
         return NodePlacementWrapper(env, groups=self._groups(env.observation_space), start=self.start)
 
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:
-        """Whole-placement env: the last placement of the budget is kept for the policy's own (greedy)
-        placement; sampled placements stay noisy (each node is drawn independently) long after its mode is good."""
-        greedy = self.greedy_final and run.budget > 1 and isinstance(env.action_space, gym.spaces.MultiDiscrete)
+        """Whole-placement env on one graph: the last placement of the budget is kept for the policy's own
+        (greedy) placement; sampled placements stay noisy (each node is drawn independently) long after its mode
+        is good. Not in a turn of training over many graphs (`placements_per_turn`): that is one rollout."""
+        greedy = (self.greedy_final and run.budget > 1 and not run.many_graphs
+                  and isinstance(env.action_space, gym.spaces.MultiDiscrete))
         return int(greedy)
 
     def after_collection(self, env: gym.Env, run: RunLoop) -> None:
@@ -526,6 +564,8 @@ class PPOAgent(SB3Agent):
         """The action for `obs`: (N,) int64 placement for `DevicePlacement-v0` (the current node's device for
         the node-by-node env; a node policy deployed on a whole graph places it group by group)."""
         if self.model is not None and self.node_groups is not None and "current_node" not in obs:
+            obs = strip_padding(obs)  # a multi-graph env's observation: place its graph alone
+
             def choose(node_obs) -> int:
                 return int(SB3Agent.predict(self, node_obs, deterministic))
 

@@ -674,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = sub.add_parser("evaluate", help="run one agent on one model for a budget and seeds")
     _add_agent_arguments(evaluate)
     evaluate.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
-                          "fine-tunes it")
+                          "fine-tunes it (its own placement measured first, then the heuristic start's)")
     _add_run_arguments(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
 

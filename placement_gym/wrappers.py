@@ -30,7 +30,7 @@ from gymnasium import spaces
 from .coarsen import MAX_NODES, Coarsening
 from .env import DevicePlacementEnv
 
-STARTS = ("reference", "random")
+STARTS = ("reference", "random", "best")
 
 
 def contiguous_groups(n_ops: int, n_groups: int) -> np.ndarray:
@@ -101,9 +101,16 @@ class NodePlacementWrapper(gym.Wrapper):
         groups: None (every op is a node), an int G (the topological order cut into G contiguous chunks) or
             an (N,) integer array of group labels (e.g. co-location groups).
         sweeps: how many times an episode visits every node.
-        start: ``"reference"`` (every op on device 0, already measured) or ``"random"`` (a random device per
+        start: ``"reference"`` (every op on device 0, already measured), ``"random"`` (a random device per
             node among those that can run all its ops, measured at reset: one placement; the reference where an
-            agent's run has no placement left to measure it). ``reset(options={"placement": p})`` starts from ``p``.
+            agent's run has no placement left to measure it) or ``"best"`` (the best placement measured so far:
+            `incumbent`, not measured again; a random start until there is one). ``reset(options={"placement":
+            p})`` starts from ``p``, measured.
+
+    Attributes:
+        incumbent: ``(placement, latency_s)`` the fastest placement that worked among those measured through this
+            wrapper (its starts and steps; drift-corrected latency) or offered to it (`start_from_best`), the
+            start of a ``"best"`` episode; None before any.
     """
 
     def __init__(self, env: gym.Env, groups: Any = None, sweeps: int = 1, start: str = "reference") -> None:
@@ -139,6 +146,7 @@ class NodePlacementWrapper(gym.Wrapper):
         self._latency = float("nan")
         self._start_latency = float("nan")
         self._t = 0
+        self.incumbent: tuple[np.ndarray, float] | None = None
 
     # ------------------------------------------------------------------ what agents read
     @property
@@ -176,21 +184,38 @@ class NodePlacementWrapper(gym.Wrapper):
         self._t = 0
         self._visited = np.zeros(len(self.groups), dtype=np.float32)
         reference = self.base.reference.latency_s
-        if start_placement is None and self.start == "random" and self._can_measure():
+        incumbent = self.incumbent if start_placement is None and self.start == "best" else None
+        if start_placement is None and incumbent is None and self.start != "reference" and self._can_measure():
             # One device per node (the ops of a node always share a device), uniform among the devices that can run
             # every op of the node (all of them where none can): a start the masked policy could have built itself.
             allowed = group_action_mask(self.groups, self.base.observation()["action_mask"][:self.base.graph.n_ops],
                                         self.n_nodes)
             scores = np.where(allowed, self.np_random.random(allowed.shape), -1.0)
             start_placement = scores.argmax(1)[self.groups]
-        if start_placement is None:
+        if incumbent is not None:  # measured already
+            self._placement, self._latency = incumbent[0].copy(), incumbent[1]
+        elif start_placement is None:
             self._placement, self._latency = self.layer.reference_placement.copy(), reference
         else:
             self._placement = self.layer.validate_action(start_placement)
             _, _, _, _, step_info = self.env.step(self._placement)  # measures the start placement
             self._latency = float(step_info["latency_corrected_s"])
+            self._offer(self._placement, self._latency, step_info)
         self._start_latency = self._latency
         return self._observation(), {**info, "latency_s": self._latency}
+
+    def start_from_best(self, placement: np.ndarray, latency_s: float) -> None:
+        """Start every later episode from the best placement so far (``start="best"``), `placement` (N,) measured
+        elsewhere at `latency_s` (drift-corrected, e.g. through the env below this wrapper) unless this wrapper
+        has measured a faster one: a fine-tuning run's episodes search around the policy's own placement
+        (`agents.common.run.RunAgent.start_fine_tuning`)."""
+        self.start = "best"
+        self._offer(self.layer.validate_action(placement), float(latency_s), {"ok": True})
+
+    def _offer(self, placement: np.ndarray, latency_s: float, info) -> None:
+        """Keep `placement` as the `incumbent` if it worked and is faster than the incumbent."""
+        if info.get("ok", True) and (self.incumbent is None or latency_s < self.incumbent[1]):
+            self.incumbent = (placement.copy(), latency_s)
 
     def _can_measure(self) -> bool:
         """Whether a random start may be measured: not when the env below is an agent's run whose budget is spent
@@ -214,6 +239,7 @@ class NodePlacementWrapper(gym.Wrapper):
         latency = float(info["latency_corrected_s"])  # drift-corrected, in units of the first reference
         reward = (self._latency - latency) / self.base.reference.latency_s
         self._placement, self._latency = placement, latency
+        self._offer(placement, latency, info)
         self._visited[mask] = 1.0
         self._t += 1
         info = {**info, "node": node, "start_latency_s": self._start_latency}

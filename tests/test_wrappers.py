@@ -96,6 +96,32 @@ def test_random_start_and_explicit_start_are_measured(env):
     assert info["latency_s"] > 0
 
 
+def test_best_start_reuses_the_fastest_placement_measured_or_offered_without_measuring_it_again():
+    env = NodePlacementWrapper(gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated"), groups=4,
+                               start="best")
+    assert env.incumbent is None
+    env.reset(seed=0)  # no best yet: a random start, measured
+    assert env.placements_measured == 1 and env.incumbent is not None
+    latencies = [env.incumbent[1]]
+    for action in (0, 1, 0, 1):
+        _, _, _, _, info = env.step(action)
+        latencies.append(info["latency_corrected_s"])
+    best = min(latencies)
+    measured = env.placements_measured
+    obs, info = env.reset()
+    assert env.placements_measured == measured  # the incumbent is not measured again
+    assert info["latency_s"] == best == env.incumbent[1]
+    np.testing.assert_array_equal(obs["placement"], env.incumbent[0])
+    # A placement measured elsewhere (below the wrapper) is offered; it becomes the start only if faster.
+    slower = np.ones(env.graph.n_ops, dtype=np.int64)
+    env.start_from_best(slower, best * 2)
+    assert env.incumbent[1] == best
+    faster = np.zeros(env.graph.n_ops, dtype=np.int64)
+    env.start_from_best(faster, best / 2)
+    obs, info = env.reset()
+    assert info["latency_s"] == best / 2 and obs["placement"].tolist() == faster.tolist()
+
+
 def test_bad_arguments_and_actions_say_what_is_accepted(env):
     with pytest.raises(ValueError, match="sweeps"):
         NodePlacementWrapper(env, sweeps=0)

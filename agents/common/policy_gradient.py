@@ -19,7 +19,7 @@ import torch
 
 from .base import BaseAgent, PolicySpec
 from .coarse_to_fine import REFIT_STEPS, split_until_expressible
-from .heuristic_start import check_heuristic_start, measure_start_placements
+from .heuristic_start import check_heuristic_start
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
@@ -55,9 +55,10 @@ class PolicyGradientAgent(BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
-        heuristic_start: what an untrained policy's run on one graph measures first (`agents.common.heuristic_start`):
-            ``"off"``, ``"measure"`` (each device alone and every op on its cheapest device first) or ``"refit"``
-            (also fit the policy to the best of them before sampling).
+        heuristic_start: what a run on one graph measures first (`agents.common.heuristic_start`; a fine-tuning
+            run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
+            ``"measure"`` (each device alone and every op on its cheapest device first) or ``"refit"`` (also fit
+            the policy to the best of them before sampling).
         seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
     """
 
@@ -122,26 +123,18 @@ class PolicyGradientAgent(BaseAgent):
                              "imitation_coef > 0 is not available for this policy")
         return scorer(self.imitation_obs, placement)
 
-    #: Whether a run that continues an already trained policy on one graph (fine-tuning) measures the policy's
-    #: own placement (``predict``) as its first placement, so the run's best is never worse than the zero-shot
-    #: placement it started from (sampling alone may miss the mode). Subclasses set it (GO's
-    #: ``finetune_from_predict``); it applies where the trainer steps the run's env itself.
-    start_from_predict: bool = False
-
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        start = self.heuristic_start != "off" and not trained and not run.many_graphs
-        if start:
-            measure_start_placements(run, self.imitation_obs, seed)
+        self.measure_starts(run, env, seed, trained)
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
-        if start and self.heuristic_start == "refit" and run.best_action is not None:
+        if self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None:
             self.refit_best(run)
         self.trainer.train(run, env, seed)
         if run.best_action is not None and not run.many_graphs:
@@ -150,22 +143,9 @@ class PolicyGradientAgent(BaseAgent):
                      distill_cap(self.trainer_config.distill_seconds, run))
 
     def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
-        """Called before the trainer starts, the policy built (`trained`: it was trained before this run). Here:
-        a fine-tuning run (a trained policy continuing on one graph, through the run's own env) starts with
-        `start_fine_tuning`. Subclasses add to it (GO's single-graph search, `agents.go.GOAgent`)."""
-        if trained and env is run.env and not run.many_graphs and not run.done:
-            self.start_fine_tuning(run, seed)
-
-    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
-        """What a fine-tuning run measures before the trainer starts: here the policy's own placement, with
-        `start_from_predict`. Subclasses add to it (GO's local search, `agents.go.GOAgent`)."""
-        if self.start_from_predict:
-            self.measure_predict(run, seed)
-
-    def measure_predict(self, run: RunLoop, seed: int | None) -> None:
-        """Measure the policy's own placement (one placement of the budget), so the run's best starts there."""
-        run.env.reset(seed=seed)
-        run.env.step(self.predict(self.imitation_obs))
+        """Called once the run's start placements are measured (`RunAgent.start_fine_tuning` for a policy
+        `trained` before, the heuristic start for a new one) and before the trainer starts. Nothing here;
+        subclasses add to it (GO's search for a new policy on one graph, `agents.go.GOAgent`)."""
 
     def distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None,

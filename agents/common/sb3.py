@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.distributions import MultiCategoricalDistribution

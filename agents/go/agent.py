@@ -176,7 +176,7 @@ class GOAgent(PolicyGradientAgent):
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)
-        self.start_from_predict = finetune_from_predict
+        self.finetune_from_predict = finetune_from_predict
         if not 0.0 <= finetune_search <= 1.0:
             raise ValueError(f"finetune_search is a share of the fine-tuning budget in [0, 1], got {finetune_search}")
         self.finetune_search = float(finetune_search)
@@ -195,17 +195,18 @@ class GOAgent(PolicyGradientAgent):
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
-            "finetune_from_predict": self.start_from_predict, "finetune_search": self.finetune_search,
+            "finetune_from_predict": self.finetune_from_predict, "finetune_search": self.finetune_search,
             "finetune_search_options": dict(self.search_options),
             "search_groups": self.search_groups,
             "split_patience": self.split_patience, "search_explore": self.search_explore,
             "search_refine": self.search_refine, "split_refit": self.split_refit,
         }
 
-    def start_fine_tuning(self, run: RunLoop, seed: int | None) -> None:
-        """Measure the zero-shot placement (``finetune_from_predict``), then spend ``finetune_search`` of the rest
-        on the local search around the best placement (`agents.common.local_search`)."""
-        super().start_fine_tuning(run, seed)
+    def start_fine_tuning(self, run: RunLoop, env, seed: int | None) -> None:
+        """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
+        then ``finetune_search`` of the rest of the budget on the local search around the best placement
+        (`agents.common.local_search`)."""
+        super().start_fine_tuning(run, env, seed)
         placements = int(round(self.finetune_search * run.remaining))
         if placements == 0:
             return

@@ -17,7 +17,9 @@ Episodes start from a uniformly random placement (``start="random"``; Placeto st
 placement, here everything on device 0, which made results depend on the order the devices are listed in:
 +74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model, measured on the previous release), and the policy sees only the devices
 of the nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
-step index, a moving average over earlier episodes, as in Placeto.
+step index, a moving average over earlier episodes, as in Placeto. A fine-tuning run (a trained policy on a new
+graph) starts its episodes from the best placement so far instead, its own placement first
+(`agents.common.run.RunAgent.start_fine_tuning`).
 """
 from __future__ import annotations
 
@@ -52,9 +54,11 @@ class PlacetoAgent(PolicyGradientAgent):
             (`split_to_express`, saved with the checkpoint).
         sweeps: visits of every node per episode.
         start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
-            device per node, a placement that favours no device; one extra placement measured per episode) or
+            device per node, a placement that favours no device; one extra placement measured per episode),
             ``"reference"`` (every op on device 0, Placeto's choice, which makes the result depend on the
-            order the devices are listed in). The policy never sees the start devices of the nodes it has not
+            order the devices are listed in) or ``"best"`` (the best placement so far, a random one at first).
+            A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
+            far, the policy's own placement or the heuristic start's (`agents.common.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the nodes it has not
             placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not depend on it.
         gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
             step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
@@ -124,7 +128,7 @@ class PlacetoAgent(PolicyGradientAgent):
         update's episodes per turn (`agents.common.run.train_in_turns`): each re-places every group ``sweeps``
         times after its random start (one placement more)."""
         nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
-        return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start == "random"))
+        return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start != "reference"))
 
     def agent_env(self, env):
         """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is

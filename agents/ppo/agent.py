@@ -38,7 +38,7 @@ from agents.common.checkpoint import (
 )
 from agents.common.coarse_to_fine import (REFIT_STEPS, SPLIT_PATIENCE, StallDetector, check_split_patience,
                                           split_until_expressible)
-from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start, measure_start_placements
+from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start
 from agents.common.policy import group_majority_placement
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
@@ -124,8 +124,9 @@ class SB3Agent(RunAgent):
             this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off) ...
         distill_seconds: ... and, on a coarsened big graph only, for at most this many seconds (None: no limit;
             `agents.common.policy_gradient.distill_cap`).
-        heuristic_start: what a run that builds the model measures first (`agents.common.heuristic_start`; ``"off"``,
-            ``"measure"``, ``"refit"``: the best then distilled into the policy before SB3 collects).
+        heuristic_start: what a run on one graph measures first (`agents.common.heuristic_start`; a fine-tuning
+            run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
+            ``"measure"``, ``"refit"`` (the best then distilled into the policy before SB3 collects).
         seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
     """
@@ -162,7 +163,7 @@ class SB3Agent(RunAgent):
     # ------------------------------------------------------------------ the algorithm
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
-        start = self.model is None and self.heuristic_start != "off" and not run.many_graphs
+        trained = self.model is not None
         if self.model is None:
             self.model = self.make_model(env, seed)
         elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
@@ -173,10 +174,9 @@ class SB3Agent(RunAgent):
             if seed is not None:
                 self.model.set_random_seed(seed)
         self.imitation_obs = run.predict_observation()
-        if start:
-            measure_start_placements(run, self.imitation_obs, seed)
-            if run.best_action is not None and self.heuristic_start == "refit":
-                self.distill_best(run, self.distill_steps or REFIT_STEPS)
+        self.measure_starts(run, env, seed, trained)
+        if self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None:
+            self.distill_best(run, self.distill_steps or REFIT_STEPS)
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
@@ -408,8 +408,9 @@ class PPOAgent(SB3Agent):
             (`agents.common.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
         distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
             returns it, at most that many steps and seconds (`SB3Agent`; 0 steps = off, None seconds = no limit).
-        start: node-by-node only: where episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours no
-            device, ``"reference"`` starts from everything on device 0).
+        start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
+            no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
+            fine-tuning run's from its best so far).
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters (`agents.common.run`, `placement_gym.coarsen`; None: never).
@@ -483,7 +484,7 @@ class PPOAgent(SB3Agent):
         plus the random start each episode measures (the last one's start is not measured: the turn is over)."""
         n_steps = self.ppo_kwargs["n_steps"]
         if self.node_groups is not None:
-            return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start == "random" else 0)
+            return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start != "reference" else 0)
         return None if self.policy_kwargs["action_groups"] is None else n_steps
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:

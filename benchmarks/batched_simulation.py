@@ -10,6 +10,8 @@ per second of
 * ``env.step``: one `DevicePlacementEnv` stepped once per placement;
 * ``make_vec/K``: the native vector env (``gym.make_vec(..., num_envs=K)``, ``--num-envs``, default 64), one
   ``step`` = K placements;
+* ``make_vec/K copy=False``: the same with ``copy=False`` (the observation arrays that never change are shared,
+  read-only, instead of copied per step);
 * ``sync_vec/K``: Gymnasium's ``SyncVectorEnv`` over K envs in ``SAME_STEP`` mode, for comparison.
 
 Placements are drawn before timing: uniformly random devices (``random``: the most submodels) and runs of 16 ops
@@ -49,6 +51,8 @@ def modes(graph, placements: np.ndarray, batches: list[int], num_envs: int) -> d
     env.reset(seed=0)
     vector = DevicePlacementVectorEnv(num_envs=num_envs, model=graph, backend="simulated", profile="paper")
     vector.reset(seed=0)
+    shared = DevicePlacementVectorEnv(num_envs=num_envs, model=graph, backend="simulated", profile="paper", copy=False)
+    shared.reset(seed=0)
     sync = gym.make_vec("DevicePlacement-v0", num_envs=num_envs, vectorization_mode="sync",
                         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, model=graph, backend="simulated",
                         profile="paper")
@@ -79,7 +83,8 @@ def modes(graph, placements: np.ndarray, batches: list[int], num_envs: int) -> d
         return run
 
     return {"measure": one_at_a_time, **{f"measure_many/{b}": batched(b) for b in batches}, "env.step": env_steps,
-            f"make_vec/{num_envs}": vector_steps(vector), f"sync_vec/{num_envs}": vector_steps(sync)}
+            f"make_vec/{num_envs}": vector_steps(vector), f"make_vec/{num_envs} copy=False": vector_steps(shared),
+            f"sync_vec/{num_envs}": vector_steps(sync)}
 
 
 def main(argv=None) -> int:
@@ -125,7 +130,7 @@ def main(argv=None) -> int:
             rows.append(row)
             for name in runs:
                 vs = row["speedup_vs_env_step"].get(name)
-                print(f"{graph.name:>14} {kind:>9} {name:>16}: {row['placements_per_s'][name]:>8.0f} placements/s  "
+                print(f"{graph.name:>14} {kind:>9} {name:>22}: {row['placements_per_s'][name]:>8.0f} placements/s  "
                       f"x{row['speedup_vs_measure'][name]:.2f} vs measure" + (f"  x{vs:.2f} vs env.step" if vs else ""))
     if args.json:
         results.write_json(args.json, {

@@ -18,7 +18,12 @@ the observation and info of the step that ended its episode: the measured placem
 reset.
 
 Observation: the sub-env observations stacked (`gymnasium.vector.utils.batch_space` of the single space: a
-``Dict`` whose arrays gain a leading K axis, e.g. ``placement`` (K, N) int64, ``node_features`` (K, N, F)).
+``Dict`` whose arrays gain a leading K axis, e.g. ``placement`` (K, N) int64, ``node_features`` (K, N, F)). Every
+array returned is fresh (the caller may keep or modify it), unless the env is built with ``copy=False``
+(``gym.make_vec(..., copy=False)``, the name of Gymnasium's ``SyncVectorEnv`` option): then the arrays that are the
+same on every step (all but ``placement``, in the observation and in ``final_obs``) are read-only views of arrays
+the env keeps, shared between calls and sub-envs (a write raises instead of changing what later calls return),
+which saves copying them (~100 KB per ResNet-50 placement and step); ``placement`` arrays stay fresh.
 Action: (K, N) int, a placement per sub-env. Reward, terminated, truncated: (K,) arrays.
 Seeding: ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list gives each its own), as Gymnasium's
 ``SyncVectorEnv`` does.
@@ -29,9 +34,10 @@ from typing import Any, Sequence
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
 from .backends import Backend
+from .backends.base import measure_batch
 from .env import DevicePlacementEnv, _backend, model_list
 from .graph import ComputationGraph
 from .models import load_graph
@@ -46,6 +52,8 @@ class DevicePlacementVectorEnv(VectorEnv):
         num_envs: K, the number of sub-envs (placements measured per ``step``).
         model, devices, backend, backend_options, profile, warmup, repeats, objective: as for
             `DevicePlacementEnv`; the graph is loaded and the backend built once and shared by every sub-env.
+        copy: False: the observation arrays that never change are shared read-only views, not fresh copies
+            (module docstring).
         env_kwargs: the other `DevicePlacementEnv` arguments (``reward``, ``horizon``, ``features``,
             ``failure_penalty``, ``unsupported``, ``reference_every``, ``render_mode``), the same for every sub-env.
 
@@ -69,6 +77,7 @@ class DevicePlacementVectorEnv(VectorEnv):
         warmup: int | None = None,
         repeats: int | None = None,
         objective: str | None = None,
+        copy: bool = True,
         **env_kwargs: Any,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
@@ -88,10 +97,17 @@ class DevicePlacementVectorEnv(VectorEnv):
         self.render_mode = self.envs[0].render_mode
         # One-step episodes (the default, horizon 1) end on every step: `step` then does every sub-env's
         # bookkeeping in batch (`_step_ending_every_episode`). Each sub-env's observation is fixed but for its
-        # placement: its other arrays are stacked once here and copied per step.
+        # placement: its other arrays are stacked once here, and copied per step unless `copy` is False.
         self._every_step_ends = self.envs[0].horizon == 1
+        self.copy = copy
         self._fixed_obs = {key: np.stack([env.observation()[key] for env in self.envs])
                            for key in self.single_observation_space.spaces if key != "placement"}
+        for array in self._fixed_obs.values():
+            array.flags.writeable = False  # what `copy=False` hands out; copies of it are writeable
+        # Each sub-env's observation with its fixed arrays as views (`copy=False`), in the key order of
+        # `DevicePlacementEnv.observation`: a step copies the dict and puts in the placement.
+        self._fixed_rows = [{key: None if key == "placement" else self._fixed_obs[key][i]
+                             for key in self.single_observation_space.spaces} for i in range(num_envs)]
         self._step_infos: list[dict] | None = []
         self._last_step: tuple | None = None  # what `step_infos` is built from, on first read
 
@@ -105,7 +121,8 @@ class DevicePlacementVectorEnv(VectorEnv):
         """Each sub-env's info of the last ``step``, as `DevicePlacementEnv.step` returns it (built on first read
         after a batched step)."""
         if self._step_infos is None:
-            placements, repaired, measurements, references = self._last_step
+            placements, repaired, batch, references = self._last_step
+            measurements = batch.measurements()
             self._step_infos = [
                 {**env._info(placement, m, reference), "repaired_ops": count, "model": self.graph.name}
                 for env, placement, count, m, reference in zip(self.envs, placements, repaired.tolist(),
@@ -135,7 +152,7 @@ class DevicePlacementVectorEnv(VectorEnv):
             obs, info = env.reset(seed=env_seed, options=options)
             observations.append(obs)
             infos.append(info)
-        return self._stack(observations), self._batch_infos(infos)
+        return self._observations(np.stack([obs["placement"] for obs in observations])), self._batch_infos(infos)
 
     def step(self, actions):
         """Measure one placement per sub-env (row ``i`` of `actions`, (K, N) ints) with one ``measure_many`` call;
@@ -162,7 +179,8 @@ class DevicePlacementVectorEnv(VectorEnv):
             observations.append(obs)
             infos.append(info)
         self._step_infos = step_infos
-        return self._stack(observations), rewards, terminations, truncations, self._batch_infos(infos)
+        return (self._observations(np.stack([obs["placement"] for obs in observations])), rewards, terminations,
+                truncations, self._batch_infos(infos))
 
     def _step_ending_every_episode(self, actions: np.ndarray):
         """`step` when every sub-env's episode ends with it (horizon 1): the same outputs as the general path
@@ -179,36 +197,31 @@ class DevicePlacementVectorEnv(VectorEnv):
             if env.reference_every and env._g.since_reference >= env.reference_every:
                 env._remeasure_reference()
             env._g.since_reference += 1
-        measurements = self.backend.measure_many(self.graph, placements)
+        # In columns: no `Measurement` object is built unless `step_infos` is read.
+        batch = measure_batch(self.backend, self.graph, placements)
         references = [(env.current_reference_s, env.reference.latency_s) for env in envs]
         for env in envs:  # `end_step`'s count, then the same-step reset (the episode starts again)
             env.placements_measured += 1
             env._start_episode()
-        self._step_infos, self._last_step = None, (placements, repaired, measurements, references)
+        self._step_infos, self._last_step = None, (placements, repaired, batch, references)
 
         # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env.
-        ok = np.array([m.ok for m in measurements])
+        measured = batch.columns
+        ok = np.array(measured["ok"])
         now, first = np.array(references).T
-        latency = np.where(ok, [m.latency_s for m in measurements], envs[0].failure_penalty * now)
+        latency = np.where(ok, measured["latency_s"], envs[0].failure_penalty * now)
         speedup = now / latency
         corrected = latency * first / now
         reward = {"speedup": lambda: speedup - 1.0, "neg_latency": lambda: -corrected}.get(
             envs[0].reward_name, lambda: 1.0 / corrected)()
-        breakdowns: dict[str, list] = {}
-        for i, m in enumerate(measurements):
-            for key, value in m.breakdown.items():
-                breakdowns.setdefault(key, [None] * k)[i] = value
         final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
                       "latency_corrected_s": corrected, "reference_latency_s": now,
-                      "latency_raw_s": np.where(ok, [m.raw_latency_s for m in measurements], latency)}
+                      "latency_raw_s": np.where(ok, measured["raw_latency_s"], latency)}
         final_info.update(self._columns({
-            "latency_interval_s": [m.interval_s for m in measurements],
-            "spread_s": [m.spread_s for m in measurements],
-            "compile_s": [m.compile_s for m in measurements],
-            "n_submodels": [m.n_submodels for m in measurements],
-            "ok": ok.tolist(), "error": [m.error for m in measurements],
-            "simulated": [m.simulated for m in measurements]}))
-        final_info["breakdown"] = self._columns(breakdowns)
+            "latency_interval_s": measured["interval_s"], "spread_s": measured["spread_s"],
+            "compile_s": measured["compile_s"], "n_submodels": measured["n_submodels"], "ok": measured["ok"],
+            "error": measured["error"], "simulated": measured["simulated"]}))
+        final_info["breakdown"] = self._columns(batch.breakdown)
         final_info.update(self._columns({"objective": [envs[0].objective] * k}))
         final_info["throughput_per_s"] = 1.0 / latency
         final_info.update(self._columns({"repaired_ops": repaired.tolist(), "model": [self.graph.name] * k}))
@@ -216,18 +229,20 @@ class DevicePlacementVectorEnv(VectorEnv):
             if not key.startswith("_") and f"_{key}" not in final_info:
                 final_info[f"_{key}"] = np.ones(k, dtype=bool)
 
-        # Each sub-env's final observation in arrays of its own (small ones: the allocator reuses their memory,
-        # where one fresh (K, N, F) batch would cost page faults on every step).
-        fixed, keys = self._fixed_obs, self.single_observation_space.spaces
+        # Each sub-env's final observation: its own placement array; its other arrays shared views (`copy=False`)
+        # or arrays of its own (small ones: the allocator reuses their memory, where one fresh (K, N, F) batch
+        # would cost page faults on every step).
         final_obs = np.empty(k, dtype=object)
-        for i in range(k):
-            final_obs[i] = {key: placements[i].copy() if key == "placement" else fixed[key][i].copy() for key in keys}
-        reference = self.envs[0].reference_device
+        for i, (row, placement) in enumerate(zip(self._fixed_rows, placements.copy())):
+            final_obs[i] = obs = row.copy() if not self.copy else {
+                key: None if value is None else value.copy() for key, value in row.items()}
+            obs["placement"] = placement
+        reference, names = self.envs[0].reference_device, self.envs[0].device_names
         info = {"final_obs": final_obs, "_final_obs": np.ones(k, dtype=bool),
                 "final_info": final_info, "_final_info": np.ones(k, dtype=bool)}
         info.update(self._columns({
-            "reference_latency_s": [env.reference.latency_s for env in envs],
-            "devices": [env.device_names for env in envs], "reference_device": [reference] * k,
+            "reference_latency_s": first.tolist(),  # each sub-env's first reference: what its reset info says
+            "devices": [list(names) for _ in envs], "reference_device": [reference] * k,
             "model": [self.graph.name] * k}))
         for key in ("reference_latency_s", "devices", "reference_device", "model"):
             info[f"_{key}"] = np.ones(k, dtype=bool)
@@ -264,9 +279,11 @@ class DevicePlacementVectorEnv(VectorEnv):
         return actions.astype(np.int64, copy=True)
 
     def _observations(self, placements: np.ndarray) -> dict[str, np.ndarray]:
-        """The batch observation of sub-envs whose placements are `placements` ((K, N) int64), in fresh arrays, in
-        the key order of `DevicePlacementEnv.observation`."""
-        return {key: placements.copy() if key == "placement" else self._fixed_obs[key].copy()
+        """The batch observation of sub-envs whose placements are `placements` ((K, N) int64), in the key order of
+        `DevicePlacementEnv.observation`: fresh arrays, or with `copy` False the fixed ones as shared read-only
+        arrays (module docstring)."""
+        return {key: placements.copy() if key == "placement" else
+                self._fixed_obs[key].copy() if self.copy else self._fixed_obs[key]
                 for key in self.single_observation_space.spaces}
 
     def _columns(self, columns: dict[str, list]) -> dict[str, Any]:
@@ -274,15 +291,15 @@ class DevicePlacementVectorEnv(VectorEnv):
         `VectorEnv._add_info` batches them: an array typed by the first value present, and the mask ``_key``."""
         batched: dict[str, Any] = {}
         for key, values in columns.items():
-            present = [v is not None for v in values]
             example = next((v for v in values if v is not None), None)
             if example is not None and (type(example) in (int, float, bool) or isinstance(example, np.number)):
-                array = np.zeros(self.num_envs, dtype=type(example))
-                if all(present):
-                    array[:] = values
-                else:
+                if None in values:  # zeros where a sub-env has no value, masked out
+                    present = [v is not None for v in values]
+                    array = np.zeros(self.num_envs, dtype=type(example))
                     array[present] = [v for v in values if v is not None]
-                mask = np.array(present)
+                    mask = np.array(present)
+                else:
+                    array, mask = np.array(values, dtype=type(example)), np.ones(self.num_envs, dtype=bool)
             else:  # objects (None included: `_add_info` stores it and marks the sub-env as having the key)
                 array = np.empty(self.num_envs, dtype=object)
                 for i, value in enumerate(values):
@@ -290,8 +307,3 @@ class DevicePlacementVectorEnv(VectorEnv):
                 mask = np.ones(self.num_envs, dtype=bool)
             batched[key], batched[f"_{key}"] = array, mask
         return batched
-
-    def _stack(self, observations: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        """The sub-envs' observations as one batch of `observation_space`, in fresh arrays."""
-        out = create_empty_array(self.single_observation_space, self.num_envs)
-        return concatenate(self.single_observation_space, observations, out)

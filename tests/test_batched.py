@@ -14,8 +14,9 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode
 
-from placement_gym import ComputationGraph, DevicePlacementEnv
+from placement_gym import ComputationGraph, DevicePlacementEnv, load_graph
 from placement_gym.backends import Backend, Measurement
+from placement_gym.backends.base import MeasurementBatch
 from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes
 from placement_gym.backends.simulated import HeteroCutter, SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
@@ -100,6 +101,25 @@ def test_measure_many_takes_the_use_cache_flag_and_empty_batches(tiny_chain_grap
         backend.measure_many(tiny_chain_graph, np.full((2, 9), 5))
 
 
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_measure_batch_columns_are_those_of_the_measurements(objective, tiny_branch_graph):
+    """The simulated backend's columns (filled from its arrays) equal the columns read from its `Measurement`s,
+    failures and the throughput objective's partial breakdowns included (keys in the same order)."""
+    backend = SimulatedBackend(failing_profile(tiny_branch_graph), objective=objective)
+    n = tiny_branch_graph.n_ops
+    few_on_gpu = np.zeros(n, dtype=np.int64)
+    few_on_gpu[10:13] = 1
+    # Random and blocky placements, then one on the CPU alone followed by a split one (whose busy keys come last).
+    placements = np.concatenate([placements_to_price(n, 3, seed=2), np.stack([np.zeros(n, dtype=np.int64), few_on_gpu])])
+    for rows in (slice(None), slice(len(placements) - 2, None), slice(0, 1)):
+        batch = backend.measure_batch(tiny_branch_graph, placements[rows])
+        read = MeasurementBatch.of(backend.measure_many(tiny_branch_graph, placements[rows]))
+        assert batch.columns == read.columns and list(batch.breakdown.items()) == list(read.breakdown.items())
+        assert batch.measurements() == read.measurements() and len(batch) == len(placements[rows])
+    assert not all(backend.measure_batch(tiny_branch_graph, placements).columns["ok"])  # failures among them
+    assert len(backend.measure_batch(tiny_branch_graph, placements[:0])) == 0
+
+
 def test_cut_of_a_batch_is_the_cut_of_each_placement():
     """On a graph big enough for both ways of finding each subgraph's downstream ops (`words > 32`)."""
     for graph in (random_dag(40, 7), random_dag(2200, 8)):
@@ -180,6 +200,21 @@ def test_compiled_cut_and_sums_match_a_plain_python_reference():
             for i, device in enumerate(placement):
                 compute[device] += prepared.op_seconds[i, device]
             assert [m.breakdown[f"compute_s/{name}"] for name in backend.device_names] == compute
+
+
+def test_cut_of_a_real_model_matches_the_plain_python_reference():
+    """ResNet-50: runs of consecutive ops on one device leave no exit that can lead back into its own subgraph
+    (the kernel then finishes the cut without a bitset round), random placements need several rounds."""
+    graph = load_graph("resnet")
+    cutter = HeteroCutter(graph)
+    rng = np.random.default_rng(5)
+    n = graph.n_ops
+    runs = np.repeat(rng.integers(0, 2, (6, n // 16 + 1)), 16, axis=1)[:, :n]
+    placements = np.concatenate([runs, rng.integers(0, 2, (6, n)), rng.integers(0, 3, (4, n))])
+    counts, labels = cutter.cut_many(placements)
+    for placement, count, label in zip(placements, counts, labels):
+        expected, _ = reference_cut_and_crossings(graph, placement)
+        assert np.array_equal(label, expected) and count == len(set(expected.tolist()))
 
 
 def test_a_backend_without_its_own_measure_many_inherits_the_loop(tiny_chain_graph):
@@ -305,6 +340,34 @@ def test_reset_seeds_sub_env_i_with_seed_plus_i_and_returns_fresh_arrays(tiny_ch
     assert all(first[key] is not again[key] for key in first)
     venv.reset(seed=[1, 5, 2])
     assert [env.np_random_seed for env in venv.envs] == [1, 5, 2]
+
+
+@pytest.mark.parametrize("horizon", [1, 3])
+def test_copy_false_shares_the_fixed_arrays_read_only_and_gives_the_same_values(horizon, tiny_branch_graph):
+    kwargs = dict(num_envs=3, model=tiny_branch_graph, backend="simulated", horizon=horizon)
+    fresh = DevicePlacementVectorEnv(**kwargs)
+    shared = gym.make_vec("DevicePlacement-v0", copy=False, **kwargs)
+    assert shared.copy is False and fresh.copy is True
+    outputs = [(fresh.reset(seed=3), shared.reset(seed=3))]
+    fresh.action_space.seed(0)
+    for _ in range(4):
+        actions = fresh.action_space.sample()
+        outputs.append((fresh.step(actions), shared.step(actions)))
+    for ours, theirs in outputs:
+        assert data_equivalence(ours, theirs, exact=True)
+    (first, _), (last, *_, info) = outputs[0][1], outputs[-1][1]
+    for key in first:
+        if key == "placement":  # always fresh
+            assert first[key] is not last[key] and last[key].flags.writeable
+        else:  # the same memory on every call, read-only
+            assert np.shares_memory(first[key], last[key]) and not last[key].flags.writeable
+            with pytest.raises(ValueError, match="read-only"):
+                last[key][...] = 0
+            assert outputs[-1][0][0][key].flags.writeable  # copy=True: writeable copies
+    if horizon == 1:
+        final = info["final_obs"][0]
+        assert not final["node_features"].flags.writeable and final["placement"].flags.writeable
+        assert np.shares_memory(final["node_features"], last["node_features"])
 
 
 def test_same_seed_same_trajectory(tiny_branch_graph):

@@ -48,27 +48,34 @@ def _components(n, src, dst, keep, labels):
 
 
 @njit(cache=True, nogil=True)
-def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, members, member_start,
-         pair_order):
+def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, last, exits, members,
+         member_start, pair_order):
     """HETERO's cut of one placement into `labels` (smallest op index of each op's submodel); returns how many.
 
     Scratch arrays (any contents on entry): `keep` (E,) bool, `late` / `has_exit` (N,) bool, `reach` (N, W)
-    uint64, `members` (N,) / `member_start` (N + 1,) / `pair_order` (N,) int64."""
+    uint64, `last` / `members` / `pair_order` (N,), `member_start` (N + 1,), `exits` (E,) int64."""
     n, e = device.size, src.size
     for k in range(e):
         keep[k] = device[src[k]] == device[dst[k]]
     _components(n, src, dst, keep, labels)
     words = descendants.shape[1]
     while split_cycles:
-        # Each subgraph's exits: the edges leaving it (HETERO's "this subgraph feeds another").
-        exits = 0
+        # Each subgraph's exits (the edges leaving it: HETERO's "this subgraph feeds another") that can lead back
+        # into it. Ops are in topological order, so an exit u -> x reaches only ops after x: an exit whose x comes
+        # after its subgraph's last op reaches none of them. Most exits are such when subgraphs are local (small,
+        # or runs of consecutive ops), and when no exit is left the cut is final without touching a bitset.
+        for i in range(n):
+            last[labels[i]] = i  # ops in index order: the last write is the subgraph's last op
+        count = 0
         for k in range(e):
-            exits += labels[src[k]] != labels[dst[k]]
-        if exits == 0:
+            owner = labels[src[k]]
+            exits[count] = k
+            count += (owner != labels[dst[k]]) & (dst[k] < last[owner])  # branch-free: random placements
+        if count == 0:
             break
-        # An op is late when it is reachable from an exit of its own subgraph. Two equivalent ways, the cheaper
-        # one is used: OR the descendant rows of each subgraph's exits (~ exits x W words), or test each (exit,
-        # later op of the exit's subgraph) pair (~ pairs: few when subgraphs are local, as in big graphs).
+        # An op is late when it is reachable from such an exit of its own subgraph. Two equivalent ways, the
+        # cheaper one is used: OR the descendant rows of each subgraph's exits (~ exits x W words), or test each
+        # (exit, later op of the exit's subgraph) pair (~ pairs: few when subgraphs are local, as in big graphs).
         pairs = 0
         if words > 32:
             # Ops grouped by subgraph, in topological (index) order within (a counting sort by label).
@@ -83,69 +90,55 @@ def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_ex
             for i in range(n):
                 members[pair_order[labels[i]]] = i
                 pair_order[labels[i]] += 1
-            for k in range(e):
+            for j in range(count):
+                k = exits[j]
                 owner = labels[src[k]]
-                if owner != labels[dst[k]]:
-                    # Members of `owner` after dst[k] (only they can be its descendants).
-                    lo, hi = member_start[owner], member_start[owner + 1]
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if members[mid] <= dst[k]:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    pairs += member_start[owner + 1] - lo
-                    if pairs >= exits * words:
-                        break
-        if words > 32 and pairs < exits * words:
+                # Members of `owner` after dst[k] (only they can be its descendants).
+                lo, hi = member_start[owner], member_start[owner + 1]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if members[mid] <= dst[k]:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                pairs += member_start[owner + 1] - lo
+                if pairs >= count * words:
+                    break
+        if words > 32 and pairs < count * words:
             for i in range(n):
                 late[i] = False
-            for k in range(e):
+            for j in range(count):
+                k = exits[j]
                 owner = labels[src[k]]
-                if owner != labels[dst[k]]:
-                    d = dst[k]
-                    lo, hi = member_start[owner], member_start[owner + 1]
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if members[mid] <= d:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    for j in range(lo, member_start[owner + 1]):
-                        v = members[j]
-                        if (descendants[d, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
-                            late[v] = True
-        elif words > 32:  # big graph, many exits: OR each subgraph's exits' descendant rows, touching only its row
+                d = dst[k]
+                lo, hi = member_start[owner], member_start[owner + 1]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if members[mid] <= d:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                for jj in range(lo, member_start[owner + 1]):
+                    v = members[jj]
+                    if (descendants[d, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
+                        late[v] = True
+        else:  # OR each subgraph's exits' descendant rows into its own row (only subgraphs with exits have one)
             for i in range(n):
                 has_exit[i] = False
-            for k in range(e):
+            for j in range(count):
+                k = exits[j]
                 owner = labels[src[k]]
-                if owner != labels[dst[k]]:
+                d = dst[k]
+                if has_exit[owner]:
                     for w in range(words):
-                        reach[owner, w] = 0
-            for k in range(e):
-                owner = labels[src[k]]
-                if owner != labels[dst[k]]:
+                        reach[owner, w] |= descendants[d, w]
+                else:
                     has_exit[owner] = True
                     for w in range(words):
-                        reach[owner, w] |= descendants[dst[k], w]
+                        reach[owner, w] = descendants[d, w]
             for v in range(n):
                 owner = labels[v]
                 late[v] = has_exit[owner] and ((reach[owner, v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) != 0
-        else:
-            # Branch-free where the data is random (placements are): zero every row, OR each exit's descendants
-            # into its subgraph's row, read each op's bit in its own subgraph's row.
-            for i in range(n):
-                for w in range(words):
-                    reach[i, w] = 0
-            for k in range(e):
-                owner = labels[src[k]]
-                if owner != labels[dst[k]]:
-                    d = dst[k]
-                    for w in range(words):
-                        reach[owner, w] |= descendants[d, w]
-            for v in range(n):
-                late[v] = ((reach[labels[v], v >> 6] >> np.uint64(v & 63)) & np.uint64(1)) != 0
         # Cut the edges inside a subgraph that lead from an op not downstream of one of its exits to one that is:
         # what HETERO's split_cyclic_dependencies promotes to subgraph inputs.
         cuts = 0
@@ -198,6 +191,8 @@ def price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, src, ds
     late = np.empty(n, dtype=np.bool_)
     has_exit = np.empty(n, dtype=np.bool_)
     reach = np.empty((n if split_cycles else 1, descendants.shape[1]), dtype=np.uint64)
+    last = np.empty(n, dtype=np.int64)
+    exits = np.empty(e, dtype=np.int64)
     members = np.empty(n, dtype=np.int64)
     member_start = np.empty(n + 1, dtype=np.int64)
     pair_order = np.empty(n, dtype=np.int64)
@@ -213,7 +208,7 @@ def price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, src, ds
                     labels_out[r, i] = 0
             continue
         n_submodels[r] = _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach,
-                              members, member_start, pair_order)
+                              last, exits, members, member_start, pair_order)
         for i in range(n):
             if labels[i] == i:
                 per_device[r, device[i]] += 1.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -132,6 +132,49 @@ class Measurement:
         return cls(latency_s=float("inf"), ok=False, error=error, **kwargs)
 
 
+#: The `Measurement` values a step's info reports, the columns of a `MeasurementBatch`.
+BATCH_COLUMNS = ("latency_s", "ok", "raw_latency_s", "interval_s", "spread_s", "compile_s", "n_submodels", "error",
+                 "simulated")
+
+
+class MeasurementBatch:
+    """The measurements of a batch of placements in columns, for a caller that reads them a column at a time (the
+    vector env builds its step's infos so): a backend that prices in arrays (the simulated one) fills the columns
+    straight from them, and the B `Measurement` objects are only built when `measurements` is called.
+
+    Attributes:
+        columns: per name of `BATCH_COLUMNS`, a list of each placement's value (that `Measurement` attribute).
+        breakdown: per breakdown key (in the order the measurements' breakdowns first name them), a list of each
+            placement's value, None where its breakdown lacks the key.
+    """
+
+    def __init__(self, columns: dict[str, list], breakdown: dict[str, list],
+                 build: Callable[[], list[Measurement]]) -> None:
+        self.columns, self.breakdown = columns, breakdown
+        self._build = build
+        self._measurements: list[Measurement] | None = None
+
+    @classmethod
+    def of(cls, measurements: Sequence[Measurement]) -> "MeasurementBatch":
+        """The columns of `measurements` (what any backend's ``measure_many`` returns), read from each."""
+        measurements = list(measurements)
+        columns = {name: [getattr(m, name) for m in measurements] for name in BATCH_COLUMNS}
+        breakdown: dict[str, list] = {}
+        for i, m in enumerate(measurements):
+            for key, value in m.breakdown.items():
+                breakdown.setdefault(key, [None] * len(measurements))[i] = value
+        return cls(columns, breakdown, lambda: measurements)
+
+    def __len__(self) -> int:
+        return len(self.columns["ok"])
+
+    def measurements(self) -> list[Measurement]:
+        """The B `Measurement`s, in order (built on the first call)."""
+        if self._measurements is None:
+            self._measurements = self._build()
+        return self._measurements
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A latency backend for the devices it was built with.
@@ -185,6 +228,20 @@ class Backend(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def measure_batch(backend: Backend, graph: ComputationGraph, placements: np.ndarray) -> MeasurementBatch:
+    """``backend.measure_many(graph, placements)`` as a `MeasurementBatch`: the backend's own ``measure_batch``
+    where it has one (the simulated backend prices straight into columns), else its measurements' columns. Not a
+    `Backend` member, so that backends written for the protocol without it keep working.
+
+    A subclass that overrides ``measure_many`` (to count, log or cache its batches) without its own
+    ``measure_batch`` gets its ``measure_many`` called: the inherited ``measure_batch`` would bypass it."""
+    cls = type(backend)
+    owner = next((c for c in cls.__mro__ if "measure_batch" in vars(c)), None)
+    if owner is not None and cls.measure_many is vars(owner).get("measure_many"):
+        return backend.measure_batch(graph, placements)
+    return MeasurementBatch.of(backend.measure_many(graph, placements))
 
 
 def describe_devices(backend: Backend, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -51,7 +51,7 @@ import numpy as np
 
 from ..graph import ComputationGraph
 from ._kernel import price_batch
-from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
+from .base import DEVICE_FEATURES, Backend, Measurement, MeasurementBatch, check_objective
 from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
 logger = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ class SimulatedBackend(Backend):
         array = np.asarray(placement)
         if array.shape != (graph.n_ops,):
             raise ValueError(f"placement must be an integer array of shape ({graph.n_ops},), got {array.dtype} {array.shape}")
-        return self._price(graph, self._check_placements(graph, array[None, :]))[0]
+        return self._price(graph, self._check_placements(graph, array[None, :])).measurements()[0]
 
     def measure_many(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
                      use_cache: bool = True) -> list[Measurement]:
@@ -268,8 +268,15 @@ class SimulatedBackend(Backend):
             B measurements, in order, each equal to what `measure` returns for that placement alone (same
             latency to the last bit, same submodels, breakdown and failure text).
         """
+        return self.measure_batch(graph, placements).measurements()
+
+    def measure_batch(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
+                      use_cache: bool = True) -> MeasurementBatch:
+        """`measure_many` in columns (`placement_gym.backends.base.MeasurementBatch`), filled straight from the
+        priced arrays: a caller that reads columns (the vector env) gets no `Measurement` object built per
+        placement unless it asks for them."""
         if len(placements) == 0:
-            return []
+            return MeasurementBatch.of([])
         return self._price(graph, self._check_placements(graph, np.asarray(placements)))
 
     def _check_placements(self, graph: ComputationGraph, placements: np.ndarray) -> np.ndarray:
@@ -306,25 +313,50 @@ class SimulatedBackend(Backend):
                                      f"{format_bytes(capacity[j])}")
         return problems
 
-    def _price(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
-        """The measurement of each placement of `placements` ((B, N) int64, validated): failures for those that
-        cannot run, the cost model's price (module docstring) for the others."""
+    def _price(self, graph: ComputationGraph, placements: np.ndarray) -> MeasurementBatch:
+        """The measurements of `placements` ((B, N) int64, validated) in columns: failures for those that cannot
+        run, the cost model's price (module docstring) for the others."""
         problems = self._problems(graph, placements)
-        if not any(problems):
-            return self._price_feasible(graph, placements)
-        measurements: list[Measurement | None] = [
-            None if problem is None else Measurement.failure(problem, simulated=True, objective=self.objective)
-            for problem in problems]
+        b = len(placements)
         feasible = [row for row, problem in enumerate(problems) if problem is None]
-        if feasible:
-            for row, measurement in zip(feasible, self._price_feasible(graph, placements[feasible])):
-                measurements[row] = measurement
-        return measurements
+        if len(feasible) == b:
+            latency, n_submodels, breakdown = self._price_feasible(graph, placements)
+        else:  # failures: latency inf, one submodel (`Measurement.failure`), no breakdown
+            latency, n_submodels, breakdown = [float("inf")] * b, [1] * b, {}
+            if feasible:
+                priced = self._price_feasible(graph, placements[feasible])
+                for column, values in zip((latency, n_submodels), priced[:2]):
+                    for row, value in zip(feasible, values):
+                        column[row] = value
+                for key, values in priced[2].items():
+                    column = breakdown[key] = [None] * b
+                    for row, value in zip(feasible, values):
+                        column[row] = value
+        # A simulated latency is exact: no timed runs, so no spread, and the interval is the latency itself.
+        columns = {"latency_s": latency, "ok": [problem is None for problem in problems], "raw_latency_s": latency,
+                   "interval_s": [(x, x) for x in latency], "spread_s": [0.0] * b, "compile_s": [0.0] * b,
+                   "n_submodels": n_submodels, "error": problems, "simulated": [True] * b}
+        objective = self.objective
 
-    def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> list[Measurement]:
-        """Price each of `placements` ((B, N) int64, all runnable). The cut and every sum over a placement's ops or
-        tensors run per placement in the compiled kernel (`placement_gym.backends._kernel.price_batch`), so a
-        placement's price does not depend on its batch."""
+        def build() -> list[Measurement]:
+            # Each breakdown in `breakdown`'s order (the throughput objective's busy keys after the compute ones).
+            return [Measurement(latency_s=latency[row], simulated=True, n_submodels=n_submodels[row],
+                                breakdown={key: values[row] for key, values in breakdown.items()
+                                           if values[row] is not None}, objective=objective)
+                    if problem is None else Measurement.failure(problem, simulated=True, objective=objective)
+                    for row, problem in enumerate(problems)]
+
+        # The batch's breakdown keys in the order the measurements first name them: the first priced placement's,
+        # then the ones it lacks (the busy keys of the throughput objective, which the split placements have).
+        first = feasible[0] if feasible else 0
+        in_first = {key: values for key, values in breakdown.items() if values[first] is not None}
+        return MeasurementBatch(columns, {**in_first, **breakdown}, build)
+
+    def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> tuple[list, list, dict[str, list]]:
+        """Price each of `placements` ((B, N) int64, all runnable): latencies (seconds), submodel counts and the
+        breakdown columns (per key, a value per placement, None where it has none). The cut and every sum over a
+        placement's ops or tensors run per placement in the compiled kernel (`placement_gym.backends._kernel.
+        price_batch`), so a placement's price does not depend on its batch."""
         prepared = self.prepare(graph)
         profile = self.profile
         b, n = placements.shape
@@ -339,17 +371,23 @@ class SimulatedBackend(Backend):
         boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
                               + profile.split_overhead_s, 0.0)
         split = np.flatnonzero(split_mask)
-        busy = link_busy = None
-        split_index: dict[int, int] = {}  # row of a split placement -> its row in `busy` / `link_busy`
+        names = self.device_names
+        breakdown: dict[str, list] = {f"compute_s/{name}": column for name, column in zip(names, compute.T.tolist())}
         if self.objective == "throughput":
             # The busiest device (compute + dispatch of its submodels beyond the first) or directed link; one
             # device alone: its compute.
             latency = compute_s.copy()
             if split.size:
                 busy = compute[split] + np.maximum(per_device[split] - 1, 0) * profile.boundary_overhead_s
-                link_busy = link_s[split]
-                latency[split] = np.maximum(busy.max(axis=1), link_busy.max(axis=1)) + profile.split_overhead_s
-                split_index = dict(zip(split.tolist(), range(split.size)))
+                link_busy = link_s[split].max(axis=1)
+                latency[split] = np.maximum(busy.max(axis=1), link_busy) + profile.split_overhead_s
+                rows = split.tolist()
+                for key, values in [*zip((f"busy_s/{name}" for name in names), busy.T.tolist()),
+                                    ("busiest_link_s", link_busy.tolist())]:
+                    column = breakdown[key] = [None] * b
+                    for row, value in zip(rows, values):
+                        column[row] = value
+            breakdown["throughput_per_s"] = (1.0 / latency).tolist()
         elif not parallel:
             latency = compute_s + transfer_s + boundary_s  # one device alone: + 0.0 + 0.0, its compute
         else:
@@ -357,25 +395,9 @@ class SimulatedBackend(Backend):
             op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
             latency[split] = [self._parallel_makespan(prepared, placements[s], cut_labels[s], op_s[s]) + boundary_s[s]
                               for s in split.tolist()]
-
-        # One Measurement per placement, with the same breakdown as always.
-        names = self.device_names
-        measurements = []
-        compute_rows, latencies, submodels = compute.tolist(), latency.tolist(), n_submodels.tolist()
-        totals = list(zip(compute_s.tolist(), transfer_s.tolist(), boundary_s.tolist(), n_transfers.tolist(),
-                          transfer_bytes.tolist()))
-        for i in range(b):
-            breakdown = {f"compute_s/{name}": s for name, s in zip(names, compute_rows[i])}
-            if self.objective == "throughput":
-                j = split_index.get(i)
-                if j is not None:
-                    breakdown.update({f"busy_s/{name}": float(s) for name, s in zip(names, busy[j])})
-                    breakdown["busiest_link_s"] = float(link_busy[j].max())
-                breakdown["throughput_per_s"] = 1.0 / latencies[i]
-            breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"), totals[i]))
-            measurements.append(Measurement(latency_s=latencies[i], simulated=True, n_submodels=submodels[i],
-                                            breakdown=breakdown, objective=self.objective))
-        return measurements
+        breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"),
+                             (x.tolist() for x in (compute_s, transfer_s, boundary_s, n_transfers, transfer_bytes))))
+        return latency.tolist(), n_submodels.tolist(), breakdown
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:

@@ -56,7 +56,9 @@ class PlacetoAgent(PolicyGradientAgent):
         start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
             device per node, a placement that favours no device; one extra placement measured per episode),
             ``"reference"`` (every op on device 0, Placeto's choice, which makes the result depend on the
-            order the devices are listed in) or ``"best"`` (the best placement so far, a random one at first).
+            order the devices are listed in) or ``"best"`` (the best placement so far, a random one at first;
+            from scratch it settles early: `paper`, budget 500, seeds 0-4, ResNet / Inception 3.45% / 2.74%
+            above the optimum, median, against 0.00% / 0.92% from random starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
             far, the policy's own placement or the heuristic start's (`agents.common.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the nodes it has not
             placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not depend on it.

@@ -200,7 +200,7 @@ class NodePlacementWrapper(gym.Wrapper):
             self._placement = self.layer.validate_action(start_placement)
             _, _, _, _, step_info = self.env.step(self._placement)  # measures the start placement
             self._latency = float(step_info["latency_corrected_s"])
-            self._offer(self._placement, self._latency, step_info)
+            self._offer(self._placement, self._latency, step_info["ok"])
         self._start_latency = self._latency
         return self._observation(), {**info, "latency_s": self._latency}
 
@@ -210,11 +210,11 @@ class NodePlacementWrapper(gym.Wrapper):
         has measured a faster one: a fine-tuning run's episodes search around the policy's own placement
         (`agents.common.run.RunAgent.start_fine_tuning`)."""
         self.start = "best"
-        self._offer(self.layer.validate_action(placement), float(latency_s), {"ok": True})
+        self._offer(self.layer.validate_action(placement), float(latency_s), ok=True)
 
-    def _offer(self, placement: np.ndarray, latency_s: float, info) -> None:
-        """Keep `placement` as the `incumbent` if it worked and is faster than the incumbent."""
-        if info.get("ok", True) and (self.incumbent is None or latency_s < self.incumbent[1]):
+    def _offer(self, placement: np.ndarray, latency_s: float, ok: bool) -> None:
+        """Keep `placement` as the `incumbent` if it worked (`ok`) and is faster than the incumbent."""
+        if ok and (self.incumbent is None or latency_s < self.incumbent[1]):
             self.incumbent = (placement.copy(), latency_s)
 
     def _can_measure(self) -> bool:
@@ -239,7 +239,7 @@ class NodePlacementWrapper(gym.Wrapper):
         latency = float(info["latency_corrected_s"])  # drift-corrected, in units of the first reference
         reward = (self._latency - latency) / self.base.reference.latency_s
         self._placement, self._latency = placement, latency
-        self._offer(placement, latency, info)
+        self._offer(placement, latency, info["ok"])
         self._visited[mask] = 1.0
         self._t += 1
         info = {**info, "node": node, "start_latency_s": self._start_latency}

@@ -11,10 +11,10 @@ Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which 
        agent's ``coarsen_above`` ops, ``run.env`` shows it coarsened to at most ``max_nodes`` clusters
        (`placement_gym.wrappers.CoarsenedPlacement`, see "Big graphs" below);
     4. call the agent's own `RunAgent.train(run, seed)`, the algorithm: it steps ``run.env`` (or a wrapper of
-       it) until ``run.done`` and reports each update's statistics with ``run.record_update``;
-       A run that continues a policy trained before on one graph (fine-tuning: ``learn`` called again,
-       ``placement-gym evaluate --load A.pt --budget K``) first measures the policy's own placement and the
-       heuristic start's (`RunAgent.start_fine_tuning`), so it ends no worse than either;
+       it) until ``run.done`` and reports each update's statistics with ``run.record_update``. A run that
+       continues a policy trained before on one graph (fine-tuning: ``learn`` called again, ``placement-gym
+       evaluate --load A.pt --budget K``) first measures the policy's own placement and the heuristic start's
+       (`RunAgent.start_fine_tuning`), so it ends no worse than either;
     5. `RunLoop.finish`: re-measure the best placement afresh (bypassing the measurement cache, so the
        reported latency is not the luckiest of many noisy draws) and the agent's own deterministic
        placement (``predict``), and return a `placement_gym.evaluation.RunSummary`.

@@ -128,7 +128,7 @@ class PolicyGradientAgent(BaseAgent):
         trained = self.policy is not None
         policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
         self.imitation_obs = run.predict_observation()
-        self.measure_starts(run, env, seed, trained)
+        self.measure_starts(run, env, seed, trained, self.imitation_obs)
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)

@@ -528,18 +528,20 @@ class RunAgent(abc.ABC):
     #: agents' ``heuristic_start`` argument sets it.
     heuristic_start: str = "off"
 
-    def measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+    def measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool,
+                       obs: Mapping[str, Any]) -> None:
         """What a run on one graph measures before the policy samples: `start_fine_tuning` for a policy `trained`
         before, else the heuristic start (`agents.common.heuristic_start`, unless ``heuristic_start="off"``).
-        Nothing over many graphs (`RunLoop.many_graphs`). `env` is the agent's env (``run.env`` or its wrapper)."""
+        Nothing over many graphs (`RunLoop.many_graphs`). `env` is the agent's env (``run.env`` or its wrapper),
+        `obs` the run's ``run.predict_observation()`` (the graph as the agent's actions address it)."""
         if run.many_graphs:
             return
         if trained:
-            self.start_fine_tuning(run, env, seed)
+            self.start_fine_tuning(run, env, seed, obs)
         elif self.heuristic_start != "off":
-            measure_start_placements(run, run.predict_observation(), seed)
+            measure_start_placements(run, obs, seed)
 
-    def start_fine_tuning(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+    def start_fine_tuning(self, run: RunLoop, env: gym.Env, seed: int | None, obs: Mapping[str, Any]) -> None:
         """What a fine-tuning run (a policy trained before, continuing on one graph) measures before its training
         goes on, within the budget: the policy's own placement (`finetune_from_predict`), then the heuristic
         start's placements (unless ``heuristic_start="off"``: each device alone and every op on its cheapest
@@ -549,20 +551,21 @@ class RunAgent(abc.ABC):
         around what the policy and the costs suggest (from random starts, Placeto and ppo-node ended 50
         fine-tuning placements 38% / 42% above the optimum on the `paper` test graphs, worse than their
         zero-shot 9% / 34%). Nothing here on a node-by-node env given directly (its actions are not whole
-        placements). `env` is the agent's env (`run.env` or its wrapper of it)."""
+        placements). `env` and `obs` as for `measure_starts`."""
         if not isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
             return
         if self.finetune_from_predict and not run.done:
-            self.measure_predict(run, seed)
+            self.measure_predict(run, seed, obs)
         if self.heuristic_start != "off":
-            measure_start_placements(run, run.predict_observation())
+            measure_start_placements(run, obs)
         if isinstance(env, NodePlacementWrapper) and run.best_action is not None:
             env.start_from_best(run.best_action, run.best_latency_s)
 
-    def measure_predict(self, run: RunLoop, seed: int | None) -> None:
-        """Measure the policy's own placement through ``run.env`` (one placement of the budget)."""
+    def measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
+        """Measure the policy's own placement for `obs` (``run.predict_observation()``) through ``run.env`` (one
+        placement of the budget)."""
         run.env.reset(seed=seed)
-        run.env.step(self.predict(run.predict_observation()))
+        run.env.step(self.predict(obs))
 
     def placements_per_turn(self, graph: ComputationGraph) -> int | None:
         """Training over several graphs (a multi-graph env): None (here) trains on that env as it is; an agent

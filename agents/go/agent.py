@@ -202,15 +202,15 @@ class GOAgent(PolicyGradientAgent):
             "search_refine": self.search_refine, "split_refit": self.split_refit,
         }
 
-    def start_fine_tuning(self, run: RunLoop, env, seed: int | None) -> None:
+    def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
         """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
         then ``finetune_search`` of the rest of the budget on the local search around the best placement
         (`agents.common.local_search`)."""
-        super().start_fine_tuning(run, env, seed)
+        super().start_fine_tuning(run, env, seed, obs)
         placements = int(round(self.finetune_search * run.remaining))
         if placements == 0:
             return
-        obs = self.imitation_obs  # the graph as the policy sees it (coarsened on a coarsened run), costs included
+        # `obs`: the graph as the policy sees it (coarsened on a coarsened run), costs included.
         options = {k: v for k, v in self.search_options.items() if k not in ("batch", "cheapest_first")}
         search = BlockSearch(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"],
                              **options)
@@ -222,7 +222,7 @@ class GOAgent(PolicyGradientAgent):
         group with the whole-graph cost term off (class docstring); otherwise the shared start."""
         if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
-        self.measure_predict(run, seed)
+        self.measure_predict(run, seed, self.imitation_obs)
         self.policy.graph_cost_scale.fill_(0.0)
         self.policy.set_groups(self.search_groups)
         self.policy.explore.fill_(self.search_explore)

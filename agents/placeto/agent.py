@@ -60,8 +60,10 @@ class PlacetoAgent(PolicyGradientAgent):
             from scratch it settles early: `paper`, budget 500, seeds 0-4, ResNet / Inception 3.45% / 2.74%
             above the optimum, median, against 0.00% / 0.92% from random starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
-            far, the policy's own placement or the heuristic start's (`agents.common.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the nodes it has not
-            placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not depend on it.
+            far, the policy's own placement or the heuristic start's
+            (`agents.common.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
+            nodes it has not placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not
+            depend on it.
         gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
             step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
             the next moves make of it (e.g. a cut that the next group's move removes). With gamma 1 every step

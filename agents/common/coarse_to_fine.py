@@ -9,9 +9,9 @@ optimum, however long it trained. Starting with fine groups instead is slow (one
 (`split_groups`, each half inheriting its parent's distribution, so the placements sampled do not change at the
 moment of the split), down to one group per op. The best cut found so far stays expressible at every level.
 
-`StallDetector` is the trigger, `split_groups` the new grouping; `SPLIT_PATIENCE` the default patience of every
-agent that splits (Post, the RNN, PPO's action groups, GO's single-graph search), `REFIT_STEPS` the step limit of
-the refit after a split where the final distillation is off.
+`StallDetector` is the trigger, `split_groups` the new grouping; `SPLIT_PATIENCE` the default patience of the RNN
+and GO's single-graph search (Post starts from 4 groups and splits after 30, PPO from 8 after 40: `agents.post`,
+`agents.ppo`), `REFIT_STEPS` the step limit of the refit after a split where the final distillation is off.
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patien
            "split_until_expressible"]
 
 #: Default ``split_patience``, measured on the simulated ``paper`` preset (budget 500, seeds 0-4; README,
-#: convergence): for Post 80 reached 0.08% above the optimum on Inception on 6 of seeds 0-6, 60 and 100 fewer,
-#: 20-40 split before the coarse search had converged; the RNN, PPO and GO use the same value (PPO: 4.44 / 4.21%
-#: above the optimum on ResNet / Inception with its 16 groups fixed, 0.00 / 2.11% with 80).
+#: convergence): for Post with 16 groups 80 reached 0.08% above the optimum on Inception on 6 of seeds 0-6, 60 and
+#: 100 fewer, 20-40 split before the coarse search had converged; the RNN and GO use the same value (PPO, with 16
+#: groups: 4.44 / 4.21% above the optimum on ResNet / Inception with the groups fixed, 0.00 / 2.11% with 80).
 SPLIT_PATIENCE = 80
 
 #: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's

@@ -134,7 +134,7 @@ class PolicyGradientAgent(BaseAgent):
             self.trainer = self.make_trainer(policy)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
-        if self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None:
+        if self.refits_start(run):
             self.refit_best(run)
         self.trainer.train(run, env, seed)
         if run.best_action is not None and not run.many_graphs:

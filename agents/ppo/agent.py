@@ -175,7 +175,7 @@ class SB3Agent(RunAgent):
                 self.model.set_random_seed(seed)
         self.imitation_obs = run.predict_observation()
         self.measure_starts(run, env, seed, trained, self.imitation_obs)
-        if self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None:
+        if self.refits_start(run):
             self.distill_best(run, self.distill_steps or REFIT_STEPS)
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)

@@ -52,6 +52,22 @@ def test_post_split_keeps_the_distribution_and_survives_save_load(tmp_path):
     assert int(policy.n_groups) == 12
 
 
+def test_post_boundary_exploration_softens_only_the_groups_at_a_device_boundary():
+    # a 12-op chain in 6 groups, every group sure of its device; the best placement cuts between ops 5 and 6
+    policy = PostPolicy(PolicySpec(4, 1, 2, None, n_ops=12), n_groups=6)
+    best = np.array([0] * 6 + [1] * 6)
+    policy.fit(best[None], smoothing=1.0)
+    chain = np.array([list(range(11)), list(range(1, 12))])
+    assert policy.explore_boundary(best, chain, share=0.5) == 2
+    p_other = 1 - torch.softmax(policy.logits, -1).gather(1, torch.as_tensor(best[::2, None])).squeeze(1)
+    # groups 2 (ops 4-5) and 3 (ops 6-7) hold the cut's ops: a quarter on the other device; the rest stay sure
+    assert torch.allclose(p_other[[2, 3]], torch.tensor([0.25, 0.25]), atol=2e-3)
+    assert p_other[[0, 1, 4, 5]].max() < 2e-3
+    assert policy.explore_boundary(np.zeros(12, dtype=np.int64), chain, share=0.5) == 0  # no boundary, no change
+    with pytest.raises(ValueError, match="boundary_explore"):
+        PostAgent(boundary_explore=1.5)
+
+
 @pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
 def test_post_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
     # 3 groups of a 12-op chain cut at ops 4 and 8; the optimum cuts at 6. Halving the groups when the search

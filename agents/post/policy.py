@@ -116,5 +116,30 @@ class PostPolicy(nn.Module):
         the closed-form cross-entropy minimiser; a little probability is kept on every device)."""
         devices = torch.as_tensor(self.group_devices(placements), device=self.logits.device)  # (M, G)
         freq = nn.functional.one_hot(devices, self.n_devices).float().mean(0)  # (G, D)
-        p = (1 - smoothing) * torch.softmax(self.logits, -1) + smoothing * freq
+        self._set_probabilities((1 - smoothing) * torch.softmax(self.logits, -1) + smoothing * freq)
+
+    @torch.no_grad()
+    def explore_boundary(self, placement: np.ndarray, edge_index: np.ndarray, share: float) -> int:
+        """Give the groups at a device boundary of `placement` (N,) back `share` of the uniform distribution:
+        p_g <- (1 - share) p_g + share / D for every group g holding an op with a producer or consumer (an edge
+        of `edge_index` (2, E)) on another device in `placement`. Returns how many groups that was.
+
+        Why (our addition, `PostAgent`'s ``boundary_explore``): the cross-entropy steps make the distributions
+        nearly deterministic (every other device ~1e-3) long before the groups are fine, so after a split the
+        halves at the best cut can move only by a draw of ~1e-3 each, and the search stays at the coarse
+        groups' cut; groups at a boundary are where a finer cut, or an op joining its neighbours' device, can
+        pay."""
+        placement = np.asarray(placement, dtype=np.int64)
+        src, dst = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
+        crossing = placement[src] != placement[dst]
+        ops = np.concatenate([src[crossing], dst[crossing]])
+        marked = torch.as_tensor(np.unique(self.groups.cpu().numpy()[ops]), device=self.op_logits.device)
+        if marked.numel():
+            p = torch.softmax(self.logits, -1)
+            p[marked] = (1 - share) * p[marked] + share / self.n_devices
+            self._set_probabilities(p)
+        return int(marked.numel())
+
+    def _set_probabilities(self, p: Tensor) -> None:
+        """Set theta to the log of the group distributions `p` (G, D) (every device kept >= 1e-3)."""
         self.op_logits.copy_(torch.log(p.clamp_min(1e-3))[self.groups])

@@ -28,7 +28,7 @@ optimum, median over the seeds, one that never got there counted as never; READM
 halved after 30 placements without a new best (``split_patience``, coarse to fine, our addition,
 `agents.common.coarse_to_fine`), and a cross-entropy step every 3 updates (``ce_every``, ``elite_fraction=0.1,
 ce_smoothing=0.5``): to 2% in 97 (ResNet) / 93 (Inception) placements over seeds 0-9, 100 / 100 over seeds 10-19,
-median best 0.00% / 0.08% above the optimum. The earlier defaults (16 groups, ``split_patience=80``,
+median best 0.00% / 0.08% above the optimum (measured before the boundary exploration below was added). The earlier defaults (16 groups, ``split_patience=80``,
 ``ce_every=5``) took 107 / 183 and 120 / 171 and ended 0.00% / 0.08% and 0.00% / 0.90% above: 16 groups start
 with 2^16 placements to search where a cut of 4 groups is one of 16, and a slower split leaves the finer groups
 too few placements. On ``server`` the same change took ResNet / Inception from 4.4% / 10.0% above the best known
@@ -44,9 +44,8 @@ distribution (`PostPolicy.explore_boundary`). Without it the cross-entropy steps
 nearly sure (~1e-3 on the other devices) before the groups are fine, so on the ``edge`` preset every seed stayed
 at the 16-group cut or an island short of the best (ResNet / Inception 9.6% / 7.2% above the best known, seeds
 0-4); with it 0.0% / 0.3%, within 2% in 340 / 129 placements (4 of 5 seeds each; over seeds 0-9 the medians
-went from 10.0% / 7.5% to 0.75% / 0.60%); on ``paper`` to 2% in 85 / 91
-(seeds 0-4; 94 / 101.5 over seeds 0-9), every seed within 0.64% of the optimum (README, "Post explores at its
-device boundaries"). A share of 0.3 kept ``paper`` where it was but left ``edge`` ResNet 3.8% above; the
+went from 10.0% / 7.5% to 0.75% / 0.60%); on ``paper`` to 2% in 85 / 91 (seeds 0-4; 94 / 101.5 over seeds 0-9),
+every seed within 0.64% of the optimum (README, "Post explores at its device boundaries"). A share of 0.3 kept ``paper`` where it was but left ``edge`` ResNet 3.8% above; the
 neighbours' devices as the target instead of uniform did worse on ``edge`` (its third device is the one to try).
 """
 from __future__ import annotations

@@ -29,6 +29,7 @@ from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import split_groups
 from agents.common.policy import (
     PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
+    with_uniform_share,
 )
 from placement_gym.wrappers import contiguous_groups
 
@@ -135,9 +136,10 @@ class PostPolicy(nn.Module):
         ops = np.concatenate([src[crossing], dst[crossing]])
         marked = torch.as_tensor(np.unique(self.groups.cpu().numpy()[ops]), device=self.op_logits.device)
         if marked.numel():
-            p = torch.softmax(self.logits, -1)
-            p[marked] = (1 - share) * p[marked] + share / self.n_devices
-            self._set_probabilities(p)
+            logits = self.logits  # (G, D), computed afresh
+            # each marked group is one decision drawn uniformly with probability `share`
+            logits[marked] = with_uniform_share(logits[marked], share, decisions=1)
+            self._set_probabilities(torch.softmax(logits, -1))
         return int(marked.numel())
 
     def _set_probabilities(self, p: Tensor) -> None:

@@ -236,7 +236,10 @@ def test_ppo_agent_learns_a_known_mixed_optimum(seed):
 def test_ppo_node_agent_trains_on_groups_and_places_whole_graphs(env, tmp_path):
     from agents.ppo import PPOAgent, PPONodeAgent
 
-    agent = PPONodeAgent(node_groups=4, n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    # No heuristic start: on this real backend the per-op costs are profiled (noisy), so its "every op on its
+    # cheapest device" placement is sometimes mixed and sometimes the run's best, and the agent then refines its
+    # groups to return it (tests/test_heuristic_start.py), which this test's one-device-per-group check excludes.
+    agent = PPONodeAgent(node_groups=4, n_steps=4, batch_size=4, n_epochs=1, seed=0, heuristic_start="off")
     before = env.placements_measured
     agent.learn(env, budget=9)  # wrapped into the node-by-node variant: one group per step
     assert env.placements_measured - before == 9

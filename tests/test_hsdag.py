@@ -227,7 +227,10 @@ def test_policy_learns_on_the_simulated_paper_preset(tiny_branch_graph):
     # the policy's samples must get faster on average (not only the best one found). Without self-imitation:
     # by design it keeps sampling around the `elites` fastest placements (not only the best one), so the mean
     # of the samples moves less (measured here: last three updates -0.27 with it, 0.0 without, first -0.31).
-    agent = HSDAGAgent(seed=0, hidden_channels=32, learning_rate=0.01, imitation_coef=0.0)
+    # Likewise without the search aids that keep drawing groups at random (``explore``, ``boundary_explore``) and
+    # re-parse the groups (``split_patience``): this test is about the policy gradient.
+    agent = HSDAGAgent(seed=0, hidden_channels=32, learning_rate=0.01, imitation_coef=0.0, explore=0.0,
+                       boundary_explore=0.0, split_patience=None)
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     agent.learn(env, budget=200)
     rewards = [h["reward_mean"] for h in agent.history]
@@ -279,3 +282,41 @@ def test_train_command_writes_records_checkpoint_and_placement(tmp_path, capsys)
     loaded = HSDAGAgent.load(tmp_path / "run.pt")
     assert loaded.hyperparameters()["max_levels"] == 2
     assert main(argv) == 2  # refuses to overwrite the results
+
+
+def test_boundary_exploration_softens_only_the_groups_at_a_device_boundary(tiny_chain_graph):
+    obs = observation(tiny_chain_graph)
+    n = tiny_chain_graph.n_ops
+    edge_index = torch.as_tensor(obs["edge_index"])
+    producers, consumers = obs["edge_index"]
+    assert n >= 4 and np.array_equal(consumers, producers + 1)  # a chain: op i feeds op i + 1
+    policy = HSDAGPolicy(spec_of(obs), boundary_explore=1.0)
+    ops_as_groups = torch.arange(n)
+    logits = torch.tensor([[5.0, 0.0]]).repeat(n, 1)  # every group sure of device 0
+    cut = n // 2
+    placement = np.array([0] * cut + [1] * (n - cut))
+    assert torch.equal(policy.boundary_share(logits, ops_as_groups, edge_index), logits)  # nothing set yet
+    policy.explore_around(placement)
+    shared = policy.boundary_share(logits, ops_as_groups, edge_index)
+    changed = sorted(np.flatnonzero((shared != logits).any(1).numpy()))
+    assert changed == [cut - 1, cut]  # the two ops at the cut, no other
+    # one decision among the two marked groups: each keeps half its distribution and gets half of uniform
+    expected = 0.5 * torch.softmax(logits[cut], -1) + 0.25
+    assert torch.allclose(shared[cut].exp(), expected) and torch.equal(shared.argmax(1), logits.argmax(1))
+    policy.explore_around(np.zeros(n, dtype=np.int64))  # one device: no boundary, nothing to soften
+    assert torch.equal(policy.boundary_share(logits, ops_as_groups, edge_index), logits)
+    policy.explore_around(placement[:-1])  # a placement of another graph is ignored
+    assert torch.equal(policy.boundary_share(logits, ops_as_groups, edge_index), logits)
+    with pytest.raises(ValueError, match="boundary_explore must be >= 0"):
+        HSDAGPolicy(spec_of(obs), boundary_explore=-1.0)
+
+
+def test_agent_samples_around_its_best_placement(tiny_branch_graph):
+    agent = HSDAGAgent(seed=0, hidden_channels=32, boundary_explore=1.0)
+    env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
+    agent.learn(env, budget=30)
+    # after every update the policy samples around the run's best placement (HSDAGAgent.on_update)
+    assert np.array_equal(agent.policy.around.numpy(), agent.best_placement)
+    off = HSDAGAgent(seed=0, hidden_channels=32, boundary_explore=0.0)
+    off.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=off.feature_families), budget=30)
+    assert off.policy.around is None

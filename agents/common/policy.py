@@ -26,7 +26,7 @@ from torch import Tensor
 from placement_gym.wrappers import group_action_mask
 
 __all__ = ["PolicySample", "categorical_log_prob", "first_of_groups", "group_majority", "group_majority_placement",
-           "group_mean_logits", "sample_categorical", "with_uniform_share"]
+           "group_mean_logits", "groups_at_device_boundary", "sample_categorical", "with_uniform_share"]
 
 
 @dataclass
@@ -143,6 +143,17 @@ def with_uniform_share(logits: Tensor, explore: float, decisions: int | None = N
         return logits
     share = min(1.0, explore / (decisions or logits.shape[0]))
     return torch.log((1 - share) * torch.softmax(logits, -1) + share / logits.shape[-1])
+
+
+def groups_at_device_boundary(placement: Tensor, edge_index: Tensor, groups: Tensor) -> Tensor:
+    """(M,) int64 the distinct groups (of `groups` (N,), the group of every op) that hold an op with a producer or
+    consumer (an edge of `edge_index` (2, E)) on another device in `placement` (N,): where a search that has found
+    `placement` can move a device boundary. Post's and HSDAG's boundary exploration (`agents.post.PostPolicy
+    .explore_boundary`, `agents.hsdag.HSDAGPolicy.explore_around`) give these groups back a share of the uniform
+    distribution."""
+    src, dst = edge_index[0], edge_index[1]
+    crossing = placement[src] != placement[dst]
+    return torch.unique(groups[torch.cat([src[crossing], dst[crossing]])])
 
 
 def first_of_groups(groups: Tensor) -> Tensor:

@@ -99,7 +99,11 @@ class PolicyGradientAgent(BaseAgent):
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
         return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
-                           on_split=self.refit_best if self.split_refit else None)
+                           on_split=self.refit_best if self.split_refit else None, on_update=self.on_update)
+
+    #: ``on_update(run)``: called by the trainer after every update (`PolicyGradientTrainer`'s ``on_update``);
+    #: None here, HSDAG's boundary exploration sets it.
+    on_update: Callable[[RunLoop], None] | None = None
 
     #: Whether a split of the policy's groups (``split_patience``, coarse to fine) is followed by `refit_best`.
     #: Subclasses whose split changes the policy's distribution set it (the RNN's and GO's ``split_refit``).

@@ -112,15 +112,16 @@ class PPOTrainer(PolicyGradientTrainer):
         policy: the policy module.
         config: `PPOConfig` (defaults if None).
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
-        on_split: see `PolicyGradientTrainer`.
+        on_split, on_update: see `PolicyGradientTrainer`.
     """
 
     def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None,
-                 on_split: Callable[[RunLoop], None] | None = None) -> None:
+                 on_split: Callable[[RunLoop], None] | None = None,
+                 on_update: Callable[[RunLoop], None] | None = None) -> None:
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
                              "decisions it collected (agents.common.policy); train it with REINFORCE instead")
-        super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split)
+        super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split, on_update=on_update)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 
@@ -154,7 +155,7 @@ class PPOTrainer(PolicyGradientTrainer):
             else:
                 totals = [float(sum(float(d.rewards.sum()) for d in steps)) for steps in episodes]
                 stats.update(reward_mean=float(np.mean(totals)), reward_max=float(np.max(totals)))
-            self.coarse_to_fine(run, decisions, stats)
+            self.react(run, decisions, stats)
             self.after_update(decisions, stats)
             run.record_update(stats)
 

@@ -137,11 +137,15 @@ class PolicyGradientTrainer:
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
         on_split: called with the run after every split of the policy's groups (``split_patience``): the agent's
             reaction to a new grouping (the RNN distils the run's best placement into its longer decoder).
+        on_update: called with the run after every update (before a split): the agent's reaction to the
+            placements measured so far (HSDAG samples around the run's best, ``boundary_explore``).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
-                 imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None) -> None:
+                 imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None,
+                 on_update: Callable[[RunLoop], None] | None = None) -> None:
         self.policy, self.config, self.imitate, self.on_split = policy, config, imitate, on_split
+        self.on_update = on_update
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
         self.advantages = AdvantageEstimator(config.baseline, config.baseline_decay, config.normalize_advantage)
         self.elites = EliteSet(config.elites if config.imitation_coef > 0 else 0)
@@ -149,6 +153,12 @@ class PolicyGradientTrainer:
             raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
                              f"{type(policy).__name__} has no split()")
         self.stall = None if config.split_patience is None else StallDetector(config.split_patience)
+
+    def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
+        """After every update, with the placements it measured: the agent's ``on_update``, then `coarse_to_fine`."""
+        if self.on_update is not None:
+            self.on_update(run)
+        self.coarse_to_fine(run, decisions, stats)
 
     def coarse_to_fine(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
         """Halve the policy's groups when the search has stalled (``split_patience``,
@@ -174,14 +184,15 @@ class ReinforceTrainer(PolicyGradientTrainer):
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
     Args:
-        policy, optimizer, imitate, on_split: see `PolicyGradientTrainer`.
+        policy, optimizer, imitate, on_split, on_update: see `PolicyGradientTrainer`.
         config: `ReinforceConfig` (defaults if None).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
                  optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None,
-                 on_split: Callable[[RunLoop], None] | None = None) -> None:
-        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split)
+                 on_split: Callable[[RunLoop], None] | None = None,
+                 on_update: Callable[[RunLoop], None] | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
@@ -200,7 +211,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
         self.elites.offer([decision])
         stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r, key=decision.graph), sample.entropy)
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
-        self.coarse_to_fine(run, [decision], stats)
+        self.react(run, [decision], stats)
         return next_obs, stats
 
     def _episodic_update(self, run: RunLoop, env: gym.Env) -> dict:

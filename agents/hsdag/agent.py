@@ -25,10 +25,11 @@ parsing throughout; ``baseline=False, entropy_coef=0, normalize_advantage=False`
 Defaults, measured on the simulated ``paper`` preset (budget 500; examples/ablation.py and sweeps with
 ``placement-gym train --agent hsdag --agent-option ...``):
 
-* ``max_levels=3``. Parsing "until no level merges anything" (``max_levels=None``, the paper's rule) leaves 1-2
-  groups on ResNet-50, Inception-V3 and BERT with freshly initialised weights (each level merges ~60% of the
-  nodes), so every sample is a single-device placement and the reward cannot tell samples apart. A few levels
-  leave tens of groups whose number still comes from the learned scores.
+* ``max_levels=4`` (the start of the coarse-to-fine parse below; was 3 without it). Parsing "until no level merges
+  anything" (``max_levels=None``, the paper's rule) leaves 1-2 groups on ResNet-50, Inception-V3 and BERT with
+  freshly initialised weights (each level merges ~60% of the nodes), so every sample is a single-device placement
+  and the reward cannot tell samples apart. A few levels leave groups whose number still comes from the learned
+  scores.
 * argmax parsing (``stochastic_parsing=False``, the paper's rule). Stochastic parsing (the merge decisions are
   sampled and their log-probability joins the REINFORCE loss) ended at or near the best single device on the
   zoo models, but it is the better choice on small graphs whose optimum needs a particular grouping: on an
@@ -40,14 +41,21 @@ Defaults, measured on the simulated ``paper`` preset (budget 500; examples/ablat
   optimum on ResNet and Inception). Beating the best single device, seeds 0-11: ResNet 12/12 and Inception
   12/12 with ``1e-3 / 0.05`` (mean 10.62 / 12.01 ms), against 10/12 and 9/12 with ``3e-3 / 0.01``; GPU-only
   11.32 / 12.36 ms, optimum 10.47 / 11.76 ms.
-* ``split_patience=None, explore=0`` (both off, the paper's search). ``split_patience=100, explore=0.5`` (coarse to
-  fine over the pooling levels, `HSDAGPolicy.split`, and a uniform share in every group decision; not in the
-  paper) is the fix for the search collapsing onto the best single device or a cut 4-8% off on ``paper``: median
-  gap above the optimum over seeds 0-19, ResNet / Inception, 1.21 / 1.06% off, 0.53 / 0.21% on (screened on
-  seeds 0-9: patience 40 / 80 / 150 alone 0.09 / 4.49, 0.00 / 3.52, 0.00 / 3.06; ``explore=1`` alone
-  2.28 / 1.49; patience 150 with explore 0.5 / 1 / 2 1.12 / 0.33, 1.06 / 0.46, 1.30 / 0.84; patience 100 with
-  explore 1 1.25 / 1.14). Not the default: on ResNet it did worse on ``server`` (median over seeds 0-9 6.198
-  against 5.980 ms) and ``edge`` (43.49 against 37.83 ms) (README, convergence).
+* ``split_patience=50, explore=0.5, boundary_explore=2`` (not in the paper; ``split_patience=None, explore=0,
+  boundary_explore=0, max_levels=3`` is the paper's search): coarse to fine over the pooling levels
+  (`HSDAGPolicy.split`: one level fewer after 50 placements without a new best), a uniform share in every group
+  decision, and about two decisions per placement drawn at random among the groups at a device boundary of the
+  run's best placement (`HSDAGPolicy.explore_around`). Without them the search collapsed onto the best single
+  device or a cut 4-8% off: median gap above the optimum (``paper``, budget 500, seeds 0-4) ResNet / Inception
+  1.30 / 0.35% (seeds 0-9 0.57 / 3.00%), within 2% after 331 / 296 placements; with them 0.00 / 0.02%, within 2%
+  after 106 / 59 (seeds 0-9: 0.00 / 0.02%, 106.5 / 57), and with the devices listed the other way
+  0.00 / 0.04%, 95 / 75. Screened on seeds 0-9 (median placements to 2%, ResNet / Inception): levels 4,
+  patience 50, explore 0.5 without the boundary share 160.5 / 72 (ResNet's cut then moves an op at a time); with
+  a boundary share of 1 112 / 103; the boundary share alone (3 levels, no split) 88.5-125 on ResNet but stuck
+  1.2% above the optimum; patience 40 99 / - with one ResNet seed 2.5% off. On the other presets (seeds 0-4,
+  median best ms, against the earlier defaults): ``edge`` ResNet 34.240 (35.874), Inception 36.378 (35.228),
+  BERT 119.210 (121.278); ``server`` 5.667 (5.646), 7.007 (7.435), 13.525 (13.525); ``ai_pc`` 12.727 (12.766),
+  14.712 (14.877), 20.124 (20.141) (README, "HSDAG samples around its best").
 """
 from __future__ import annotations
 
@@ -105,6 +113,9 @@ class HSDAGAgent(PolicyGradientAgent):
             group's embedding, so the policy's mode moves; `PolicyGradientAgent.refit_best`).
         explore: about this many group decisions per placement drawn uniformly at random however sure the policy
             is (`agents.common.policy.with_uniform_share`; 0: off, the paper). Not in the paper.
+        boundary_explore: about this many group decisions per placement drawn uniformly at random among the groups
+            at a device boundary of the run's best placement so far (`HSDAGPolicy.explore_around`, updated after
+            every update; 0: off, the paper). Not in the paper.
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
         output_shape, node_id, structure, cost: feature-family switches (ablations).
@@ -133,14 +144,15 @@ class HSDAGAgent(PolicyGradientAgent):
         hidden_channels: int = 64,
         num_layers: int = 3,
         pooling: bool = True,
-        max_levels: int | None = 3,
+        max_levels: int | None = 4,
         stochastic_parsing: bool = False,
         stay_bias: float = 0.0,
         refine: bool = True,
         refine_boundary: bool = True,
-        split_patience: int | None = None,
+        split_patience: int | None = 50,
         split_refit: bool = True,
-        explore: float = 0.0,
+        explore: float = 0.5,
+        boundary_explore: float = 2.0,
         directed: bool = True,
         use_edge_features: bool = True,
         output_shape: bool = True,
@@ -176,7 +188,7 @@ class HSDAGAgent(PolicyGradientAgent):
                          torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
-                            refine_boundary=refine_boundary, explore=explore,
+                            refine_boundary=refine_boundary, explore=explore, boundary_explore=boundary_explore,
                             directed=directed, use_edge_features=use_edge_features)
         self.split_patience, self.split_refit = split_patience, split_refit
         self.feature_switches = dict(output_shape=output_shape, node_id=node_id, structure=structure, cost=cost)
@@ -199,6 +211,12 @@ class HSDAGAgent(PolicyGradientAgent):
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         return HSDAGPolicy(spec, **self.network)
+
+    def on_update(self, run) -> None:
+        """After every update: sample around the run's best placement so far (``boundary_explore``), on a run on
+        one graph (across graphs a best placement belongs to one of them)."""
+        if self.network["boundary_explore"] > 0 and not run.many_graphs:
+            self.policy.explore_around(run.best_action)
 
     def groups(self, obs) -> torch.Tensor:
         """(N,) int64 group of every op for `obs` (all distinct without pooling)."""

@@ -40,7 +40,8 @@ from agents.common.gnn import DirectedGNN
 from agents.common.refine import OpRefiner
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import (
-    PolicySample, categorical_log_prob, group_majority, sample_categorical, with_uniform_share,
+    PolicySample, categorical_log_prob, group_majority, groups_at_device_boundary, sample_categorical,
+    with_uniform_share,
 )
 
 from .pooling import GraphParsingPool, PoolResult
@@ -66,13 +67,18 @@ class HSDAGPolicy(nn.Module):
         refine_boundary: the refinement's boundary moves (`OpRefiner`'s ``boundary``).
         explore: about this many group decisions per placement drawn uniformly at random
             (`agents.common.policy.with_uniform_share`; 0: off). A buffer, saved with the weights.
+        boundary_explore: about this many decisions per placement drawn uniformly at random among the groups at a
+            device boundary of the placement set by `explore_around` (the run's best; 0: off). A buffer.
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0) -> None:
+                 override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0,
+                 boundary_explore: float = 0.0) -> None:
         super().__init__()
+        if explore < 0 or boundary_explore < 0:
+            raise ValueError(f"explore and boundary_explore must be >= 0 (0: off), got {explore}, {boundary_explore}")
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim, directed=directed)
@@ -87,10 +93,13 @@ class HSDAGPolicy(nn.Module):
         self.refiner = (OpRefiner(hidden_channels, hidden_channels, spec.device_features, override_bias,
                                   boundary=refine_boundary) if refine else None)
         self.register_buffer("explore", torch.tensor(float(explore)))
+        self.register_buffer("boundary_explore", torch.tensor(float(boundary_explore)))
+        self.around: torch.Tensor | None = None  # (N,) the placement whose device boundaries get boundary_explore
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Checkpoints from before the buffer: the share the policy was built with (as the pooling's level cap).
         state_dict.setdefault(prefix + "explore", self.explore.clone())
+        state_dict.setdefault(prefix + "boundary_explore", self.boundary_explore.clone())
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @torch.no_grad()
@@ -115,6 +124,31 @@ class HSDAGPolicy(nn.Module):
                              graph=graph)
         parses = 1 if graph is None else int(graph.max()) + 1
         return with_uniform_share(logits, float(self.explore), max(1, logits.shape[0] // parses))
+
+    def explore_around(self, placement: np.ndarray | None) -> None:
+        """Sample around `placement` (N,) (the run's best so far; None: stop): from now on the groups holding an op
+        with a graph neighbour on another device in it (`groups_at_device_boundary`) get ``boundary_explore`` of
+        the uniform distribution, about that many of them per placement drawn at random. The mode (``predict``)
+        does not change. Our addition, as Post's (`agents.post.PostPolicy.explore_boundary`): ``explore`` draws
+        groups anywhere, and one group flipped inside a device's region adds two transfers and is almost always
+        slower; at a boundary the flip moves the cut, which is where a collapsed search finds its next best."""
+        self.around = None if placement is None else torch.as_tensor(
+            np.asarray(placement, dtype=np.int64), device=self.explore.device)
+
+    def boundary_share(self, logits: torch.Tensor, assignment: torch.Tensor, edge_index: torch.Tensor,
+                        parses: int = 1) -> torch.Tensor:
+        """`logits` (G, D) of the groups of `assignment` (parses * N,) with ``boundary_explore`` mixed into the
+        groups at a device boundary of `explore_around`'s placement (`parses` copies of the graph, `edge_index`
+        over them); unchanged when off or while no placement of this graph was set."""
+        share = float(self.boundary_explore)
+        if share <= 0 or self.around is None or self.around.numel() * parses != assignment.numel():
+            return logits
+        marked = groups_at_device_boundary(self.around.repeat(parses), edge_index, assignment)
+        if not marked.numel():
+            return logits
+        logits = logits.clone()
+        logits[marked] = with_uniform_share(logits[marked], share, decisions=max(1, marked.numel() // parses))
+        return logits
 
     def encode(self, obs: Mapping[str, Any]):
         """Node embeddings h (N, H) and the `GraphBatch` they came from."""
@@ -185,8 +219,8 @@ class HSDAGPolicy(nn.Module):
         stochastic = taken.replay["stochastic"] if taken is not None else self.stochastic_parsing and not deterministic
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
-            group_actions, log_prob, entropy = devices(
-                self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups)), k)
+            logits = self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups))
+            group_actions, log_prob, entropy = devices(self.boundary_share(logits, pooled.assignment, batch.edge_index), k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
             actions = group_actions[:, pooled.assignment]
@@ -203,8 +237,8 @@ class HSDAGPolicy(nn.Module):
         pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True, choices=replayed)
         copies_ops = Devices(ops.features, None if ops.cost is None else ops.cost.repeat(k, 1),
                              None if ops.mask is None else ops.mask.repeat(k, 1), ops.default_count)
-        logits = self.place_logits(pooled.x, copies_ops.grouped(pooled.assignment, pooled.num_groups),
-                                   graph=pooled.batch)  # (sum of groups over the K parses, D)
+        logits = self.boundary_share(self.place_logits(pooled.x, copies_ops.grouped(pooled.assignment, pooled.num_groups),
+                                                        graph=pooled.batch), pooled.assignment, edges, k)  # (sum G, D)
         group_actions = devices(logits, 1)[0] if taken is None else taken.replay["group_actions"]  # (1, sum G)
         log_p = torch.log_softmax(logits, -1)
         group_log_prob = log_p.gather(1, group_actions.T).squeeze(1)

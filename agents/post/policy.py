@@ -28,8 +28,8 @@ from torch import Tensor, nn
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import split_groups
 from agents.common.policy import (
-    PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
-    with_uniform_share,
+    PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, groups_at_device_boundary,
+    sample_categorical, with_uniform_share,
 )
 from placement_gym.wrappers import contiguous_groups
 
@@ -130,11 +130,10 @@ class PostPolicy(nn.Module):
         halves at the best cut can move only by a draw of ~1e-3 each, and the search stays at the coarse
         groups' cut; groups at a boundary are where a finer cut, or an op joining its neighbours' device, can
         pay."""
-        placement = np.asarray(placement, dtype=np.int64)
-        src, dst = np.asarray(edge_index, dtype=np.int64).reshape(2, -1)
-        crossing = placement[src] != placement[dst]
-        ops = np.concatenate([src[crossing], dst[crossing]])
-        marked = torch.as_tensor(np.unique(self.groups.cpu().numpy()[ops]), device=self.op_logits.device)
+        device = self.op_logits.device
+        marked = groups_at_device_boundary(torch.as_tensor(np.asarray(placement, dtype=np.int64), device=device),
+                                           torch.as_tensor(np.asarray(edge_index, dtype=np.int64), device=device).reshape(2, -1),
+                                           self.groups)
         if marked.numel():
             logits = self.logits  # (G, D), computed afresh
             # each marked group is one decision drawn uniformly with probability `share`

@@ -212,6 +212,11 @@ class HSDAGAgent(PolicyGradientAgent):
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         return HSDAGPolicy(spec, **self.network)
 
+    def start_run(self, run, env, seed, trained) -> None:
+        """A run starts with no placement to sample around (a previous run's best belongs to its graph)."""
+        super().start_run(run, env, seed, trained)
+        self.policy.explore_around(None)
+
     def on_update(self, run) -> None:
         """After every update: sample around the run's best placement so far (``boundary_explore``), on a run on
         one graph (across graphs a best placement belongs to one of them)."""

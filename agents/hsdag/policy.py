@@ -220,7 +220,8 @@ class HSDAGPolicy(nn.Module):
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
             logits = self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups))
-            group_actions, log_prob, entropy = devices(self.boundary_share(logits, pooled.assignment, batch.edge_index), k)
+            logits = self.boundary_share(logits, pooled.assignment, batch.edge_index)
+            group_actions, log_prob, entropy = devices(logits, k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}
             actions = group_actions[:, pooled.assignment]
@@ -237,8 +238,9 @@ class HSDAGPolicy(nn.Module):
         pooled = self.pool(h.repeat(k, 1), edges, attr, copies.repeat_interleave(n), sample=True, choices=replayed)
         copies_ops = Devices(ops.features, None if ops.cost is None else ops.cost.repeat(k, 1),
                              None if ops.mask is None else ops.mask.repeat(k, 1), ops.default_count)
-        logits = self.boundary_share(self.place_logits(pooled.x, copies_ops.grouped(pooled.assignment, pooled.num_groups),
-                                                        graph=pooled.batch), pooled.assignment, edges, k)  # (sum G, D)
+        logits = self.place_logits(pooled.x, copies_ops.grouped(pooled.assignment, pooled.num_groups),
+                                   graph=pooled.batch)  # (sum of groups over the K parses, D)
+        logits = self.boundary_share(logits, pooled.assignment, edges, k)
         group_actions = devices(logits, 1)[0] if taken is None else taken.replay["group_actions"]  # (1, sum G)
         log_p = torch.log_softmax(logits, -1)
         group_log_prob = log_p.gather(1, group_actions.T).squeeze(1)

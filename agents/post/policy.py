@@ -131,9 +131,9 @@ class PostPolicy(nn.Module):
         groups' cut; groups at a boundary are where a finer cut, or an op joining its neighbours' device, can
         pay."""
         device = self.op_logits.device
-        marked = groups_at_device_boundary(torch.as_tensor(np.asarray(placement, dtype=np.int64), device=device),
-                                           torch.as_tensor(np.asarray(edge_index, dtype=np.int64), device=device).reshape(2, -1),
-                                           self.groups)
+        placement = torch.as_tensor(np.asarray(placement, dtype=np.int64), device=device)
+        edge_index = torch.as_tensor(np.asarray(edge_index, dtype=np.int64), device=device).reshape(2, -1)
+        marked = groups_at_device_boundary(placement, edge_index, self.groups)
         if marked.numel():
             logits = self.logits  # (G, D), computed afresh
             # each marked group is one decision drawn uniformly with probability `share`

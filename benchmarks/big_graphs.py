@@ -150,7 +150,8 @@ def agreement(graph: ComputationGraph, params: dict) -> dict:
 
 
 #: Every agent of the registry but the two that need no run (single device) or real devices (openvino).
-AGENTS = ("hsdag", "placeto", "rnn", "post", "ppo", "ppo-node", "random", "topo", "greedy", "metis", "dp", "optimal")
+AGENTS = ("hsdag", "placeto", "rnn", "post", "ppo", "ppo-node", "go", "random", "topo", "greedy", "metis", "dp",
+          "optimal")
 #: Agent options of the scale runs (the defaults otherwise).
 AGENT_OPTIONS = {"optimal": {"time_limit_s": 60.0}}
 

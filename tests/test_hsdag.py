@@ -311,6 +311,33 @@ def test_boundary_exploration_softens_only_the_groups_at_a_device_boundary(tiny_
         HSDAGPolicy(spec_of(obs), boundary_explore=-1.0)
 
 
+def test_the_boundary_share_moves_the_samples_not_the_mode(tiny_chain_graph):
+    """``predict`` (and the distillation and refit that aim at it) reads the policy's own mode: with two groups
+    marked and ``boundary_explore=2`` both are drawn uniformly, and an all-uniform group's argmax is device 0."""
+    obs = observation(tiny_chain_graph)
+    n = tiny_chain_graph.n_ops
+    torch.manual_seed(0)
+    policy = HSDAGPolicy(spec_of(obs), max_levels=1, boundary_explore=2.0)
+    cut = np.array([0] * (n // 2) + [1] * (n - n // 2))
+
+    def mode() -> np.ndarray:
+        return policy.act(obs, deterministic=True).actions[0].numpy()
+
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    for _ in range(300):  # make the cut the policy's own placement
+        if np.array_equal(mode(), cut):
+            break
+        loss = -policy.placement_log_prob(obs, cut)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert np.array_equal(mode(), cut)
+    policy.explore_around(cut)
+    assert np.array_equal(mode(), cut)
+    samples = policy.act(obs, num_samples=200).actions.numpy()
+    assert (samples != cut).any(1).mean() > 0.5  # the samples, though, leave the cut's groups to chance
+
+
 def test_agent_samples_around_its_best_placement(tiny_branch_graph):
     agent = HSDAGAgent(seed=0, hidden_channels=32, boundary_explore=1.0)
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)

@@ -48,14 +48,15 @@ Defaults, measured on the simulated ``paper`` preset (budget 500; examples/ablat
   run's best placement (`HSDAGPolicy.explore_around`). Without them the search collapsed onto the best single
   device or a cut 4-8% off: median gap above the optimum (``paper``, budget 500, seeds 0-4) ResNet / Inception
   1.30 / 0.35% (seeds 0-9 0.57 / 3.00%), within 2% after 331 / 296 placements; with them 0.00 / 0.02%, within 2%
-  after 106 / 59 (seeds 0-9: 0.00 / 0.02%, 106.5 / 57), and with the devices listed the other way
+  after 106 / 59 (seeds 0-9: 0.00 / 0.02%, 110 / 57), and with the devices listed the other way
   0.00 / 0.04%, 95 / 75. Screened on seeds 0-9 (median placements to 2%, ResNet / Inception): levels 4,
   patience 50, explore 0.5 without the boundary share 160.5 / 72 (ResNet's cut then moves an op at a time); with
   a boundary share of 1 112 / 103; the boundary share alone (3 levels, no split) 88.5-125 on ResNet but stuck
   1.2% above the optimum; patience 40 99 / - with one ResNet seed 2.5% off. On the other presets (seeds 0-4,
-  median best ms, against the earlier defaults): ``edge`` ResNet 34.240 (35.874), Inception 36.378 (35.228),
-  BERT 119.210 (121.278); ``server`` 5.667 (5.646), 7.007 (7.435), 13.525 (13.525); ``ai_pc`` 12.727 (12.766),
-  14.712 (14.877), 20.124 (20.141) (README, "HSDAG samples around its best").
+  median best ms, against the earlier defaults): ``edge`` ResNet 35.957 (35.874), Inception 36.378 (35.228),
+  BERT 119.210 (121.278); ``server`` 5.660 (5.646), 7.025 (7.435), 13.525 (13.525); ``ai_pc`` 12.727 (12.766),
+  14.712 (14.877), 20.124 (20.141) (README, "HSDAG samples around its best": these are with ``predict``'s fix,
+  the share shaping the samples only; before it ``edge`` ResNet was 34.240).
 """
 from __future__ import annotations
 

@@ -128,8 +128,10 @@ class HSDAGPolicy(nn.Module):
     def explore_around(self, placement: np.ndarray | None) -> None:
         """Sample around `placement` (N,) (the run's best so far; None: stop): from now on the groups holding an op
         with a graph neighbour on another device in it (`groups_at_device_boundary`) get ``boundary_explore`` of
-        the uniform distribution, about that many of them per placement drawn at random. The mode (``predict``)
-        does not change. Our addition, as Post's (`agents.post.PostPolicy.explore_boundary`): ``explore`` draws
+        the uniform distribution, about that many of them per placement drawn at random. ``predict`` (the
+        deterministic mode, also what distillation and the refit after a split aim at) never sees the share: with
+        as many groups marked as ``boundary_explore`` or fewer, their distributions are uniform, whose argmax is
+        the first device. Our addition, as Post's (`agents.post.PostPolicy.explore_boundary`): ``explore`` draws
         groups anywhere, and one group flipped inside a device's region adds two transfers and is almost always
         slower; at a boundary the flip moves the cut, which is where a collapsed search finds its next best."""
         self.around = None if placement is None else torch.as_tensor(
@@ -220,7 +222,8 @@ class HSDAGPolicy(nn.Module):
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
             logits = self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups))
-            logits = self.boundary_share(logits, pooled.assignment, batch.edge_index)
+            if not deterministic:  # the share shapes the samples only: with it a group can be all uniform
+                logits = self.boundary_share(logits, pooled.assignment, batch.edge_index)
             group_actions, log_prob, entropy = devices(logits, k)
             info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
             replay = {"stochastic": False, "choices": pooled.choices, "group_actions": group_actions}

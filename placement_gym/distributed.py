@@ -12,8 +12,9 @@ other; Ray's resources are logical, so keep other work off a bench node):
 * `compare`: the (agent, model, seed) runs of ``placement-gym compare --ray ADDRESS`` as Ray tasks, gathered
   into one list of records in the order the serial `placement_gym.evaluation.compare` produces.
 
-``address`` is ``"local:N"`` (start Ray on this machine with N bench units and N CPUs: N measurements at once)
-or a cluster address as ``ray.init`` takes it (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``). A cluster:
+``address`` is ``"local:N"`` (start Ray on this machine with N bench units and N CPUs: N measurements at once;
+`FarmBackend` then pins each worker to its own share of the machine's cores, `local_core_shares`) or a cluster
+address as ``ray.init`` takes it (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``). A cluster:
 
     ray start --head --port=6379 --resources='{"placement_bench": 1}'          # first measurement node
     ray start --address=HEAD:6379 --resources='{"placement_bench": 1}'         # every other one
@@ -24,6 +25,7 @@ Every node needs placement-gym installed (same version) and, for model files, th
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 import time
 import weakref
@@ -114,13 +116,34 @@ def _graph_key(graph: ComputationGraph) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the farm
+def local_core_shares(workers: int) -> "list[list[int] | None]":
+    """The CPU cores each of `workers` measurement workers on this machine is pinned to: the cores this process
+    may run on, split into `workers` disjoint runs of (nearly) equal size; None for every worker where there are
+    fewer cores than workers or the OS cannot pin (``os.sched_setaffinity``, Linux).
+
+    Why: OpenVINO compiles on more than one thread (~1.3 cores per uncached `tiny_branch` measurement here, and
+    the CPU plugin refuses ``COMPILATION_NUM_THREADS``), so two unpinned workers on 2 cores contend for both and
+    slow each other down; pinned, each has its core. Measured (`benchmarks/ray_farm.py`, README, 2 cores): two
+    workers measured real placements 1.22-1.29x as fast as one unpinned, 1.76x pinned (median of 6 rounds)."""
+    if not hasattr(os, "sched_getaffinity") or workers < 1:
+        return [None] * max(workers, 0)
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < workers:
+        return [None] * workers
+    return [cores[i * len(cores) // workers:(i + 1) * len(cores) // workers] for i in range(workers)]
+
+
 class MeasurementWorker:
     """One measurement node's worker (a Ray actor holding one bench unit): its own backend, built from the
-    `placement_gym.backends.make_backend` arguments it is given, and the graphs it has been sent."""
+    `placement_gym.backends.make_backend` arguments it is given, and the graphs it has been sent; pinned to
+    `cores` (a list of CPU indices) before the backend is built, where given (`local_core_shares`)."""
 
-    def __init__(self, backend: str, devices: "str | Sequence[str]", options: Mapping[str, Any]) -> None:
+    def __init__(self, backend: str, devices: "str | Sequence[str]", options: Mapping[str, Any],
+                 cores: "Sequence[int] | None" = None) -> None:
         from .backends import make_backend
 
+        if cores:  # before OpenVINO starts its threads, so they inherit it
+            os.sched_setaffinity(0, cores)
         self.backend = make_backend(backend, devices, **dict(options))
         self.graphs: dict[str, ComputationGraph] = {}
 
@@ -128,7 +151,8 @@ class MeasurementWorker:
         b = self.backend
         return {"name": b.name, "simulated": b.simulated, "device_names": list(b.device_names),
                 "virtual_devices": list(b.virtual_devices), "objective": getattr(b, "objective", "latency"),
-                "describe": b.describe()}
+                "describe": b.describe(),
+                "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
 
     def add_graph(self, key: str, payload: GraphPayload) -> None:
         if key not in self.graphs:
@@ -150,6 +174,9 @@ class FarmBackend(Backend):
         address: ``"local:N"`` or a Ray cluster address (`connect`).
         workers: how many workers (default: one per bench unit of the cluster).
         cache: keep measurements by placement here (identical placements are not measured again).
+        pin: on a local farm (``"local:N"``), pin each worker to its own share of this machine's cores
+            (`local_core_shares`; the workers' cores are in ``describe()["farm"]["cores"]``). A cluster's
+            workers have a node each and are not pinned.
 
     ``measure_many(graph, placements)`` keeps every worker busy with one placement at a time and returns the
     measurements in the order of `placements`; ``measure`` is a batch of one. Device observations
@@ -157,7 +184,8 @@ class FarmBackend(Backend):
     """
 
     def __init__(self, backend: str = "openvino", devices: "str | Sequence[str]" = "auto", *,
-                 address: str = "local:1", workers: int | None = None, cache: bool = True, **options) -> None:
+                 address: str = "local:1", workers: int | None = None, cache: bool = True, pin: bool = True,
+                 **options) -> None:
         ray = _ray()
         slots = connect(address)
         count = slots if workers is None else int(workers)
@@ -165,8 +193,12 @@ class FarmBackend(Backend):
             raise ValueError(f"workers must be >= 1, got {workers}")
         actor = ray.remote(resources={BENCH_RESOURCE: 1}, num_cpus=0)(MeasurementWorker)
         self.address, self.cache = address, cache
-        self.workers = [actor.remote(backend, devices, dict(options)) for _ in range(count)]
-        info = ray.get(self.workers[0].info.remote())
+        shares = local_core_shares(count) if pin and address.startswith("local:") else [None] * count
+        self.workers = [actor.remote(backend, devices, dict(options), cores) for cores in shares]
+        infos = ray.get([worker.info.remote() for worker in self.workers])
+        self.pinned = any(cores is not None for cores in shares)
+        self.cores: "list[list[int] | None]" = [info["cores"] for info in infos]  # each worker's, as it runs
+        info = infos[0]
         self.name = f"{info['name']} (Ray farm, {count} workers)"
         self.simulated: bool = info["simulated"]
         self.device_names: list[str] = info["device_names"]
@@ -183,7 +215,7 @@ class FarmBackend(Backend):
 
     def describe(self) -> dict:
         return {**self._describe, "farm": {"address": self.address, "workers": len(self.workers),
-                                           "resource": BENCH_RESOURCE}}
+                                           "resource": BENCH_RESOURCE, "pinned": self.pinned, "cores": self.cores}}
 
     # ------------------------------------------------------------------------------------ measuring
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:

@@ -3,6 +3,7 @@ OpenVINO on a tiny model), and ``compare --ray`` against the serial compare."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -12,7 +13,7 @@ import ray  # the README's test command installs it (the "test" extra includes t
 
 from placement_gym import DevicePlacementEnv, cli
 from placement_gym.backends.simulated import SimulatedBackend
-from placement_gym.distributed import BENCH_RESOURCE, FarmBackend, GraphPayload, connect
+from placement_gym.distributed import BENCH_RESOURCE, FarmBackend, GraphPayload, connect, local_core_shares
 
 from .conftest import TWO_DEVICES
 
@@ -56,6 +57,23 @@ def test_farm_measures_a_batch_in_order_as_one_backend_would(local_ray, tiny_bra
     assert np.allclose(farm.device_features(), local.device_features())
     assert farm.describe()["farm"]["workers"] == 2
     farm.close()
+
+
+def test_local_workers_are_pinned_to_their_own_cores(local_ray):
+    """Each local worker runs on its own share of this machine's cores (two unpinned OpenVINO workers on 2 cores
+    slow each other down); a worker per core at most, and no pinning when asked not to."""
+    cores = sorted(os.sched_getaffinity(0))
+    assert local_core_shares(2) == [cores[:len(cores) // 2], cores[len(cores) // 2:]] or len(cores) < 2
+    assert local_core_shares(len(cores) + 1) == [None] * (len(cores) + 1)
+    farm = FarmBackend("simulated", "auto", address="local:2")
+    if len(cores) >= 2:
+        assert farm.pinned and farm.cores == local_core_shares(2)
+        assert not set(farm.cores[0]) & set(farm.cores[1])
+    assert farm.describe()["farm"]["cores"] == farm.cores
+    farm.close()
+    free = FarmBackend("simulated", "auto", address="local:2", pin=False)
+    assert not free.pinned and free.cores == [cores, cores]
+    free.close()
 
 
 def test_farm_measures_real_placements_and_drives_the_env(local_ray, tiny_branch_graph):

@@ -125,8 +125,8 @@ def local_core_shares(workers: int) -> "list[list[int] | None]":
     the CPU plugin refuses ``COMPILATION_NUM_THREADS``), so two unpinned workers on 2 cores contend for both and
     slow each other down; pinned, each has its core. Measured (`benchmarks/ray_farm.py`, README, 2 cores): two
     workers measured real placements 1.22-1.29x as fast as one unpinned, 1.76x pinned (median of 6 rounds)."""
-    if not hasattr(os, "sched_getaffinity") or workers < 1:
-        return [None] * max(workers, 0)
+    if not hasattr(os, "sched_getaffinity"):
+        return [None] * workers
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < workers:
         return [None] * workers

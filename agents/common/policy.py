@@ -135,7 +135,9 @@ def group_mean_logits(logits: Tensor, groups: Tensor) -> Tensor:
 def with_uniform_share(logits: Tensor, explore: float, decisions: int | None = None) -> Tensor:
     """(M, D) log of (1 - s) softmax(`logits`) + s / D, with s = min(1, `explore` / `decisions`) (default M): about
     `explore` of a placement's `decisions` device decisions drawn uniformly at random however sure the policy is
-    (`logits` unchanged when `explore` is 0). The mode, and with it ``predict``, stays the same. Why: a policy
+    (`logits` unchanged when `explore` is 0). The mode stays the same while s < 1; at s = 1 (`explore` >=
+    `decisions`) every row is uniform and its argmax is device 0, so a deterministic placement must not read a
+    share that can reach 1 (HSDAG's boundary share, `agents.hsdag.HSDAGPolicy.explore_around`). Why: a policy
     gradient collapses the group distributions within ~100 placements (GO's: entropy 1e-4 per decision under PPO),
     after which no sample moves a group's device and the search stops; Post's cross-entropy step keeps a floor the
     same way (`agents.post.PostPolicy.fit`). Used by GO's single-graph search and HSDAG (``explore``)."""

@@ -1,7 +1,14 @@
-"""Shared fixtures: tiny zoo graphs and the two-device (one virtual) real OpenVINO setup."""
+"""Shared fixtures: tiny zoo graphs and the two-device (one virtual) real OpenVINO setup; benchmark scripts as
+modules."""
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 # The two-device setup every real-backend test uses: the CPU plus a virtual one-thread copy of it.
 TWO_DEVICES = ["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]
@@ -31,6 +38,19 @@ def env(tiny_branch_graph):
     env = DevicePlacementEnv(tiny_branch_graph, **REAL)
     yield env
     env.close()
+
+
+def load_benchmark(name: str):
+    """benchmarks/<name>.py imported by path (benchmarks/ is not a package; its scripts import their sibling
+    modules, so that folder is on sys.path while one loads)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
 
 
 def break_device(backend, index: int = 1) -> None:

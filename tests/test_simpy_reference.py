@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,22 +11,15 @@ from placement_gym import load_graph
 from placement_gym.backends.profiles import DeviceProfile, LinkProfile, Profile
 from placement_gym.backends.simulated import SimulatedBackend
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from .conftest import load_benchmark
+
 TOLERANCE = 1e-9
 
 
 @pytest.fixture(scope="module")
 def reference():
-    """benchmarks/simpy_reference.py, imported by path (benchmarks/ is not a package; the script imports its
-    sibling modules, so that folder is on sys.path while it loads)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("simpy_reference", BENCHMARKS / "simpy_reference.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    """benchmarks/simpy_reference.py as a module."""
+    return load_benchmark("simpy_reference")
 
 
 def relative_differences(reference, backend, graph, placements) -> np.ndarray:

@@ -1,0 +1,93 @@
+"""Is there a per-op cost rule that places unseen graphs zero-shot better than their best single device? (issue:
+transfer, target 3)
+
+    python benchmarks/transfer_saving_rule.py --profile ai_pc --json benchmarks/results/transfer_saving_rule_ai_pc.json
+    python benchmarks/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
+
+A diagnostic, not an agent. Every op goes on the graph's best single device (measured; ``--base NAME``: on that
+device, e.g. the one a trained policy chose), except the ops whose own time drops by more than tau x the preset's
+per-submodel overhead (``Profile.boundary_overhead_s``) on their cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op alone on each device, what every
+learned policy observes; transfers ignored). tau = 0 is "every op on its cheapest device" where that saves
+anything at all. Printed per graph of each split: the placement's latency relative to the best single device,
+and how many ops moved. It answers whether target 3 (zero-shot better than the best single device on half of the
+test graphs where the optimum beats it by >= 5%) is reachable from what a policy observes, and with what threshold
+chosen on the TRAIN split only. All figures SIMULATED.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _outputs import refuse_existing_outputs, run_metadata
+
+from placement_gym import results
+from placement_gym.backends import make_backend
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.models.dataset import dataset_names
+
+
+def saving_rule(cost: np.ndarray, mask: np.ndarray, base_device: int, threshold_s: float) -> np.ndarray:
+    """(N,) int64: every op on `base_device`, except those whose time on their cheapest device (among those that
+    can run them) is more than `threshold_s` seconds below their time on `base_device`."""
+    cost = np.where(mask, cost, np.inf)  # an op the base cannot run saves "infinitely" much: it always moves
+    placement = np.full(cost.shape[0], base_device, dtype=np.int64)
+    moved = (cost[:, base_device] - cost.min(1)) > threshold_s
+    cheapest = cost.argmin(1)
+    placement[moved] = cheapest[moved]
+    return placement
+
+
+def main(argv: "list[str] | None" = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="ai_pc")
+    parser.add_argument("--splits", nargs="+", default=["train", "val", "test"])
+    parser.add_argument("--tau", nargs="+", type=float, default=[0.0, 1.0, 2.0, 4.0, 8.0],
+                        help="thresholds in units of the preset's per-submodel overhead")
+    parser.add_argument("--base", help="the device every op starts on (a name from the preset); default: each "
+                                       "graph's best single device")
+    parser.add_argument("--json", help="write the per-graph figures here")
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    refuse_existing_outputs(parser, [args.json], args.overwrite)
+
+    backend = make_backend("simulated", "auto", profile=args.profile)
+    overhead = float(backend.profile.boundary_overhead_s)
+    if args.base is not None and args.base not in backend.device_names:
+        parser.error(f"--base {args.base!r} is not a device of {args.profile!r}: {list(backend.device_names)}")
+    print(f"{args.profile}: per-submodel overhead {overhead * 1e6:.0f} us; tau in units of it (SIMULATED)")
+    rows = []
+    for split in args.splits:
+        for name in dataset_names(split):
+            env = DevicePlacementEnv(name, backend=backend, unsupported="repair")
+            obs, _ = env.reset(seed=0)
+            cost = np.asarray(obs["node_device_cost"], dtype=np.float64)
+            mask = np.asarray(obs["action_mask"], dtype=bool)
+
+            def latency(placement: np.ndarray) -> float:
+                m = env.backend.measure(env.graph, env.as_measured(placement))
+                return m.latency_s if m.ok else float("inf")
+
+            singles = [latency(np.full(env.graph.n_ops, d)) for d in range(env.n_devices)]
+            best = int(np.argmin(singles))
+            base = best if args.base is None else env.device_names.index(args.base)
+            row = {"split": split, "graph": name, "ops": env.graph.n_ops, "best_single_device": env.device_names[best],
+                   "best_single_s": singles[best], "base_device": env.device_names[base], "rule": []}
+            for tau in args.tau:
+                placement = saving_rule(cost, mask, base, tau * overhead)
+                row["rule"].append({"tau": tau, "vs_best_single_pct": 100 * (latency(placement) / singles[best] - 1),
+                                    "ops_moved": int((placement != base).sum())})
+            rows.append(row)
+            cells = " ".join(f"tau {r['tau']:g}: {r['vs_best_single_pct']:+.1f}% ({r['ops_moved']})"
+                             for r in row["rule"])
+            print(f"{split:5s} {name:12s} {row['ops']:4d} ops, best single {row['best_single_device']:5s} "
+                  f"{row['best_single_s'] * 1e3:.3f} ms, from {row['base_device']:5s} | {cells}", flush=True)
+    if args.json:
+        results.write_json(args.json, {**run_metadata(argv, "SIMULATED; vs_best_single_pct: the rule's placement "
+                                                             "against the graph's best single device"),
+                                       "profile": args.profile, "base": args.base or "best single device",
+                                       "boundary_overhead_s": overhead, "rows": rows},
+                           overwrite=args.overwrite)
+
+
+if __name__ == "__main__":
+    main()

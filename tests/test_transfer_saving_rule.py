@@ -1,0 +1,42 @@
+"""benchmarks/transfer_saving_rule.py: the per-op saving rule moves exactly the ops whose saving on their cheapest
+allowed device exceeds the threshold, and the script runs end to end on a split, writing its JSON."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from .conftest import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def rule():
+    return load_benchmark("transfer_saving_rule")
+
+
+def test_only_ops_saving_more_than_the_threshold_move(rule):
+    # seconds on (device 0, device 1, device 2); device 2 cannot run op 3
+    cost = np.array([[10.0, 9.0, 1.0],   # saves 9 on device 2: moves there
+                     [10.0, 7.0, 8.0],   # saves 3 on device 1: moves there
+                     [10.0, 9.5, 9.9],   # saves 0.5: stays
+                     [10.0, 8.0, 0.1],   # device 2 would save 9.9 but cannot run it; device 1 saves 2: stays
+                     [1.0, 5.0, 5.0]])   # already cheapest on the base: stays
+    mask = np.ones_like(cost, dtype=bool)
+    mask[3, 2] = False
+    assert rule.saving_rule(cost, mask, 0, 2.5).tolist() == [2, 1, 0, 0, 0]
+    assert rule.saving_rule(cost, mask, 0, 1.5).tolist() == [2, 1, 0, 1, 0]
+    assert rule.saving_rule(cost, mask, 0, 100.0).tolist() == [0, 0, 0, 0, 0]
+
+
+def test_the_script_reports_each_graph_of_a_split(rule, tmp_path):
+    out = tmp_path / "rule.json"
+    rule.main(["--profile", "ai_pc", "--splits", "val", "--tau", "0", "8", "--base", "CPU", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert data["boundary_overhead_s"] == pytest.approx(20e-6) and data["base"] == "CPU"
+    assert len(data["rows"]) == 7 and all(len(row["rule"]) == 2 for row in data["rows"])
+    # every val graph's best single device is the CPU on ai_pc, and tau = 8 moves none of their ops
+    assert all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0)
+               for row in data["rows"])
+    with pytest.raises(SystemExit):  # an existing output is refused
+        rule.main(["--profile", "ai_pc", "--splits", "val", "--json", str(out)])

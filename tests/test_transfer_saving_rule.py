@@ -35,7 +35,7 @@ def test_the_script_reports_each_graph_of_a_split(rule, tmp_path):
     data = json.loads(out.read_text())
     assert data["boundary_overhead_s"] == pytest.approx(20e-6) and data["base"] == "CPU"
     assert len(data["rows"]) == 7 and all(len(row["rule"]) == 2 for row in data["rows"])
-    # every val graph's best single device is the CPU on ai_pc, and tau = 8 moves none of their ops
+    # from the CPU (every val graph's best single device on ai_pc), tau = 8 moves none of their ops
     assert all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0)
                for row in data["rows"])
     with pytest.raises(SystemExit):  # an existing output is refused

@@ -6,12 +6,13 @@ transfer, target 3)
 
 A diagnostic, not an agent. Every op goes on the graph's best single device (measured; ``--base NAME``: on that
 device, e.g. the one a trained policy chose), except the ops whose own time drops by more than tau x the preset's
-per-submodel overhead (``Profile.boundary_overhead_s``) on their cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op alone on each device, what every
-learned policy observes; transfers ignored). tau = 0 is "every op on its cheapest device" where that saves
-anything at all. Printed per graph of each split: the placement's latency relative to the best single device,
-and how many ops moved. It answers whether target 3 (zero-shot better than the best single device on half of the
-test graphs where the optimum beats it by >= 5%) is reachable from what a policy observes, and with what threshold
-chosen on the TRAIN split only. All figures SIMULATED.
+per-submodel overhead (``Profile.boundary_overhead_s``) on their cheapest device: those go there
+(``obs["node_device_cost"]``: seconds of an op alone on each device, what every learned policy observes; transfers
+ignored). tau = 0 is "every op on its cheapest device" where that saves anything at all. Printed per graph of each
+split: the placement's latency relative to the best single device, and how many ops moved. It answers whether target
+3 (zero-shot better than the best single device on half of the test graphs where the optimum beats it by >= 5%) is
+reachable from what a policy observes, and with what threshold chosen on the TRAIN split only. All figures
+SIMULATED.
 """
 from __future__ import annotations
 

@@ -188,8 +188,9 @@ class HSDAGAgent(PolicyGradientAgent):
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
                          torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
-                            max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias, refine=refine,
-                            refine_boundary=refine_boundary, explore=explore, boundary_explore=boundary_explore,
+                            max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
+                            refine=refine, refine_boundary=refine_boundary, explore=explore,
+                            boundary_explore=boundary_explore,
                             directed=directed, use_edge_features=use_edge_features)
         self.split_patience, self.split_refit = split_patience, split_refit
         self.feature_switches = dict(output_shape=output_shape, node_id=node_id, structure=structure, cost=cost)

@@ -28,25 +28,26 @@ optimum, median over the seeds, one that never got there counted as never; READM
 halved after 30 placements without a new best (``split_patience``, coarse to fine, our addition,
 `agents.common.coarse_to_fine`), and a cross-entropy step every 3 updates (``ce_every``, ``elite_fraction=0.1,
 ce_smoothing=0.5``): to 2% in 97 (ResNet) / 93 (Inception) placements over seeds 0-9, 100 / 100 over seeds 10-19,
-median best 0.00% / 0.08% above the optimum (measured before the boundary exploration below was added). The earlier defaults (16 groups, ``split_patience=80``,
-``ce_every=5``) took 107 / 183 and 120 / 171 and ended 0.00% / 0.08% and 0.00% / 0.90% above: 16 groups start
-with 2^16 placements to search where a cut of 4 groups is one of 16, and a slower split leaves the finer groups
-too few placements. On ``server`` the same change took ResNet / Inception from 4.4% / 10.0% above the best known
-(median, seeds 0-4) to 1.3% / 0.9%. Tried on the way (seeds 0-4 or 0-9): ``split_patience=25`` 92 / 87 but one
-Inception seed stuck at the GPU alone (+5.2%), 35 110 / 104, ``ce_every=2`` one seed in ten 4.3% above; from 16
-groups, faster cross-entropy steps (``ce_every`` 1-3, ``ce_smoothing=1``, more elites, elites kept across steps)
-moved "to 2%" by +-20 placements at best, and a first step toward the heuristic start's best placement trapped
-the search at the best single device.
+median best 0.00% / 0.08% above the optimum (measured before the boundary exploration below was added). The earlier
+defaults (16 groups, ``split_patience=80``, ``ce_every=5``) took 107 / 183 and 120 / 171 and ended 0.00% / 0.08% and
+0.00% / 0.90% above: 16 groups start with 2^16 placements to search where a cut of 4 groups is one of 16, and a
+slower split leaves the finer groups too few placements. On ``server`` the same change took ResNet / Inception from
+4.4% / 10.0% above the best known (median, seeds 0-4) to 1.3% / 0.9%. Tried on the way (seeds 0-4 or 0-9):
+``split_patience=25`` 92 / 87 but one Inception seed stuck at the GPU alone (+5.2%), 35 110 / 104, ``ce_every=2``
+one seed in ten 4.3% above; from 16 groups, faster cross-entropy steps (``ce_every`` 1-3, ``ce_smoothing=1``, more
+elites, elites kept across steps) moved "to 2%" by +-20 placements at best, and a first step toward the heuristic
+start's best placement trapped the search at the best single device.
 
-Boundary exploration (``boundary_explore=0.5``, our addition, 0 turns it off): at every split, the groups that
-hold an op with a graph neighbour on another device in the run's best placement get back half of the uniform
-distribution (`PostPolicy.explore_boundary`). Without it the cross-entropy steps have made every distribution
-nearly sure (~1e-3 on the other devices) before the groups are fine, so on the ``edge`` preset every seed stayed
-at the 16-group cut or an island short of the best (ResNet / Inception 9.6% / 7.2% above the best known, seeds
-0-4); with it 0.0% / 0.3%, within 2% in 340 / 129 placements (4 of 5 seeds each; over seeds 0-9 the medians
-went from 10.0% / 7.5% to 0.75% / 0.60%); on ``paper`` to 2% in 85 / 91 (seeds 0-4; 94 / 101.5 over seeds 0-9),
-every seed within 0.64% of the optimum (README, "Post explores at its device boundaries"). A share of 0.3 kept ``paper`` where it was but left ``edge`` ResNet 3.8% above; the
-neighbours' devices as the target instead of uniform did worse on ``edge`` (its third device is the one to try).
+Boundary exploration (``boundary_explore=0.5``, our addition, 0 turns it off): at every split, the groups that hold
+an op with a graph neighbour on another device in the run's best placement get back half of the uniform distribution
+(`PostPolicy.explore_boundary`). Without it the cross-entropy steps have made every distribution nearly sure (~1e-3
+on the other devices) before the groups are fine, so on the ``edge`` preset every seed stayed at the 16-group cut or
+an island short of the best (ResNet / Inception 9.6% / 7.2% above the best known, seeds 0-4); with it 0.0% / 0.3%,
+within 2% in 340 / 129 placements (4 of 5 seeds each; over seeds 0-9 the medians went from 10.0% / 7.5% to 0.75% /
+0.60%); on ``paper`` to 2% in 85 / 91 (seeds 0-4; 94 / 101.5 over seeds 0-9), every seed within 0.64% of the optimum
+(README, "Post explores at its device boundaries"). A share of 0.3 kept ``paper`` where it was but left ``edge``
+ResNet 3.8% above; the neighbours' devices as the target instead of uniform did worse on ``edge`` (its third device
+is the one to try).
 """
 from __future__ import annotations
 
@@ -165,7 +166,8 @@ class PostAgent(PolicyGradientAgent):
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
                     ce_smoothing=self.ce_smoothing, split_patience=self.split_patience,
-                    boundary_explore=self.boundary_explore, seed=self.seed, torch_threads=self.torch_threads, **options,
+                    boundary_explore=self.boundary_explore, seed=self.seed, torch_threads=self.torch_threads,
+                    **options,
                     **self.coarsen_options())
 
     def train(self, run, seed: int | None) -> None:

@@ -4,15 +4,15 @@ transfer, target 3)
     python benchmarks/transfer_saving_rule.py --profile ai_pc --json benchmarks/results/transfer_saving_rule_ai_pc.json
     python benchmarks/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
 
-A diagnostic, not an agent. Every op goes on the graph's best single device (measured; ``--base NAME``: on that
-device, e.g. the one a trained policy chose), except the ops whose own time drops by more than tau x the preset's
-per-submodel overhead (``Profile.boundary_overhead_s``) on their cheapest device: those go there
-(``obs["node_device_cost"]``: seconds of an op alone on each device, what every learned policy observes; transfers
-ignored). tau = 0 is "every op on its cheapest device" where that saves anything at all. Printed per graph of each
-split: the placement's latency relative to the best single device, and how many ops moved. It answers whether target
-3 (zero-shot better than the best single device on half of the test graphs where the optimum beats it by >= 5%) is
-reachable from what a policy observes, and with what threshold chosen on the TRAIN split only. All figures
-SIMULATED.
+A diagnostic (in an agent: GO's ``zero_shot_override``). Every op goes on the graph's best single device (measured;
+``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops whose own time drops by more
+than tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's ``boundary_overhead_s``) on their
+cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op alone on each device; transfers
+ignored; `agents.common.heuristic_start.move_large_savings`). tau = 0 is "every op on its cheapest device" where
+that saves anything at all. Printed per graph of each split: the placement's latency relative to the best single
+device, and how many ops moved. It answers whether target 3 (zero-shot better than the best single device on half of
+the test graphs where the optimum beats it by >= 5%) is reachable from what a policy observes, and with what
+threshold chosen on the TRAIN split only. All figures SIMULATED.
 """
 from __future__ import annotations
 
@@ -21,21 +21,12 @@ import argparse
 import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 
+from agents.common.heuristic_start import move_large_savings
 from placement_gym import results
 from placement_gym.backends import make_backend
+from placement_gym.backends.base import submodel_overhead
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.models.dataset import dataset_names
-
-
-def saving_rule(cost: np.ndarray, mask: np.ndarray, base_device: int, threshold_s: float) -> np.ndarray:
-    """(N,) int64: every op on `base_device`, except those whose time on their cheapest device (among those that
-    can run them) is more than `threshold_s` seconds below their time on `base_device`."""
-    cost = np.where(mask, cost, np.inf)  # an op the base cannot run saves "infinitely" much: it always moves
-    placement = np.full(cost.shape[0], base_device, dtype=np.int64)
-    moved = (cost[:, base_device] - cost.min(1)) > threshold_s
-    cheapest = cost.argmin(1)
-    placement[moved] = cheapest[moved]
-    return placement
 
 
 def main(argv: "list[str] | None" = None) -> None:
@@ -52,7 +43,7 @@ def main(argv: "list[str] | None" = None) -> None:
     refuse_existing_outputs(parser, [args.json], args.overwrite)
 
     backend = make_backend("simulated", "auto", profile=args.profile)
-    overhead = float(backend.profile.boundary_overhead_s)
+    overhead = submodel_overhead(backend)  # what obs["submodel_overhead"] holds
     if args.base is not None and args.base not in backend.device_names:
         parser.error(f"--base {args.base!r} is not a device of {args.profile!r}: {list(backend.device_names)}")
     print(f"{args.profile}: per-submodel overhead {overhead * 1e6:.0f} us; tau in units of it (SIMULATED)")
@@ -74,7 +65,7 @@ def main(argv: "list[str] | None" = None) -> None:
             row = {"split": split, "graph": name, "ops": env.graph.n_ops, "best_single_device": env.device_names[best],
                    "best_single_s": singles[best], "base_device": env.device_names[base], "rule": []}
             for tau in args.tau:
-                placement = saving_rule(cost, mask, base, tau * overhead)
+                placement = move_large_savings(np.full(env.graph.n_ops, base), cost, mask, tau * overhead)
                 row["rule"].append({"tau": tau, "vs_best_single_pct": 100 * (latency(placement) / singles[best] - 1),
                                     "ops_moved": int((placement != base).sum())})
             rows.append(row)

@@ -30,6 +30,7 @@ The coarse observation has the env's keys with M in place of N (`Coarsening.obse
                              whole (disjoint op support) allows the devices that run the most of its ops, and
                              the env's ``unsupported`` rule decides what happens to the rest
     device_features  (D, K)  unchanged
+    submodel_overhead (1,)   unchanged
     node_device_cost (M, D)  summed over the cluster's ops (seconds)
 """
 from __future__ import annotations
@@ -183,6 +184,8 @@ class Coarsening:
             "device_features": np.array(obs["device_features"], dtype=np.float32, copy=True),
             "node_device_cost": np.add.reduceat(np.asarray(obs["node_device_cost"], dtype=np.float64), self.starts,
                                                 axis=0).astype(np.float32),
+            # Not per op: unchanged (0, unknown, for an observation from before the key existed).
+            "submodel_overhead": np.array(obs.get("submodel_overhead", [0.0]), dtype=np.float32).reshape(1),
         }
 
     def observation_space(self, space: spaces.Dict) -> spaces.Dict:

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .backends.base import Backend, Measurement, describe_devices
+from .backends.base import Backend, Measurement, describe_devices, submodel_overhead
 from .graph import ComputationGraph
 
 #: The Ray custom resource a measurement node offers one unit of (`ray start --resources=...`).
@@ -151,7 +151,7 @@ class MeasurementWorker:
         b = self.backend
         return {"name": b.name, "simulated": b.simulated, "device_names": list(b.device_names),
                 "virtual_devices": list(b.virtual_devices), "objective": getattr(b, "objective", "latency"),
-                "describe": b.describe(),
+                "describe": b.describe(), "submodel_overhead_s": submodel_overhead(b),
                 "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
 
     def add_graph(self, key: str, payload: GraphPayload) -> None:
@@ -180,7 +180,8 @@ class FarmBackend(Backend):
 
     ``measure_many(graph, placements)`` keeps every worker busy with one placement at a time and returns the
     measurements in the order of `placements`; ``measure`` is a batch of one. Device observations
-    (``action_mask``, ``device_features``, ``node_device_cost``) come from the first worker, once per graph.
+    (``action_mask``, ``device_features``, ``node_device_cost``) come from the first worker, once per graph, and
+    ``submodel_overhead_s`` once.
     """
 
     def __init__(self, backend: str = "openvino", devices: "str | Sequence[str]" = "auto", *,
@@ -205,6 +206,7 @@ class FarmBackend(Backend):
         self.virtual_devices: list[bool] = info["virtual_devices"]
         self.objective: str = info["objective"]
         self._describe = info["describe"]
+        self._submodel_overhead_s: float = info["submodel_overhead_s"]
         self._sent: dict[str, set[int]] = {}  # graph key -> workers that hold it
         self._payload_refs: dict[str, Any] = {}
         self._cache: dict[str, dict[bytes, Measurement]] = {}
@@ -296,6 +298,9 @@ class FarmBackend(Backend):
 
     def node_device_cost(self, graph: ComputationGraph) -> np.ndarray:
         return self._device_observations(graph)[2].copy()
+
+    def submodel_overhead_s(self) -> float:
+        return self._submodel_overhead_s
 
     def device_features(self) -> np.ndarray:
         if not self._devices:

@@ -14,6 +14,10 @@ Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines
     node_device_cost (N, D) float32 estimated seconds of op i alone on device d (simulated: what the cost model
                                     charges; real: measured by per-op profiling); `UNSUPPORTED_COST_S` where the
                                     device cannot run the op
+    submodel_overhead (1,) float32  estimated seconds each HETERO submodel beyond the first adds (a cut between
+                                    devices; transfers not included): simulated: the profile's
+                                    ``boundary_overhead_s``; real: the backend's ``submodel_overhead_s`` option
+                                    (``placement-gym calibrate`` fits it); 0 where unknown
 Listing the devices in another order permutes the D axes of the last three consistently, so a policy that reads
 them (rather than device indices) can follow a device wherever it is listed.
 Action: ``MultiDiscrete([D] * N)``: the device index of every compute op. ``env.action_masks()`` returns the
@@ -70,7 +74,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
-from .backends.base import DEVICE_FEATURES, describe_devices
+from .backends.base import DEVICE_FEATURES, describe_devices, submodel_overhead
 from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
@@ -99,6 +103,7 @@ def placement_observation_space(n: int, e: int, f: int, d: int, k: int, masks: b
         "action_mask": spaces.MultiBinary([n, d]),
         "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
         "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
+        "submodel_overhead": spaces.Box(0.0, np.inf, (1,), np.float32),
     }
     if masks:
         spaces_.update(node_mask=spaces.MultiBinary(n), edge_mask=spaces.MultiBinary(e))
@@ -200,6 +205,7 @@ class DevicePlacementEnv(gym.Env):
         # profiles the graph per op, so it is not done upfront for graphs that may never be drawn).
         self._data: dict[str, _GraphData] = {}
         self._g = self._graph_data(graphs[0].name)
+        self._submodel_overhead = np.array([submodel_overhead(self.backend)], dtype=np.float32)  # one per backend
         d, k = self.n_devices, len(DEVICE_FEATURES)
         # Multi-graph observations are padded to the largest graph (`observation`).
         n = max(g.n_ops for g in graphs)
@@ -469,6 +475,7 @@ class DevicePlacementEnv(gym.Env):
             "action_mask": g.action_mask.astype(np.int8),
             "device_features": g.device_features.copy(),
             "node_device_cost": g.node_device_cost.copy(),
+            "submodel_overhead": self._submodel_overhead.copy(),
         }
         if not self.multi_graph:
             return obs

@@ -147,6 +147,27 @@ def test_device_observations_permute_with_the_device_order():
     assert obs_a["device_features"][2, 2] == pytest.approx(9.0) and obs_a["device_features"][0, 2] == pytest.approx(12.0)
 
 
+def test_the_observation_says_what_a_submodel_costs():
+    from placement_gym.backends.openvino import OpenVINOBackend
+    from placement_gym.wrappers import CoarsenedPlacement
+
+    for preset in ("paper", "ai_pc", "edge"):
+        env = DevicePlacementEnv("tiny_branch", backend="simulated", profile=preset)
+        obs, _ = env.reset(seed=0)
+        assert obs["submodel_overhead"].dtype == np.float32 and env.observation_space.contains(obs)
+        assert obs["submodel_overhead"][0] == pytest.approx(PRESETS[preset]().boundary_overhead_s)
+    many = DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated", profile="ai_pc")
+    assert many.reset(seed=0)[0]["submodel_overhead"][0] == pytest.approx(20e-6)  # not a node array: unpadded
+    coarse = CoarsenedPlacement(DevicePlacementEnv("tiny_branch", backend="simulated", profile="edge"), max_nodes=3)
+    obs, _ = coarse.reset(seed=0)
+    assert obs["submodel_overhead"][0] == pytest.approx(100e-6) and coarse.observation_space.contains(obs)
+    # the real backend does not measure it: 0 (unknown) unless given, e.g. from `placement-gym calibrate`
+    assert OpenVINOBackend("CPU").submodel_overhead_s() == 0.0
+    assert OpenVINOBackend("CPU", submodel_overhead_s=3e-4).describe()["submodel_overhead_s"] == 3e-4
+    with pytest.raises(ValueError, match="submodel_overhead_s"):
+        OpenVINOBackend("CPU", submodel_overhead_s=-1.0)
+
+
 def test_maskable_ppo_trains_on_a_masked_env():
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks

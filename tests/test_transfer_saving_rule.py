@@ -1,11 +1,14 @@
-"""benchmarks/transfer_saving_rule.py: the per-op saving rule moves exactly the ops whose saving on their cheapest
-allowed device exceeds the threshold, and the script runs end to end on a split, writing its JSON."""
+"""The per-op saving rule (`move_large_savings`, GO's zero-shot override) moves exactly the ops whose saving on their
+cheapest allowed device exceeds the threshold; benchmarks/transfer_saving_rule.py runs end to end on a split, writing
+its JSON."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
+
+from agents.common.heuristic_start import move_large_savings
 
 from .conftest import load_benchmark
 
@@ -15,7 +18,7 @@ def rule():
     return load_benchmark("transfer_saving_rule")
 
 
-def test_only_ops_saving_more_than_the_threshold_move(rule):
+def test_only_ops_saving_more_than_the_threshold_move():
     # seconds on (device 0, device 1, device 2); device 2 cannot run op 3
     cost = np.array([[10.0, 9.0, 1.0],   # saves 9 on device 2: moves there
                      [10.0, 7.0, 8.0],   # saves 3 on device 1: moves there
@@ -24,9 +27,15 @@ def test_only_ops_saving_more_than_the_threshold_move(rule):
                      [1.0, 5.0, 5.0]])   # already cheapest on the base: stays
     mask = np.ones_like(cost, dtype=bool)
     mask[3, 2] = False
-    assert rule.saving_rule(cost, mask, 0, 2.5).tolist() == [2, 1, 0, 0, 0]
-    assert rule.saving_rule(cost, mask, 0, 1.5).tolist() == [2, 1, 0, 1, 0]
-    assert rule.saving_rule(cost, mask, 0, 100.0).tolist() == [0, 0, 0, 0, 0]
+    on_0 = np.zeros(5, dtype=np.int64)
+    assert move_large_savings(on_0, cost, mask, 2.5).tolist() == [2, 1, 0, 0, 0]
+    assert move_large_savings(on_0, cost, mask, 1.5).tolist() == [2, 1, 0, 1, 0]
+    assert move_large_savings(on_0, cost, mask, 100.0).tolist() == [0, 0, 0, 0, 0]
+    # each op's saving is counted from where the placement puts it; one on a device that cannot run it always moves
+    assert move_large_savings(np.array([2, 1, 1, 2, 0]), cost, mask, 2.5).tolist() == [2, 1, 1, 1, 0]
+    # idempotent: what it returns, it returns again
+    moved = move_large_savings(on_0, cost, mask, 1.5)
+    assert np.array_equal(move_large_savings(moved, cost, mask, 1.5), moved)
 
 
 def test_the_script_reports_each_graph_of_a_split(rule, tmp_path):

@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import spaces
 
 __all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "check_heuristic_start", "cheapest_devices",
-           "measure_start_placements", "start_placements"]
+           "measure_start_placements", "move_large_savings", "start_placements"]
 
 #: The accepted ``heuristic_start`` settings (module docstring).
 HEURISTIC_STARTS = ("off", "measure", "refit")
@@ -59,6 +59,23 @@ def cheapest_devices(cost: np.ndarray, mask: np.ndarray | None = None) -> np.nda
     allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
     allowed = allowed | ~allowed.any(axis=1, keepdims=True)
     return np.argmin(np.where(allowed, cost, np.inf), axis=1).astype(np.int64)
+
+
+def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray | None,
+                       threshold_s: float) -> np.ndarray:
+    """(N,) int64: `placement` (N,) with every op whose own time on its cheapest device (`cheapest_devices`) is
+    more than `threshold_s` seconds below its time where `placement` puts it moved there; the other ops stay.
+    An op on a device that cannot run it saves "infinitely" much: it always moves. `cost` (N, D) seconds and
+    `mask` (N, D) bool as for `cheapest_devices`. GO's zero-shot override (`agents.go.GOAgent`'s
+    ``zero_shot_override``) and the saving-rule diagnostic (``benchmarks/transfer_saving_rule.py``)."""
+    placement = np.asarray(placement, dtype=np.int64)
+    cost = np.asarray(cost, dtype=np.float64)
+    allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
+    cheapest = cheapest_devices(cost, allowed)
+    allowed_cost = np.where(allowed, cost, np.inf)
+    ops = np.arange(len(placement))
+    moved = (allowed_cost[ops, placement] - allowed_cost[ops, cheapest]) > threshold_s
+    return np.where(moved, cheapest, placement).astype(np.int64)
 
 
 def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:

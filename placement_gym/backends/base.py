@@ -196,6 +196,8 @@ class Backend(Protocol):
         device_features() -> (D, K) float32: each device, columns `DEVICE_FEATURES`.
         node_device_cost(graph) -> (N, D) float64: estimated seconds of op ``i`` alone on device ``d`` (``inf``
             where it cannot run).
+        submodel_overhead_s() -> float: estimated seconds each HETERO submodel beyond the first adds to a
+            placement (dispatching a sub-request, synchronising; transfers not included); 0 when unknown.
     """
 
     name: str
@@ -254,3 +256,13 @@ def describe_devices(backend: Backend, graph: ComputationGraph) -> tuple[np.ndar
         np.zeros((d, len(DEVICE_FEATURES)), dtype=np.float32)
     cost = backend.node_device_cost(graph) if hasattr(backend, "node_device_cost") else np.zeros((n, d))
     return np.asarray(mask, dtype=bool), np.asarray(features, dtype=np.float32), np.asarray(cost, dtype=np.float64)
+
+
+def submodel_overhead(backend: Backend) -> float:
+    """Seconds each submodel beyond the first costs (the backend's optional ``submodel_overhead_s()``), 0 when
+    the backend does not say (what ``obs["submodel_overhead"]`` holds)."""
+    seconds = float(backend.submodel_overhead_s()) if hasattr(backend, "submodel_overhead_s") else 0.0
+    if not (np.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"backend {backend.name!r} reports a submodel overhead of {seconds} s; expected a finite "
+                         "number >= 0 (0: unknown)")
+    return seconds

@@ -104,6 +104,10 @@ class OpenVINOBackend(Backend):
             report the latency relative to it (module docstring; `timed_pairs`). Costs a second compiled model
             per graph and about twice the timed inferences; False times the placement alone. A graph with no
             device that runs every op, or whose reference fails to compile, is timed unpaired (logged).
+        submodel_overhead_s: seconds each HETERO submodel beyond the first adds, as the observation's
+            ``submodel_overhead`` reports it: not measured here (it takes split placements, not per-op
+            profiles); ``placement-gym calibrate`` fits it (its profile's ``boundary_overhead_s``). 0 (default):
+            unknown, and agents that read it act as if no cut cost anything extra (GO's zero-shot override is off).
     """
 
     name = "openvino"
@@ -130,6 +134,7 @@ class OpenVINOBackend(Backend):
         window_inferences: int | None = None,
         profile_runs: int = 5,
         paired_reference: bool = True,
+        submodel_overhead_s: float = 0.0,
     ) -> None:
         self.objective = check_objective(objective)
         if warmup < 0 or repeats < 1:
@@ -146,6 +151,10 @@ class OpenVINOBackend(Backend):
                              f"{window_s}, {window_inferences}")
         if profile_runs < 1:
             raise ValueError(f"profile_runs must be >= 1, got {profile_runs}")
+        if not (np.isfinite(submodel_overhead_s) and submodel_overhead_s >= 0):
+            raise ValueError(f"submodel_overhead_s must be a finite number of seconds >= 0 (0: unknown), got "
+                             f"{submodel_overhead_s}")
+        self._submodel_overhead_s = float(submodel_overhead_s)
         self.requests_in_flight, self.windows, self.profile_runs = requests_in_flight, windows, profile_runs
         self.window_s, self.window_inferences = window_s, window_inferences
         self.clock = clock
@@ -199,6 +208,7 @@ class OpenVINOBackend(Backend):
                                                                "latency_s": r.baseline_s}
                                for g, r in self._references.items()}},
             "profile_runs": self.profile_runs,
+            "submodel_overhead_s": self._submodel_overhead_s or "unknown (0)",
             **({"throughput": {
                 "requests_in_flight": self.requests_in_flight or "devices used + 1 (at least 2)",
                 "windows": self.windows, "window_s": self.window_s,
@@ -390,6 +400,10 @@ class OpenVINOBackend(Backend):
         """
         seconds = self._profile(graph).seconds
         return np.where(self.action_mask(graph), seconds, np.inf)
+
+    def submodel_overhead_s(self) -> float:
+        """The ``submodel_overhead_s`` given (0: unknown; the class docstring says why it is not measured)."""
+        return self._submodel_overhead_s
 
     def device_features(self) -> np.ndarray:
         """(D, 5) float32, columns `DEVICE_FEATURES`, measured: a roofline per device (`profiling.fit_roofline`:

@@ -224,6 +224,10 @@ class SimulatedBackend(Backend):
         prepared = self.prepare(graph)
         return np.where(prepared.supported, prepared.op_seconds, np.inf)
 
+    def submodel_overhead_s(self) -> float:
+        """Seconds each submodel beyond the first adds (the profile's ``boundary_overhead_s``)."""
+        return float(self.profile.boundary_overhead_s)
+
     def device_features(self) -> np.ndarray:
         """(D, 5) float32, columns `DEVICE_FEATURES`, from the profile's figures."""
         rows = []

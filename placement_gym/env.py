@@ -18,8 +18,9 @@ Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines
                                     devices; transfers not included): simulated: the profile's
                                     ``boundary_overhead_s``; real: the backend's ``submodel_overhead_s`` option
                                     (``placement-gym calibrate`` fits it); 0 where unknown
-Listing the devices in another order permutes the D axes of the last three consistently, so a policy that reads
-them (rather than device indices) can follow a device wherever it is listed.
+Listing the devices in another order permutes the D axes of ``action_mask``, ``device_features`` and
+``node_device_cost`` consistently, so a policy that reads them (rather than device indices) can follow a device
+wherever it is listed.
 Action: ``MultiDiscrete([D] * N)``: the device index of every compute op. ``env.action_masks()`` returns the
 flattened (N * D,) bool mask sb3-contrib's ``MaskablePPO`` asks for.
 Objective (``objective=``): ``"latency"`` (one synchronous inference) or ``"throughput"`` (steady-state seconds

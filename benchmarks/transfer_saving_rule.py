@@ -4,15 +4,15 @@ transfer, target 3)
     python benchmarks/transfer_saving_rule.py --profile ai_pc --json benchmarks/results/transfer_saving_rule_ai_pc.json
     python benchmarks/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
 
-A diagnostic (in an agent: GO's ``zero_shot_override``). Every op goes on the graph's best single device (measured;
-``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops whose own time drops by more
-than tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's ``boundary_overhead_s``) on their
-cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op alone on each device; transfers
-ignored; `agents.common.heuristic_start.move_large_savings`). tau = 0 is "every op on its cheapest device" where
-that saves anything at all. Printed per graph of each split: the placement's latency relative to the best single
-device, and how many ops moved. It answers whether target 3 (zero-shot better than the best single device on half of
-the test graphs where the optimum beats it by >= 5%) is reachable from what a policy observes, and with what
-threshold chosen on the TRAIN split only. All figures SIMULATED.
+A diagnostic (in the agents: every learned agent's ``zero_shot_override``). Every op goes on the graph's best
+single device (measured; ``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops
+whose own time drops by more than tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's
+``boundary_overhead_s``) on their cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op
+alone on each device; transfers ignored; `agents.common.heuristic_start.move_large_savings`). tau = 0 is "every op
+on its cheapest device" where that saves anything at all. Printed per graph of each split: the placement's latency
+relative to the best single device, and how many ops moved. It answers whether target 3 (zero-shot better than the
+best single device on half of the test graphs where the optimum beats it by >= 5%) is reachable from what a policy
+observes, and with what threshold chosen on the TRAIN split only. All figures SIMULATED.
 """
 from __future__ import annotations
 

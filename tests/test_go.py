@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.heuristic_start import move_large_savings
 from agents.go import GOAgent, GOPolicy, SegmentRecurrentAttention
 from placement_gym import cli
 from placement_gym.env import DevicePlacementEnv
@@ -122,37 +121,3 @@ def test_the_transfer_example_runs():
                           "--finetune", "4", "--test", "unet-s"], capture_output=True, text=True, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "GO zero-shot" in out.stdout and "GO fine-tuned" in out.stdout
-
-
-def test_the_zero_shot_override_moves_ops_that_save_more_than_a_cut_and_stops_on_a_graph_of_its_own(tmp_path):
-    agent = small_agent()
-    agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated", profile="ai_pc",
-                                   features=GOAgent.feature_families), budget=16)
-    assert float(agent.policy.zero_shot_override) == 4.0  # on after training over many graphs
-    env = make_env("tiny_branch", profile="ai_pc")
-    obs, _ = env.reset(seed=0)
-    assert obs["submodel_overhead"].tolist() == [pytest.approx(20e-6)]
-    raw = agent.predict(dict(obs, submodel_overhead=np.zeros(1, np.float32)))  # 0: unknown, the policy's own
-    cost, mask = obs["node_device_cost"], obs["action_mask"].astype(bool)
-    cheapest = move_large_savings(raw, cost, mask, 0.0)
-    assert not np.array_equal(raw, cheapest)  # some op of the policy's placement is not on its cheapest device
-    # the network does not read the overhead: it only sets the threshold of the override
-    assert agent.predict(dict(obs, submodel_overhead=np.ones(1, np.float32))).tolist() == raw.tolist()
-    tiny = dict(obs, submodel_overhead=np.full(1, 1e-12, np.float32))
-    assert agent.predict(tiny).tolist() == move_large_savings(raw, cost, mask, 4e-12).tolist() == cheapest.tolist()
-    zero_shot = agent.predict(obs)
-    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, 4 * 20e-6).tolist()
-
-    loaded = GOAgent.load(agent.save(tmp_path / "go.pt"))  # the checkpoint keeps it
-    assert loaded.predict(obs).tolist() == zero_shot.tolist()
-    loaded.learn(env, budget=0)  # zero-shot through a run (`evaluate --budget 0`): nothing measured, it stays on
-    assert loaded.run_summary.predict_placement.tolist() == zero_shot.tolist()
-    # fine-tuning measures the zero-shot placement first, then turns the override off: predict is the best found
-    loaded.learn(env, budget=16)
-    assert float(loaded.policy.zero_shot_override) == 0.0
-    first = env.backend.measure(env.graph, zero_shot).latency_s
-    assert loaded.run_summary.curve[0] == [1, pytest.approx(first)]
-    assert loaded.run_summary.predict_placement.tolist() == loaded.run_summary.placement.tolist()
-    assert GOAgent(zero_shot_override=None).zero_shot_override == 0.0
-    with pytest.raises(ValueError, match="zero_shot_override"):
-        GOAgent(zero_shot_override=-1.0)

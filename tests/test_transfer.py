@@ -4,7 +4,8 @@ Every learned agent except Post has no graph size or device count in its paramet
 `agents.common.device_head.DeviceScorer`): trained on ``tiny_chain`` (9 ops) with the ``paper`` preset's 2
 devices, its checkpoint predicts a valid placement for ``tiny_branch`` (24 ops) on the ``ai_pc`` preset's 3
 devices listed in reverse order, and keeps learning there. Post's parameters are its training graph's
-distributions: it says so.
+distributions: it says so. Every learned agent trained over many graphs places a new one with the zero-shot
+override (`agents.common.run`, "Zero-shot").
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 import placement_gym  # noqa: F401  (registers the envs)
 from agents.common.base import BaseAgent
+from agents.common.heuristic_start import ZERO_SHOT_OVERRIDE, move_large_savings
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 
@@ -119,3 +121,46 @@ def test_node_by_node_fine_tuning_searches_around_its_best_not_from_random_start
     for i in range(starts, len(seen.placements)):
         placement = seen.placements[i]
         assert any(len(np.unique(groups[placement != before])) <= 1 for before in seen.placements[:i]), i
+
+
+@pytest.mark.parametrize("name, options, budget", FINE_TUNED, ids=[a[0] for a in FINE_TUNED])
+def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until_a_run_on_one_graph(
+        name, options, budget, tmp_path):
+    cls = registry.load_agent_class(name)
+    agent = registry.make_agent(cls, {"seed": 0, **options})
+    assert agent.zero_shot_override == ZERO_SHOT_OVERRIDE and not agent.zero_shot_active
+    agent.learn(make(agent, ["tiny_chain", "tiny_branch"], "ai_pc"), budget=2 * budget, seed=0)
+    assert agent.zero_shot_active  # on after training over many graphs
+    env = make(agent, "tiny_branch", "ai_pc")
+    obs, _ = env.reset(seed=0)
+    assert obs["submodel_overhead"].tolist() == [pytest.approx(20e-6)]
+    raw = agent.predict(dict(obs, submodel_overhead=np.zeros(1, np.float32)))  # 0: unknown, the policy's own
+    cost, mask = obs["node_device_cost"], obs["action_mask"].astype(bool)
+    cheapest = move_large_savings(raw, cost, mask, 0.0)
+    assert not np.array_equal(raw, cheapest)  # some op of the policy's placement is not on its cheapest device
+    # The network does not read the overhead: it only sets the threshold of the override.
+    assert agent.predict(dict(obs, submodel_overhead=np.ones(1, np.float32))).tolist() == raw.tolist()
+    tiny = dict(obs, submodel_overhead=np.full(1, 1e-12, np.float32))
+    assert agent.predict(tiny).tolist() == move_large_savings(raw, cost, mask, 4e-12).tolist() == cheapest.tolist()
+    zero_shot = agent.predict(obs)
+    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, 4 * 20e-6).tolist()
+
+    loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))  # the checkpoint keeps it
+    assert loaded.zero_shot_active and loaded.predict(obs).tolist() == zero_shot.tolist()
+    loaded.learn(env, budget=0)  # zero-shot through a run (`evaluate --budget 0`): nothing measured, it stays on
+    assert loaded.zero_shot_active and loaded.run_summary.predict_placement.tolist() == zero_shot.tolist()
+    # Fine-tuning measures the zero-shot placement first, then turns the override off: predict is the run's own.
+    seen = Placements()
+    loaded.learn(env, budget=budget, seed=1, callback=seen)
+    assert seen.placements[0].tolist() == zero_shot.tolist()
+    assert not loaded.zero_shot_active
+    assert loaded.predict(obs).tolist() == loaded.predict(dict(obs, submodel_overhead=np.zeros(1, np.float32))).tolist()
+    assert not cls.load(loaded.save(tmp_path / f"{name}-fine-tuned.pt")).zero_shot_active
+
+
+@pytest.mark.parametrize("name", [a[0] for a in FINE_TUNED])
+def test_the_zero_shot_override_is_a_number_of_overheads_or_off(name):
+    cls = registry.load_agent_class(name)
+    assert cls(zero_shot_override=None).zero_shot_override == 0.0
+    with pytest.raises(ValueError, match="zero_shot_override is a number of per-submodel overheads >= 0"):
+        cls(zero_shot_override=-1.0)

@@ -33,7 +33,7 @@ from gymnasium import spaces
 from torch import nn
 
 from .checkpoint import read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint
-from .run import RunAgent, coarsens
+from .run import RunAgent, agent_predict
 
 __all__ = ["BaseAgent", "PolicySpec"]
 
@@ -94,7 +94,8 @@ class BaseAgent(RunAgent):
         seed: default seed of `learn` (its own `seed` argument wins).
         torch_threads: torch threads while learning (`RunAgent`).
         device: torch device of the policy.
-        coarsen_above, max_nodes: big graphs are learned and placed coarsened (`RunAgent`).
+        coarsen_above, max_nodes, zero_shot_override: big graphs are learned and placed coarsened; the zero-shot
+            override after a run over many graphs (`RunAgent`).
     """
 
     #: True when the policy's parameters hold no graph size (N) or device count (D): it learns and predicts on
@@ -104,8 +105,8 @@ class BaseAgent(RunAgent):
     size_bound_reason: ClassVar[str] = ""
 
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
+                 device: "str | torch.device" = "cpu", **run_options: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, **run_options)
         self.device = torch.device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
@@ -114,7 +115,7 @@ class BaseAgent(RunAgent):
     def build_policy(self, spec: PolicySpec) -> nn.Module:
         """The policy module for `spec` (called once, lazily)."""
 
-    @coarsens
+    @agent_predict
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs` ((N,) int64 for the DevicePlacement-v0 Dict observation). Uses the policy's
         ``act(obs, num_samples=1, deterministic=...)``: the policy's own placement, which the run summary

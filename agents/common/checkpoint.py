@@ -10,8 +10,8 @@ A checkpoint is a torch file holding only tensors and plain Python data (dicts, 
     state_dict        the policy's tensors
     checksum          SHA-256 over the tensors' names, dtypes, shapes and bytes
     trained_for       what the policy was trained on: graph name and size, devices, feature families
-    extra             agent-specific plain data (the best placement, a node-by-node placer's refined groups, an SB3
-                      policy's spaces, ...)
+    extra             agent-specific plain data (the best placement, a node-by-node placer's refined groups, whether
+                      the zero-shot override is on, an SB3 policy's spaces, ...)
     versions          package versions
 
 It is read with ``torch.load(weights_only=True)``, which refuses any other object (a pickled payload cannot run),
@@ -69,7 +69,8 @@ def write_checkpoint(path: "str | Path", agent, state_dict: Mapping[str, torch.T
         "hyperparameters": dict(agent.hyperparameters()), "state_dict": tensors,
         "checksum": tensor_checksum(tensors), "trained_for": dict(agent.trained_for),
         "extra": {**dict(extra or {}), "best_placement": None if best is None else [int(v) for v in best],
-                  "best_latency_s": agent.best_latency_s, "refined_groups": refined},
+                  "best_latency_s": agent.best_latency_s, "refined_groups": refined,
+                  "zero_shot_active": bool(agent.zero_shot_active)},
         "versions": versions(),
     }
     return write_atomically(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
@@ -95,6 +96,10 @@ def restore_run_state(agent, data: Mapping[str, Any]) -> None:
     if getattr(agent, "node_grouping", None) is not None:
         agent.node_grouping.load_data(data["extra"].get("refined_groups"))
     agent.trained_for = dict(data["trained_for"])
+    # Files from before the flag was recorded: on for a policy whose last run was over many graphs.
+    over_many_graphs = isinstance(agent.trained_for.get("graph"), list)
+    agent.zero_shot_active = bool(data["extra"].get("zero_shot_active", over_many_graphs)) and \
+        agent.zero_shot_override > 0
 
 
 def read_checkpoint(path: "str | Path", *, agent_class: str | None = None) -> dict[str, Any]:

@@ -26,6 +26,12 @@ was the CPU, 9% above the optimum, and 50 fine-tuning placements did not move it
 
 Which devices are measured is decided by the observation alone (costs and the action mask), never by their
 order in the device list, so the heuristic start adds no device-order bias.
+
+The zero-shot override (`override_zero_shot`, every learned agent's ``zero_shot_override``) is the same idea for a
+placement that is not measured first: a policy trained over many graphs places a new graph's ops by what it learned
+there; where an op saves more than a few per-submodel overheads (``obs["submodel_overhead"]``) on its cheapest
+device, the observation says the policy's choice for it is wrong whatever was learned, and the op moves there
+(`move_large_savings`).
 """
 from __future__ import annotations
 
@@ -34,13 +40,19 @@ from typing import Any, Mapping
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "check_heuristic_start", "cheapest_devices",
-           "measure_start_placements", "move_large_savings", "start_placements"]
+from placement_gym.env import strip_padding
+
+__all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "ZERO_SHOT_OVERRIDE", "check_heuristic_start", "cheapest_devices",
+           "measure_start_placements", "move_large_savings", "override_zero_shot", "start_placements"]
 
 #: The accepted ``heuristic_start`` settings (module docstring).
 HEURISTIC_STARTS = ("off", "measure", "refit")
 #: The learned agents' default ``heuristic_start``.
 HEURISTIC_START = "measure"
+#: The learned agents' default ``zero_shot_override``: an op moves when it saves more than this many per-submodel
+#: overheads. Chosen on the ``ai_pc`` TRAIN split (``benchmarks/transfer_saving_rule.py``: no train or val graph
+#: slower from 2 overheads up, up to 81% slower at 0; README, transfer).
+ZERO_SHOT_OVERRIDE = 4.0
 
 
 def check_heuristic_start(mode: str) -> str:
@@ -66,8 +78,8 @@ def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray
     """(N,) int64: `placement` (N,) with every op whose own time on its cheapest device (`cheapest_devices`) is
     more than `threshold_s` seconds below its time where `placement` puts it moved there; the other ops stay.
     An op on a device that cannot run it saves "infinitely" much: it always moves. `cost` (N, D) seconds and
-    `mask` (N, D) bool as for `cheapest_devices`. GO's zero-shot override (`agents.go.GOAgent`'s
-    ``zero_shot_override``) and the saving-rule diagnostic (``benchmarks/transfer_saving_rule.py``)."""
+    `mask` (N, D) bool as for `cheapest_devices`. The zero-shot override's rule (`override_zero_shot`) and the
+    saving-rule diagnostic's (``benchmarks/transfer_saving_rule.py``)."""
     placement = np.asarray(placement, dtype=np.int64)
     cost = np.asarray(cost, dtype=np.float64)
     allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
@@ -76,6 +88,20 @@ def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray
     ops = np.arange(len(placement))
     moved = (allowed_cost[ops, placement] - allowed_cost[ops, cheapest]) > threshold_s
     return np.where(moved, cheapest, placement).astype(np.int64)
+
+
+def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads: float) -> np.ndarray:
+    """(N,) int64: a policy's `placement` (N,) of the graph of `obs` with every op that saves more than `overheads`
+    per-submodel overheads (``obs["submodel_overhead"]``) on its cheapest device moved there (`move_large_savings`
+    on the observation's ``node_device_cost`` and ``action_mask``; module docstring). `placement` unchanged when
+    `overheads` is 0, when the observation says nothing of the overhead (absent or 0: the real backend unless
+    told) and for a node-by-node observation (one op's decision, not a placement). A padded multi-graph
+    observation is read as its graph alone (`placement_gym.env.strip_padding`)."""
+    overhead = float(np.asarray(obs.get("submodel_overhead", [0.0])).reshape(-1)[0])
+    if overheads == 0 or overhead == 0 or "current_node" in obs:
+        return placement
+    graph = strip_padding(obs)
+    return move_large_savings(placement, graph["node_device_cost"], graph.get("action_mask"), overheads * overhead)
 
 
 def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:

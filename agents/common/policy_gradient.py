@@ -59,13 +59,13 @@ class PolicyGradientAgent(BaseAgent):
             run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
             ``"measure"`` (each device alone and every op on its cheapest device first) or ``"refit"`` (also fit
             the policy to the best of them before sampling).
-        seed, torch_threads, device, coarsen_above, max_nodes: see `BaseAgent`.
+        seed, torch_threads, device, coarsen_above, max_nodes, zero_shot_override: see `BaseAgent`.
     """
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
                  ppo: Mapping[str, Any] | None = None, heuristic_start: str = "off", seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu", **coarsen: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, device=device, **coarsen)
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu", **run_options: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, device=device, **run_options)
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
         unknown = sorted(set(ppo or {}) - set(_PPO_ONLY))

@@ -33,8 +33,15 @@ ops) learns a graph of more ops than that on its coarsening (`placement_gym.coar
 clusters): ``run.env`` takes a device per cluster, the recorder below it still sees every full placement, so
 the run's best placement and the final measurements are full-size, while ``run.best_action`` (what distillation
 aims at) and ``run.predict_observation()`` are the coarse ones the policy works with. ``predict`` (decorated
-with `coarsens`) coarsens a full-size observation the same way and expands its answer; the clusters are
+with `agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
 recomputed from the observation itself, so a saved agent needs no stored mapping.
+
+Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
+override (`agents.common.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
+saves more than that many per-submodel overheads on its cheapest device moves there. It stays on for the
+placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
+fine-tuning run measures) and goes off once a run on one graph has measured its start: from there ``predict`` is
+the placement that run distils, as for any run on one graph (`RunAgent.zero_shot_active`).
 """
 from __future__ import annotations
 
@@ -62,9 +69,9 @@ from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
 
-from .heuristic_start import measure_start_placements
+from .heuristic_start import measure_start_placements, override_zero_shot
 
-__all__ = ["BestPlacement", "RunAgent", "RunLoop", "coarsens", "set_seed", "torch_threads", "train_in_turns"]
+__all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
 
 
 @dataclass(frozen=True)
@@ -367,16 +374,22 @@ def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
             break  # the agent measured nothing in its turn: another would not either
 
 
-def coarsens(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``: an observation of a graph above the agent's
-    ``coarsen_above`` is coarsened first (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,)."""
+def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
+    through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
+    (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
+    zero-shot override (module docstring) moves the ops that save most on their cheapest device."""
 
     @functools.wraps(predict)
     def wrapper(self: "RunAgent", obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         coarsening = self.coarsening_for(obs)
         if coarsening is None:
-            return predict(self, obs, deterministic)
-        return coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+            placement = predict(self, obs, deterministic)
+        else:
+            placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+        if not self.zero_shot_active:
+            return placement
+        return override_zero_shot(placement, obs, self.zero_shot_override)
 
     return wrapper
 
@@ -453,11 +466,16 @@ class RunAgent(abc.ABC):
             clusters (module docstring); None or 0: never (the default here; the learned agents set
             `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
+        zero_shot_override: after a run over many graphs, ``predict`` moves every op that saves more than this many
+            per-submodel overheads on its cheapest device there (module docstring, "Zero-shot"); None or 0: never
+            (the default here; the learned agents that train across graphs set
+            `agents.common.heuristic_start.ZERO_SHOT_OVERRIDE`).
 
     After `learn`:
         best_placement, best_latency_s: the run's result: its best placement (or, if it measured none, its
             policy's own) and that placement's latency measured afresh at the end.
         run_summary: the `RunSummary` of the last `learn`; history: its per-update statistics.
+        zero_shot_active: whether ``predict`` applies the zero-shot override now (module docstring, "Zero-shot").
     """
 
     #: Registry / table name (``placement-gym train --agent <name>``).
@@ -466,15 +484,21 @@ class RunAgent(abc.ABC):
     feature_families: tuple[str, ...] | None = None
 
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
-                 max_nodes: int = MAX_NODES) -> None:
+                 max_nodes: int = MAX_NODES, zero_shot_override: float | None = None) -> None:
         if not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive number of clusters, got {max_nodes!r}")
         if coarsen_above is not None and (not isinstance(coarsen_above, (int, np.integer)) or
                                           (coarsen_above and coarsen_above < max_nodes)):
             raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
                              f"({max_nodes}), so a coarsened graph is not coarsened again; got {coarsen_above!r}")
+        if zero_shot_override is not None and not (isinstance(zero_shot_override, (int, float, np.number))
+                                                   and zero_shot_override >= 0):
+            raise ValueError(f"zero_shot_override is a number of per-submodel overheads >= 0 (or None: off), got "
+                             f"{zero_shot_override!r}")
         self.seed = seed
         self.torch_threads = torch_threads
+        self.zero_shot_override = float(zero_shot_override or 0.0)
+        self.zero_shot_active = False
         self.coarsen_above = int(coarsen_above) if coarsen_above else None
         self.max_nodes = int(max_nodes)
         self.best_placement: np.ndarray | None = None
@@ -508,6 +532,10 @@ class RunAgent(abc.ABC):
                 train_in_turns(self, run, seed)  # an agent built for one graph at a time
             else:
                 self.train(run, seed)
+            if base.multi_graph:  # a policy for graphs it was not fitted to (module docstring, "Zero-shot")
+                self.zero_shot_active = self.zero_shot_override > 0
+            elif budget > 0:  # a run on one graph: predict is what it distilled (also for a train without
+                self.zero_shot_active = False  # `measure_starts`)
             summary = run.finish(self.predict)
         self.run_summary, self.history = summary, run.history
         base = run.base
@@ -540,6 +568,8 @@ class RunAgent(abc.ABC):
             self.start_fine_tuning(run, env, seed, obs)
         elif self.heuristic_start != "off":
             measure_start_placements(run, obs, seed)
+        if run.budget > 0:  # the zero-shot placement is measured (or not asked for): from here predict is this
+            self.zero_shot_active = False  # graph's own (module docstring, "Zero-shot")
 
     def refits_start(self, run: RunLoop) -> bool:
         """Whether the policy is fitted to the run's best start placement before it samples
@@ -587,6 +617,10 @@ class RunAgent(abc.ABC):
     def coarsen_options(self) -> dict[str, Any]:
         """``coarsen_above`` and ``max_nodes`` (for `hyperparameters`)."""
         return {"coarsen_above": self.coarsen_above, "max_nodes": self.max_nodes}
+
+    def transfer_options(self) -> dict[str, Any]:
+        """``zero_shot_override`` (for the `hyperparameters` of an agent that trains across graphs)."""
+        return {"zero_shot_override": self.zero_shot_override}
 
     def coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
         """The coarsening ``predict`` applies to `obs`: None for a graph it places as it is (at most

@@ -25,10 +25,10 @@ The method and where it lives:
                      local search around the best placement (`agents.common.local_search`), the rest (if any) plain
                      fine-tuning of every weight with the same trainer, then distillation of the best placement
                      found so ``predict`` returns it, as the other agents do.
-    7. override      zero-shot only (ours, ``zero_shot_override``): after training over many graphs, ``predict``
-                     moves each op whose own time on its cheapest device is more than 4 per-submodel overheads
-                     (``obs["submodel_overhead"]``) below its time where the policy put it
-                     (`agents.common.heuristic_start.move_large_savings`).
+    7. override      zero-shot only (ours, ``zero_shot_override``, every learned agent's; `agents.common.run`,
+                     "Zero-shot"): after training over many graphs, ``predict`` moves each op whose own time on its
+                     cheapest device is more than 4 per-submodel overheads (``obs["submodel_overhead"]``) below its
+                     time where the policy put it (`agents.common.heuristic_start.override_zero_shot`).
 
 What differs from the paper: plain fine-tuning instead of parameter superposition. GO's superposition multiplies
 each layer's input by a function of a per-graph conditioning vector, to ease interference between graphs while
@@ -51,34 +51,28 @@ real backend unless told) leaves the policy's placement as it is.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
-from agents.common.heuristic_start import HEURISTIC_START, move_large_savings
+from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE
 from agents.common.local_search import BlockSearch, search_around_best
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import RunLoop
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
-from placement_gym.env import strip_padding
 from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS", "ZERO_SHOT_OVERRIDE"]
+__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
 
 #: Defaults of GO's single-graph search (`GOAgent`'s ``search_groups``, ``search_explore``; README, convergence);
 #: its ``split_patience`` is the shared `agents.common.coarse_to_fine.SPLIT_PATIENCE`.
 SEARCH_GROUPS = 8
 SEARCH_EXPLORE = 1.0
-
-#: GOAgent's default ``zero_shot_override``: an op moves when it saves more than this many per-submodel overheads
-#: (module docstring: chosen on the ``ai_pc`` train split).
-ZERO_SHOT_OVERRIDE = 4.0
 
 #: Keys of GOAgent's ``finetune_search_options``: `BlockSearch`'s settings and the batch of `search_around_best`.
 SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
@@ -140,9 +134,10 @@ class GOAgent(PolicyGradientAgent):
             device while the best placement found was a mixed one.
         zero_shot_override: after training over many graphs, ``predict`` moves each op whose own time on its
             cheapest device is more than this many per-submodel overheads (``obs["submodel_overhead"]``) below
-            its time on the device the policy chose (module docstring, "Why the override"). It is on for the
-            placement of a graph the policy was not fitted to (zero-shot, and the first placement a fine-tuning
-            run measures) and off once a run on one graph has measured its start. None or 0: off.
+            its time on the device the policy chose (module docstring, "Why the override"; `agents.common.run`,
+            "Zero-shot"). It is on for the placement of a graph the policy was not fitted to (zero-shot, and the
+            first placement a fine-tuning run measures) and off once a run on one graph has measured its start.
+            None or 0: off.
     """
 
     name = "go"
@@ -198,7 +193,8 @@ class GOAgent(PolicyGradientAgent):
             distill_seconds=distill_seconds, split_patience=split_patience,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
-                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         zero_shot_override=zero_shot_override)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)
@@ -212,10 +208,6 @@ class GOAgent(PolicyGradientAgent):
             raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(SEARCH_OPTIONS)}")
         self.search_groups, self.split_patience, self.search_explore = search_groups, split_patience, search_explore
         self.search_refine, self.split_refit = search_refine, split_refit
-        if zero_shot_override is not None and not zero_shot_override >= 0:
-            raise ValueError(f"zero_shot_override is a number of per-submodel overheads >= 0 (or None: off), got "
-                             f"{zero_shot_override}")
-        self.zero_shot_override = float(zero_shot_override or 0.0)
 
     def hyperparameters(self) -> dict[str, Any]:
         r = self.reinforce
@@ -225,29 +217,13 @@ class GOAgent(PolicyGradientAgent):
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
+            **self.transfer_options(),
             "finetune_from_predict": self.finetune_from_predict, "finetune_search": self.finetune_search,
             "finetune_search_options": dict(self.search_options),
             "search_groups": self.search_groups,
             "split_patience": self.split_patience, "search_explore": self.search_explore,
             "search_refine": self.search_refine, "split_refit": self.split_refit,
-            "zero_shot_override": self.zero_shot_override,
         }
-
-    def predict(self, obs: Mapping, deterministic: bool = True) -> np.ndarray:
-        """The policy's placement for `obs`, with the zero-shot override where it is on (`zero_shot_override`)."""
-        placement = super().predict(obs, deterministic)
-        tau = float(self.policy.zero_shot_override)
-        overhead = float(np.asarray(obs.get("submodel_overhead", [0.0])).reshape(-1)[0])
-        if tau == 0 or overhead == 0 or "current_node" in obs:
-            return placement
-        graph = strip_padding(obs)
-        return move_large_savings(placement, graph["node_device_cost"], graph.get("action_mask"), tau * overhead)
-
-    def train(self, run: RunLoop, seed: int | None) -> None:
-        """The shared training; over many graphs it ends with the zero-shot override on (`zero_shot_override`)."""
-        super().train(run, seed)
-        if run.many_graphs:
-            self.policy.zero_shot_override.fill_(self.zero_shot_override)
 
     def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
         """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
@@ -266,11 +242,7 @@ class GOAgent(PolicyGradientAgent):
 
     def start_run(self, run, env, seed, trained) -> None:
         """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
-        group with the whole-graph cost term off (class docstring); otherwise the shared start. A run on one
-        graph that measures anything turns the zero-shot override off: from here ``predict`` is what this graph's
-        search finds (a run of budget 0, zero-shot, keeps it)."""
-        if not run.many_graphs and (run.best_action is not None or not run.done):
-            self.policy.zero_shot_override.fill_(0.0)
+        group with the whole-graph cost term off (class docstring); otherwise the shared start."""
         if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
         self.measure_predict(run, seed, self.imitation_obs)

@@ -155,8 +155,7 @@ class GOPolicy(nn.Module):
     its ops', as `agents.common.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
     (coarse to fine, `agents.common.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
     the paper's. ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a uniform
-    share in every decision (`_grouped`; 0: off); ``zero_shot_override`` is `agents.go.GOAgent`'s (0: off; the
-    policy itself never reads it). All four are buffers, saved with the weights.
+    share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, attention_layers: int = 2,
@@ -184,9 +183,6 @@ class GOPolicy(nn.Module):
         self.register_buffer("n_groups", torch.tensor(0))  # 0: per op; G: one decision per contiguous group
         self.register_buffer("graph_cost_scale", torch.tensor(1.0))
         self.register_buffer("explore", torch.tensor(0.0))  # decisions redrawn uniformly per placement (`_grouped`)
-        # `agents.go.GOAgent`'s zero-shot override, in per-submodel overheads (0: off): on after training over
-        # many graphs, off once a run on one graph measures anything; a buffer so that a checkpoint keeps it.
-        self.register_buffer("zero_shot_override", torch.tensor(0.0))
         self._groups_cache: dict[int, Tensor] = {}
         self._largest = 0  # ops of the largest graph placed so far: where splitting ends
 
@@ -195,7 +191,9 @@ class GOPolicy(nn.Module):
         state_dict.setdefault(prefix + "n_groups", torch.tensor(0))
         state_dict.setdefault(prefix + "graph_cost_scale", torch.tensor(1.0))
         state_dict.setdefault(prefix + "explore", torch.tensor(0.0))
-        state_dict.setdefault(prefix + "zero_shot_override", torch.tensor(0.0))  # from before the override
+        # The zero-shot override was a buffer of GO's before every agent had it (`agents.common.run`, "Zero-shot";
+        # whether it is on is now the checkpoint's, `agents.common.checkpoint.restore_run_state`).
+        state_dict.pop(prefix + "zero_shot_override", None)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._groups_cache = {}
 

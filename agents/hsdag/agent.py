@@ -65,7 +65,7 @@ from typing import Any
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -134,6 +134,9 @@ class HSDAGAgent(PolicyGradientAgent):
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
+            more than this many per-submodel overheads on its cheapest device there (`agents.common.run`,
+            "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
     """
 
     name = "hsdag"
@@ -178,6 +181,7 @@ class HSDAGAgent(PolicyGradientAgent):
         device: "str | torch.device" = "cpu",
         coarsen_above: int | None = COARSEN_ABOVE,
         max_nodes: int = MAX_NODES,
+        zero_shot_override: float | None = ZERO_SHOT_OVERRIDE,
     ) -> None:
         reinforce = ReinforceConfig(
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
@@ -186,7 +190,8 @@ class HSDAGAgent(PolicyGradientAgent):
             distill_seconds=distill_seconds, split_patience=split_patience,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
-                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         zero_shot_override=zero_shot_override)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
                             refine=refine, refine_boundary=refine_boundary, explore=explore,
@@ -206,6 +211,7 @@ class HSDAGAgent(PolicyGradientAgent):
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
             "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
+            **self.transfer_options(),
         }
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:

@@ -29,12 +29,12 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy import group_majority_placement
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
-from agents.common.run import coarsens
+from agents.common.run import agent_predict
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
@@ -79,6 +79,9 @@ class PlacetoAgent(PolicyGradientAgent):
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
+            more than this many per-submodel overheads on its cheapest device there (`agents.common.run`,
+            "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
     """
 
     name = "placeto"
@@ -92,7 +95,8 @@ class PlacetoAgent(PolicyGradientAgent):
                  heuristic_start: str = HEURISTIC_START,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES) -> None:
+                 max_nodes: int = MAX_NODES,
+                 zero_shot_override: float | None = ZERO_SHOT_OVERRIDE) -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
@@ -100,7 +104,8 @@ class PlacetoAgent(PolicyGradientAgent):
                                  max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
                                  distill_steps=distill_steps, distill_seconds=distill_seconds)
         super().__init__(config, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
-                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         zero_shot_override=zero_shot_override)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
@@ -115,7 +120,7 @@ class PlacetoAgent(PolicyGradientAgent):
                     sweeps=self.sweeps, start=self.start, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options(), **self.coarsen_options())
+                    **self.algorithm_options(), **self.coarsen_options(), **self.transfer_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
@@ -170,7 +175,7 @@ class PlacetoAgent(PolicyGradientAgent):
         return self.policy.default_devices if mask is None else int(mask.shape[-1])
 
     # ------------------------------------------------------------------ inference
-    @coarsens
+    @agent_predict
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """For a node-by-node observation: the current node's device (a 0-d int64 array). For a whole-placement
         observation (`DevicePlacement-v0`): a complete placement (N,) int64, built like an episode (every group

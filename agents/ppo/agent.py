@@ -38,11 +38,11 @@ from agents.common.checkpoint import (
 )
 from agents.common.coarse_to_fine import (REFIT_STEPS, StallDetector, check_split_patience,
                                           split_until_expressible)
-from agents.common.heuristic_start import HEURISTIC_START, check_heuristic_start
+from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE, check_heuristic_start
 from agents.common.policy import group_majority_placement
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
-from agents.common.run import RunAgent, RunLoop, coarsens
+from agents.common.run import RunAgent, RunLoop, agent_predict
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
@@ -127,16 +127,16 @@ class SB3Agent(RunAgent):
         heuristic_start: what a run on one graph measures first (`agents.common.heuristic_start`; a fine-tuning
             run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
             ``"measure"``, ``"refit"`` (the best then distilled into the policy before SB3 collects).
-        seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
-            fix the graph size, so a coarsened graph is the one size it runs on).
+        seed, torch_threads, coarsen_above, max_nodes, zero_shot_override: see `agents.common.run.RunAgent` (an
+            SB3 model's spaces fix the graph size, so a coarsened graph is the one size it runs on).
     """
 
     name = "sb3"
 
     def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0,
                  distill_seconds: float | None = None, heuristic_start: str = "off", seed: int | None = None,
-                 torch_threads: int | None = 1, **coarsen: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, **coarsen)
+                 torch_threads: int | None = 1, **run_options: Any) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, **run_options)
         self.model = model
         self.heuristic_start = check_heuristic_start(heuristic_start)
         self.distill_steps = int(distill_steps)
@@ -240,7 +240,7 @@ class SB3Agent(RunAgent):
     def policy(self) -> torch.nn.Module | None:
         return None if self.model is None else self.model.policy
 
-    @coarsens
+    @agent_predict
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The model's action for `obs` ((N,) int64 placement on `DevicePlacement-v0`)."""
         if self.model is None:
@@ -272,7 +272,7 @@ class SB3Agent(RunAgent):
     def hyperparameters(self) -> dict[str, Any]:
         return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds,
                 "heuristic_start": self.heuristic_start, "seed": self.seed, "torch_threads": self.torch_threads,
-                **self.coarsen_options()}
+                **self.coarsen_options(), **self.transfer_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -418,6 +418,9 @@ class PPOAgent(SB3Agent):
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters (`agents.common.run`, `placement_gym.coarsen`; None: never).
+        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
+            more than this many per-submodel overheads on its cheapest device there (`agents.common.run`,
+            "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
     """
 
     name = "ppo"
@@ -431,9 +434,11 @@ class PPOAgent(SB3Agent):
                  distill_seconds: float | None = DISTILL_SECONDS, split_patience: int | None = 40,
                  heuristic_start: str = HEURISTIC_START, *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES) -> None:
+                 max_nodes: int = MAX_NODES,
+                 zero_shot_override: float | None = ZERO_SHOT_OVERRIDE) -> None:
         super().__init__(distill_steps=distill_steps, distill_seconds=distill_seconds, heuristic_start=heuristic_start,
-                         seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes)
+                         seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         zero_shot_override=zero_shot_override)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -458,7 +463,8 @@ class PPOAgent(SB3Agent):
                     node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps,
                     split_patience=self.split_patience, heuristic_start=self.heuristic_start,
                     distill_seconds=self.distill_seconds, seed=self.seed,
-                    torch_threads=self.torch_threads, **self.coarsen_options())
+                    torch_threads=self.torch_threads, **self.coarsen_options(),
+                    **self.transfer_options())
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -564,7 +570,7 @@ class PPOAgent(SB3Agent):
                 and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference
-    @coarsens
+    @agent_predict
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The action for `obs`: (N,) int64 placement for `DevicePlacement-v0` (the current node's device for
         the node-by-node env; a node policy deployed on a whole graph places it group by group)."""

@@ -16,7 +16,7 @@ import torch
 
 from agents.common.base import PolicySpec
 from agents.common.coarse_to_fine import SPLIT_PATIENCE
-from agents.common.heuristic_start import HEURISTIC_START
+from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -62,6 +62,9 @@ class RNNAgent(PolicyGradientAgent):
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
+            more than this many per-submodel overheads on its cheapest device there (`agents.common.run`,
+            "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
     """
 
     name = "rnn"
@@ -76,7 +79,8 @@ class RNNAgent(PolicyGradientAgent):
                  ppo: "dict[str, Any] | None" = None, heuristic_start: str = HEURISTIC_START, *,
                  seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
-                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES) -> None:
+                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
+                 zero_shot_override: float | None = ZERO_SHOT_OVERRIDE) -> None:
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
@@ -86,7 +90,8 @@ class RNNAgent(PolicyGradientAgent):
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
                                  distill_seconds=distill_seconds, split_patience=split_patience)
         super().__init__(config, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
-                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
+                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         zero_shot_override=zero_shot_override)
         self.n_groups, self.hidden_dim, self.refine, self.reward = int(n_groups), hidden_dim, refine, reward
         self.refine_boundary, self.split_patience, self.split_refit = refine_boundary, split_patience, split_refit
         self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
@@ -99,7 +104,7 @@ class RNNAgent(PolicyGradientAgent):
                     learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options(), **self.coarsen_options())
+                    **self.algorithm_options(), **self.coarsen_options(), **self.transfer_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine, self.refine_boundary)

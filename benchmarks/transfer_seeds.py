@@ -1,0 +1,117 @@
+"""Zero-shot transfer over training seeds: does a trained agent's placement of unseen graphs depend on the seed
+it was trained with? (issue: transfer, targets 1-3)
+
+    python benchmarks/transfer_seeds.py --agents go hsdag rnn placeto ppo ppo-node --seeds 0 1 2 3 4 \\
+        --profile ai_pc --reference benchmarks/results/transfer_ai_pc_override.json \\
+        --json benchmarks/results/transfer_seeds_ai_pc.json
+
+For each agent and seed: one `learn` over ``--train-models`` for ``--train-budget`` placements (as
+``benchmarks/transfer.py`` trains), then its own placement (``predict``, zero-shot, with the zero-shot override)
+of every test graph, measured once. Gaps are % above the best placement known for each graph, read from the
+``--reference`` results of ``benchmarks/transfer.py`` (its ``best_known_s``: the optimum or a faster placement a
+run found), so no optimum is solved here and a gap is never negative (a faster zero-shot placement lowers the
+reference); also against each graph's best and worst single device. Per agent and seed: the geometric-mean gap
+(target 1: within 10%), never worse than the worst single device (target 2), and how many of the graphs whose
+best known beats the best single device by >= 5% the zero-shot placement beats it on (target 3: at least half).
+
+All figures SIMULATED (``--profile``); seconds per agent and seed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from _outputs import refuse_existing_outputs, run_metadata
+from placement_gym import evaluation, registry, results
+from placement_gym.backends import make_backend
+from placement_gym.env import DevicePlacementEnv
+from transfer import _features, _test_graphs, evaluation_options
+
+
+def best_known(reference_paths: list[str]) -> dict[str, float]:
+    """Seconds of the best placement known per test graph over every row of the `reference_paths` (results of
+    ``benchmarks/transfer.py``)."""
+    known: dict[str, float] = {}
+    for path in reference_paths:
+        with open(path) as f:
+            for result in json.load(f)["results"]:
+                for row in result["rows"]:
+                    ref = row.get("best_known_s", row["optimal_s"])
+                    known[row["model"]] = min(ref, known.get(row["model"], math.inf))
+    return known
+
+
+def zero_shot(name: str, seed: int, args: argparse.Namespace, backend, known: dict[str, float]) -> dict:
+    """Train `name` with `seed`, place every test graph zero-shot; the rows and the targets' summary."""
+    cls = registry.load_agent_class(name)
+    agent = registry.make_agent(cls, evaluation_options(args))
+    train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
+    agent.learn(DevicePlacementEnv(train_models, backend=backend, features=_features(agent)), args.train_budget,
+                seed=seed)
+    rows = []
+    for model, env in _test_graphs(args.test_models, backend, _features(agent)).items():
+        if model not in known:
+            raise SystemExit(f"{model}: no best known latency in {args.reference}; run benchmarks/transfer.py on it")
+        singles = [v for v in evaluation.single_device_latencies(env).values() if v is not None]
+        obs, _ = env.reset(seed=seed)
+        placement = agent.predict(obs)
+        latency = env.backend.measure(env.graph, env.as_measured(placement)).latency_s
+        ref = min(known[model], latency)
+        rows.append({"model": model, "zero_shot_s": latency, "best_known_s": ref, "best_single_s": min(singles),
+                     "worst_single_s": max(singles), "devices_used": int(np.unique(placement).size)})
+    room = [r for r in rows if r["best_known_s"] <= 0.95 * r["best_single_s"]]
+    gaps = [r["zero_shot_s"] / r["best_known_s"] for r in rows]
+    summary = {
+        "zero_shot_gap_geomean_pct": 100 * (math.exp(float(np.mean(np.log(gaps)))) - 1),
+        "zero_shot_never_worse_than_worst_single": all(r["zero_shot_s"] <= r["worst_single_s"] * (1 + 1e-9)
+                                                       for r in rows),
+        "graphs_where_best_known_beats_best_single_by_5pct": len(room),
+        "zero_shot_beats_best_single_there": sum(r["zero_shot_s"] < r["best_single_s"] for r in room),
+    }
+    return {"agent": name, "seed": seed, "rows": rows, "summary": summary}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", nargs="+", default=["go"], help="registered agents that transfer")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds")
+    parser.add_argument("--train-models", nargs="+", default=["dataset:train"],
+                        help="graphs to train over (specs or dataset:SPLIT)")
+    parser.add_argument("--test-models", nargs="+", default=["dataset:test"], help="graphs to transfer to")
+    parser.add_argument("--profile", default="paper", help="simulated hardware preset (paper, ai_pc, server, edge)")
+    parser.add_argument("--train-budget", type=int, default=200, help="placements of each training run")
+    parser.add_argument("--reference", nargs="+", required=True,
+                        help="results of benchmarks/transfer.py on the same preset and test graphs (best known)")
+    parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE", help="agent constructor argument")
+    parser.add_argument("--json", help="write the results here (benchmarks/results/...)")
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    backend = make_backend("simulated", profile=args.profile)
+    known = best_known(args.reference)
+    out = []
+    print("| agent | seed | zero-shot geomean | never worse than worst single | beats best single (>= 5% room) |")
+    print("|---|---|---|---|---|")
+    for name in args.agents:
+        for seed in args.seeds:
+            result = zero_shot(name, seed, args, backend, known)
+            out.append(result)
+            s = result["summary"]
+            beats = f"{s['zero_shot_beats_best_single_there']}/{s['graphs_where_best_known_beats_best_single_by_5pct']}"
+            print(f"| {name} | {seed} | {s['zero_shot_gap_geomean_pct']:+.1f}% | "
+                  f"{'yes' if s['zero_shot_never_worse_than_worst_single'] else 'no'} | {beats} |", flush=True)
+    if args.json:
+        meta = run_metadata(argv, "SIMULATED latencies (profile " + args.profile + "); zero-shot gaps are % above the "
+                            "best placement known (the --reference files); test graphs were not trained on")
+        path = results.write_json(args.json, {**meta, "profile": args.profile, "reference": args.reference,
+                                              "results": out}, overwrite=args.overwrite)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,15 +4,17 @@ transfer, target 3)
     python benchmarks/transfer_saving_rule.py --profile ai_pc --json benchmarks/results/transfer_saving_rule_ai_pc.json
     python benchmarks/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
 
-A diagnostic (in the agents: every learned agent's ``zero_shot_override``). Every op goes on the graph's best
-single device (measured; ``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops
-whose own time drops by more than tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's
-``boundary_overhead_s``) on their cheapest device: those go there (``obs["node_device_cost"]``: seconds of an op
-alone on each device; transfers ignored; `agents.common.heuristic_start.move_large_savings`). tau = 0 is "every op
-on its cheapest device" where that saves anything at all. Printed per graph of each split: the placement's latency
-relative to the best single device, and how many ops moved. It answers whether target 3 (zero-shot better than the
-best single device on half of the test graphs where the optimum beats it by >= 5%) is reachable from what a policy
-observes, and with what threshold chosen on the TRAIN split only. All figures SIMULATED.
+A diagnostic (in the agents: every learned agent's ``zero_shot_override``, the same function,
+`agents.common.heuristic_start.override_zero_shot`). Every op goes on the graph's best single device (measured;
+``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops whose own time on their
+cheapest device (``obs["node_device_cost"]``: seconds of an op alone on each device) is lower by more than what
+moving them adds: the change in their tensors' time on links (from the observation's edge bytes and the devices'
+link bandwidths) plus tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's
+``boundary_overhead_s``): those go there. Printed per graph of each split: the placement's latency relative to the
+best single device, and how many ops moved. It answers whether target 3 (zero-shot better than the best single
+device on half of the test graphs where the optimum beats it by >= 5%) is reachable from what a policy observes,
+and with what threshold chosen on the TRAIN split only. All figures SIMULATED. (Files from before the link term:
+``transfer_saving_rule_<preset>.json``, where tau = 0 was every op that saves anything.)
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import argparse
 import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 
-from agents.common.heuristic_start import move_large_savings
+from agents.common.heuristic_start import override_zero_shot
 from placement_gym import results
 from placement_gym.backends import make_backend
 from placement_gym.backends.base import submodel_overhead
@@ -33,8 +35,8 @@ def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="ai_pc")
     parser.add_argument("--splits", nargs="+", default=["train", "val", "test"])
-    parser.add_argument("--tau", nargs="+", type=float, default=[0.0, 1.0, 2.0, 4.0, 8.0],
-                        help="thresholds in units of the preset's per-submodel overhead")
+    parser.add_argument("--tau", nargs="+", type=float, default=[0.5, 1.0, 2.0, 4.0, 8.0],
+                        help="thresholds in units of the preset's per-submodel overhead (> 0)")
     parser.add_argument("--base", help="the device every op starts on (a name from the preset); default: each "
                                        "graph's best single device")
     parser.add_argument("--json", help="write the per-graph figures here")
@@ -52,8 +54,6 @@ def main(argv: "list[str] | None" = None) -> None:
         for name in dataset_names(split):
             env = DevicePlacementEnv(name, backend=backend, unsupported="repair")
             obs, _ = env.reset(seed=0)
-            cost = np.asarray(obs["node_device_cost"], dtype=np.float64)
-            mask = np.asarray(obs["action_mask"], dtype=bool)
 
             def latency(placement: np.ndarray) -> float:
                 m = env.backend.measure(env.graph, env.as_measured(placement))
@@ -65,7 +65,7 @@ def main(argv: "list[str] | None" = None) -> None:
             row = {"split": split, "graph": name, "ops": env.graph.n_ops, "best_single_device": env.device_names[best],
                    "best_single_s": singles[best], "base_device": env.device_names[base], "rule": []}
             for tau in args.tau:
-                placement = move_large_savings(np.full(env.graph.n_ops, base), cost, mask, tau * overhead)
+                placement = override_zero_shot(np.full(env.graph.n_ops, base), obs, tau)
                 row["rule"].append({"tau": tau, "vs_best_single_pct": 100 * (latency(placement) / singles[best] - 1),
                                     "ops_moved": int((placement != base).sum())})
             rows.append(row)

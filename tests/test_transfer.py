@@ -15,7 +15,9 @@ import pytest
 
 import placement_gym  # noqa: F401  (registers the envs)
 from agents.common.base import BaseAgent
-from agents.common.heuristic_start import ZERO_SHOT_OVERRIDE, move_large_savings
+from agents.common.heuristic_start import (LINK_FEATURE, ZERO_SHOT_OVERRIDE, cheapest_devices, move_large_savings,
+                                           transfer_change)
+from placement_gym.features import bytes_from_edge_features
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 
@@ -140,10 +142,17 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
     assert not np.array_equal(raw, cheapest)  # some op of the policy's placement is not on its cheapest device
     # The network does not read the overhead: it only sets the threshold of the override.
     assert agent.predict(dict(obs, submodel_overhead=np.ones(1, np.float32))).tolist() == raw.tolist()
+    # An op moves when it saves more than what its tensors then add on links plus ZERO_SHOT_OVERRIDE overheads.
+    on_links = transfer_change(raw, cheapest_devices(cost, mask), obs["edge_index"],
+                               bytes_from_edge_features(obs["edge_features"]),
+                               10.0 ** obs["device_features"][:, LINK_FEATURE].astype(np.float64))
+    assert on_links.any()
     tiny = dict(obs, submodel_overhead=np.full(1, 1e-12, np.float32))
-    assert agent.predict(tiny).tolist() == move_large_savings(raw, cost, mask, 4e-12).tolist() == cheapest.tolist()
-    zero_shot = agent.predict(obs)
-    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, 4 * 20e-6).tolist()
+    moved = agent.predict(tiny)
+    assert moved.tolist() == move_large_savings(raw, cost, mask, 2e-12, on_links).tolist()
+    assert not np.array_equal(moved, raw)
+    zero_shot = agent.predict(obs)  # tiny_branch's ops save less than 2 x 20 us: none moves
+    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, ZERO_SHOT_OVERRIDE * 20e-6, on_links).tolist()
 
     loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))  # the checkpoint keeps it
     assert loaded.zero_shot_active and loaded.predict(obs).tolist() == zero_shot.tolist()

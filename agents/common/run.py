@@ -378,15 +378,22 @@ def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarra
     """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
     through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
     (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
-    zero-shot override (module docstring) moves the ops that save most on their cheapest device."""
+    zero-shot override (module docstring) moves the ops that save most on their cheapest device. A decorated
+    ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
 
     @functools.wraps(predict)
     def wrapper(self: "RunAgent", obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
-        coarsening = self.coarsening_for(obs)
-        if coarsening is None:
-            placement = predict(self, obs, deterministic)
-        else:
-            placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+        if getattr(self, "_predicting", False):  # inside another decorated predict of this agent
+            return predict(self, obs, deterministic)
+        self._predicting = True
+        try:
+            coarsening = self.coarsening_for(obs)
+            if coarsening is None:
+                placement = predict(self, obs, deterministic)
+            else:
+                placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+        finally:
+            self._predicting = False
         if not self.zero_shot_active:
             return placement
         return override_zero_shot(placement, obs, self.zero_shot_override)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.common.heuristic_start import start_placements
+from agents.common.heuristic_start import move_large_savings, start_placements, transfer_change
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
@@ -95,3 +95,22 @@ def test_placeto_distils_the_group_majority_of_a_placement_it_cannot_express(tin
     # The distillation aims at what predict can return, so it stops early instead of spinning its 1000 steps.
     assert agent.distill(per_op, 1000, env.as_measured) < 1000
     np.testing.assert_array_equal(env.as_measured(agent.predict(env.reset(seed=0)[0])), env.as_measured(target))
+
+
+def test_what_a_move_adds_on_links_counts_its_own_tensors_and_those_live_across_it():
+    # 0 -> 1 -> 2 -> 3 (100 bytes each) and a skip 0 -> 3 (1000 bytes); both devices' links move 100 bytes/s.
+    edge_index = np.array([[0, 1, 2, 0], [1, 2, 3, 3]])
+    edge_bytes = np.array([100.0, 100.0, 100.0, 1000.0])
+    link = np.array([100.0, 100.0])
+    everything_on_0, to_1 = np.zeros(4, np.int64), np.ones(4, np.int64)
+    # op 0: its outputs cross (1 + 10 s); op 1: its two tensors (2 s) and the skip, live across it (10 s); op 2
+    # likewise; op 3: its inputs (1 + 10 s), nothing live across the last op.
+    assert transfer_change(everything_on_0, to_1, edge_index, edge_bytes, link).tolist() == [11.0, 12.0, 12.0, 11.0]
+    assert transfer_change(everything_on_0, everything_on_0, edge_index, edge_bytes, link).tolist() == [0.0] * 4
+    # Joining its consumers takes op 0's tensors off the link.
+    assert transfer_change(np.array([0, 1, 1, 1]), to_1, edge_index, edge_bytes, link)[0] == -11.0
+    # move_large_savings: op 1 saves 15 s on device 1 and its move adds 12 s: it moves at a threshold of 2, not 4.
+    cost = np.array([[1.0, 1.0], [20.0, 5.0], [1.0, 1.0], [1.0, 1.0]])
+    added = transfer_change(everything_on_0, to_1, edge_index, edge_bytes, link)
+    assert move_large_savings(everything_on_0, cost, None, 2.0, added).tolist() == [0, 1, 0, 0]
+    assert move_large_savings(everything_on_0, cost, None, 4.0, added).tolist() == [0, 0, 0, 0]

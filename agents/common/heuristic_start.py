@@ -46,7 +46,8 @@ from placement_gym.env import strip_padding
 from placement_gym.features import bytes_from_edge_features
 
 __all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "ZERO_SHOT_OVERRIDE", "check_heuristic_start", "cheapest_devices",
-           "measure_start_placements", "move_large_savings", "override_zero_shot", "start_placements", "transfer_change"]
+           "measure_start_placements", "move_large_savings", "override_zero_shot", "start_placements",
+           "transfer_change"]
 
 #: The accepted ``heuristic_start`` settings (module docstring).
 HEURISTIC_STARTS = ("off", "measure", "refit")

@@ -38,7 +38,8 @@ recomputed from the observation itself, so a saved agent needs no stored mapping
 
 Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
 override (`agents.common.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
-saves more than that many per-submodel overheads on its cheapest device moves there. It stays on for the
+saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there.
+It stays on for the
 placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
 fine-tuning run measures) and goes off once a run on one graph has measured its start: from there ``predict`` is
 the placement that run distils, as for any run on one graph (`RunAgent.zero_shot_active`).
@@ -473,8 +474,9 @@ class RunAgent(abc.ABC):
             clusters (module docstring); None or 0: never (the default here; the learned agents set
             `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
-        zero_shot_override: after a run over many graphs, ``predict`` moves every op that saves more than this many
-            per-submodel overheads on its cheapest device there (module docstring, "Zero-shot"); None or 0: never
+        zero_shot_override: after a run over many graphs, ``predict`` moves every op that saves more on its
+            cheapest device than the move adds on links plus this many per-submodel overheads (module docstring,
+            "Zero-shot"); None or 0: never
             (the default here; the learned agents that train across graphs set
             `agents.common.heuristic_start.ZERO_SHOT_OVERRIDE`).
 

@@ -27,8 +27,9 @@ The method and where it lives:
                      found so ``predict`` returns it, as the other agents do.
     7. override      zero-shot only (ours, ``zero_shot_override``, every learned agent's; `agents.common.run`,
                      "Zero-shot"): after training over many graphs, ``predict`` moves each op whose own time on its
-                     cheapest device is more than 4 per-submodel overheads (``obs["submodel_overhead"]``) below its
-                     time where the policy put it (`agents.common.heuristic_start.override_zero_shot`).
+                     cheapest device is lower than where the policy put it by more than the move adds on links plus
+                     2 per-submodel overheads (``obs["submodel_overhead"]``;
+                     `agents.common.heuristic_start.override_zero_shot`).
 
 What differs from the paper: plain fine-tuning instead of parameter superposition. GO's superposition multiplies
 each layer's input by a function of a per-graph conditioning vector, to ease interference between graphs while
@@ -42,9 +43,9 @@ moving-average baseline per graph instead of a critic by default (``ppo={"value"
 Why the override: trained over the train split of every preset, GO's policy places every op of a new graph on one
 device (the cost term's best single device; on ``ai_pc``, the CPU for all nine test graphs), so where an unseen
 graph gains from a few ops elsewhere (the U-Nets on ``ai_pc``: 7% and 21% faster mixed) no zero-shot placement
-found it. A cut pays for itself when an op saves more than what the extra submodel costs; the threshold, 4
-overheads, was chosen on the ``ai_pc`` TRAIN split (``benchmarks/transfer_saving_rule.py``: no train or val graph
-slower from 2 overheads up, up to 81% slower at 0). It is the same function whatever the graph: a new graph's
+found it. A cut pays for itself when an op saves more than what the transfers and the extra submodels cost; the
+threshold was chosen on the TRAIN split (``benchmarks/transfer_saving_rule.py``,
+`agents.common.heuristic_start.ZERO_SHOT_OVERRIDE`). It is the same function whatever the graph: a new graph's
 placement, never fitted to it, and it stays off for a policy's own graph (a run on one graph turns it off, so
 ``predict`` there is the best placement distilled). An observation whose ``submodel_overhead`` is 0 (unknown: the
 real backend unless told) leaves the policy's placement as it is.
@@ -133,11 +134,11 @@ class GOAgent(PolicyGradientAgent):
             so halves do not keep their parent's distribution, and PPO had left the mode on the best single
             device while the best placement found was a mixed one.
         zero_shot_override: after training over many graphs, ``predict`` moves each op whose own time on its
-            cheapest device is more than this many per-submodel overheads (``obs["submodel_overhead"]``) below
-            its time on the device the policy chose (module docstring, "Why the override"; `agents.common.run`,
-            "Zero-shot"). It is on for the placement of a graph the policy was not fitted to (zero-shot, and the
-            first placement a fine-tuning run measures) and off once a run on one graph has measured its start.
-            None or 0: off.
+            cheapest device is lower than on the device the policy chose by more than the move adds on links plus
+            this many per-submodel overheads (``obs["submodel_overhead"]``) (module docstring, "Why the override";
+            `agents.common.run`, "Zero-shot"). It is on for the placement of a graph the policy was not fitted to
+            (zero-shot, and the first placement a fine-tuning run measures) and off once a run on one graph has
+            measured its start. None or 0: off.
     """
 
     name = "go"

@@ -80,8 +80,8 @@ class PlacetoAgent(PolicyGradientAgent):
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
         zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
-            more than this many per-submodel overheads on its cheapest device there (`agents.common.run`,
-            "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
+            more on its cheapest device than the move adds on links plus this many per-submodel overheads
+            (`agents.common.run`, "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
     """
 
     name = "placeto"

@@ -173,3 +173,17 @@ def test_the_zero_shot_override_is_a_number_of_overheads_or_off(name):
     assert cls(zero_shot_override=None).zero_shot_override == 0.0
     with pytest.raises(ValueError, match="zero_shot_override is a number of per-submodel overheads >= 0"):
         cls(zero_shot_override=-1.0)
+
+
+def test_a_checkpoint_from_before_the_flag_has_the_override_on_if_it_was_trained_over_many_graphs(tmp_path):
+    import torch
+
+    cls = registry.load_agent_class("hsdag")
+    for models, expected in ((["tiny_chain", "tiny_branch"], True), ("tiny_chain", False)):
+        agent = cls(seed=0)
+        agent.learn(make(agent, models, "ai_pc"), budget=10, seed=0)
+        path = agent.save(tmp_path / f"{len(models)}.pt")
+        data = torch.load(path, weights_only=True)
+        del data["extra"]["zero_shot_active"]  # as files written before the flag (the checksum covers tensors only)
+        torch.save(data, path)
+        assert cls.load(path).zero_shot_active is expected

@@ -52,7 +52,7 @@ def _gap(latency: float | None, optimum: float) -> float | None:
 
 def _reference(row: dict) -> float:
     """The latency gaps are taken against: the best known (``best_known_s``; older results: the optimum's)."""
-    return row.get("best_known_s", row["optimal_s"])
+    return row["best_known_s"] if "best_known_s" in row else row["optimal_s"]
 
 
 def _placements_to_reach(curve: list, target: float) -> int | None:
@@ -81,17 +81,23 @@ def _test_graphs(specs: list[str], backend, features) -> dict[str, DevicePlaceme
     return envs
 
 
+def train_agent(name: str, args: argparse.Namespace, backend, seed: int):
+    """A new `name` agent (``--agent-option``s) after one `learn` of ``--train-budget`` placements with `seed` on an
+    env over ``--train-models``; an agent built for one graph (Placeto, PPO's action groups) learns it one graph at
+    a time (`agents.common.run.train_in_turns`)."""
+    agent = registry.make_agent(registry.load_agent_class(name), evaluation_options(args))
+    train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
+    agent.learn(DevicePlacementEnv(train_models, backend=backend, features=_features(agent)), args.train_budget,
+                seed=seed)
+    return agent
+
+
 def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> dict:
     """Train `name` over the training graphs, then every test graph zero-shot, fine-tuned and from scratch."""
     cls = registry.load_agent_class(name)
     options = evaluation_options(args)
-    agent = registry.make_agent(cls, options)
     started = time.perf_counter()
-    # One env over the training graphs; an agent built for one graph (Placeto, PPO's action groups) learns it
-    # one graph at a time (`agents.common.run.train_in_turns`).
-    train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
-    train_env = DevicePlacementEnv(train_models, backend=backend, features=_features(agent))
-    agent.learn(train_env, args.train_budget, seed=args.seed)
+    agent = train_agent(name, args, backend, args.seed)
     train_s = time.perf_counter() - started
     checkpoint = agent.save(workdir / f"{name}.pt", overwrite=True)
     print(f"{name}: trained on {args.train_models} for {args.train_budget} placements in {train_s:.0f} s", flush=True)
@@ -144,16 +150,34 @@ def _geomean_ratio(rows: list[dict], key: str) -> float | None:
     return math.exp(float(np.mean(np.log(values)))) if values and len(values) == len(rows) else None
 
 
-def summarize(rows: list[dict], finetune: list[int]) -> dict:
-    """The issue's targets, measured: geometric means over the test graphs and the counts behind them."""
+def zero_shot_targets(rows: list[dict]) -> dict:
+    """The issue's zero-shot targets over `rows` (each with ``zero_shot_s``, ``best_single_s``, ``worst_single_s``
+    and the best known, `_reference`): the geometric-mean gap in % (target 1; None if a placement failed), whether
+    no zero-shot placement is slower than the worst single device (target 2), the rows of the graphs whose best
+    known beats every single device by >= 5% (``room``) and on how many of them zero-shot beats the best single
+    device (target 3)."""
     zero = _geomean_ratio(rows, "zero_shot_s")
     room = [r for r in rows if _reference(r) <= 0.95 * r["best_single_s"]]  # the optimum beats every device by >= 5%
+    return {
+        "gap_geomean_pct": None if zero is None else 100 * (zero - 1),
+        "never_worse_than_worst_single": all(r["zero_shot_s"] is not None and
+                                             r["zero_shot_s"] <= r["worst_single_s"] * (1 + 1e-9) for r in rows),
+        "room": room,
+        "beats_best_single_there": sum(r["zero_shot_s"] is not None and r["zero_shot_s"] < r["best_single_s"]
+                                       for r in room),
+    }
+
+
+def summarize(rows: list[dict], finetune: list[int]) -> dict:
+    """The issue's targets, measured: geometric means over the test graphs and the counts behind them."""
+    zero = zero_shot_targets(rows)
+    room = zero["room"]
     k = max(finetune)
     return {
-        "zero_shot_gap_geomean_pct": None if zero is None else 100 * (zero - 1),
-        "zero_shot_never_worse_than_worst_single": all(r["zero_shot_s"] is not None and r["zero_shot_s"] <= r["worst_single_s"] * (1 + 1e-9) for r in rows),
+        "zero_shot_gap_geomean_pct": zero["gap_geomean_pct"],
+        "zero_shot_never_worse_than_worst_single": zero["never_worse_than_worst_single"],
         "graphs_where_optimum_beats_best_single_by_5pct": len(room),
-        "zero_shot_beats_best_single_there": sum(r["zero_shot_s"] is not None and r["zero_shot_s"] < r["best_single_s"] for r in room),
+        "zero_shot_beats_best_single_there": zero["beats_best_single_there"],
         **{f"finetune_{n}_gap_geomean_pct": (None if _geomean_ratio(rows, f"finetune_{n}_s") is None
                                              else 100 * (_geomean_ratio(rows, f"finetune_{n}_s") - 1)) for n in finetune},
         f"finetune_{k}_within_2pct": sum(r[f"finetune_{k}_s"] is not None and r[f"finetune_{k}_s"] <= 1.02 * _reference(r) for r in rows),

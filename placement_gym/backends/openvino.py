@@ -107,7 +107,8 @@ class OpenVINOBackend(Backend):
         submodel_overhead_s: seconds each HETERO submodel beyond the first adds, as the observation's
             ``submodel_overhead`` reports it: not measured here (it takes split placements, not per-op
             profiles); ``placement-gym calibrate`` fits it (its profile's ``boundary_overhead_s``). 0 (default):
-            unknown, and agents that read it act as if no cut cost anything extra (GO's zero-shot override is off).
+            unknown, and agents that read it act as if no cut cost anything extra (the learned agents' zero-shot
+            override is off).
     """
 
     name = "openvino"

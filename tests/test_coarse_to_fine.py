@@ -162,7 +162,7 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
     agent.learn(env, budget=200)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     assert agent.run_summary.predict_placement.tolist() == optimum(12)
-    assert float(agent.policy.graph_cost_scale) == 0 and float(agent.policy.explore) == 1
+    assert float(agent.policy.head.graph_cost_scale) == 0 and float(agent.policy.explore) == 1
     assert agent.policy.refiner is not None  # boundary moves after the decisions
     assert agent.history[0]["n_groups"] == 3 and agent.history[-1]["n_groups"] > 3  # it split
     loaded = GOAgent.load(agent.save(tmp_path / "go.pt"))  # groups, term off and refiner come back
@@ -178,9 +178,9 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
     # Fine-tuning a trained GO and training over many graphs stay the paper's per-op search with the term on.
     tuned = GOAgent(seed=0, hidden_channels=16)
     tuned.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=16)
-    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.graph_cost_scale) == 1
+    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.head.graph_cost_scale) == 1
     tuned.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated"), budget=8)
-    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.graph_cost_scale) == 1
+    assert int(tuned.policy.n_groups) == 0 and float(tuned.policy.head.graph_cost_scale) == 1
     assert tuned.policy.refiner is None
 
 

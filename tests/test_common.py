@@ -325,3 +325,65 @@ def test_device_scorer_follows_the_devices_wherever_they_are_listed_and_any_coun
     mask = torch.ones_like(batch.action_mask)
     mask[:, 1] = False
     assert torch.softmax(scorer(h, batch.device_features[0], batch.node_cost, mask), -1)[:, 1].max() < 1e-6
+
+
+def test_the_whole_graph_cost_term_leans_every_item_of_a_graph_towards_its_fastest_single_device():
+    """`DeviceScorer.enable_graph_cost`: -3 x 10 log(T_d / min T) on every item's logits, T_d the graph's total cost on
+    device d, however the graph's items are cut (ops, groups that partition it, or one item with the total given),
+    per graph in a batch; off at scale 0; never on a head that does not place graphs; built by loading a state
+    dict that has it."""
+    import gymnasium as gym
+    import torch
+
+    from agents.common.device_head import DeviceScorer, enable_graph_cost
+    from agents.common.graph_batch import obs_to_batch
+
+    obs = gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated", profile="ai_pc").reset(seed=0)[0]
+    batch = obs_to_batch(obs)
+    features, cost = batch.device_features[0], batch.node_cost
+    scorer = DeviceScorer(8, features.shape[-1])
+    h = torch.randn(batch.num_nodes, 8)
+    plain = scorer(h, features, cost)
+    assert scorer.graph_cost is None and scorer.enable_graph_cost() and not scorer.enable_graph_cost()
+    total = cost.double().sum(0)
+    expected = (-30.0 * torch.log(total / total.min())).float()  # (D,)
+    assert expected.min() < -1.0  # the devices differ: the term matters here
+    assert torch.allclose(scorer(h, features, cost) - plain, expected.expand_as(plain), atol=1e-4)
+    # Groups that partition the graph sum to the same totals; one item with the total given gets the same term.
+    groups = torch.arange(batch.num_nodes) % 3
+    group_cost = torch.zeros(3, cost.shape[1]).index_add_(0, groups, cost)
+    g = torch.randn(3, 8)
+    with torch.no_grad():
+        scorer.graph_cost_scale.fill_(0.0)  # off
+        assert torch.allclose(scorer(h, features, cost), plain)
+        grouped_plain = scorer(g, features, group_cost)
+        one_plain = scorer(g[:1], features, group_cost[:1])
+        scorer.graph_cost_scale.fill_(1.0)
+    assert torch.allclose(scorer(g, features, group_cost) - grouped_plain, expected.expand(3, -1), atol=1e-4)
+    one = scorer(g[:1], features, group_cost[:1], graph_total=cost.sum(0))
+    assert torch.allclose(one - one_plain, expected.view(1, -1), atol=1e-4)
+    # A batch of two graphs: each item leans towards its own graph's fastest device.
+    other = cost.flip(-1)  # the same graph with the devices' costs reversed
+    both = scorer(torch.cat([h, h]), features.expand(2, -1, -1), torch.cat([cost, other]),
+                  graph=torch.arange(2).repeat_interleave(batch.num_nodes))
+    other_total = other.double().sum(0)
+    other_expected = (-30.0 * torch.log(other_total / other_total.min())).float()
+    scorer.graph_cost_scale.fill_(0.0)
+    both_plain = scorer(torch.cat([h, h]), features.expand(2, -1, -1), torch.cat([cost, other]),
+                        graph=torch.arange(2).repeat_interleave(batch.num_nodes))
+    scorer.graph_cost_scale.fill_(1.0)
+    n = batch.num_nodes
+    assert torch.allclose((both - both_plain)[:n], expected.expand(n, -1), atol=1e-3)
+    assert torch.allclose((both - both_plain)[n:], other_expected.expand(n, -1), atol=1e-3)
+    assert not torch.allclose(expected, other_expected)
+    # A head that scores something else than a graph's items (the refinement's overrides) never gets it.
+    refiner_head = DeviceScorer(8, features.shape[-1], places_graphs=False)
+    policy = torch.nn.ModuleDict({"placer": DeviceScorer(8, features.shape[-1]), "refiner": refiner_head})
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    enable_graph_cost(policy, optimizer)
+    assert refiner_head.graph_cost is None and policy["placer"].graph_cost is not None
+    assert any(p is policy["placer"].graph_cost.weight for group in optimizer.param_groups for p in group["params"])
+    # Loading a state dict saved with the term builds it (a checkpoint of a policy trained across graphs).
+    fresh = DeviceScorer(8, features.shape[-1])
+    fresh.load_state_dict(scorer.state_dict())
+    assert fresh.graph_cost is not None and torch.allclose(fresh(h, features, cost), scorer(h, features, cost))

@@ -41,6 +41,23 @@ def test_act_and_evaluate_agree_on_shapes_and_log_probs():
         float(sample.log_prob[0].detach()) / n, abs=1e-5)
 
 
+def test_a_go_state_from_before_the_shared_whole_graph_term_loads_into_the_head():
+    """GO's whole-graph cost term was its own (``graph_cost.weight``, ``graph_cost_scale``) before the shared head
+    had it (``head.graph_cost.*``): older checkpoints load, with the same logits."""
+    env = make_env("tiny_branch")
+    obs, _ = env.reset(seed=0)
+    policy = GOPolicy(PolicySpec.from_env(env), hidden_channels=16, heads=2, segment_length=4)
+    with torch.no_grad():
+        policy.head.graph_cost.weight.fill_(-1.5)
+        policy.head.graph_cost_scale.fill_(0.5)
+    old = {k.replace("head.graph_cost", "graph_cost"): v for k, v in policy.state_dict().items()}
+    assert "graph_cost.weight" in old and "graph_cost_scale" in old
+    loaded = GOPolicy(PolicySpec.from_env(env), hidden_channels=16, heads=2, segment_length=4, graph_cost=False)
+    loaded.load_state_dict(old)
+    assert float(loaded.head.graph_cost.weight.detach()) == -1.5 and float(loaded.head.graph_cost_scale) == 0.5
+    assert torch.allclose(loaded.logits(obs)[0], policy.logits(obs)[0])
+
+
 def test_segments_see_the_segment_before_them_and_nothing_later():
     torch.manual_seed(0)
     attention = SegmentRecurrentAttention(8, heads=2, num_layers=1, segment_length=3).eval()

@@ -57,6 +57,45 @@ def test_a_checkpoint_places_another_graph_on_another_device_set(name, options, 
     assert loaded.best_placement.shape == action.shape
 
 
+def graph_cost_weights(agent) -> list:
+    """The whole-graph cost term's weight of every device head of the agent's policy that has one."""
+    from agents.common.device_head import DeviceScorer
+
+    return [m.graph_cost.weight for m in agent.policy.modules()
+            if isinstance(m, DeviceScorer) and m.graph_cost is not None]
+
+
+def trains(agent, weight) -> bool:
+    """Whether the agent's optimizer (its trainer's, or its SB3 model's) updates `weight`."""
+    optimizer = agent.model.policy.optimizer if hasattr(agent, "model") else agent.trainer.optimizer
+    return any(p is weight for group in optimizer.param_groups for p in group["params"])
+
+
+@pytest.mark.parametrize("name, options, budget", AGENTS, ids=[a[0] for a in AGENTS])
+def test_training_over_many_graphs_gives_the_device_head_the_whole_graph_cost_term(name, options, budget, tmp_path):
+    """A run on one graph leaves the policy as it was (no term); the first run over many graphs builds the term in
+    the head that places (`agents.common.device_head.enable_graph_cost`) and trains its weight from -3; the
+    checkpoint keeps it, and a fine-tuning run on one graph goes on training it."""
+    cls = registry.load_agent_class(name)
+    agent = registry.make_agent(cls, {"seed": 0, **options})
+    agent.learn(make(agent, "tiny_chain", "ai_pc"), budget=budget, seed=0)
+    assert graph_cost_weights(agent) == []
+    agent.learn(make(agent, ["tiny_chain", "tiny_branch"], "ai_pc"), budget=2 * budget, seed=0)
+    (weight,) = graph_cost_weights(agent)
+    assert trains(agent, weight)  # a policy built before the term was added trains it too
+    loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))
+    assert [float(w.detach()) for w in graph_cost_weights(loaded)] == [float(weight.detach())]
+    env = make(loaded, "tiny_branch", "ai_pc")
+    obs, _ = env.reset(seed=0)
+    assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
+    # Most ops on the fastest single device for the graph as a whole (the term's lean, the override aside)
+    singles = obs["node_device_cost"].sum(0)
+    assert np.bincount(loaded.predict(obs), minlength=3).argmax() == singles.argmin()
+    loaded.learn(env, budget=budget, seed=1)  # fine-tuning on one graph: the loaded term is trained
+    (tuned,) = graph_cost_weights(loaded)
+    assert trains(loaded, tuned)
+
+
 def test_post_says_why_its_checkpoint_serves_only_its_graph(tmp_path):
     cls = registry.load_agent_class("post")
     agent = cls(seed=0)

@@ -11,6 +11,7 @@ set, in any order, and any graph size:
                + MLP_c(cost_inputs(cost_{m, :})_d)                       how fast m runs on d, vs the other devices
                + Linear(u_d)                                             a per-device prior (e.g. "the fast one")
     logit_{md} = -inf where the device cannot run the item (``mask``), unless no device can
+               + s w graph_cost_inputs(T)_d       (policies trained across graphs) the whole graph's cost on d
 
 Items m are ops, or groups of ops (HSDAG's parsed groups, the RNN's chunks): a group's cost on a device is the
 sum of its ops' (`group_costs`) and its mask the AND of theirs. Device features are the env's
@@ -20,6 +21,17 @@ memory, launch cost); costs are ``obs["node_device_cost"]`` (seconds of an op al
 Initialised near-uniform (small bilinear and prior weights, a zero cost output), so an untrained policy favours
 no device index and the first samples explore; the cost term is what lets a trained policy place a graph it has
 never seen.
+
+The whole-graph cost term (`enable_graph_cost`, built on demand: a policy that trains across graphs, and GO's
+always). T_d is the item's graph's total cost on device d (the graph's latency on d alone), so the term says which
+single device is best for the graph as a whole, what no per-item cost says (every op on its own cheapest device
+mixes devices and pays for every tensor that crosses). One weight w (monotone in the cost, so what it learns on
+the training graphs holds on others), starting at -3: a prior of 1.8 logits per 6% towards the graph's fastest
+device, which the rest of the head corrects where the training graphs say so. Without it, a policy trained on many
+graphs learned one device for all of them: on the `edge` preset the CPU (its zero-shot 18-41% above the optimum
+on the test graphs). s (``graph_cost_scale``, a buffer) switches it off where a search on one graph wants to move
+every op freely (GO's ``search_groups``). Not built for a policy that only ever learns one graph, whose runs
+stay as they were.
 """
 from __future__ import annotations
 
@@ -32,13 +44,18 @@ from torch_geometric.utils import scatter
 
 from .gnn import MLP
 
-__all__ = ["DeviceScorer", "Devices", "cost_inputs", "device_input_width", "device_inputs", "group_costs", "placed_device_inputs", "usable"]
+__all__ = ["DeviceScorer", "Devices", "cost_inputs", "device_input_width", "device_inputs", "enable_graph_cost",
+           "graph_cost_inputs", "group_costs", "placed_device_inputs", "usable"]
 
 #: Width of `device_inputs`' output per raw device feature: the value relative to the device set's mean, and the
 #: raw value (scaled to about unit size).
 DEVICE_INPUTS_PER_FEATURE = 2
 #: Width of `cost_inputs`' output per (item, device) pair.
 COST_INPUTS = 3
+#: Width of `graph_cost_inputs`' output per device.
+GRAPH_COST_INPUTS = 1
+#: The whole-graph cost term's weight at the start (module docstring).
+GRAPH_COST_WEIGHT = -3.0
 
 
 def device_input_width(device_features: int) -> int:
@@ -78,6 +95,14 @@ def cost_inputs(cost: Tensor, graph: Tensor | None = None) -> Tensor:
         count = torch.bincount(graph).to(cost.dtype)[graph].unsqueeze(-1)  # items of that graph
         share = cost / total.clamp_min(1e-12) * count
     return torch.stack([relative, absolute, torch.log1p(share)], dim=-1)
+
+
+def graph_cost_inputs(total: Tensor) -> Tensor:
+    """(..., D) seconds of a graph alone on each device (its ops' costs summed) -> (..., D, 1): 10 x the log of the
+    total relative to the cheapest device's (0 for the cheapest, 0.6 for 6% slower, 2.7 for 30% slower; clipped at
+    30). Scaled up because the differences that decide a placement are a few %."""
+    total = total.clamp_min(1e-9)
+    return (10.0 * torch.log(total / total.amin(-1, keepdim=True))).clamp_max(30.0).unsqueeze(-1)
 
 
 def group_costs(cost: Tensor | None, mask: Tensor | None, assignment: Tensor,
@@ -158,16 +183,22 @@ class DeviceScorer(nn.Module):
             every device is described by its costs alone).
         hidden_channels: width H of the device embedding and the bilinear form.
         use_costs: read the per-item costs (``obs["node_device_cost"]``) when given.
+        places_graphs: the head that places a policy's items, which `enable_graph_cost` gives the whole-graph cost
+            term (module docstring); False for a head that scores something else (`agents.common.refine.OpRefiner`'s
+            overrides of a placement).
 
     Shapes: h (M, H_in), device_features (D, K) (or (B, D, K) with `graph` (M,): items of B graphs, each
     scored against its own graph's devices), cost (M, D) or None, mask (M, D) bool or None -> (M, D).
     """
 
-    def __init__(self, in_channels: int, device_features: int, hidden_channels: int = 64, use_costs: bool = True) -> None:
+    def __init__(self, in_channels: int, device_features: int, hidden_channels: int = 64, use_costs: bool = True,
+                 places_graphs: bool = True) -> None:
         super().__init__()
         self.hidden_channels = hidden_channels
         self.device_features = device_features
         self.use_costs = use_costs
+        self.places_graphs = places_graphs
+        self.graph_cost: nn.Linear | None = None  # `enable_graph_cost`
         # LayerNorm first: every placer's item embeddings (a GNN's, an MLP's, an LSTM's) reach the head at one scale,
         # so its near-uniform start and its step size do not depend on the placer in front of it.
         self.item = nn.Sequential(nn.LayerNorm(in_channels), nn.Linear(in_channels, hidden_channels, bias=False))
@@ -182,6 +213,29 @@ class DeviceScorer(nn.Module):
             nn.init.zeros_(self.cost[-1].weight)
             nn.init.zeros_(self.cost[-1].bias)
 
+    @torch.no_grad()
+    def enable_graph_cost(self) -> bool:
+        """Build the whole-graph cost term (module docstring) if this head places graphs and has none; True if
+        built. Its parameter is new: an optimizer made before needs it added (`enable_graph_cost`, the function)."""
+        if not self.places_graphs or self.graph_cost is not None:
+            return False
+        reference = self.item[-1].weight
+        self.graph_cost = nn.Linear(GRAPH_COST_INPUTS, 1, bias=False).to(reference.device)
+        nn.init.constant_(self.graph_cost.weight, GRAPH_COST_WEIGHT)
+        self.register_buffer("graph_cost_scale", torch.tensor(1.0, device=reference.device))
+        return True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        if prefix + "graph_cost.weight" in state_dict:  # saved with the term: build it before it is loaded
+            self.enable_graph_cost()
+            state_dict.setdefault(prefix + "graph_cost_scale", torch.tensor(1.0))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def graph_cost_logits(self, total: Tensor) -> Tensor:
+        """(D,) or (B, D) each graph's total cost per device -> the whole-graph term of its items' logits, (1, D)
+        or (B, D) (once `enable_graph_cost` built it)."""
+        return (self.graph_cost_scale * self.graph_cost(graph_cost_inputs(total))).squeeze(-1).view(-1, total.shape[-1])
+
     def cost_logits(self, cost: Tensor, graph: Tensor | None = None) -> Tensor:
         """(M, D) the cost term of the logits for M items' costs (M, D) (`cost_inputs`; `graph` (M,) as there).
         Zero without a cost MLP. A placer that scores one item at a time (the RNN decoder) computes it once for
@@ -192,10 +246,13 @@ class DeviceScorer(nn.Module):
 
     def forward(self, h: Tensor, device_features: Tensor | None, cost: Tensor | None = None,
                 mask: Tensor | None = None, n_devices: int | None = None, *, graph: Tensor | None = None,
-                cost_logits: Tensor | None = None) -> Tensor:
+                cost_logits: Tensor | None = None, graph_total: Tensor | None = None) -> Tensor:
         """Logits (M, D). `n_devices` is needed only when neither device features nor costs give D; `graph`
         (M,) int64 maps items to the rows of a batched (B, D, K) `device_features` (and makes the cost shares
-        per graph); `cost_logits` (M, D) replaces `cost` with an already computed `cost_logits(cost)`."""
+        per graph); `cost_logits` (M, D) replaces `cost` with an already computed `cost_logits(cost)`.
+        `graph_total` (D,) or (B, D): each graph's total cost per device, for the whole-graph term; by default the
+        sum of `cost` over each graph's items, right where the items cover their graphs (ops, or groups that
+        partition them); a placer that scores part of a graph (the node placed next) gives it."""
         d = (device_features.shape[-2] if device_features is not None else
              cost.shape[1] if cost is not None else cost_logits.shape[1] if cost_logits is not None else n_devices)
         if d is None:
@@ -222,7 +279,32 @@ class DeviceScorer(nn.Module):
             logits = logits + cost_logits
         if mask is not None:
             logits = logits.masked_fill(~usable(mask), -1e4)
+        if self.graph_cost is not None and (graph_total is not None or cost is not None):
+            if graph_total is None:
+                per_item = cost.to(h.dtype).clamp_min(1e-9)
+                graph_total = per_item.sum(0) if graph is None else scatter(per_item, graph, 0, reduce="sum")
+            term = self.graph_cost_logits(graph_total.to(h.dtype))  # (1, D) or (B, D)
+            logits = logits + (term if graph is None or term.shape[0] == 1 else term[graph])
         return logits
+
+
+def enable_graph_cost(policy: nn.Module, optimizer: torch.optim.Optimizer | None = None, build: bool = True) -> None:
+    """With `build`, give every head of `policy` that places graphs the whole-graph cost term (module docstring;
+    what a policy trained across graphs needs); then make sure `optimizer` trains every such term the policy has
+    (one built here or by loading a checkpoint after the optimizer was made). The learned agents' training calls
+    it on every run, with `build` on a run over many graphs."""
+    heads = [head for head in policy.modules() if isinstance(head, DeviceScorer)]
+    if build:
+        for head in heads:
+            head.enable_graph_cost()
+    if optimizer is None:
+        return
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    missing = [head.graph_cost.weight for head in heads
+               if head.graph_cost is not None and id(head.graph_cost.weight) not in held]
+    if missing:  # with the first group's settings (learning rate and the rest)
+        optimizer.add_param_group({**{k: v for k, v in optimizer.param_groups[0].items() if k != "params"},
+                                   "params": missing})
 
 
 def _contrast(u: Tensor) -> Tensor:

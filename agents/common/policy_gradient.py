@@ -19,6 +19,7 @@ import torch
 
 from .base import BaseAgent, PolicySpec
 from .coarse_to_fine import REFIT_STEPS, split_until_expressible
+from .device_head import enable_graph_cost
 from .heuristic_start import check_heuristic_start
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
@@ -136,6 +137,7 @@ class PolicyGradientAgent(BaseAgent):
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
             self.trainer = self.make_trainer(policy)
+        enable_graph_cost(policy, self.trainer.optimizer, build=run.many_graphs and self.whole_graph_cost)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
         if self.refits_start(run):

@@ -82,7 +82,7 @@ class OpRefiner(nn.Module):
         self.override = MLP(in_channels, hidden_channels, 1, num_layers=2)  # the logit of sigma_op
         nn.init.normal_(self.override[-1].weight, std=0.01)
         nn.init.constant_(self.override[-1].bias, override_bias)
-        self.q = DeviceScorer(in_channels, device_features, hidden_channels)
+        self.q = DeviceScorer(in_channels, device_features, hidden_channels, places_graphs=False)
         self.boundary = boundary
         self.rounds = rounds if boundary else 1
         if boundary:

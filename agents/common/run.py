@@ -558,6 +558,10 @@ class RunAgent(abc.ABC):
         self.best_placement, self.best_latency_s = summary.placement, summary.latency_s
         return self
 
+    #: Whether a run over many graphs gives the policy's device head the whole-graph cost term (the graph's total
+    #: cost on each device, `agents.common.device_head.enable_graph_cost`), where the agent has such a head.
+    whole_graph_cost: bool = True
+
     #: Whether a fine-tuning run measures the policy's own placement (``predict``, zero-shot) first, so its best is
     #: never worse than the placement it started from (sampling alone may miss the policy's mode).
     finetune_from_predict: bool = True

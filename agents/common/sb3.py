@@ -238,9 +238,14 @@ class DeviceActionHead(nn.Module):
             current = current * obs["node_mask"].float()
         b = current.shape[0]
         graph = torch.arange(b, device=latent.device)
+        # The whole graph's cost per device (B, D) for the whole-graph term, padding left out
+        total = None
+        if cost is not None:
+            real = obs["node_mask"].float() if obs.get("node_mask") is not None else torch.ones_like(current)
+            total = (cost * real.unsqueeze(-1)).sum(1)
         cost = None if cost is None else (cost * current.unsqueeze(-1)).sum(1)  # (B, D)
         mask = None if mask is None else (mask | (current.unsqueeze(-1) < 0.5)).all(1)  # (B, D)
-        return self.scorer(latent, features, cost, mask, n_devices, graph=graph)
+        return self.scorer(latent, features, cost, mask, n_devices, graph=graph, graph_total=total)
 
 
 def _equal_dims(action_dims) -> int:

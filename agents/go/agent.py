@@ -90,7 +90,8 @@ class GOAgent(PolicyGradientAgent):
         segment_length: ops per attention segment (L).
         use_edge_features: give the encoder the tensor sizes on the edges.
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
-            (`agents.go.policy.graph_cost_inputs`).
+            (`agents.common.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
+            their first run over many graphs).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
         imitation_coef, elites, distill_steps, distill_seconds: self-imitation of the run's fastest placements and the final
@@ -200,6 +201,7 @@ class GOAgent(PolicyGradientAgent):
                             heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
                             graph_cost=graph_cost)
         self.finetune_from_predict = finetune_from_predict
+        self.whole_graph_cost = graph_cost  # built with the policy (`GOPolicy`), never added by a run
         if not 0.0 <= finetune_search <= 1.0:
             raise ValueError(f"finetune_search is a share of the fine-tuning budget in [0, 1], got {finetune_search}")
         self.finetune_search = float(finetune_search)
@@ -247,7 +249,8 @@ class GOAgent(PolicyGradientAgent):
         if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
         self.measure_predict(run, seed, self.imitation_obs)
-        self.policy.graph_cost_scale.fill_(0.0)
+        if self.policy.head.graph_cost is not None:
+            self.policy.head.graph_cost_scale.fill_(0.0)
         self.policy.set_groups(self.search_groups)
         self.policy.explore.fill_(self.search_explore)
         if self.search_refine:

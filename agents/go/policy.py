@@ -36,7 +36,7 @@ from agents.common.policy import (
 )
 from placement_gym.wrappers import contiguous_groups
 
-__all__ = ["GOPolicy", "SegmentRecurrentAttention", "graph_cost_inputs"]
+__all__ = ["GOPolicy", "SegmentRecurrentAttention"]
 
 
 class SegmentRecurrentAttention(nn.Module):
@@ -119,22 +119,6 @@ class SegmentRecurrentAttention(nn.Module):
         return z[segment, slot]
 
 
-#: Width of `graph_cost_inputs`' output per device.
-GRAPH_COST_INPUTS = 1
-
-
-def graph_cost_inputs(cost: Tensor) -> Tensor:
-    """(N, D) seconds of each op of ONE graph alone on each device -> (D, 1): 10 x the log of the graph's total
-    cost on the device relative to the cheapest device's total (0 for the cheapest, 0.6 for 6% slower, 2.7 for
-    30% slower; clipped at 30). Scaled up because the differences that decide a placement are a few %.
-
-    The total is the whole graph's latency on that device alone (ops run one at a time on a device), so this
-    says which single device is best for the graph as a whole: what a per-op cost cannot say (every op on its
-    own cheapest device mixes devices and pays for every tensor that crosses)."""
-    total = cost.clamp_min(1e-9).sum(0)  # (D,)
-    return (10.0 * torch.log(total / total.amin())).clamp_max(30.0).unsqueeze(-1)
-
-
 class GOPolicy(nn.Module):
     """Encoder + segment-recurrent attention + device head (module docstring), following `agents.common.policy`.
 
@@ -147,15 +131,15 @@ class GOPolicy(nn.Module):
         segment_length: L, ops per segment.
         use_edge_features: give the encoder the tensor sizes on the edges.
         dropout: dropout in the attention layers.
-        graph_cost: add a learned term of each device's whole-graph cost (`graph_cost_inputs`) to every op's
-            logits.
+        graph_cost: the device head's whole-graph cost term (`agents.common.device_head.DeviceScorer`), built with
+            the policy (the other agents' heads get it on their first run over many graphs).
 
     Search groups (`set_groups`, `split`; GO's single-graph search, `agents.go.GOAgent`'s ``search_groups``):
     with G > 0 groups the policy draws one device per contiguous group of ops (a group's logits are the mean of
     its ops', as `agents.common.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
     (coarse to fine, `agents.common.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
-    the paper's. ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a uniform
-    share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
+    the paper's. The head's ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a
+    uniform share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, attention_layers: int = 2,
@@ -167,21 +151,16 @@ class GOPolicy(nn.Module):
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim)
         self.attention = SegmentRecurrentAttention(hidden_channels, heads, attention_layers, segment_length, dropout)
         self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        # The whole-graph cost term (`graph_cost_inputs`). Linear (one weight): monotone in the cost, so what it
-        # learns on the training graphs holds on others.
-        # Starts at -3 (a prior: each op leans to the device where its whole graph is fastest, by 1.8 logits per
-        # 6%): gradient steps barely move one weight while the rest of the network learns a device bias common
-        # to the training graphs. Measured (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-
-        # shot vs the best single device, geomean over the test graphs; DeviceScorer before its LayerNorm): from
-        # 0, +9.0% / +9.0% (every graph on the CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% /
-        # +3.5%. With the LayerNorm'd head: from -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200.
-        self.graph_cost = nn.Linear(GRAPH_COST_INPUTS, 1, bias=False) if graph_cost else None
-        if self.graph_cost is not None:
-            nn.init.constant_(self.graph_cost.weight, -3.0)
+        # The whole-graph cost term (`agents.common.device_head`, module docstring). Its start at -3 was measured
+        # here (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-shot vs the best single device,
+        # geomean over the test graphs; DeviceScorer before its LayerNorm): from 0, +9.0% / +9.0% (every graph on the
+        # CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% / +3.5%. With the LayerNorm'd head: from
+        # -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200.
+        if graph_cost:
+            self.head.enable_graph_cost()
         self.refiner: OpRefiner | None = None  # `enable_refiner`
         self.hidden_channels = hidden_channels
         self.register_buffer("n_groups", torch.tensor(0))  # 0: per op; G: one decision per contiguous group
-        self.register_buffer("graph_cost_scale", torch.tensor(1.0))
         self.register_buffer("explore", torch.tensor(0.0))  # decisions redrawn uniformly per placement (`_grouped`)
         self._groups_cache: dict[int, Tensor] = {}
         self._largest = 0  # ops of the largest graph placed so far: where splitting ends
@@ -189,7 +168,10 @@ class GOPolicy(nn.Module):
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Checkpoints from before the search groups: per op, the whole-graph cost term on.
         state_dict.setdefault(prefix + "n_groups", torch.tensor(0))
-        state_dict.setdefault(prefix + "graph_cost_scale", torch.tensor(1.0))
+        # The whole-graph cost term was GO's before it was the shared head's.
+        for key in ("graph_cost.weight", "graph_cost_scale"):
+            if prefix + key in state_dict:
+                state_dict[prefix + "head." + key] = state_dict.pop(prefix + key)
         state_dict.setdefault(prefix + "explore", torch.tensor(0.0))
         # The zero-shot override was a buffer of GO's before every agent had it (`agents.common.run`, "Zero-shot";
         # whether it is on is now the checkpoint's, `agents.common.checkpoint.restore_run_state`).
@@ -212,7 +194,7 @@ class GOPolicy(nn.Module):
             return None
         if n_ops not in self._groups_cache:
             self._groups_cache[n_ops] = torch.as_tensor(contiguous_groups(n_ops, g),
-                                                        device=self.graph_cost_scale.device)
+                                                        device=self.n_groups.device)
         return self._groups_cache[n_ops]
 
     @torch.no_grad()
@@ -252,9 +234,6 @@ class GOPolicy(nn.Module):
         features = None if batch.device_features is None else batch.device_features[0]
         # The spec's device count is only a fallback for observations without device features or costs.
         logits = self.head(z, features, batch.node_cost, batch.action_mask, n_devices=self.spec.n_devices)
-        if self.graph_cost is not None and batch.node_cost is not None:
-            # (1, D): the same for every op
-            logits = logits + self.graph_cost_scale * self.graph_cost(graph_cost_inputs(batch.node_cost)).T
         return logits, z
 
     @torch.no_grad()
@@ -264,7 +243,7 @@ class GOPolicy(nn.Module):
         placement op by op). Built on demand, so a GO without it keeps its weights, checkpoints and random draws."""
         if self.refiner is None:
             self.refiner = OpRefiner(self.hidden_channels, self.hidden_channels, self.spec.device_features, boundary=True).to(
-                self.graph_cost_scale.device)
+                self.n_groups.device)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         if self.refiner is None and any(key.startswith("refiner.") for key in state_dict):

@@ -80,8 +80,9 @@ class PlacetoPolicy(nn.Module):
         cost, mask = group_costs(batch.node_cost, batch.action_mask, batch.batch.masked_fill(~chosen, b), b + 1)
         cost, mask = (None if cost is None else cost[:b]), (None if mask is None else mask[:b])
         graph = torch.arange(b, device=device)
-        return (self.head(self.body(summary), batch.device_features, cost, mask, self.default_devices, graph=graph),
-                summary)
+        total = None if batch.node_cost is None else scatter(batch.node_cost, batch.batch, 0, dim_size=b, reduce="sum")
+        return (self.head(self.body(summary), batch.device_features, cost, mask, self.default_devices, graph=graph,
+                          graph_total=total), summary)
 
     def act(self, obs: Mapping[str, Any], num_samples: int = 1, deterministic: bool = False) -> PolicySample:
         """`num_samples` devices for the current node: actions (K,), log_prob (K,), entropy (), embedding (3H,)."""

@@ -38,6 +38,7 @@ from agents.common.checkpoint import (
 )
 from agents.common.coarse_to_fine import (REFIT_STEPS, StallDetector, check_split_patience,
                                           split_until_expressible)
+from agents.common.device_head import enable_graph_cost
 from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE, check_heuristic_start
 from agents.common.policy import group_majority_placement
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
@@ -173,6 +174,8 @@ class SB3Agent(RunAgent):
             self.model.set_env(env)
             if seed is not None:
                 self.model.set_random_seed(seed)
+        enable_graph_cost(self.model.policy, self.model.policy.optimizer,
+                          build=run.many_graphs and self.whole_graph_cost)
         self.imitation_obs = run.predict_observation()
         self.measure_starts(run, env, seed, trained, self.imitation_obs)
         if self.refits_start(run):

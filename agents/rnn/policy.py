@@ -195,6 +195,7 @@ class RNNPolicy(nn.Module):
         d = chunks.n_devices
         # The cost term once for all G groups, so each group's cost share is taken over the whole graph.
         cost_logits = None if chunks.cost is None else self.out.cost_logits(chunks.cost)  # (G, D)
+        total = None if chunks.cost is None else chunks.cost.clamp_min(1e-9).sum(0)  # (D,) the whole graph's
         features = (chunks.features if chunks.features is not None and self.device_features
                     else enc.new_zeros(d, max(self.device_features, 1)))
         fed_back = self.device_embedding(device_inputs(features))  # (D, H): what each device is, to feed back
@@ -209,7 +210,8 @@ class RNNPolicy(nn.Module):
             context = torch.softmax(scores, dim=-1) @ enc  # (K, H)
             logits = self.out(torch.cat([h, context], dim=-1), chunks.features, None,
                               None if chunks.mask is None else chunks.mask[t].expand(k, -1), n_devices=d,
-                              cost_logits=None if cost_logits is None else cost_logits[t].expand(k, -1))
+                              cost_logits=None if cost_logits is None else cost_logits[t].expand(k, -1),
+                              graph_total=total)
             log_p = torch.log_softmax(logits, dim=-1)  # (K, D)
             if forced is not None:
                 device_t = forced[:, t]

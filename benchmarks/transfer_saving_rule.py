@@ -6,7 +6,8 @@ transfer, target 3)
 
 A diagnostic (in the agents: every learned agent's ``zero_shot_override``, the same function,
 `agents.common.heuristic_start.override_zero_shot`). Every op goes on the graph's best single device (measured;
-``--base NAME``: on that device, e.g. the one a trained policy chose), except the ops whose own time on their
+``--base NAME``: on that device, e.g. the one a trained policy chose; ``--rebase``: the agents' choice of where the
+moves start, `override_zero_shot`'s ``rebase``), except the ops whose own time on their
 cheapest device (``obs["node_device_cost"]``: seconds of an op alone on each device) is lower by more than what
 moving them adds: the change in their tensors' time on links (from the observation's edge bytes and the devices'
 link bandwidths) plus tau x the per-submodel overhead (``obs["submodel_overhead"]``, the preset's
@@ -37,8 +38,12 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--splits", nargs="+", default=["train", "val", "test"])
     parser.add_argument("--tau", nargs="+", type=float, default=[0.5, 1.0, 2.0, 4.0, 8.0],
                         help="thresholds in units of the preset's per-submodel overhead (> 0)")
-    parser.add_argument("--base", help="the device every op starts on (a name from the preset); default: each "
-                                       "graph's best single device")
+    parser.add_argument("--base", nargs="+", help="the device(s) every op starts on (names from the preset; "
+                                                  "several: a row for each, e.g. every device a trained policy "
+                                                  "may choose); default: each graph's best single device")
+    parser.add_argument("--rebase", action="store_true",
+                        help="let the rule start from another device when its moves gain more from there (the "
+                             "agents' override does; `override_zero_shot`'s rebase); default: from --base")
     parser.add_argument("--json", help="write the per-graph figures here")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
@@ -46,8 +51,9 @@ def main(argv: "list[str] | None" = None) -> None:
 
     backend = make_backend("simulated", "auto", profile=args.profile)
     overhead = submodel_overhead(backend)  # what obs["submodel_overhead"] holds
-    if args.base is not None and args.base not in backend.device_names:
-        parser.error(f"--base {args.base!r} is not a device of {args.profile!r}: {list(backend.device_names)}")
+    for device in args.base or []:
+        if device not in backend.device_names:
+            parser.error(f"--base {device!r} is not a device of {args.profile!r}: {list(backend.device_names)}")
     print(f"{args.profile}: per-submodel overhead {overhead * 1e6:.0f} us; tau in units of it (SIMULATED)")
     rows = []
     for split in args.splits:
@@ -61,22 +67,29 @@ def main(argv: "list[str] | None" = None) -> None:
 
             singles = [latency(np.full(env.graph.n_ops, d)) for d in range(env.n_devices)]
             best = int(np.argmin(singles))
-            base = best if args.base is None else env.device_names.index(args.base)
-            row = {"split": split, "graph": name, "ops": env.graph.n_ops, "best_single_device": env.device_names[best],
-                   "best_single_s": singles[best], "base_device": env.device_names[base], "rule": []}
-            for tau in args.tau:
-                placement = override_zero_shot(np.full(env.graph.n_ops, base), obs, tau)
-                row["rule"].append({"tau": tau, "vs_best_single_pct": 100 * (latency(placement) / singles[best] - 1),
-                                    "ops_moved": int((placement != base).sum())})
-            rows.append(row)
-            cells = " ".join(f"tau {r['tau']:g}: {r['vs_best_single_pct']:+.1f}% ({r['ops_moved']})"
-                             for r in row["rule"])
-            print(f"{split:5s} {name:12s} {row['ops']:4d} ops, best single {row['best_single_device']:5s} "
-                  f"{row['best_single_s'] * 1e3:.3f} ms, from {row['base_device']:5s} | {cells}", flush=True)
+            bases = [best] if args.base is None else [env.device_names.index(device) for device in args.base]
+            for base in bases:
+                row = {"split": split, "graph": name, "ops": env.graph.n_ops,
+                       "best_single_device": env.device_names[best], "best_single_s": singles[best],
+                       "base_device": env.device_names[base], "rule": []}
+                for tau in args.tau:
+                    placement = override_zero_shot(np.full(env.graph.n_ops, base), obs, tau, rebase=args.rebase)
+                    start = int(np.bincount(placement).argmax()) if args.rebase else base  # re-based: its majority
+                    row["rule"].append({"tau": tau,
+                                        "vs_best_single_pct": 100 * (latency(placement) / singles[best] - 1),
+                                        "start_device": env.device_names[start],
+                                        "ops_moved": int((placement != start).sum())})
+                rows.append(row)
+                cells = " ".join(f"tau {r['tau']:g}: {r['vs_best_single_pct']:+.1f}% ({r['ops_moved']}"
+                                 + (f" from {r['start_device']})" if r["start_device"] != row["base_device"] else ")")
+                                 for r in row["rule"])
+                print(f"{split:5s} {name:12s} {row['ops']:4d} ops, best single {row['best_single_device']:5s} "
+                      f"{row['best_single_s'] * 1e3:.3f} ms, from {row['base_device']:5s} | {cells}", flush=True)
     if args.json:
         results.write_json(args.json, {**run_metadata(argv, "SIMULATED; vs_best_single_pct: the rule's placement "
                                                              "against the graph's best single device"),
                                        "profile": args.profile, "base": args.base or "best single device",
+                                       "rebase": args.rebase,
                                        "boundary_overhead_s": overhead, "rows": rows},
                            overwrite=args.overwrite)
 

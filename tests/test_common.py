@@ -328,14 +328,14 @@ def test_device_scorer_follows_the_devices_wherever_they_are_listed_and_any_coun
 
 
 def test_the_whole_graph_cost_term_leans_every_item_of_a_graph_towards_its_fastest_single_device():
-    """`DeviceScorer.enable_graph_cost`: -3 x 10 log(T_d / min T) on every item's logits, T_d the graph's total cost on
-    device d, however the graph's items are cut (ops, groups that partition it, or one item with the total given),
-    per graph in a batch; off at scale 0; never on a head that does not place graphs; built by loading a state
-    dict that has it."""
+    """`DeviceScorer.enable_graph_cost`: w x 10 log(T_d / min T) on every item's logits (w from GRAPH_COST_WEIGHT),
+    T_d the graph's total cost on device d, however the graph's items are cut (ops, groups that partition it, or
+    one item with the total given), per graph in a batch; off at scale 0; never on a head that does not place
+    graphs; built by loading a state dict that has it."""
     import gymnasium as gym
     import torch
 
-    from agents.common.device_head import DeviceScorer, enable_graph_cost
+    from agents.common.device_head import GRAPH_COST_WEIGHT, DeviceScorer, enable_graph_cost
     from agents.common.graph_batch import obs_to_batch
 
     obs = gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated", profile="ai_pc").reset(seed=0)[0]
@@ -346,7 +346,7 @@ def test_the_whole_graph_cost_term_leans_every_item_of_a_graph_towards_its_faste
     plain = scorer(h, features, cost)
     assert scorer.graph_cost is None and scorer.enable_graph_cost() and not scorer.enable_graph_cost()
     total = cost.double().sum(0)
-    expected = (-30.0 * torch.log(total / total.min())).float()  # (D,)
+    expected = (GRAPH_COST_WEIGHT * 10.0 * torch.log(total / total.min())).float()  # (D,)
     assert expected.min() < -1.0  # the devices differ: the term matters here
     assert torch.allclose(scorer(h, features, cost) - plain, expected.expand_as(plain), atol=1e-4)
     # Groups that partition the graph sum to the same totals; one item with the total given gets the same term.
@@ -367,7 +367,7 @@ def test_the_whole_graph_cost_term_leans_every_item_of_a_graph_towards_its_faste
     both = scorer(torch.cat([h, h]), features.expand(2, -1, -1), torch.cat([cost, other]),
                   graph=torch.arange(2).repeat_interleave(batch.num_nodes))
     other_total = other.double().sum(0)
-    other_expected = (-30.0 * torch.log(other_total / other_total.min())).float()
+    other_expected = (GRAPH_COST_WEIGHT * 10.0 * torch.log(other_total / other_total.min())).float()
     scorer.graph_cost_scale.fill_(0.0)
     both_plain = scorer(torch.cat([h, h]), features.expand(2, -1, -1), torch.cat([cost, other]),
                         graph=torch.arange(2).repeat_interleave(batch.num_nodes))

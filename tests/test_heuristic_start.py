@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.common.heuristic_start import move_large_savings, start_placements, transfer_change
+from agents.common.heuristic_start import (move_large_savings, override_zero_shot, runs_back_to_base, start_placements,
+                                           transfer_change)
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
@@ -114,3 +115,51 @@ def test_what_a_move_adds_on_links_counts_its_own_tensors_and_those_live_across_
     added = transfer_change(everything_on_0, to_1, edge_index, edge_bytes, link)
     assert move_large_savings(everything_on_0, cost, None, 2.0, added).tolist() == [0, 1, 0, 0]
     assert move_large_savings(everything_on_0, cost, None, 4.0, added).tolist() == [0, 0, 0, 0]
+
+
+def test_a_run_the_policy_put_off_its_main_device_goes_back_unless_it_pays_for_itself():
+    # 0 -> 1 -> 2 -> 3 -> 4 -> 5 (1 byte each) and a skip 0 -> 5 (3 bytes); links move 1 byte/s. Every op takes
+    # 1 s on either device except op 3: 10 s on device 0, 1 s on device 1.
+    edge_index = np.array([[0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 5, 5]])
+    edge_bytes, link = np.array([1.0, 1, 1, 1, 1, 3]), np.array([1.0, 1.0])
+    cost = np.ones((6, 2))
+    cost[3] = [10.0, 1.0]
+    mask = np.ones((6, 2), bool)
+
+    def back(placement, threshold):
+        return runs_back_to_base(np.array(placement), cost, mask, 0, threshold, edge_index, edge_bytes, link).tolist()
+
+    # Ops 1-2 on device 1 save nothing and put two tensors and the skip on links: back to device 0.
+    assert back([0, 1, 1, 0, 0, 0], 0.0) == [0] * 6
+    # Op 3 saves 9 s and adds 2 s of its tensors and 3 s of the skip live across it: it stays below 4 s of overheads.
+    assert back([0, 0, 0, 1, 0, 0], 3.9) == [0, 0, 0, 1, 0, 0]
+    assert back([0, 0, 0, 1, 0, 0], 4.0) == [0] * 6
+    # Both runs at once; a run with an op device 0 cannot run stays.
+    assert back([0, 1, 1, 1, 0, 0], 0.0) == [0, 1, 1, 1, 0, 0]  # 9 s saved, 2 s of tensors, 3 s of the skip
+    mask[1, 0] = False
+    assert back([0, 1, 1, 0, 0, 0], 0.0) == [0, 1, 1, 0, 0, 0]
+
+
+def test_the_zero_shot_override_starts_from_the_device_its_moves_gain_most_from():
+    # Two elementwise ops (fastest on device 0) and two convolutions (fastest on device 2, slowest on 0); device 1
+    # alone is the fastest single device (14 s against 22 and 42), what the whole-graph cost term would pick.
+    cost = np.array([[1.0, 2.0, 20.0], [1.0, 2.0, 20.0], [10.0, 5.0, 1.0], [10.0, 5.0, 1.0]])
+    obs = {"node_device_cost": cost, "action_mask": np.ones((4, 3), bool),
+           "edge_index": np.array([[0, 1, 2], [1, 2, 3]]),
+           "submodel_overhead": np.array([0.5])}  # 2 overheads: an op moves when it saves more than 1 s
+    on_1 = np.ones(4, np.int64)
+    # From device 1 the convolutions move (4 s saved each, 3 net of the overheads); the elementwise ops save only
+    # 1 s on device 0 and stay: 14 - 6 = 8 s estimated.
+    assert override_zero_shot(on_1, obs, 2.0, rebase=False).tolist() == [1, 1, 2, 2]
+    # From device 0 they save 9 s each (8 net): 22 - 16 = 6 s, lower: the override starts from device 0.
+    assert override_zero_shot(on_1, obs, 2.0).tolist() == [0, 0, 2, 2]
+    # A base from which the moves gain as much or more stays the policy's, even where another device alone is
+    # faster (the policy's device head weighs the totals): with no op saving enough, device 0 stays device 0.
+    assert override_zero_shot(np.zeros(4, np.int64), obs, 20.0).tolist() == [0, 0, 0, 0]
+    assert override_zero_shot(np.zeros(4, np.int64), obs, 2.0).tolist() == [0, 0, 2, 2]
+    # A mixed placement is not re-based; but first its runs off the main device that do not pay go back (op 2 on
+    # device 0 is 5 s slower, `runs_back_to_base`), which leaves device 1 alone, and that is re-based.
+    assert override_zero_shot(np.array([1, 1, 0, 1]), obs, 2.0, consolidate=False).tolist() == [1, 1, 2, 2]
+    assert override_zero_shot(np.array([1, 1, 0, 1]), obs, 2.0).tolist() == [0, 0, 2, 2]
+    # Nor is anything moved when the override is off.
+    assert override_zero_shot(on_1, obs, 0.0).tolist() == on_1.tolist()

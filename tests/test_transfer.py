@@ -74,8 +74,8 @@ def trains(agent, weight) -> bool:
 @pytest.mark.parametrize("name, options, budget", AGENTS, ids=[a[0] for a in AGENTS])
 def test_training_over_many_graphs_gives_the_device_head_the_whole_graph_cost_term(name, options, budget, tmp_path):
     """A run on one graph leaves the policy as it was (no term); the first run over many graphs builds the term in
-    the head that places (`agents.common.device_head.enable_graph_cost`) and trains its weight from -3; the
-    checkpoint keeps it, and a fine-tuning run on one graph goes on training it."""
+    the head that places (`agents.common.device_head.enable_graph_cost`) and trains its weight from
+    GRAPH_COST_WEIGHT; the checkpoint keeps it, and a fine-tuning run on one graph goes on training it."""
     cls = registry.load_agent_class(name)
     agent = registry.make_agent(cls, {"seed": 0, **options})
     agent.learn(make(agent, "tiny_chain", "ai_pc"), budget=budget, seed=0)

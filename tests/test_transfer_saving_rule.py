@@ -40,12 +40,14 @@ def test_only_ops_saving_more_than_the_threshold_move():
 
 def test_the_script_reports_each_graph_of_a_split(rule, tmp_path):
     out = tmp_path / "rule.json"
-    rule.main(["--profile", "ai_pc", "--splits", "val", "--tau", "0", "8", "--base", "CPU", "--json", str(out)])
+    rule.main(["--profile", "ai_pc", "--splits", "val", "--tau", "0", "8", "--base", "CPU", "GPU", "--json", str(out)])
     data = json.loads(out.read_text())
-    assert data["boundary_overhead_s"] == pytest.approx(20e-6) and data["base"] == "CPU"
-    assert len(data["rows"]) == 7 and all(len(row["rule"]) == 2 for row in data["rows"])
+    assert data["boundary_overhead_s"] == pytest.approx(20e-6) and data["base"] == ["CPU", "GPU"]
+    assert len(data["rows"]) == 14 and all(len(row["rule"]) == 2 for row in data["rows"])
+    from_cpu = [row for row in data["rows"] if row["base_device"] == "CPU"]
     # from the CPU (every val graph's best single device on ai_pc), tau = 8 moves none of their ops
-    assert all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0)
-               for row in data["rows"])
+    assert len(from_cpu) == 7 and all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["start_device"] == "CPU"
+                                      and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0)
+                                      for row in from_cpu)
     with pytest.raises(SystemExit):  # an existing output is refused
         rule.main(["--profile", "ai_pc", "--splits", "val", "--json", str(out)])

@@ -26,8 +26,15 @@ The whole-graph cost term (`enable_graph_cost`, built on demand: a policy that t
 always). T_d is the item's graph's total cost on device d (the graph's latency on d alone), so the term says which
 single device is best for the graph as a whole, what no per-item cost says (every op on its own cheapest device
 mixes devices and pays for every tensor that crosses). One weight w (monotone in the cost, so what it learns on
-the training graphs holds on others), starting at -3: a prior of 1.8 logits per 6% towards the graph's fastest
-device, which the rest of the head corrects where the training graphs say so. Without it, a policy trained on many
+the training graphs holds on others), starting at -10: a prior of 6 logits per 6% towards the graph's fastest
+device, which the rest of the head corrects where the training graphs say so. Why that strong: the rest of the
+head learns device leads shared by the training graphs (a per-device prior, items alike across graphs), and from
+-3 (1.8 logits per 6%) they outgrew it on some training seeds, 24 logits for the 64 MB accelerator of ``edge``
+against the term's 15 for the CPU on WaveNet, whose accelerator alone is 65% slower (GO, the RNN; chosen on the
+VAL split, ``benchmarks/transfer_seeds.py --test-models dataset:val``: from -10 no seed's zero-shot placement of
+the val graphs was more than 1.1% above their best single devices on ``edge`` or ``paper``, from -3 up to 38%).
+An untrained head's logits are the term alone, so its own first placement, the graph's fastest device by the
+summed costs, is the same from either. Without it, a policy trained on many
 graphs learned one device for all of them: on the `edge` preset the CPU (its zero-shot 18-41% above the optimum
 on the test graphs). s (``graph_cost_scale``, a buffer) switches it off where a search on one graph wants to move
 every op freely (GO's ``search_groups``). Not built for a policy that only ever learns one graph, whose runs
@@ -55,7 +62,7 @@ COST_INPUTS = 3
 #: Width of `graph_cost_inputs`' output per device.
 GRAPH_COST_INPUTS = 1
 #: The whole-graph cost term's weight at the start (module docstring).
-GRAPH_COST_WEIGHT = -3.0
+GRAPH_COST_WEIGHT = -10.0
 
 
 def device_input_width(device_features: int) -> int:

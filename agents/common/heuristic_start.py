@@ -32,7 +32,10 @@ placement that is not measured first: a policy trained over many graphs places a
 there; where an op's own time on its cheapest device is lower by more than what moving it there adds (the time its
 tensors would then spend on links, `transfer_change`, and a few per-submodel overheads, ``obs["submodel_overhead"]``),
 the observation says the policy's choice for it is wrong whatever was learned, and the op moves there
-(`move_large_savings`).
+(`move_large_savings`). Where the policy put the whole graph on one device, the moves may start from another
+device, the one they gain most from, when that gain outweighs its higher total cost (``rebase``); where it put
+runs of ops off its main device, each run must pay for itself the same way or goes back (``consolidate``,
+`runs_back_to_base`).
 """
 from __future__ import annotations
 
@@ -46,8 +49,8 @@ from placement_gym.env import strip_padding
 from placement_gym.features import bytes_from_edge_features
 
 __all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "ZERO_SHOT_OVERRIDE", "check_heuristic_start", "cheapest_devices",
-           "measure_start_placements", "move_large_savings", "override_zero_shot", "start_placements",
-           "transfer_change"]
+           "measure_start_placements", "move_large_savings", "override_zero_shot", "runs_back_to_base",
+           "start_placements", "transfer_change"]
 
 #: The accepted ``heuristic_start`` settings (module docstring).
 HEURISTIC_STARTS = ("off", "measure", "refit")
@@ -89,6 +92,14 @@ def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray
     stay. An op on a device that cannot run it saves "infinitely" much: it always moves. `cost` (N, D) seconds
     and `mask` (N, D) bool as for `cheapest_devices`. The zero-shot override's rule (`override_zero_shot`) and
     the saving-rule diagnostic's (``benchmarks/transfer_saving_rule.py``)."""
+    return _moves_and_gain(placement, cost, mask, threshold_s, added_s)[0]
+
+
+def _moves_and_gain(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray | None, threshold_s: float,
+                    added_s: "np.ndarray | None") -> tuple[np.ndarray, float]:
+    """`move_large_savings`'s placement, and the seconds its moves are estimated to save: the sum over the moved
+    ops of their saving less what each adds and less `threshold_s` (the submodel overheads a move costs), over the
+    ops whose saving is finite (an op moved off a device that cannot run it is not a saving to compare)."""
     placement = np.asarray(placement, dtype=np.int64)
     cost = np.asarray(cost, dtype=np.float64)
     allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
@@ -99,7 +110,8 @@ def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray
     if added_s is not None:
         saving = saving - np.asarray(added_s, dtype=np.float64)
     moved = saving > threshold_s
-    return np.where(moved, cheapest, placement).astype(np.int64)
+    net = saving[moved & np.isfinite(saving)] - threshold_s
+    return np.where(moved, cheapest, placement).astype(np.int64), float(net.sum())
 
 
 def transfer_change(placement: np.ndarray, to: np.ndarray, edge_index: np.ndarray, edge_bytes: np.ndarray,
@@ -138,7 +150,54 @@ def transfer_change(placement: np.ndarray, to: np.ndarray, edge_index: np.ndarra
     return change + np.where(to != placement, live / link[placement], 0.0)
 
 
-def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads: float) -> np.ndarray:
+def runs_back_to_base(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray, base: int, threshold_s: float,
+                      edge_index: np.ndarray, edge_bytes: "np.ndarray | None" = None,
+                      link_Bps: "np.ndarray | None" = None) -> np.ndarray:
+    """(N,) int64: `placement` (N,) with every run of consecutive ops (in op order, which is topological) it puts
+    together on one device other than `base` moved to `base`, unless the run's own time there is lower by more than
+    what the run adds plus `threshold_s` seconds: the time on links of the tensors that cross its ends (less what
+    they would take from `base`), and of the tensors between two ops on `base` that are live across it (the run
+    splits `base`'s submodel in two; `transfer_change`'s reasoning). The override's rule for a group of ops, the
+    other way round (`move_large_savings`): a run off the main device must pay for itself. Every run is judged
+    against `placement` as given; a run with an op `base` cannot run stays. `cost` (N, D) seconds, `mask` (N, D)
+    bool; `edge_index` (2, E), `edge_bytes` (E,) and `link_Bps` (D,) as for `transfer_change` (None: no link
+    terms)."""
+    placement = np.asarray(placement, dtype=np.int64)
+    off = placement != base
+    if not off.any():
+        return placement
+    n = len(placement)
+    # Run ids: a new run starts where an op off `base` follows an op on another device (or opens the graph).
+    starts = off & np.r_[True, placement[1:] != placement[:-1]]
+    run = np.where(off, np.cumsum(starts) - 1, -1)
+    n_runs = int(starts.sum())
+    ops = np.arange(n)
+    pays = np.zeros(n_runs)
+    np.add.at(pays, run[off], (cost[ops, base] - cost[ops, placement])[off])
+    if edge_bytes is not None and link_Bps is not None and np.size(edge_index):
+        src, dst = np.asarray(edge_index, dtype=np.int64)
+        edge_bytes, link = np.asarray(edge_bytes, dtype=np.float64), np.asarray(link_Bps, dtype=np.float64)
+        for inner, outer in ((src, dst), (dst, src)):  # a tensor counts for each end that is in a run
+            ends = (run[inner] >= 0) & (run[inner] != run[outer])
+            device, other = placement[inner[ends]], placement[outer[ends]]
+            now = np.where(device != other, edge_bytes[ends] / np.minimum(link[device], link[other]), 0.0)
+            back = np.where(other != base, edge_bytes[ends] / np.minimum(link[base], link[other]), 0.0)
+            np.add.at(pays, run[inner[ends]], back - now)
+        # Tensors between two ops on `base` live across a run's first op (they cannot end inside it: its ops are
+        # off `base`): a difference array over the positions, as in `transfer_change`.
+        on_base = ~off[src] & ~off[dst] & (src < dst)
+        live = np.zeros(n + 1)
+        np.add.at(live, src[on_base] + 1, edge_bytes[on_base])
+        np.add.at(live, dst[on_base], -edge_bytes[on_base])
+        pays -= np.cumsum(live)[:-1][starts] / link[base]
+    can_return = np.ones(n_runs, dtype=bool)
+    np.logical_and.at(can_return, run[off], mask[off, base])
+    back = can_return & (pays <= threshold_s)
+    return np.where(off & back[np.maximum(run, 0)], base, placement).astype(np.int64)
+
+
+def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads: float,
+                       rebase: bool = True, consolidate: bool = True) -> np.ndarray:
     """(N,) int64: a policy's `placement` (N,) of the graph of `obs` with every op moved to its cheapest device
     whose own time there is lower by more than what the move adds: the change in its tensors' time on links
     (`transfer_change`, from ``edge_index``, ``edge_features`` and the devices' link bandwidths in
@@ -146,18 +205,57 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
     (``obs["submodel_overhead"]``) (`move_large_savings` on ``node_device_cost`` and ``action_mask``; module
     docstring). `placement` unchanged when `overheads` is 0, when the observation says nothing of the overhead
     (absent or 0: the real backend unless told) and for a node-by-node observation (one op's decision, not a
-    placement). A padded multi-graph observation is read as its graph alone (`placement_gym.env.strip_padding`)."""
+    placement). A padded multi-graph observation is read as its graph alone (`placement_gym.env.strip_padding`).
+
+    With `rebase`, a `placement` on one device b (every op b can run) may start from another device d instead:
+    when the moves from d are estimated to save more than those from b (`_moves_and_gain`), by more than d's
+    total time exceeds b's (each device's sum of ``node_device_cost``, what the whole-graph cost term of the
+    policies' device head reads, `agents.common.device_head.graph_cost_inputs`). The policy's base device is
+    kept wherever the moves would not change which device is faster in that estimate: its device head weighs
+    every device's total, but not what the override gains from each (``ai_pc`` U-Net-l: the GPU alone is 2.8%
+    faster than the CPU, the moves from the CPU save 20%, from the GPU 0.2%; README, transfer).
+
+    With `consolidate`, first every run of consecutive ops the policy put off its main device (the one holding most
+    ops) that does not pay for itself goes back to it (`runs_back_to_base`, at the same threshold): a policy
+    trained over many graphs split ``paper`` U-Net-s, whose two devices alone are 0.3% apart, into runs on both
+    and made it 44% slower than either."""
     overhead = float(np.asarray(obs.get("submodel_overhead", [0.0])).reshape(-1)[0])
     if overheads == 0 or overhead == 0 or "current_node" in obs:
         return placement
     graph = strip_padding(obs)
-    cost, mask = graph["node_device_cost"], graph.get("action_mask")
-    added = None
+    cost = np.asarray(graph["node_device_cost"], dtype=np.float64)
+    mask = graph.get("action_mask")
+    mask = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
+    mask = mask | ~mask.any(1, keepdims=True)  # an op no device can run: any device (the env reports it)
+    cheapest = cheapest_devices(cost, mask)
+    link_Bps = edge_bytes = None
     if "edge_features" in graph and "device_features" in graph:
         link_Bps = 10.0 ** np.asarray(graph["device_features"], dtype=np.float64)[:, LINK_FEATURE]
-        added = transfer_change(placement, cheapest_devices(cost, mask), graph["edge_index"],
-                                bytes_from_edge_features(graph["edge_features"]), link_Bps)
-    return move_large_savings(placement, cost, mask, overheads * overhead, added)
+        edge_bytes = bytes_from_edge_features(graph["edge_features"])
+
+    def override(start: np.ndarray) -> tuple[np.ndarray, float]:
+        added = None if link_Bps is None else transfer_change(start, cheapest, graph["edge_index"], edge_bytes,
+                                                              link_Bps)
+        return _moves_and_gain(start, cost, mask, overheads * overhead, added)
+
+    placement = np.asarray(placement, dtype=np.int64)
+    base = int(np.bincount(placement, minlength=cost.shape[1]).argmax())
+    if consolidate:
+        placement = runs_back_to_base(placement, cost, mask, base, overheads * overhead, graph["edge_index"],
+                                      edge_bytes, link_Bps)
+    moved, gain = override(placement)
+    if not rebase or not np.all(placement[mask[:, base]] == base):
+        return moved
+    singles = [np.where(mask[:, d], d, cheapest).astype(np.int64) for d in range(cost.shape[1])]
+    totals = [float(cost[np.arange(len(start)), start].sum()) for start in singles]
+    estimate = totals[base] - gain
+    for d, start in enumerate(singles):
+        if d == base:
+            continue
+        moved_d, gain_d = override(start)
+        if gain_d > gain and totals[d] - gain_d < estimate:
+            moved, gain, estimate = moved_d, gain_d, totals[d] - gain_d
+    return moved
 
 
 def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:

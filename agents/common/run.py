@@ -38,8 +38,10 @@ recomputed from the observation itself, so a saved agent needs no stored mapping
 
 Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
 override (`agents.common.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
-saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there.
-It stays on for the
+saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there
+(from another device than the policy's, where the policy put the graph on one device and the moves gain enough
+more from the other: `override_zero_shot`'s ``rebase``; runs of ops the policy put off its main device that do not
+pay for themselves go back first: ``consolidate``). It stays on for the
 placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
 fine-tuning run measures) and goes off once a run on one graph has measured its start: from there ``predict`` is
 the placement that run distils, as for any run on one graph (`RunAgent.zero_shot_active`).

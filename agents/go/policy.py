@@ -155,7 +155,8 @@ class GOPolicy(nn.Module):
         # here (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-shot vs the best single device,
         # geomean over the test graphs; DeviceScorer before its LayerNorm): from 0, +9.0% / +9.0% (every graph on the
         # CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% / +3.5%. With the LayerNorm'd head: from
-        # -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200.
+        # -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200. From -10 since (the device head's docstring: at 200, on
+        # edge two training seeds of five put WaveNet and seq2seq on the accelerator from -3, +21.5%).
         if graph_cost:
             self.head.enable_graph_cost()
         self.refiner: OpRefiner | None = None  # `enable_refiner`

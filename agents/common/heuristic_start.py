@@ -73,15 +73,42 @@ def check_heuristic_start(mode: str) -> str:
     return mode
 
 
+def _runnable(cost: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """(N, D) bool the devices each op may take: `mask` (None: those with a finite cost), or every device for an op
+    that none can run (the env reports it)."""
+    allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
+    return allowed | ~allowed.any(1, keepdims=True)
+
+
 def cheapest_devices(cost: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """(N,) int64 every op on the device where it alone runs fastest: the argmin of `cost` (N, D) seconds over the
     devices that can run the op (`mask` (N, D) bool; None: those with a finite cost), over every device for an op
     that none can run (the env reports it). The heuristic start's last placement, the ``cheapest`` baseline's and
     the local search's far move (`agents.common.local_search.BlockSearch.cheapest`)."""
     cost = np.asarray(cost, dtype=np.float64)
-    allowed = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
-    allowed = allowed | ~allowed.any(axis=1, keepdims=True)
-    return np.argmin(np.where(allowed, cost, np.inf), axis=1).astype(np.int64)
+    return np.argmin(np.where(_runnable(cost, mask), cost, np.inf), axis=1).astype(np.int64)
+
+
+def _each_device_alone(allowed: np.ndarray, cheapest: np.ndarray) -> list[np.ndarray]:
+    """D (N,) int64 placements: every op on device d where `allowed` (N, D) says it can run, else on its `cheapest`
+    device (the heuristic start's first placements, the re-based override's starts)."""
+    return [np.where(allowed[:, d], d, cheapest).astype(np.int64) for d in range(allowed.shape[1])]
+
+
+def _on_links(edge_bytes: np.ndarray, device: np.ndarray, other: np.ndarray, link: np.ndarray) -> np.ndarray:
+    """(E,) seconds each tensor spends on links between its ends' devices `device` and `other` (E,): bytes over the
+    slower of the two devices' slowest links `link` (D,) bytes/s; 0 where both ends are on one device."""
+    return np.where(device != other, edge_bytes / np.minimum(link[device], link[other]), 0.0)
+
+
+def _live_bytes(n: int, src: np.ndarray, dst: np.ndarray, edge_bytes: np.ndarray) -> np.ndarray:
+    """(n,) bytes live across each op position: of the tensors u -> w (u < w) produced before it and consumed after
+    it (u + 1 .. w - 1; a difference array)."""
+    forward = src < dst
+    live = np.zeros(n + 1, dtype=np.float64)
+    np.add.at(live, src[forward] + 1, edge_bytes[forward])
+    np.add.at(live, dst[forward], -edge_bytes[forward])
+    return np.cumsum(live)[:-1]
 
 
 def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray | None,
@@ -134,19 +161,11 @@ def transfer_change(placement: np.ndarray, to: np.ndarray, edge_index: np.ndarra
     src, dst = np.asarray(edge_index, dtype=np.int64)
     link = np.asarray(link_Bps, dtype=np.float64)
     edge_bytes = np.asarray(edge_bytes, dtype=np.float64)
-
-    def on_links(device: np.ndarray, other: np.ndarray) -> np.ndarray:
-        return np.where(device != other, edge_bytes / np.minimum(link[device], link[other]), 0.0)
-
     change = np.zeros(len(placement), dtype=np.float64)
     for op, other in ((dst, src), (src, dst)):  # each tensor counts for its consumer and for its producer
-        np.add.at(change, op, on_links(to[op], placement[other]) - on_links(placement[op], placement[other]))
-    # Bytes live across each position: a tensor u -> w (u < w) is live at u + 1 .. w - 1 (a difference array).
-    live = np.zeros(len(placement) + 1, dtype=np.float64)
-    forward = src < dst
-    np.add.at(live, src[forward] + 1, edge_bytes[forward])
-    np.add.at(live, dst[forward], -edge_bytes[forward])
-    live = np.cumsum(live)[:-1]
+        np.add.at(change, op, _on_links(edge_bytes, to[op], placement[other], link)
+                  - _on_links(edge_bytes, placement[op], placement[other], link))
+    live = _live_bytes(len(placement), src, dst, edge_bytes)
     return change + np.where(to != placement, live / link[placement], 0.0)
 
 
@@ -179,17 +198,14 @@ def runs_back_to_base(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray,
         edge_bytes, link = np.asarray(edge_bytes, dtype=np.float64), np.asarray(link_Bps, dtype=np.float64)
         for inner, outer in ((src, dst), (dst, src)):  # a tensor counts for each end that is in a run
             ends = (run[inner] >= 0) & (run[inner] != run[outer])
-            device, other = placement[inner[ends]], placement[outer[ends]]
-            now = np.where(device != other, edge_bytes[ends] / np.minimum(link[device], link[other]), 0.0)
-            back = np.where(other != base, edge_bytes[ends] / np.minimum(link[base], link[other]), 0.0)
-            np.add.at(pays, run[inner[ends]], back - now)
+            other = placement[outer[ends]]
+            now = _on_links(edge_bytes[ends], placement[inner[ends]], other, link)
+            from_base = _on_links(edge_bytes[ends], np.full_like(other, base), other, link)
+            np.add.at(pays, run[inner[ends]], from_base - now)
         # Tensors between two ops on `base` live across a run's first op (they cannot end inside it: its ops are
-        # off `base`): a difference array over the positions, as in `transfer_change`.
-        on_base = ~off[src] & ~off[dst] & (src < dst)
-        live = np.zeros(n + 1)
-        np.add.at(live, src[on_base] + 1, edge_bytes[on_base])
-        np.add.at(live, dst[on_base], -edge_bytes[on_base])
-        pays -= np.cumsum(live)[:-1][starts] / link[base]
+        # off `base`), as in `transfer_change`.
+        on_base = np.where(~off[src] & ~off[dst], edge_bytes, 0.0)
+        pays -= _live_bytes(n, src, dst, on_base)[starts] / link[base]
     can_return = np.ones(n_runs, dtype=bool)
     np.logical_and.at(can_return, run[off], mask[off, base])
     back = can_return & (pays <= threshold_s)
@@ -224,9 +240,7 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
         return placement
     graph = strip_padding(obs)
     cost = np.asarray(graph["node_device_cost"], dtype=np.float64)
-    mask = graph.get("action_mask")
-    mask = np.isfinite(cost) if mask is None else np.asarray(mask, dtype=bool)
-    mask = mask | ~mask.any(1, keepdims=True)  # an op no device can run: any device (the env reports it)
+    mask = _runnable(cost, graph.get("action_mask"))
     cheapest = cheapest_devices(cost, mask)
     link_Bps = edge_bytes = None
     if "edge_features" in graph and "device_features" in graph:
@@ -246,7 +260,7 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
     moved, gain = override(placement)
     if not rebase or not np.all(placement[mask[:, base]] == base):
         return moved
-    singles = [np.where(mask[:, d], d, cheapest).astype(np.int64) for d in range(cost.shape[1])]
+    singles = _each_device_alone(mask, cheapest)
     totals = [float(cost[np.arange(len(start)), start].sum()) for start in singles]
     estimate = totals[base] - gain
     for d, start in enumerate(singles):
@@ -266,11 +280,9 @@ def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:
         obs: a one-graph observation with ``node_device_cost`` (N, D) and optionally ``action_mask`` (N, D) bool.
     """
     cost = np.asarray(obs["node_device_cost"], dtype=np.float64)
-    mask = obs.get("action_mask")
-    mask = np.ones(cost.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    mask = mask | ~mask.any(1, keepdims=True)  # an op no device can run: any device (the env reports it)
+    mask = _runnable(cost, obs.get("action_mask", np.ones(cost.shape, dtype=bool)))
     cheapest = cheapest_devices(cost, mask)
-    candidates = [np.where(mask[:, d], d, cheapest).astype(np.int64) for d in range(cost.shape[1])] + [cheapest]
+    candidates = _each_device_alone(mask, cheapest) + [cheapest]
     distinct, seen = [], set()
     for placement in candidates:
         key = placement.tobytes()

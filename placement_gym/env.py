@@ -367,10 +367,15 @@ class DevicePlacementEnv(gym.Env):
         reference measurement (measured first: it decides the reference placement). The part of `reset` after
         drawing the graph, which the vector env's batched step runs for every sub-env."""
         reference = self.reference
-        self._placement = self.reference_placement.copy() if start is None else self.validate_action(start)
+        self._restart(self.reference_placement.copy() if start is None else self.validate_action(start))
+        return reference
+
+    def _restart(self, placement: np.ndarray) -> None:
+        """Begin an episode at `placement` ((N,) int64, the env's own array from now on); the vector env's batched
+        step calls it with each sub-env's row of one fresh (K, N) copy of their reference placements."""
+        self._placement = placement
         self._steps = 0
         self.last_measurement = None
-        return reference
 
     def step(self, action):
         placement, repaired = self.begin_step(action)

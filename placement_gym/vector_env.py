@@ -110,6 +110,8 @@ class DevicePlacementVectorEnv(VectorEnv):
                              for key in self.single_observation_space.spaces} for i in range(num_envs)]
         self._step_infos: list[dict] | None = []
         self._last_step: tuple | None = None  # what `step_infos` is built from, on first read
+        self._constant: dict | None = None  # built by `_references` on the first one-step `step`
+        self._every = np.ones(num_envs, dtype=bool)  # the `_key` mask of an info column every sub-env has
 
     # ------------------------------------------------------------------------------------ properties
     @property
@@ -121,12 +123,12 @@ class DevicePlacementVectorEnv(VectorEnv):
         """Each sub-env's info of the last ``step``, as `DevicePlacementEnv.step` returns it (built on first read
         after a batched step)."""
         if self._step_infos is None:
-            placements, repaired, batch, references = self._last_step
+            placements, repaired, batch, now, first = self._last_step
             measurements = batch.measurements()
             self._step_infos = [
                 {**env._info(placement, m, reference), "repaired_ops": count, "model": self.graph.name}
                 for env, placement, count, m, reference in zip(self.envs, placements, repaired.tolist(),
-                                                                measurements, references)]
+                                                                measurements, zip(now.tolist(), first.tolist()))]
         return self._step_infos
 
     @property
@@ -193,41 +195,44 @@ class DevicePlacementVectorEnv(VectorEnv):
         if envs[0].unsupported == "repair":
             for i, env in enumerate(envs):
                 placements[i], repaired[i] = env.repair(placements[i])
-        for env in envs:  # `begin_step`'s drift correction
-            if env.reference_every and env._g.since_reference >= env.reference_every:
-                env._remeasure_reference()
-            env._g.since_reference += 1
+        if envs[0].reference_every:  # `begin_step`'s drift correction (no sub-env counts without it)
+            for env in envs:
+                if env._g.since_reference >= env.reference_every:
+                    env._remeasure_reference()
+                env._g.since_reference += 1
         # In columns: no `Measurement` object is built unless `step_infos` is read.
         batch = measure_batch(self.backend, self.graph, placements)
-        references = [(env.current_reference_s, env.reference.latency_s) for env in envs]
-        for env in envs:  # `end_step`'s count, then the same-step reset (the episode starts again)
+        now, first = self._references()
+        # `end_step`'s count, then the same-step reset: each sub-env starts again at its reference placement.
+        for env, start in zip(envs, self._constant["starts"].copy()):
             env.placements_measured += 1
-            env._start_episode()
-        self._step_infos, self._last_step = None, (placements, repaired, batch, references)
+            env._restart(start)
+        self._step_infos, self._last_step = None, (placements, repaired, batch, now, first)
 
         # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env.
         measured = batch.columns
         ok = np.array(measured["ok"])
-        now, first = np.array(references).T
         latency = np.where(ok, measured["latency_s"], envs[0].failure_penalty * now)
         speedup = now / latency
         corrected = latency * first / now
         reward = {"speedup": lambda: speedup - 1.0, "neg_latency": lambda: -corrected}.get(
             envs[0].reward_name, lambda: 1.0 / corrected)()
+        every = self._every
         final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
-                      "latency_corrected_s": corrected, "reference_latency_s": now,
+                      "latency_corrected_s": corrected, "reference_latency_s": now.copy(),
                       "latency_raw_s": np.where(ok, measured["raw_latency_s"], latency)}
         final_info.update(self._columns({
             "latency_interval_s": measured["interval_s"], "spread_s": measured["spread_s"],
             "compile_s": measured["compile_s"], "n_submodels": measured["n_submodels"], "ok": measured["ok"],
             "error": measured["error"], "simulated": measured["simulated"]}))
         final_info["breakdown"] = self._columns(batch.breakdown)
-        final_info.update(self._columns({"objective": [envs[0].objective] * k}))
+        final_info["objective"] = self._constant["objective"].copy()
         final_info["throughput_per_s"] = 1.0 / latency
-        final_info.update(self._columns({"repaired_ops": repaired.tolist(), "model": [self.graph.name] * k}))
-        for key in list(final_info):
-            if not key.startswith("_") and f"_{key}" not in final_info:
-                final_info[f"_{key}"] = np.ones(k, dtype=bool)
+        final_info["repaired_ops"] = repaired  # int64, as `_add_info` types a column of ints
+        final_info["model"] = self._constant["model"].copy()
+        for key in ("placement", "latency_s", "speedup", "latency_corrected_s", "reference_latency_s",
+                    "latency_raw_s", "breakdown", "objective", "throughput_per_s", "repaired_ops", "model"):
+            final_info[f"_{key}"] = every.copy()
 
         # Each sub-env's final observation: its own placement array; its other arrays shared views (`copy=False`)
         # or arrays of its own (small ones: the allocator reuses their memory, where one fresh (K, N, F) batch
@@ -237,18 +242,33 @@ class DevicePlacementVectorEnv(VectorEnv):
             final_obs[i] = obs = row.copy() if not self.copy else {
                 key: None if value is None else value.copy() for key, value in row.items()}
             obs["placement"] = placement
-        reference, names = self.envs[0].reference_device, self.envs[0].device_names
-        info = {"final_obs": final_obs, "_final_obs": np.ones(k, dtype=bool),
-                "final_info": final_info, "_final_info": np.ones(k, dtype=bool)}
-        info.update(self._columns({
-            "reference_latency_s": first.tolist(),  # each sub-env's first reference: what its reset info says
-            "devices": [list(names) for _ in envs], "reference_device": [reference] * k,
-            "model": [self.graph.name] * k}))
-        for key in ("reference_latency_s", "devices", "reference_device", "model"):
-            info[f"_{key}"] = np.ones(k, dtype=bool)
-        ends = np.ones(k, dtype=bool)
-        observations = self._observations(np.stack([env._placement for env in envs]))
-        return observations, reward, ends, np.zeros(k, dtype=bool), info
+        info = {"final_obs": final_obs, "_final_obs": every.copy(), "final_info": final_info,
+                "_final_info": every.copy()}
+        info.update((key, value.copy()) for key, value in self._constant["reset_info"].items())
+        observations = self._observations(self._constant["starts"])
+        return observations, reward, np.ones(k, dtype=bool), np.zeros(k, dtype=bool), info
+
+    def _references(self) -> tuple[np.ndarray, np.ndarray]:
+        """(K,) float64 each sub-env's `current_reference_s` and its first reference latency, and with them the
+        parts of a one-step `step`'s output that do not change from step to step (``self._constant``); kept while
+        no drift correction can change them."""
+        envs = self.envs
+        if self._constant is None or envs[0].reference_every:
+            now = np.array([env.current_reference_s for env in envs])
+            first = np.array([env.reference.latency_s for env in envs])
+            if self._constant is None:
+                names, device, k = self.device_names, envs[0].reference_device, self.num_envs
+                self._constant = {
+                    "starts": np.stack([env.reference_placement for env in envs]),
+                    "objective": self._columns({"objective": [envs[0].objective] * k})["objective"],
+                    "model": self._columns({"model": [self.graph.name] * k})["model"],
+                    # the reset info of every sub-env (`DevicePlacementEnv.reset`), batched
+                    "reset_info": self._columns({"reference_latency_s": first.tolist(),
+                                                 "devices": [list(names) for _ in envs],
+                                                 "reference_device": [device] * k, "model": [self.graph.name] * k}),
+                }
+            self._constant["now"], self._constant["first"] = now, first
+        return self._constant["now"], self._constant["first"]
 
     def render(self) -> tuple | None:
         """Each sub-env's `DevicePlacementEnv.render` (None without a render mode)."""
@@ -299,11 +319,8 @@ class DevicePlacementVectorEnv(VectorEnv):
                     array[present] = [v for v in values if v is not None]
                     mask = np.array(present)
                 else:
-                    array, mask = np.array(values, dtype=type(example)), np.ones(self.num_envs, dtype=bool)
+                    array, mask = np.array(values, dtype=type(example)), self._every.copy()
             else:  # objects (None included: `_add_info` stores it and marks the sub-env as having the key)
-                array = np.empty(self.num_envs, dtype=object)
-                for i, value in enumerate(values):
-                    array[i] = value
-                mask = np.ones(self.num_envs, dtype=bool)
+                array, mask = np.fromiter(values, dtype=object, count=self.num_envs), self._every.copy()
             batched[key], batched[f"_{key}"] = array, mask
         return batched

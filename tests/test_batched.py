@@ -6,6 +6,8 @@ Real parts only: the simulated backend prices every placement; the vector env's 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import warnings
 
 import gymnasium as gym
@@ -18,6 +20,7 @@ from placement_gym import ComputationGraph, DevicePlacementEnv, load_graph
 from placement_gym.backends import Backend, Measurement
 from placement_gym.backends.base import MeasurementBatch
 from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes
+from placement_gym.backends import simulated
 from placement_gym.backends.simulated import HeteroCutter, SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
@@ -76,6 +79,48 @@ def test_batched_prices_equal_one_at_a_time(profile, schedule, objective, tiny_b
             errors = [m.error for m in one_at_a_time if not m.ok]
             assert any(e.startswith("out of memory on GPU") for e in errors)
             assert any("is not supported on NPU" in e for e in errors)
+
+
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_a_batch_priced_by_several_threads_is_priced_as_one_at_a_time(objective, monkeypatch, tiny_branch_graph):
+    """Shares of a batch priced at once on threads (forced here: no minimum time per share) give each placement
+    the price it gets alone, in order, whatever the number of threads or shares (uneven ones included)."""
+    monkeypatch.setattr(simulated, "MIN_SECONDS_PER_THREAD", 0.0)
+    for k, graph in enumerate((tiny_branch_graph, random_dag(300, 4))):
+        placements = placements_to_price(graph.n_ops, 3, seed=k)
+        one_at_a_time = [SimulatedBackend(failing_profile(graph), objective=objective, threads=1).measure(graph, p)
+                         for p in placements]
+        for threads in (2, 3, 7):
+            backend = SimulatedBackend(failing_profile(graph), objective=objective, threads=threads)
+            backend.measure_many(graph, placements[:9])  # the kernel's time per placement, which sizes the shares
+            assert backend.measure_many(graph, placements) == one_at_a_time
+    with pytest.raises(ValueError, match="threads must be a positive integer or None"):
+        SimulatedBackend("paper", threads=0)
+
+
+def _price_on_threads_and_exit(graph: ComputationGraph, placements: np.ndarray, expected: list) -> None:
+    simulated.MIN_SECONDS_PER_THREAD = 0.0
+    backend = SimulatedBackend("paper", threads=2)
+    backend.measure_many(graph, placements[:9])
+    os._exit(0 if backend.measure_many(graph, placements) == expected else 3)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+def test_a_forked_child_prices_on_threads_of_its_own(monkeypatch, tiny_branch_graph):
+    """The parent's pricing threads are not copied into a forked child (a subprocess vector env, a worker pool):
+    the child starts its own instead of handing work to threads that do not exist in it (which would hang)."""
+    monkeypatch.setattr(simulated, "MIN_SECONDS_PER_THREAD", 0.0)
+    placements = placements_to_price(tiny_branch_graph.n_ops, 2, seed=0)
+    backend = SimulatedBackend("paper", threads=2)
+    backend.measure_many(tiny_branch_graph, placements[:9])
+    expected = backend.measure_many(tiny_branch_graph, placements)  # the parent's pool threads are running now
+    child = multiprocessing.get_context("fork").Process(target=_price_on_threads_and_exit,
+                                                        args=(tiny_branch_graph, placements, expected))
+    child.start()
+    child.join(30)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0
 
 
 def test_batched_failures_keep_their_text_and_the_rest_are_priced(tiny_branch_graph):

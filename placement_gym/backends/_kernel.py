@@ -50,7 +50,7 @@ def _components(n, src, dst, keep, labels):
 @njit(cache=True, nogil=True)
 def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, last, exits, members,
          member_start, pair_order):
-    """HETERO's cut of one placement into `labels` (smallest op index of each op's submodel); returns how many.
+    """HETERO's cut of one placement into `labels` (smallest op index of each op's submodel).
 
     Scratch arrays (any contents on entry): `keep` (E,) bool, `late` / `has_exit` (N,) bool, `reach` (N, W)
     uint64, `last` / `members` / `pair_order` (N,), `member_start` (N + 1,), `exits` (E,) int64."""
@@ -149,21 +149,16 @@ def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_ex
         if cuts == 0:
             break  # no subgraph depends on itself through another: the cut is final
         _components(n, src, dst, keep, labels)
-    count = 0
-    for i in range(n):
-        if labels[i] == i:
-            count += 1
-    return count
 
 
 @njit(cache=True, nogil=True)
-def price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, src, dst, out_start, out_edges,
+def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, dst, out_start, out_edges,
                 descendants, split_cycles, n_devices, want_labels):
     """Cut and sum each placement of `placements` ((B, N) int64 device per op, validated).
 
     Args:
-        split: (B,) bool, the placement uses two or more devices (only those are cut; the others are one
-            submodel with no crossings).
+        cut_all: cut every placement; else only those on two or more devices are cut (a one-device placement is
+            one submodel with no crossings).
         op_seconds: (N, D) float64; edge_seconds: (D * D, E) float64 (row ``a * D + b``); edge_bytes: (E,) float64.
         src, dst: (E,) int64 the graph's edges (ops in topological order); out_start (N + 1,) / out_edges (E,)
             int64 each op's outgoing edges in ascending edge order (CSR).
@@ -196,45 +191,62 @@ def price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, src, ds
     members = np.empty(n, dtype=np.int64)
     member_start = np.empty(n + 1, dtype=np.int64)
     pair_order = np.empty(n, dtype=np.int64)
-    seen_label = np.full(n, -1, dtype=np.int64)  # consumer submodel -> last producer op that sent it a tensor
+    # Consumer submodel -> the last (placement, producer op) stamp that sent it a tensor.
+    seen_label = np.full(n, -1, dtype=np.int64)
+    stamp = 0
+    crossing_label = np.empty(n, dtype=np.int64)  # one producer's crossings: consumer labels, lowest edges
+    crossing_edge = np.empty(n, dtype=np.int64)
     for r in range(b):
         device = placements[r]
+        split = cut_all
         for i in range(n):
             compute[r, device[i]] += op_seconds[i, device[i]]
-        if not split[r]:
+            split |= device[i] != device[0]
+        if not split:
             per_device[r, device[0]] = 1.0
             if want_labels:
                 for i in range(n):
                     labels_out[r, i] = 0
             continue
-        n_submodels[r] = _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach,
-                              last, exits, members, member_start, pair_order)
+        _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, last, exits, members,
+             member_start, pair_order)
+        count = 0
         for i in range(n):
             if labels[i] == i:
+                count += 1
                 per_device[r, device[i]] += 1.0
+        n_submodels[r] = count
         if want_labels:
             for i in range(n):
                 labels_out[r, i] = labels[i]
-        # Crossing tensors, by producer op, then consumer submodel label (ascending), the lowest edge of each.
+        # Crossing tensors, by producer op, then consumer submodel label (ascending), the lowest edge of each:
+        # one scan of the producer's out-edges (ascending edge order, so the first edge to a label is its
+        # lowest) collects them, then an insertion sort by label (a producer feeds a few submodels at most).
+        seconds_sum, bytes_sum, crossings = 0.0, 0.0, 0.0
         for s in range(n):
             own = labels[s]
-            first, end = out_start[s], out_start[s + 1]
-            while True:  # the next-larger consumer label this producer sends to, and its lowest edge
-                best_label, best_edge = n, -1
-                for j in range(first, end):
-                    k = out_edges[j]
-                    lab = labels[dst[k]]
-                    if lab != own and seen_label[lab] != s and lab < best_label:
-                        best_label, best_edge = lab, k
-                if best_edge < 0:
-                    break
-                seen_label[best_label] = s
-                pair = device[s] * d + device[dst[best_edge]]
-                seconds = edge_seconds[pair, best_edge]
-                transfer_s[r] += seconds
-                transfer_bytes[r] += edge_bytes[best_edge]
-                n_transfers[r] += 1.0
+            found = 0
+            for j in range(out_start[s], out_start[s + 1]):
+                k = out_edges[j]
+                lab = labels[dst[k]]
+                if lab != own and seen_label[lab] != stamp:
+                    seen_label[lab] = stamp
+                    at = found
+                    while at > 0 and crossing_label[at - 1] > lab:
+                        crossing_label[at] = crossing_label[at - 1]
+                        crossing_edge[at] = crossing_edge[at - 1]
+                        at -= 1
+                    crossing_label[at] = lab
+                    crossing_edge[at] = k
+                    found += 1
+            stamp += 1  # a new (placement, producer): every seen_label entry is stale, with no reset pass
+            for j in range(found):
+                k = crossing_edge[j]
+                pair = device[s] * d + device[dst[k]]
+                seconds = edge_seconds[pair, k]
+                seconds_sum += seconds
+                bytes_sum += edge_bytes[k]
+                crossings += 1.0
                 link_s[r, pair] += seconds
-        for s in range(n):
-            seen_label[s] = -1
+        transfer_s[r], transfer_bytes[r], n_transfers[r] = seconds_sum, bytes_sum, crossings
     return n_submodels, labels_out, compute, transfer_s, transfer_bytes, n_transfers, link_s, per_device

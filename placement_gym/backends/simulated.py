@@ -43,7 +43,11 @@ pair, the reachability bitsets the cut needs) is computed once per graph and kep
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -59,6 +63,38 @@ logger = logging.getLogger(__name__)
 #: Graphs with more ops than this skip HETERO's cycle splitting (its reachability bitsets take N^2 / 8 bytes,
 #: 50 MB at 20,000 ops): their submodel count is the number of connected same-device regions, an undercount.
 MAX_OPS_FOR_CYCLE_SPLIT = 20_000
+
+#: A batch is split over threads only when each thread's share is expected to take at least this long: handing a
+#: share to a pool thread and joining it costs ~50 us on a busy 2-core machine (thread wake-up, the GIL, Numba's
+#: dispatch), so a shorter share would lose more than it saves. The expectation is the kernel's recent seconds
+#: per placement on this graph, which depend on the placements (ResNet-50: ~2 us in runs of 16 ops, ~7 us random).
+MIN_SECONDS_PER_THREAD = 150e-6
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity where the OS reports one, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0  # the process that started `_pool`'s threads
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """One thread pool for every backend of the process (threads are started on first use, at most one per core).
+    A forked child (a subprocess vector env, a worker pool) gets a pool of its own: its parent's threads were not
+    copied into it, so work handed to the parent's pool would never run."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2),
+                                       thread_name_prefix="placement-gym-pricing")
+            _pool_pid = os.getpid()
+        return _pool
 # ============================================================================================ cutting
 class HeteroCutter:
     """Splits placed graphs into submodels as OpenVINO's HETERO plugin does, a batch of placements at a time.
@@ -90,6 +126,7 @@ class HeteroCutter:
         # Each op's outgoing edges in ascending edge order (CSR), for the crossing tensors.
         self.out_edges = np.argsort(self.src, kind="stable").astype(np.int64)
         self.out_start = np.concatenate(([0], np.cumsum(np.bincount(self.src, minlength=self.n)))).astype(np.int64)
+        self._seconds_per_placement: float | None = None  # the kernel's recent time per placement (`price`)
 
     def _descendant_bits(self, graph: ComputationGraph) -> np.ndarray:
         """(N, ceil(N/64)) uint64: row ``w`` has bit ``v`` set when ``v`` is ``w`` or reachable from it."""
@@ -107,13 +144,38 @@ class HeteroCutter:
         packed = b"".join(bits.to_bytes(width, "little") for bits in descendants)
         return np.frombuffer(packed, dtype="<u8").reshape(n, width // 8).copy()
 
-    def price(self, placements: np.ndarray, split: np.ndarray, op_seconds: np.ndarray, edge_seconds: np.ndarray,
-              edge_bytes: np.ndarray, n_devices: int, want_labels: bool) -> tuple:
+    def price(self, placements: np.ndarray, cut_all: bool, op_seconds: np.ndarray, edge_seconds: np.ndarray,
+              edge_bytes: np.ndarray, n_devices: int, want_labels: bool, threads: int = 1) -> tuple:
         """`placement_gym.backends._kernel.price_batch` on this graph: cut each placement of `placements` ((B, N)
-        int64) that is `split` ((B,) bool) and sum its compute and crossing tensors."""
-        return price_batch(placements, split, op_seconds, edge_seconds, edge_bytes, self.src, self.dst,
-                           self.out_start, self.out_edges, self._descendants, self.split_cycles, n_devices,
-                           want_labels)
+        int64) that uses two or more devices (every one with `cut_all`) and sum its compute and crossing tensors.
+
+        With `threads` > 1 a batch expected to take long enough (`MIN_SECONDS_PER_THREAD` per share, from the
+        seconds per placement the kernel took lately on this graph) is cut into consecutive shares priced at once
+        on threads (the kernel runs without the GIL) and the outputs joined in order: each placement is priced
+        alone either way, so the results are the same to the bit whatever the threads."""
+        def kernel(rows: slice) -> tuple:
+            start = time.perf_counter()
+            priced = price_batch(placements[rows], cut_all, op_seconds, edge_seconds, edge_bytes, self.src,
+                                 self.dst, self.out_start, self.out_edges, self._descendants, self.split_cycles,
+                                 n_devices, want_labels)
+            count = len(range(*rows.indices(b)))
+            if count >= 8:  # a moving average (the mix of placements drifts as a policy learns)
+                seconds = (time.perf_counter() - start) / count
+                self._seconds_per_placement = seconds if self._seconds_per_placement is None else \
+                    0.7 * self._seconds_per_placement + 0.3 * seconds
+            return priced
+
+        b = len(placements)
+        expected = b * (self._seconds_per_placement or 0.0)
+        affordable = int(expected / MIN_SECONDS_PER_THREAD) if MIN_SECONDS_PER_THREAD > 0 else b
+        shares = max(1, min(threads, affordable, b))
+        if shares == 1:
+            return kernel(slice(0, b))
+        bounds = np.linspace(0, b, shares + 1).astype(int).tolist()
+        rows = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        others = [_shared_pool().submit(kernel, share) for share in rows[1:]]
+        priced = [kernel(rows[0])] + [future.result() for future in others]  # this thread prices the first share
+        return tuple(np.concatenate(parts) for parts in zip(*priced))
 
     def cut(self, placement: np.ndarray) -> tuple[int, np.ndarray]:
         """Submodels of one placement ((N,) int64): `cut_many` of a batch of one.
@@ -139,7 +201,7 @@ class HeteroCutter:
         b, n = placements.shape
         d = int(placements.max()) + 1 if placements.size else 1
         # Cut every placement, single-device ones included (their cut is their connected components).
-        counts, labels, *_ = self.price(placements, np.ones(b, dtype=bool), np.zeros((n, d)),
+        counts, labels, *_ = self.price(placements, True, np.zeros((n, d)),
                                         np.zeros((d * d, self.src.size)), np.zeros(self.src.size), d, True)
         return counts, labels
 
@@ -168,14 +230,20 @@ class SimulatedBackend(Backend):
         schedule: override the profile's schedule (``"sequential"`` or ``"parallel"``) of the latency objective.
         objective: ``"latency"`` (one synchronous inference) or ``"throughput"`` (steady-state seconds per
             inference with requests in flight); see the module docstring.
+        threads: threads that price a big batch (`measure_many`, the vector env) together, each a share of its
+            placements (`HeteroCutter.price`); ``None``: one per core this process may use (`available_cores`).
+            The prices do not depend on it.
     """
 
     name = "simulated"
     simulated = True
 
     def __init__(self, profile: "str | Profile" = "paper", devices: "str | Sequence[str]" = "auto", *,
-                 schedule: str | None = None, objective: str = "latency") -> None:
+                 schedule: str | None = None, objective: str = "latency", threads: int | None = None) -> None:
         self.objective = check_objective(objective)
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None (one per core), got {threads!r}")
+        self.threads = available_cores() if threads is None else threads
         resolved = Profile.resolve(profile)
         if devices != "auto":
             if not isinstance(devices, (str, list, tuple)):
@@ -366,15 +434,14 @@ class SimulatedBackend(Backend):
         b, n = placements.shape
         d = len(profile.devices)
         placements = np.ascontiguousarray(placements)
-        split_mask = (placements != placements[:, :1]).any(axis=1)  # placements on two or more devices
         parallel = self.objective == "latency" and profile.schedule == "parallel"
         (n_submodels, cut_labels, compute, transfer_s, transfer_bytes, n_transfers, link_s,
-         per_device) = prepared.cutter.price(placements, split_mask, prepared.op_seconds, prepared.edge_seconds,
-                                             prepared.edge_bytes, d, parallel)
+         per_device) = prepared.cutter.price(placements, False, prepared.op_seconds, prepared.edge_seconds,
+                                             prepared.edge_bytes, d, parallel, self.threads)
         compute_s = compute.sum(axis=1)
         boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
                               + profile.split_overhead_s, 0.0)
-        split = np.flatnonzero(split_mask)
+        split = np.flatnonzero(n_submodels > 1)  # the placements on two or more devices (only they were cut)
         names = self.device_names
         breakdown: dict[str, list] = {f"compute_s/{name}": column for name, column in zip(names, compute.T.tolist())}
         if self.objective == "throughput":

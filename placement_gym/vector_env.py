@@ -230,8 +230,7 @@ class DevicePlacementVectorEnv(VectorEnv):
         final_info["throughput_per_s"] = 1.0 / latency
         final_info["repaired_ops"] = repaired  # int64, as `_add_info` types a column of ints
         final_info["model"] = self._constant["model"].copy()
-        for key in ("placement", "latency_s", "speedup", "latency_corrected_s", "reference_latency_s",
-                    "latency_raw_s", "breakdown", "objective", "throughput_per_s", "repaired_ops", "model"):
+        for key in [key for key in final_info if not key.startswith("_") and f"_{key}" not in final_info]:
             final_info[f"_{key}"] = every.copy()
 
         # Each sub-env's final observation: its own placement array; its other arrays shared views (`copy=False`)

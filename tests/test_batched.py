@@ -99,7 +99,7 @@ def test_a_batch_priced_by_several_threads_is_priced_as_one_at_a_time(objective,
 
 
 def _price_on_threads_and_exit(graph: ComputationGraph, placements: np.ndarray, expected: list) -> None:
-    simulated.MIN_SECONDS_PER_THREAD = 0.0
+    """In a forked child (the parent's monkeypatched `MIN_SECONDS_PER_THREAD` of 0 comes with it)."""
     backend = SimulatedBackend("paper", threads=2)
     backend.measure_many(graph, placements[:9])
     os._exit(0 if backend.measure_many(graph, placements) == expected else 3)

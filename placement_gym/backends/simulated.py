@@ -153,14 +153,13 @@ class HeteroCutter:
         seconds per placement the kernel took lately on this graph) is cut into consecutive shares priced at once
         on threads (the kernel runs without the GIL) and the outputs joined in order: each placement is priced
         alone either way, so the results are the same to the bit whatever the threads."""
-        def kernel(rows: slice) -> tuple:
+        def kernel(lo: int, hi: int) -> tuple:
             start = time.perf_counter()
-            priced = price_batch(placements[rows], cut_all, op_seconds, edge_seconds, edge_bytes, self.src,
+            priced = price_batch(placements[lo:hi], cut_all, op_seconds, edge_seconds, edge_bytes, self.src,
                                  self.dst, self.out_start, self.out_edges, self._descendants, self.split_cycles,
                                  n_devices, want_labels)
-            count = len(range(*rows.indices(b)))
-            if count >= 8:  # a moving average (the mix of placements drifts as a policy learns)
-                seconds = (time.perf_counter() - start) / count
+            if hi - lo >= 8:  # a moving average (the mix of placements drifts as a policy learns)
+                seconds = (time.perf_counter() - start) / (hi - lo)
                 self._seconds_per_placement = seconds if self._seconds_per_placement is None else \
                     0.7 * self._seconds_per_placement + 0.3 * seconds
             return priced
@@ -170,11 +169,10 @@ class HeteroCutter:
         affordable = int(expected / MIN_SECONDS_PER_THREAD) if MIN_SECONDS_PER_THREAD > 0 else b
         shares = max(1, min(threads, affordable, b))
         if shares == 1:
-            return kernel(slice(0, b))
+            return kernel(0, b)
         bounds = np.linspace(0, b, shares + 1).astype(int).tolist()
-        rows = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        others = [_shared_pool().submit(kernel, share) for share in rows[1:]]
-        priced = [kernel(rows[0])] + [future.result() for future in others]  # this thread prices the first share
+        others = [_shared_pool().submit(kernel, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        priced = [kernel(bounds[0], bounds[1])] + [future.result() for future in others]  # this thread: share 1
         return tuple(np.concatenate(parts) for parts in zip(*priced))
 
     def cut(self, placement: np.ndarray) -> tuple[int, np.ndarray]:

@@ -371,8 +371,9 @@ class DevicePlacementEnv(gym.Env):
         return reference
 
     def _restart(self, placement: np.ndarray) -> None:
-        """Begin an episode at `placement` ((N,) int64, the env's own array from now on); the vector env's batched
-        step calls it with each sub-env's row of one fresh (K, N) copy of their reference placements."""
+        """Begin an episode at `placement` ((N,) int64, kept as it is: the env replaces its placement array, never
+        writes into it); the vector env's batched step calls it with each sub-env's read-only row of the sub-envs'
+        reference placements."""
         self._placement = placement
         self._steps = 0
         self.last_measurement = None

@@ -37,7 +37,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .backends import Backend
-from .backends.base import measure_batch
+from .backends.base import info_column, measure_batch
 from .env import DevicePlacementEnv, _backend, model_list
 from .graph import ComputationGraph
 from .models import load_graph
@@ -104,6 +104,7 @@ class DevicePlacementVectorEnv(VectorEnv):
                            for key in self.single_observation_space.spaces if key != "placement"}
         for array in self._fixed_obs.values():
             array.flags.writeable = False  # what `copy=False` hands out; copies of it are writeable
+        self._shared_obs = {key: self._fixed_obs.get(key) for key in self.single_observation_space.spaces}
         # Each sub-env's observation with its fixed arrays as views (`copy=False`), in the key order of
         # `DevicePlacementEnv.observation`: a step copies the dict and puts in the placement.
         self._fixed_rows = [{key: None if key == "placement" else self._fixed_obs[key][i]
@@ -203,35 +204,41 @@ class DevicePlacementVectorEnv(VectorEnv):
         # In columns: no `Measurement` object is built unless `step_infos` is read.
         batch = measure_batch(self.backend, self.graph, placements)
         now, first = self._references()
-        # `end_step`'s count, then the same-step reset: each sub-env starts again at its reference placement.
-        for env, start in zip(envs, self._constant["starts"].copy()):
+        # `end_step`'s count, then the same-step reset: each sub-env starts again at its reference placement (a
+        # read-only row of the start placements: the env never writes into its placement array, it replaces it).
+        for env, start in zip(envs, self._constant["start_rows"]):
             env.placements_measured += 1
             env._restart(start)
         self._step_infos, self._last_step = None, (placements, repaired, batch, now, first)
 
-        # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env.
-        measured = batch.columns
-        ok = np.array(measured["ok"])
+        # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env (copies of the
+        # batch's columns that `step_infos` builds its `Measurement`s from later: latencies, counts, breakdowns).
+        measured, every = batch.columns, self._every
+        ok = measured["ok"]
         latency = np.where(ok, measured["latency_s"], envs[0].failure_penalty * now)
         speedup = now / latency
         corrected = latency * first / now
         reward = {"speedup": lambda: speedup - 1.0, "neg_latency": lambda: -corrected}.get(
             envs[0].reward_name, lambda: 1.0 / corrected)()
-        every = self._every
         final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
                       "latency_corrected_s": corrected, "reference_latency_s": now.copy(),
                       "latency_raw_s": np.where(ok, measured["raw_latency_s"], latency)}
-        final_info.update(self._columns({
-            "latency_interval_s": measured["interval_s"], "spread_s": measured["spread_s"],
-            "compile_s": measured["compile_s"], "n_submodels": measured["n_submodels"], "ok": measured["ok"],
-            "error": measured["error"], "simulated": measured["simulated"]}))
-        final_info["breakdown"] = self._columns(batch.breakdown)
+        for key, name in (("latency_interval_s", "interval_s"), ("spread_s", "spread_s"), ("compile_s", "compile_s"),
+                          ("n_submodels", "n_submodels"), ("ok", "ok"), ("error", "error"),
+                          ("simulated", "simulated")):
+            final_info[key] = measured[name]
+        final_info["n_submodels"] = measured["n_submodels"].copy()
+        breakdown = final_info["breakdown"] = {}
+        for key, column in batch.breakdown.items():
+            breakdown[key], breakdown[f"_{key}"] = column.copy(), batch.breakdown_present[key].copy()
         final_info["objective"] = self._constant["objective"].copy()
         final_info["throughput_per_s"] = 1.0 / latency
         final_info["repaired_ops"] = repaired  # int64, as `_add_info` types a column of ints
         final_info["model"] = self._constant["model"].copy()
-        for key in [key for key in final_info if not key.startswith("_") and f"_{key}" not in final_info]:
-            final_info[f"_{key}"] = every.copy()
+        if "final_info_masks" not in self._constant:  # the same keys on every step: their mask names, once
+            self._constant["final_info_masks"] = [f"_{key}" for key in final_info if f"_{key}" not in final_info]
+        masks = self._constant["final_info_masks"]
+        final_info.update(zip(masks, np.ones((len(masks), k), dtype=bool)))
 
         # Each sub-env's final observation: its own placement array; its other arrays shared views (`copy=False`)
         # or arrays of its own (small ones: the allocator reuses their memory, where one fresh (K, N, F) batch
@@ -243,7 +250,7 @@ class DevicePlacementVectorEnv(VectorEnv):
             obs["placement"] = placement
         info = {"final_obs": final_obs, "_final_obs": every.copy(), "final_info": final_info,
                 "_final_info": every.copy()}
-        info.update((key, value.copy()) for key, value in self._constant["reset_info"].items())
+        info.update({key: value.copy() for key, value in self._constant["reset_info"].items()})
         observations = self._observations(self._constant["starts"])
         return observations, reward, np.ones(k, dtype=bool), np.zeros(k, dtype=bool), info
 
@@ -257,8 +264,11 @@ class DevicePlacementVectorEnv(VectorEnv):
             first = np.array([env.reference.latency_s for env in envs])
             if self._constant is None:
                 names, device, k = self.device_names, envs[0].reference_device, self.num_envs
+                starts = np.stack([env.reference_placement for env in envs])
+                starts.flags.writeable = False
                 self._constant = {
-                    "starts": np.stack([env.reference_placement for env in envs]),
+                    "starts": starts,
+                    "start_rows": list(starts),
                     "objective": self._columns({"objective": [envs[0].objective] * k})["objective"],
                     "model": self._columns({"model": [self.graph.name] * k})["model"],
                     # the reset info of every sub-env (`DevicePlacementEnv.reset`), batched
@@ -291,35 +301,29 @@ class DevicePlacementVectorEnv(VectorEnv):
         """(K, N) int64 copy of `actions` (one placement per sub-env), checked as `DevicePlacementEnv.validate_action`
         checks each (which raises its error for the first row that fails)."""
         n, d = self.graph.n_ops, self.envs[0].n_devices
-        if actions.shape != (self.num_envs, n) or actions.dtype.kind not in "iu" or (
-                actions.size and (actions.min() < 0 or actions.max() >= d)):
+        placements = actions.astype(np.int64, copy=True) if actions.dtype.kind in "iu" else None
+        # One pass for both bounds: a negative device reads as a huge unsigned one.
+        if actions.shape != (self.num_envs, n) or placements is None or (
+                placements.size and placements.view(np.uint64).max() >= d):
             for env, action in zip(self.envs, actions):
                 env.validate_action(action)
-        return actions.astype(np.int64, copy=True)
+        return placements
 
     def _observations(self, placements: np.ndarray) -> dict[str, np.ndarray]:
         """The batch observation of sub-envs whose placements are `placements` ((K, N) int64), in the key order of
         `DevicePlacementEnv.observation`: fresh arrays, or with `copy` False the fixed ones as shared read-only
         arrays (module docstring)."""
-        return {key: placements.copy() if key == "placement" else
-                self._fixed_obs[key].copy() if self.copy else self._fixed_obs[key]
-                for key in self.single_observation_space.spaces}
+        if self.copy:
+            return {key: placements.copy() if key == "placement" else self._fixed_obs[key].copy()
+                    for key in self.single_observation_space.spaces}
+        observations = self._shared_obs.copy()  # the shared read-only arrays, in key order
+        observations["placement"] = placements.copy()
+        return observations
 
     def _columns(self, columns: dict[str, list]) -> dict[str, Any]:
         """Info columns (per key, one value per sub-env, None where a sub-env has none) as Gymnasium's
-        `VectorEnv._add_info` batches them: an array typed by the first value present, and the mask ``_key``."""
+        `VectorEnv._add_info` batches them (`info_column`): per key the array and the mask ``_key``."""
         batched: dict[str, Any] = {}
         for key, values in columns.items():
-            example = next((v for v in values if v is not None), None)
-            if example is not None and (type(example) in (int, float, bool) or isinstance(example, np.number)):
-                if None in values:  # zeros where a sub-env has no value, masked out
-                    present = [v is not None for v in values]
-                    array = np.zeros(self.num_envs, dtype=type(example))
-                    array[present] = [v for v in values if v is not None]
-                    mask = np.array(present)
-                else:
-                    array, mask = np.array(values, dtype=type(example)), self._every.copy()
-            else:  # objects (None included: `_add_info` stores it and marks the sub-env as having the key)
-                array, mask = np.fromiter(values, dtype=object, count=self.num_envs), self._every.copy()
-            batched[key], batched[f"_{key}"] = array, mask
+            batched[key], batched[f"_{key}"] = info_column(values)
         return batched

@@ -159,7 +159,11 @@ def test_measure_batch_columns_are_those_of_the_measurements(objective, tiny_bra
     for rows in (slice(None), slice(len(placements) - 2, None), slice(0, 1)):
         batch = backend.measure_batch(tiny_branch_graph, placements[rows])
         read = MeasurementBatch.of(backend.measure_many(tiny_branch_graph, placements[rows]))
-        assert batch.columns == read.columns and list(batch.breakdown.items()) == list(read.breakdown.items())
+        for columns, read_columns in ((batch.columns, read.columns), (batch.breakdown, read.breakdown),
+                                      (batch.breakdown_present, read.breakdown_present)):
+            assert list(columns) == list(read_columns)  # the same keys in the same order
+            for key, column in columns.items():
+                assert column.dtype == read_columns[key].dtype and column.tolist() == read_columns[key].tolist(), key
         assert batch.measurements() == read.measurements() and len(batch) == len(placements[rows])
     assert not all(backend.measure_batch(tiny_branch_graph, placements).columns["ok"])  # failures among them
     assert len(backend.measure_batch(tiny_branch_graph, placements[:0])) == 0
@@ -385,6 +389,24 @@ def test_reset_seeds_sub_env_i_with_seed_plus_i_and_returns_fresh_arrays(tiny_ch
     assert all(first[key] is not again[key] for key in first)
     venv.reset(seed=[1, 5, 2])
     assert [env.np_random_seed for env in venv.envs] == [1, 5, 2]
+
+
+def test_writing_into_a_steps_info_arrays_changes_nothing_the_env_reports_later(tiny_branch_graph):
+    """The batched step hands on the batch's columns; those that `step_infos` (built on first read) reads from are
+    copies, so a caller writing into the info it got changes neither `step_infos` nor the next step."""
+    kwargs = dict(model=tiny_branch_graph, backend="simulated", objective="throughput")
+    venv = DevicePlacementVectorEnv(num_envs=3, **kwargs)
+    venv.reset(seed=0)
+    single = DevicePlacementEnv(**{**kwargs, "horizon": 10 ** 6})
+    single.reset(seed=0)
+    rng = np.random.default_rng(4)
+    actions = rng.integers(0, 2, (3, tiny_branch_graph.n_ops))
+    final = venv.step(actions)[4]["final_info"]
+    for column in (final["n_submodels"], final["latency_s"], final["ok"], *final["breakdown"].values()):
+        column[...] = 0
+    assert data_equivalence(venv.step_infos, [single.step(a)[4] for a in actions], exact=True)
+    again = venv.step(actions)[4]["final_info"]
+    assert again["n_submodels"].min() >= 1 and again["breakdown"]["compute_s"].min() > 0
 
 
 @pytest.mark.parametrize("horizon", [1, 3])

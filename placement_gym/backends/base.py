@@ -137,20 +137,41 @@ BATCH_COLUMNS = ("latency_s", "ok", "raw_latency_s", "interval_s", "spread_s", "
                  "simulated")
 
 
+def info_column(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """One value per placement (or sub-env), None where it has none, as Gymnasium's ``VectorEnv._add_info`` batches
+    an info key: ``(values (B,), present (B,) bool)``, the array typed by the first value present (float64, int64,
+    bool or another numpy scalar type; any other type, None included where no value is numeric: an object array,
+    every entry present), zeros where a numeric column has no value."""
+    b = len(values)
+    example = next((v for v in values if v is not None), None)
+    if example is not None and (type(example) in (int, float, bool) or isinstance(example, np.number)):
+        if any(v is None for v in values):  # zeros where a placement has no value, masked out
+            present = np.array([v is not None for v in values])
+            array = np.zeros(b, dtype=type(example))
+            array[present] = [v for v in values if v is not None]
+            return array, present
+        return np.array(values, dtype=type(example)), np.ones(b, dtype=bool)
+    # objects (None included: `_add_info` stores it and marks the entry as present)
+    return np.fromiter(values, dtype=object, count=b), np.ones(b, dtype=bool)
+
+
 class MeasurementBatch:
     """The measurements of a batch of placements in columns, for a caller that reads them a column at a time (the
     vector env builds its step's infos so): a backend that prices in arrays (the simulated one) fills the columns
     straight from them, and the B `Measurement` objects are only built when `measurements` is called.
 
     Attributes:
-        columns: per name of `BATCH_COLUMNS`, a list of each placement's value (that `Measurement` attribute).
-        breakdown: per breakdown key (in the order the measurements' breakdowns first name them), a list of each
-            placement's value, None where its breakdown lacks the key.
+        columns: per name of `BATCH_COLUMNS`, a (B,) array of each placement's value (that `Measurement`
+            attribute), typed as `info_column` types it: float64 (latencies, seconds), bool (``ok``,
+            ``simulated``), int64 (``n_submodels``), object (``interval_s`` tuples, ``error`` str or None).
+        breakdown: per breakdown key (in the order the measurements' breakdowns first name them), a (B,) array of
+            each placement's value, 0 where its breakdown lacks the key; `breakdown_present`: per key, (B,) bool
+            where it has it.
     """
 
-    def __init__(self, columns: dict[str, list], breakdown: dict[str, list],
-                 build: Callable[[], list[Measurement]]) -> None:
-        self.columns, self.breakdown = columns, breakdown
+    def __init__(self, columns: dict[str, np.ndarray], breakdown: dict[str, np.ndarray],
+                 breakdown_present: dict[str, np.ndarray], build: Callable[[], list[Measurement]]) -> None:
+        self.columns, self.breakdown, self.breakdown_present = columns, breakdown, breakdown_present
         self._build = build
         self._measurements: list[Measurement] | None = None
 
@@ -158,12 +179,15 @@ class MeasurementBatch:
     def of(cls, measurements: Sequence[Measurement]) -> "MeasurementBatch":
         """The columns of `measurements` (what any backend's ``measure_many`` returns), read from each."""
         measurements = list(measurements)
-        columns = {name: [getattr(m, name) for m in measurements] for name in BATCH_COLUMNS}
-        breakdown: dict[str, list] = {}
+        columns = {name: info_column([getattr(m, name) for m in measurements])[0] for name in BATCH_COLUMNS}
+        by_key: dict[str, list] = {}
         for i, m in enumerate(measurements):
             for key, value in m.breakdown.items():
-                breakdown.setdefault(key, [None] * len(measurements))[i] = value
-        return cls(columns, breakdown, lambda: measurements)
+                by_key.setdefault(key, [None] * len(measurements))[i] = value
+        breakdown, present = {}, {}
+        for key, values in by_key.items():
+            breakdown[key], present[key] = info_column(values)
+        return cls(columns, breakdown, present, lambda: measurements)
 
     def __len__(self) -> int:
         return len(self.columns["ok"])
@@ -240,10 +264,16 @@ def measure_batch(backend: Backend, graph: ComputationGraph, placements: np.ndar
     A subclass that overrides ``measure_many`` (to count, log or cache its batches) without its own
     ``measure_batch`` gets its ``measure_many`` called: the inherited ``measure_batch`` would bypass it."""
     cls = type(backend)
-    owner = next((c for c in cls.__mro__ if "measure_batch" in vars(c)), None)
-    if owner is not None and cls.measure_many is vars(owner).get("measure_many"):
+    if cls not in _HAS_OWN_MEASURE_BATCH:  # decided once per class
+        owner = next((c for c in cls.__mro__ if "measure_batch" in vars(c)), None)
+        _HAS_OWN_MEASURE_BATCH[cls] = owner is not None and cls.measure_many is vars(owner).get("measure_many")
+    if _HAS_OWN_MEASURE_BATCH[cls]:
         return backend.measure_batch(graph, placements)
     return MeasurementBatch.of(backend.measure_many(graph, placements))
+
+
+#: Per backend class: whether `measure_batch` may call its own ``measure_batch`` (see there).
+_HAS_OWN_MEASURE_BATCH: dict[type, bool] = {}
 
 
 def describe_devices(backend: Backend, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -311,7 +311,7 @@ class SimulatedBackend(Backend):
     def check_feasible(self, graph: ComputationGraph, placement: np.ndarray) -> str | None:
         """Why `placement` ((N,) ints) cannot run (an op on a device that cannot run it, a device out of memory),
         or None."""
-        return self._problems(graph, self._check_placements(graph, np.asarray(placement)[None, :]))[0]
+        return self._problems(graph, self._check_placements(graph, np.asarray(placement)[None, :])).get(0)
 
     # ------------------------------------------------------------------------------- measure
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
@@ -322,7 +322,7 @@ class SimulatedBackend(Backend):
         array = np.asarray(placement)
         if array.shape != (graph.n_ops,):
             raise ValueError(f"placement must be an integer array of shape ({graph.n_ops},), got {array.dtype} {array.shape}")
-        return self._price(graph, self._check_placements(graph, array[None, :])).measurements()[0]
+        return self._measurements(*self._priced(graph, self._check_placements(graph, array[None, :])))[0]
 
     def measure_many(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
                      use_cache: bool = True) -> list[Measurement]:
@@ -338,7 +338,9 @@ class SimulatedBackend(Backend):
             B measurements, in order, each equal to what `measure` returns for that placement alone (same
             latency to the last bit, same submodels, breakdown and failure text).
         """
-        return self.measure_batch(graph, placements).measurements()
+        if len(placements) == 0:
+            return []
+        return self._measurements(*self._priced(graph, self._check_placements(graph, np.asarray(placements))))
 
     def measure_batch(self, graph: ComputationGraph, placements: "np.ndarray | Sequence[np.ndarray]", *,
                       use_cache: bool = True) -> MeasurementBatch:
@@ -355,15 +357,16 @@ class SimulatedBackend(Backend):
         if placements.ndim != 2 or placements.shape[1] != graph.n_ops or placements.dtype.kind not in "iu":
             raise ValueError(f"placements must be an integer array of shape (B, {graph.n_ops}), got "
                              f"{placements.dtype} {placements.shape}")
-        if placements.size and (placements.min() < 0 or placements.max() >= d):
+        placements = placements.astype(np.int64, copy=False)
+        if placements.size and placements.view(np.uint64).max() >= d:  # one pass: a negative value reads as huge
             raise ValueError(f"placement values must be device indices 0..{d - 1} ({self.device_names}), "
                              f"got {placements.min()}..{placements.max()}")
-        return placements.astype(np.int64, copy=False)
+        return placements
 
-    def _problems(self, graph: ComputationGraph, placements: np.ndarray) -> list[str | None]:
-        """Per placement of `placements` ((B, N) int64): why it cannot run, or None (`check_feasible`)."""
+    def _problems(self, graph: ComputationGraph, placements: np.ndarray) -> dict[int, str]:
+        """Why each placement of `placements` ((B, N) int64) that cannot run cannot: row -> text (`check_feasible`)."""
         prepared = self.prepare(graph)
-        problems: list[str | None] = [None] * len(placements)
+        problems: dict[int, str] = {}
         if not prepared.everywhere:
             runnable = prepared.supported[np.arange(graph.n_ops), placements]  # (B, N)
             for row in np.flatnonzero(~runnable.all(axis=1)).tolist():
@@ -377,56 +380,80 @@ class SimulatedBackend(Backend):
             need = device_memory_bytes(graph, placements, len(capacity))  # (B, D)
             over = need > np.array([np.inf if c is None else c for c in capacity])
             for row in np.flatnonzero(over.any(axis=1)).tolist():
-                if problems[row] is None:
+                if row not in problems:
                     j = int(np.argmax(over[row]))  # the first listed device out of memory
                     problems[row] = (f"out of memory on {self.device_names[j]}: {format_bytes(need[row, j])} > "
                                      f"{format_bytes(capacity[j])}")
         return problems
 
     def _price(self, graph: ComputationGraph, placements: np.ndarray) -> MeasurementBatch:
-        """The measurements of `placements` ((B, N) int64, validated) in columns: failures for those that cannot
-        run, the cost model's price (module docstring) for the others."""
+        """The measurements of `placements` ((B, N) int64, validated) in columns (`_priced`); their `Measurement`
+        objects are built only if asked for."""
+        problems, latency, n_submodels, breakdown, partial = priced = self._priced(graph, placements)
+        b, latencies = len(placements), latency.tolist()
+        every = np.ones(b, dtype=bool)
+        ok, error = np.ones(b, dtype=bool), np.full(b, None, dtype=object)
+        for row, problem in problems.items():
+            ok[row], error[row] = False, problem
+        # A simulated latency is exact: no timed runs, so no spread, and the interval is the latency itself.
+        columns = {"latency_s": latency, "ok": ok,
+                   "raw_latency_s": latency.copy(),
+                   "interval_s": np.fromiter(zip(latencies, latencies), dtype=object, count=b),
+                   "spread_s": np.zeros(b), "compile_s": np.zeros(b), "n_submodels": n_submodels,
+                   "error": error, "simulated": np.ones(b, dtype=bool)}
+        present = {key: partial.get(key, every) for key in breakdown}
+        return MeasurementBatch(columns, breakdown, present, lambda: self._measurements(*priced))
+
+    def _priced(self, graph: ComputationGraph, placements: np.ndarray) -> tuple:
+        """Price `placements` ((B, N) int64, validated): failures for those that cannot run, the cost model's price
+        (module docstring) for the others. Returns why each that cannot run cannot (row -> str), latencies (B,) seconds
+        (inf where it fails), submodel counts (B,) int64 (1 where it fails), the breakdown columns (per key, (B,),
+        in the order the measurements name them: the first priced placement's keys, then the ones it lacks, the
+        busy keys of the throughput objective that only split placements have) and, for the keys that some
+        placements lack, where each is present ((B,) bool; every other key is present on every placement)."""
         problems = self._problems(graph, placements)
         b = len(placements)
-        feasible = [row for row, problem in enumerate(problems) if problem is None]
-        if len(feasible) == b:
-            latency, n_submodels, breakdown = self._price_feasible(graph, placements)
-        else:  # failures: latency inf, one submodel (`Measurement.failure`), no breakdown
-            latency, n_submodels, breakdown = [float("inf")] * b, [1] * b, {}
-            if feasible:
-                priced = self._price_feasible(graph, placements[feasible])
-                for column, values in zip((latency, n_submodels), priced[:2]):
-                    for row, value in zip(feasible, values):
-                        column[row] = value
-                for key, values in priced[2].items():
-                    column = breakdown[key] = [None] * b
-                    for row, value in zip(feasible, values):
-                        column[row] = value
-        # A simulated latency is exact: no timed runs, so no spread, and the interval is the latency itself.
-        columns = {"latency_s": latency, "ok": [problem is None for problem in problems], "raw_latency_s": latency,
-                   "interval_s": [(x, x) for x in latency], "spread_s": [0.0] * b, "compile_s": [0.0] * b,
-                   "n_submodels": n_submodels, "error": problems, "simulated": [True] * b}
+        if not problems:
+            return (problems, *self._price_feasible(graph, placements))
+        ok = np.ones(b, dtype=bool)
+        ok[list(problems)] = False
+        latency, n_submodels, breakdown, partial = np.full(b, np.inf), np.ones(b, dtype=np.int64), {}, {}
+        if ok.any():  # failures: latency inf, one submodel (`Measurement.failure`), no breakdown
+            feasible = self._price_feasible(graph, placements[ok])
+            latency[ok], n_submodels[ok] = feasible[0], feasible[1]
+            for key, values in feasible[2].items():
+                breakdown[key] = np.zeros(b)
+                breakdown[key][ok] = values
+                partial[key] = ok.copy()
+                if key in feasible[3]:
+                    partial[key][ok] = feasible[3][key]
+        return problems, latency, n_submodels, breakdown, partial
+
+    def _measurements(self, problems: dict[int, str], latency: np.ndarray, n_submodels: np.ndarray,
+                      breakdown: dict[str, np.ndarray], partial: dict[str, np.ndarray]) -> list[Measurement]:
+        """The `Measurement` of each placement `_priced` priced, with Python numbers as `measure` gives them."""
         objective = self.objective
+        latencies, counts = latency.tolist(), n_submodels.tolist()
+        values = {key: column.tolist() for key, column in breakdown.items()}
+        has = {key: mask.tolist() for key, mask in partial.items()}
 
-        def build() -> list[Measurement]:
-            # Each breakdown in `breakdown`'s order (the throughput objective's busy keys after the compute ones).
-            return [Measurement(latency_s=latency[row], simulated=True, n_submodels=n_submodels[row],
-                                breakdown={key: values[row] for key, values in breakdown.items()
-                                           if values[row] is not None}, objective=objective)
-                    if problem is None else Measurement.failure(problem, simulated=True, objective=objective)
-                    for row, problem in enumerate(problems)]
+        def breakdown_of(row: int) -> dict[str, float]:
+            if not has:
+                return {key: column[row] for key, column in values.items()}
+            return {key: column[row] for key, column in values.items() if key not in has or has[key][row]}
 
-        # The batch's breakdown keys in the order the measurements first name them: the first priced placement's,
-        # then the ones it lacks (the busy keys of the throughput objective, which the split placements have).
-        first = feasible[0] if feasible else 0
-        in_first = {key: values for key, values in breakdown.items() if values[first] is not None}
-        return MeasurementBatch(columns, {**in_first, **breakdown}, build)
+        return [Measurement(latency_s=latencies[row], simulated=True, n_submodels=counts[row],
+                            breakdown=breakdown_of(row), objective=objective) if row not in problems
+                else Measurement.failure(problems[row], simulated=True, objective=objective)
+                for row in range(len(latencies))]
 
-    def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> tuple[list, list, dict[str, list]]:
-        """Price each of `placements` ((B, N) int64, all runnable): latencies (seconds), submodel counts and the
-        breakdown columns (per key, a value per placement, None where it has none). The cut and every sum over a
-        placement's ops or tensors run per placement in the compiled kernel (`placement_gym.backends._kernel.
-        price_batch`), so a placement's price does not depend on its batch."""
+    def _price_feasible(self, graph: ComputationGraph, placements: np.ndarray) -> tuple:
+        """Price each of `placements` ((B, N) int64, all runnable): latencies (B,) seconds, submodel counts (B,)
+        int64, the breakdown columns (per key, a (B,) float64 array, in `_priced`'s key order) and, for the keys
+        some placements lack, where each is present ((B,) bool: the throughput objective's busy keys are only on
+        placements cut in several submodels). The cut and every sum over a placement's ops or tensors run per
+        placement in the compiled kernel (`placement_gym.backends._kernel.price_batch`), so a placement's price does
+        not depend on its batch."""
         prepared = self.prepare(graph)
         profile = self.profile
         b, n = placements.shape
@@ -437,36 +464,43 @@ class SimulatedBackend(Backend):
          per_device) = prepared.cutter.price(placements, False, prepared.op_seconds, prepared.edge_seconds,
                                              prepared.edge_bytes, d, parallel, self.threads)
         compute_s = compute.sum(axis=1)
-        boundary_s = np.where(n_submodels > 1, (n_submodels - 1) * profile.boundary_overhead_s
-                              + profile.split_overhead_s, 0.0)
-        split = np.flatnonzero(n_submodels > 1)  # the placements on two or more devices (only they were cut)
+        is_split = n_submodels > 1  # the placements on two or more devices (only they were cut)
+        boundary_s = np.where(is_split, (n_submodels - 1) * profile.boundary_overhead_s + profile.split_overhead_s, 0.0)
         names = self.device_names
-        breakdown: dict[str, list] = {f"compute_s/{name}": column for name, column in zip(names, compute.T.tolist())}
+        breakdown: dict[str, np.ndarray] = {f"compute_s/{name}": column for name, column in zip(names, compute.T)}
+        partial: dict[str, np.ndarray] = {}
         if self.objective == "throughput":
             # The busiest device (compute + dispatch of its submodels beyond the first) or directed link; one
             # device alone: its compute.
             latency = compute_s.copy()
+            split = np.flatnonzero(is_split)
+            busy = np.zeros((b, d))
+            link_busy = np.zeros(b)
             if split.size:
-                busy = compute[split] + np.maximum(per_device[split] - 1, 0) * profile.boundary_overhead_s
-                link_busy = link_s[split].max(axis=1)
-                latency[split] = np.maximum(busy.max(axis=1), link_busy) + profile.split_overhead_s
-                rows = split.tolist()
-                for key, values in [*zip((f"busy_s/{name}" for name in names), busy.T.tolist()),
-                                    ("busiest_link_s", link_busy.tolist())]:
-                    column = breakdown[key] = [None] * b
-                    for row, value in zip(rows, values):
-                        column[row] = value
-            breakdown["throughput_per_s"] = (1.0 / latency).tolist()
+                busy[split] = compute[split] + np.maximum(per_device[split] - 1, 0) * profile.boundary_overhead_s
+                link_busy[split] = link_s[split].max(axis=1)
+                latency[split] = np.maximum(busy[split].max(axis=1), link_busy[split]) + profile.split_overhead_s
+            for key, column in [*zip((f"busy_s/{name}" for name in names), busy.T), ("busiest_link_s", link_busy)]:
+                breakdown[key], partial[key] = column, is_split
+            breakdown["throughput_per_s"] = 1.0 / latency
         elif not parallel:
             latency = compute_s + transfer_s + boundary_s  # one device alone: + 0.0 + 0.0, its compute
         else:
             latency = compute_s.copy()
+            split = np.flatnonzero(is_split)
             op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
             latency[split] = [self._parallel_makespan(prepared, placements[s], cut_labels[s], op_s[s]) + boundary_s[s]
                               for s in split.tolist()]
         breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"),
-                             (x.tolist() for x in (compute_s, transfer_s, boundary_s, n_transfers, transfer_bytes))))
-        return latency.tolist(), n_submodels.tolist(), breakdown
+                             (compute_s, transfer_s, boundary_s, n_transfers, transfer_bytes)))
+        if not partial:
+            return latency, n_submodels, breakdown, partial
+        # The keys in the order the measurements name them: the first placement's, then the ones it lacks (the
+        # busy keys when it is on one device); a key no placement has is left out.
+        order = [key for key in sorted(breakdown, key=lambda key: key in partial and not partial[key][0])
+                 if key not in partial or partial[key].any()]
+        return latency, n_submodels, {key: breakdown[key] for key in order}, \
+            {key: partial[key] for key in order if key in partial}
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:

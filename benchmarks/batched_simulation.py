@@ -7,7 +7,10 @@ per second of
 
 * ``measure``: `SimulatedBackend.measure`, one placement per call;
 * ``measure_many/B``: `SimulatedBackend.measure_many` on batches of B placements (``--batches``, default 64, 256);
-* ``env.step``: one `DevicePlacementEnv` stepped once per placement;
+* ``env.step``: one `DevicePlacementEnv` stepped once per placement (its one-step episodes not reset: the least a
+  single env can do per placement);
+* ``env.step+reset``: the same env as a run loop drives it under Gymnasium's API, reset after every step that ends
+  its episode (`agents.common.rollout` does so; what the vector env's same-step autoreset replaces);
 * ``make_vec/K``: the native vector env (``gym.make_vec(..., num_envs=K)``, ``--num-envs``, default 64), one
   ``step`` = K placements;
 * ``make_vec/K copy=False``: the same with ``copy=False`` (the observation arrays that never change are shared,
@@ -17,8 +20,8 @@ per second of
 Placements are drawn before timing: uniformly random devices (``random``: the most submodels) and runs of 16 ops
 (``blocky16``: closer to what trained agents propose). Every mode is timed once per repeat, the modes interleaved
 within a repeat so that load from other jobs on the machine hits them alike; the report gives each mode's median
-over ``--repeats`` and, per repeat, its speed relative to ``measure`` (and ``make_vec`` relative to ``env.step``),
-whose medians are the ratios to quote.
+over ``--repeats`` and, per repeat, its speed relative to ``measure`` (and the vector envs' relative to ``env.step``
+and to ``env.step+reset``), whose medians are the ratios to quote.
 """
 from __future__ import annotations
 
@@ -75,6 +78,13 @@ def modes(graph, placements: np.ndarray, batches: list[int], num_envs: int) -> d
             env.step(p)
         return len(placements)
 
+    def env_steps_and_resets() -> int:
+        for p in placements:
+            _, _, terminated, truncated, _ = env.step(p)
+            if terminated or truncated:
+                env.reset()
+        return len(placements)
+
     def vector_steps(venv) -> Callable[[], int]:
         def run() -> int:
             for start in range(0, len(placements), num_envs):
@@ -83,6 +93,7 @@ def modes(graph, placements: np.ndarray, batches: list[int], num_envs: int) -> d
         return run
 
     return {"measure": one_at_a_time, **{f"measure_many/{b}": batched(b) for b in batches}, "env.step": env_steps,
+            "env.step+reset": env_steps_and_resets,
             f"make_vec/{num_envs}": vector_steps(vector), f"make_vec/{num_envs} copy=False": vector_steps(shared),
             f"sync_vec/{num_envs}": vector_steps(sync)}
 
@@ -126,12 +137,15 @@ def main(argv=None) -> int:
                    "speedup_vs_measure": {name: float(np.median(r / per_repeat["measure"])) for name, r in per_repeat.items()},
                    "speedup_vs_env_step": {name: float(np.median(r / per_repeat["env.step"])) for name, r in per_repeat.items()
                                            if "vec" in name},
+                   "speedup_vs_env_step_reset": {name: float(np.median(r / per_repeat["env.step+reset"]))
+                                                 for name, r in per_repeat.items() if "vec" in name},
                    "repeats_placements_per_s": {name: r.tolist() for name, r in per_repeat.items()}}
             rows.append(row)
             for name in runs:
-                vs = row["speedup_vs_env_step"].get(name)
+                vs, vs_reset = row["speedup_vs_env_step"].get(name), row["speedup_vs_env_step_reset"].get(name)
                 print(f"{graph.name:>14} {kind:>9} {name:>22}: {row['placements_per_s'][name]:>8.0f} placements/s  "
-                      f"x{row['speedup_vs_measure'][name]:.2f} vs measure" + (f"  x{vs:.2f} vs env.step" if vs else ""))
+                      f"x{row['speedup_vs_measure'][name]:.2f} vs measure"
+                      + (f"  x{vs:.2f} vs env.step  x{vs_reset:.2f} vs env.step+reset" if vs else ""))
     if args.json:
         results.write_json(args.json, {
             "rows": rows,

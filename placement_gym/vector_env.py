@@ -223,11 +223,9 @@ class DevicePlacementVectorEnv(VectorEnv):
         final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
                       "latency_corrected_s": corrected, "reference_latency_s": now.copy(),
                       "latency_raw_s": np.where(ok, measured["raw_latency_s"], latency)}
-        for key, name in (("latency_interval_s", "interval_s"), ("spread_s", "spread_s"), ("compile_s", "compile_s"),
-                          ("n_submodels", "n_submodels"), ("ok", "ok"), ("error", "error"),
-                          ("simulated", "simulated")):
-            final_info[key] = measured[name]
-        final_info["n_submodels"] = measured["n_submodels"].copy()
+        final_info.update(latency_interval_s=measured["interval_s"], spread_s=measured["spread_s"],
+                          compile_s=measured["compile_s"], n_submodels=measured["n_submodels"].copy(), ok=ok,
+                          error=measured["error"], simulated=measured["simulated"])
         breakdown = final_info["breakdown"] = {}
         for key, column in batch.breakdown.items():
             breakdown[key], breakdown[f"_{key}"] = column.copy(), batch.breakdown_present[key].copy()

@@ -391,7 +391,6 @@ class SimulatedBackend(Backend):
         objects are built only if asked for."""
         problems, latency, n_submodels, breakdown, partial = priced = self._priced(graph, placements)
         b, latencies = len(placements), latency.tolist()
-        every = np.ones(b, dtype=bool)
         ok, error = np.ones(b, dtype=bool), np.full(b, None, dtype=object)
         for row, problem in problems.items():
             ok[row], error[row] = False, problem
@@ -401,7 +400,8 @@ class SimulatedBackend(Backend):
                    "interval_s": np.fromiter(zip(latencies, latencies), dtype=object, count=b),
                    "spread_s": np.zeros(b), "compile_s": np.zeros(b), "n_submodels": n_submodels,
                    "error": error, "simulated": np.ones(b, dtype=bool)}
-        present = {key: partial.get(key, every) for key in breakdown}
+        present = dict(zip(breakdown, np.ones((len(breakdown), b), dtype=bool)))  # a row of its own per key
+        present.update(partial)
         return MeasurementBatch(columns, breakdown, present, lambda: self._measurements(*priced))
 
     def _priced(self, graph: ComputationGraph, placements: np.ndarray) -> tuple:

@@ -358,17 +358,11 @@ class DevicePlacementEnv(gym.Env):
             model = self.models[int(self.np_random.integers(len(self.graphs)))]
         if model is not None:
             self._g = self._graph_data(model)
-        reference = self._start_episode(options.get("placement"))
+        reference = self.reference  # measured first: it decides the reference placement
+        start = options.get("placement")
+        self._restart(self.reference_placement.copy() if start is None else self.validate_action(start))
         return self.observation(), {"reference_latency_s": reference.latency_s, "devices": self.device_names,
                                     "reference_device": self.reference_device, "model": self.graph.name}
-
-    def _start_episode(self, start=None) -> Measurement:
-        """Put the current graph's episode at its start (the reference placement, or `start`); returns the
-        reference measurement (measured first: it decides the reference placement). The part of `reset` after
-        drawing the graph, which the vector env's batched step runs for every sub-env."""
-        reference = self.reference
-        self._restart(self.reference_placement.copy() if start is None else self.validate_action(start))
-        return reference
 
     def _restart(self, placement: np.ndarray) -> None:
         """Begin an episode at `placement` ((N,) int64, kept as it is: the env replaces its placement array, never

@@ -256,6 +256,10 @@ class Backend(Protocol):
         ...
 
 
+#: Per backend class: whether `measure_batch` may call its own ``measure_batch`` (see there).
+_HAS_OWN_MEASURE_BATCH: dict[type, bool] = {}
+
+
 def measure_batch(backend: Backend, graph: ComputationGraph, placements: np.ndarray) -> MeasurementBatch:
     """``backend.measure_many(graph, placements)`` as a `MeasurementBatch`: the backend's own ``measure_batch``
     where it has one (the simulated backend prices straight into columns), else its measurements' columns. Not a
@@ -270,10 +274,6 @@ def measure_batch(backend: Backend, graph: ComputationGraph, placements: np.ndar
     if _HAS_OWN_MEASURE_BATCH[cls]:
         return backend.measure_batch(graph, placements)
     return MeasurementBatch.of(backend.measure_many(graph, placements))
-
-
-#: Per backend class: whether `measure_batch` may call its own ``measure_batch`` (see there).
-_HAS_OWN_MEASURE_BATCH: dict[type, bool] = {}
 
 
 def describe_devices(backend: Backend, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

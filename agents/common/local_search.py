@@ -27,8 +27,7 @@ With boundary moves (0.3), in GO's fine-tuning: 1.7-3.4% (README, Transfer, for 
 """
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import torch
@@ -40,7 +39,7 @@ from .refine import neighbour_device_shares
 if TYPE_CHECKING:
     from .run import RunLoop
 
-__all__ = ["BlockSearch", "search_around_best"]
+__all__ = ["AroundBest", "BlockSearch", "search_around_best"]
 
 
 class BlockSearch:
@@ -89,6 +88,15 @@ class BlockSearch:
             if count >= self.n_ops:
                 break
             groups, count = split_groups(self.n_ops, count)
+
+    @classmethod
+    def of_observation(cls, obs: "Mapping[str, Any]", seed: int | None = None, **options: Any) -> "BlockSearch":
+        """A search on one graph's observation: its per-op costs, action mask and edges (``node_device_cost``,
+        ``action_mask``, ``edge_index``), with `options` for the settings."""
+        if "node_device_cost" not in obs:
+            raise ValueError("the cost-guided search reads obs['node_device_cost'] (per-op seconds on each device); "
+                             "this env's observation has none")
+        return cls(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"], **options)
 
     def _boundary_move(self, placement: np.ndarray) -> bool:
         """Move one op at a device boundary to its neighbours' majority device (in place); False: no boundary."""
@@ -173,34 +181,64 @@ class BlockSearch:
         return merged
 
 
+class AroundBest:
+    """Measures `BlockSearch` proposals around a run's best placement so far, in batches, each batch led by the
+    merge of the previous batch's improving proposals (`BlockSearch.merge`). The merge is kept between calls, so
+    the search can be spent in one call (GO's fine-tuning, `search_around_best`) or a few placements at a time
+    beside a policy's own samples (the trainers' ``search_proposals``, `agents.common.reinforce`).
+
+    Args:
+        search: the proposals (`BlockSearch`) of the run's graph.
+        batch: proposals per batch (the base moves to the run's best after each batch). Measured on ``ai_pc``
+            U-Net-l (module docstring): batches of 1, 4, 8 ended 0.8-10.5%, 1.7-4.9%, 3.0-9.2% above the optimum
+            after 50 placements.
+        cheapest_first: the first batch is led by every op on its cheapest device (`BlockSearch.cheapest`).
+    """
+
+    def __init__(self, search: BlockSearch, batch: int = 4, cheapest_first: bool = False) -> None:
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        self.search, self.batch = search, int(batch)
+        self.merged: np.ndarray | None = search.cheapest() if cheapest_first else None  # measured first, as a merge is
+
+    def measure(self, run: "RunLoop", placements: int,
+                start: np.ndarray | None = None) -> tuple[list[float], list[np.ndarray]]:
+        """Measure up to `placements` proposals through ``run.env`` (a one-graph run) around ``run.best_action``
+        (`start` (N,) until one was measured), within the budget.
+
+        Returns:
+            latencies: each proposal's ``info["latency_corrected_s"]``, in the order measured.
+            placements: the (N,) int64 proposals (as the run's actions address the graph).
+        """
+        env = run.env
+        latencies: list[float] = []
+        measured: list[np.ndarray] = []
+        while len(measured) < placements and not run.done:
+            if run.best_action is None and start is None:
+                raise ValueError("no placement to search around: the run has measured none and no start was given")
+            base = np.asarray(start if run.best_action is None else run.best_action, dtype=np.int64)
+            base_latency = run.best_latency_s
+            candidates = self.search.propose(base, min(self.batch, placements - len(measured), run.remaining))
+            if self.merged is not None:
+                candidates[0] = self.merged
+            improving = []
+            for placement in candidates:
+                env.reset()
+                _, _, _, _, info = env.step(placement)
+                latency = float(info["latency_corrected_s"])
+                latencies.append(latency)
+                measured.append(placement)
+                if info["ok"] and latency < base_latency:
+                    improving.append((latency, placement))
+                if run.done:
+                    break
+            self.merged = self.search.merge(base, improving)
+        return latencies, measured
+
+
 def search_around_best(run: "RunLoop", search: BlockSearch, placements: int, start: np.ndarray,
                        batch: int = 4, cheapest_first: bool = False) -> int:
     """Measure up to `placements` proposals of `search` through ``run.env`` (a one-graph run), in batches of
-    `batch` around the run's best placement so far (``run.best_action``; `start` (N,) until one was measured),
-    each batch led by the merge of the previous batch's improving proposals. Returns the placements measured.
-
-    Batches trade how often the base moves (after every `batch` placements) for how many moves one merge can
-    combine; measured on ``ai_pc`` U-Net-l (module docstring): batches of 1, 4, 8 ended 0.8-10.5%, 1.7-4.9%,
-    3.0-9.2% above the optimum after 50 placements."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    env, spent = run.env, 0
-    merged = search.cheapest() if cheapest_first else None  # measured first, as a merge is
-    while spent < placements and not run.done:
-        base = np.asarray(start if run.best_action is None else run.best_action, dtype=np.int64)
-        base_latency = run.best_latency_s
-        candidates = search.propose(base, min(batch, placements - spent, run.remaining))
-        if merged is not None:
-            candidates[0] = merged
-        improving = []
-        for placement in candidates:
-            env.reset()
-            _, _, _, _, info = env.step(placement)
-            spent += 1
-            latency = float(info["latency_corrected_s"]) if info["ok"] else math.inf
-            if latency < base_latency:
-                improving.append((latency, placement))
-            if run.done:
-                break
-        merged = search.merge(base, improving)
-    return spent
+    `batch` around the run's best placement so far (`start` (N,) until one was measured): `AroundBest` in one
+    call. Returns the placements measured."""
+    return len(AroundBest(search, batch, cheapest_first).measure(run, placements, start)[1])

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from .gnn import MLP
 from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
-from .rollout import Decision, collect_episode, collect_placements, discounted_returns
+from .rollout import Decision, Measured, collect_episode, collect_placements, discounted_returns
 from .run import RunLoop
 
 __all__ = ["PPOConfig", "PPOTrainer", "clipped_surrogate"]
@@ -155,12 +155,14 @@ class PPOTrainer(PolicyGradientTrainer):
             else:
                 totals = [float(sum(float(d.rewards.sum()) for d in steps)) for steps in episodes]
                 stats.update(reward_mean=float(np.mean(totals)), reward_max=float(np.max(totals)))
-            self.react(run, decisions, stats)
-            self.after_update(decisions, stats)
+            measured = self.react(run, decisions, stats)
+            self.after_update(measured, stats)
             run.record_update(stats)
 
-    def after_update(self, decisions: list[Decision], stats: dict) -> None:
-        """Called after every rollout's update (subclasses: Post's cross-entropy step); may add to `stats`."""
+    def after_update(self, measured: "list[Decision | Measured]", stats: dict) -> None:
+        """Called after every rollout's update with what was measured since the last (the rollout's decisions and
+        the cost-guided proposals, `PolicyGradientTrainer.react`; subclasses: Post's cross-entropy step); may
+        add to `stats`."""
 
     # ------------------------------------------------------------------------------------- advantages
     def _values(self, decision: Decision) -> Tensor | None:

@@ -28,6 +28,13 @@ Both modes use (each switchable, for ablations):
     distill_steps       after the budget is spent, at most this many gradient steps of ``-imitate(best
                         placement)`` until the policy's own placement is the run's best one (no placement is
                         measured; `PolicyGradientAgent.distill`); 0 = off.
+    search_proposals    after every update of a run on one graph, measure this many cost-guided proposals around
+                        the run's best placement (`agents.common.local_search.AroundBest`: block moves drawn by
+                        what the observation's per-op costs say they save, and moves at its device boundaries),
+                        beside the policy's own samples and from the same budget; what they find reaches the
+                        policy through the run's best (HSDAG samples around it), the self-imitation elites,
+                        Post's cross-entropy pool and the final distillation; 0 = off (the papers' methods).
+                        Bandit mode only (a proposal is a whole placement).
     split_patience      coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
                         without a new best, the policy halves its contiguous op groups (``policy.split()``),
                         down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
@@ -53,7 +60,9 @@ from torch import Tensor, nn
 
 from .coarse_to_fine import StallDetector, check_split_patience
 from .policy import PolicySample, sample_categorical
-from .rollout import AdvantageEstimator, Decision, EliteSet, collect_episode, collect_placements, discounted_returns
+from .local_search import AroundBest, BlockSearch
+from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_episode, collect_placements,
+                      discounted_returns)
 from .run import RunLoop
 
 __all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
@@ -78,6 +87,7 @@ class ReinforceConfig:
     distill_steps: int = 0
     distill_seconds: float | None = None
     split_patience: int | None = None
+    search_proposals: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -95,6 +105,11 @@ class ReinforceConfig:
         if self.distill_seconds is not None and not self.distill_seconds > 0:
             raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {self.distill_seconds}")
         check_split_patience(self.split_patience)
+        if self.search_proposals < 0:
+            raise ValueError(f"search_proposals must be >= 0 (0: off), got {self.search_proposals}")
+        if self.search_proposals and self.mode != "bandit":
+            raise ValueError("search_proposals needs mode='bandit': a proposal is a whole placement, the episodic "
+                             "mode's env takes one op's device per step")
         if self.imitation_coef < 0 or self.elites < 1:
             raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
 
@@ -153,14 +168,36 @@ class PolicyGradientTrainer:
             raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
                              f"{type(policy).__name__} has no split()")
         self.stall = None if config.split_patience is None else StallDetector(config.split_patience)
+        self.around_best: tuple[RunLoop, AroundBest] | None = None  # the cost-guided proposals of the current run
 
-    def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
-        """After every update, with the placements it measured: the agent's ``on_update``, then `coarse_to_fine`."""
+    def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> "list[Decision | Measured]":
+        """After every update, with the placements it measured: the cost-guided proposals (``search_proposals``),
+        the agent's ``on_update``, then `coarse_to_fine`. Returns the update's decisions and the proposals (what
+        was measured since the last update)."""
+        measured: list[Decision | Measured] = list(decisions)
+        proposals = self.propose(run, decisions[0].obs if decisions else None)
+        if proposals is not None:
+            self.elites.offer([proposals])
+            measured.append(proposals)
+            stats["search_proposals"] = float(len(proposals.placements))
         if self.on_update is not None:
             self.on_update(run)
-        self.coarse_to_fine(run, decisions, stats)
+        self.coarse_to_fine(run, measured, stats)
+        return measured
 
-    def coarse_to_fine(self, run: RunLoop, decisions: list[Decision], stats: dict) -> None:
+    def propose(self, run: RunLoop, obs) -> Measured | None:
+        """Measure ``search_proposals`` cost-guided proposals around the run's best placement (module docstring);
+        None when off, on a run over many graphs, before the run has a best, or once its budget is spent. `obs`:
+        the graph as the policy sees it (its per-op costs guide the proposals)."""
+        count = min(self.config.search_proposals, run.remaining)
+        if count == 0 or obs is None or run.many_graphs or run.best_action is None or run.stopped:
+            return None
+        if self.around_best is None or self.around_best[0] is not run:  # a new run: its own graph and search
+            self.around_best = (run, AroundBest(BlockSearch.of_observation(obs, seed=run.seed)))
+        latencies, placements = self.around_best[1].measure(run, count)
+        return Measured(latencies, placements)
+
+    def coarse_to_fine(self, run: RunLoop, decisions: "list[Decision | Measured]", stats: dict) -> None:
         """Halve the policy's groups when the search has stalled (``split_patience``,
         `agents.common.coarse_to_fine`); called after every update with the placements it measured. Only on a
         run on one graph: the groups are cut positions of that graph's topological order, and across graphs a

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from .policy import PolicySample
 from .run import RunLoop
 
-__all__ = ["AdvantageEstimator", "Decision", "EliteSet", "collect_episode", "collect_placements", "discounted_returns"]
+__all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_episode", "collect_placements", "discounted_returns"]
 
 
 @dataclass
@@ -63,6 +63,20 @@ class Decision:
     latencies: list[float] = field(default_factory=list)
     placements: list[np.ndarray] = field(default_factory=list)
     graph: str | None = None
+
+
+@dataclass
+class Measured:
+    """Placements measured beside the policy's samples (the trainers' cost-guided proposals, ``search_proposals``):
+    no sample to score, only what the elites, coarse to fine and Post's cross-entropy pool read of a `Decision`.
+
+    Attributes:
+        latencies: the drift-corrected latency (s) of each placement (inf or a penalty for a failed one).
+        placements: (N,) int64 each, as the policy's actions address the graph.
+    """
+
+    latencies: list[float]
+    placements: list[np.ndarray]
 
 
 def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, k: int,
@@ -220,7 +234,7 @@ class EliteSet:
             self.members = []
         self.graph, self.active = graph, graph is not None
 
-    def offer(self, decisions: list[Decision]) -> None:
+    def offer(self, decisions: "list[Decision | Measured]") -> None:
         """Every placement measured by `decisions` is a candidate."""
         for decision in decisions:
             for latency, placement in zip(decision.latencies, decision.placements):

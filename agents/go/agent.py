@@ -238,8 +238,7 @@ class GOAgent(PolicyGradientAgent):
             return
         # `obs`: the graph as the policy sees it (coarsened on a coarsened run), costs included.
         options = {k: v for k, v in self.search_options.items() if k not in ("batch", "cheapest_first")}
-        search = BlockSearch(obs["node_device_cost"], obs.get("action_mask"), seed=seed, edge_index=obs["edge_index"],
-                             **options)
+        search = BlockSearch.of_observation(obs, seed, **options)
         search_around_best(run, search, placements, start=self.predict(obs), batch=self.search_options.get("batch", 4),
                            cheapest_first=self.search_options.get("cheapest_first", False))
 

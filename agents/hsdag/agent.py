@@ -112,6 +112,8 @@ class HSDAGAgent(PolicyGradientAgent):
             of the level below, down to one per op); None: the levels stay (the paper). Not in the paper.
         split_refit: after such a split, fit the run's best placement into the policy (fewer levels change every
             group's embedding, so the policy's mode moves; `PolicyGradientAgent.refit_best`).
+        search_proposals: after every update, this many cost-guided proposals around the run's best placement
+            (`agents.common.reinforce`, ``search_proposals``; 0: off, the paper). Not in the paper.
         explore: about this many group decisions per placement drawn uniformly at random however sure the policy
             is (`agents.common.policy.with_uniform_share`; 0: off, the paper). Not in the paper.
         boundary_explore: about this many group decisions per placement drawn uniformly at random among the groups
@@ -155,6 +157,7 @@ class HSDAGAgent(PolicyGradientAgent):
         refine_boundary: bool = True,
         split_patience: int | None = 50,
         split_refit: bool = True,
+        search_proposals: int = 0,
         explore: float = 0.5,
         boundary_explore: float = 2.0,
         directed: bool = True,
@@ -187,7 +190,7 @@ class HSDAGAgent(PolicyGradientAgent):
             mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
             baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
             max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-            distill_seconds=distill_seconds, split_patience=split_patience,
+            distill_seconds=distill_seconds, split_patience=split_patience, search_proposals=search_proposals,
         )
         super().__init__(reinforce, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
                          torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
@@ -206,7 +209,7 @@ class HSDAGAgent(PolicyGradientAgent):
         r = self.reinforce
         return {
             **self.network, **self.feature_switches, "split_patience": self.split_patience,
-            "split_refit": self.split_refit,
+            "split_refit": self.split_refit, "search_proposals": r.search_proposals,
             "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
             "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
             "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,

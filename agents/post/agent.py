@@ -62,7 +62,7 @@ from agents.common.policy import group_majority_placement
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.ppo import PPOTrainer
 from agents.common.reinforce import ReinforceConfig
-from agents.common.rollout import Decision
+from agents.common.rollout import Decision, Measured
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
@@ -89,8 +89,8 @@ class PostTrainer(PPOTrainer):
         self.updates = 0
         self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
 
-    def after_update(self, decisions: list[Decision], stats: dict) -> None:
-        for decision in decisions:
+    def after_update(self, measured: "list[Decision | Measured]", stats: dict) -> None:
+        for decision in measured:
             self.pool += list(zip(decision.latencies, decision.placements))
         stats["n_groups"] = float(self.policy.n_groups)
         self.updates += 1
@@ -119,6 +119,8 @@ class PostAgent(PolicyGradientAgent):
             halve every group, down to one per op (`agents.common.coarse_to_fine`; None: the groups stay).
         boundary_explore: after each split, the groups at a device boundary of the best placement so far get back
             this share of the uniform distribution (our addition, module docstring; 0: off).
+        search_proposals: after every update, this many cost-guided proposals around the run's best placement
+            (`agents.common.reinforce`, ``search_proposals``; 0: off, the paper). Our addition.
         imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
             policy samples (`agents.common.heuristic_start`; not in the paper).
@@ -136,6 +138,7 @@ class PostAgent(PolicyGradientAgent):
                  entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 3, elite_fraction: float = 0.1,
                  ce_smoothing: float = 0.5, split_patience: int | None = 30, boundary_explore: float = 0.5,
+                 search_proposals: int = 0,
                  imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
                  distill_seconds: float | None = DISTILL_SECONDS, heuristic_start: str = HEURISTIC_START,
                  *, seed: int | None = None, torch_threads: int | None = 1,
@@ -150,7 +153,8 @@ class PostAgent(PolicyGradientAgent):
         config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
                                  entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm,
                                  imitation_coef=imitation_coef, elites=elites, distill_steps=distill_steps,
-                                 distill_seconds=distill_seconds, split_patience=split_patience)
+                                 distill_seconds=distill_seconds, split_patience=split_patience,
+                                 search_proposals=search_proposals)
         super().__init__(config, algorithm="ppo", ppo=ppo, heuristic_start=heuristic_start, seed=seed,
                          torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes)
         self.n_groups = n_groups
@@ -166,7 +170,8 @@ class PostAgent(PolicyGradientAgent):
                     entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
                     ce_smoothing=self.ce_smoothing, split_patience=self.split_patience,
-                    boundary_explore=self.boundary_explore, seed=self.seed, torch_threads=self.torch_threads,
+                    boundary_explore=self.boundary_explore, search_proposals=self.trainer_config.search_proposals,
+                    seed=self.seed, torch_threads=self.torch_threads,
                     **options,
                     **self.coarsen_options())
 

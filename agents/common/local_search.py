@@ -136,9 +136,8 @@ class BlockSearch:
         block = int(self.rng.choice(n_groups, p=weight / weight.sum()))
         members = groups == block
         costs = np.maximum(block_cost[block], 1e-15)  # ops that cost nothing (a test graph's) must not give log(0)
-        with np.errstate(invalid="ignore"):
-            relative = np.log(costs / costs.min())
-        score = np.nan_to_num(np.exp(-self.beta * np.minimum(relative, 50.0)), nan=0.0)
+        relative = np.log(costs / costs.min())
+        score = np.exp(-self.beta * np.minimum(relative, 50.0))
         # Not a move: a device none of the block's ops can run on, or that all those that can are already on.
         score[[dev for dev in range(d) if np.all(placement[members & self.mask[:, dev]] == dev)]] = 0.0
         if not score.sum() > 0:

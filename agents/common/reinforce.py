@@ -175,7 +175,7 @@ class PolicyGradientTrainer:
         the agent's ``on_update``, then `coarse_to_fine`. Returns the update's decisions and the proposals (what
         was measured since the last update)."""
         measured: list[Decision | Measured] = list(decisions)
-        proposals = self.propose(run, decisions[0].obs if decisions else None)
+        proposals = self.propose(run, decisions[0].obs)
         if proposals is not None:
             self.elites.offer([proposals])
             measured.append(proposals)
@@ -190,7 +190,7 @@ class PolicyGradientTrainer:
         None when off, on a run over many graphs, before the run has a best, or once its budget is spent. `obs`:
         the graph as the policy sees it (its per-op costs guide the proposals)."""
         count = min(self.config.search_proposals, run.remaining)
-        if count == 0 or obs is None or run.many_graphs or run.best_action is None or run.stopped:
+        if count == 0 or run.many_graphs or run.best_action is None or run.stopped:
             return None
         if self.around_best is None or self.around_best[0] is not run:  # a new run: its own graph and search
             self.around_best = (run, AroundBest(BlockSearch.of_observation(obs, seed=run.seed)))

@@ -32,6 +32,7 @@ The coarse observation has the env's keys with M in place of N (`Coarsening.obse
     device_features  (D, K)  unchanged
     submodel_overhead (1,)   unchanged
     node_device_cost (M, D)  summed over the cluster's ops (seconds)
+    node_memory_bytes (M, 2) weights summed over the cluster's ops, the largest working set of one of them
 """
 from __future__ import annotations
 
@@ -184,9 +185,18 @@ class Coarsening:
             "device_features": np.array(obs["device_features"], dtype=np.float32, copy=True),
             "node_device_cost": np.add.reduceat(np.asarray(obs["node_device_cost"], dtype=np.float64), self.starts,
                                                 axis=0).astype(np.float32),
+            "node_memory_bytes": self.memory(obs),
             # Not per op: unchanged (0, unknown, for an observation from before the key existed).
             "submodel_overhead": np.array(obs.get("submodel_overhead", [0.0]), dtype=np.float32).reshape(1),
         }
+
+    def memory(self, obs: dict) -> np.ndarray:
+        """(M, 2) float32 each cluster's memory (``node_memory_bytes``): its ops' weights summed, the largest
+        working set of one of its ops (what a device holding the cluster needs; zeros for an observation from
+        before the key existed)."""
+        memory = np.asarray(obs.get("node_memory_bytes", np.zeros((self.n_ops, 2))), dtype=np.float64)
+        return np.stack([np.add.reduceat(memory[:, 0], self.starts), np.maximum.reduceat(memory[:, 1], self.starts)],
+                        axis=1).astype(np.float32)
 
     def observation_space(self, space: spaces.Dict) -> spaces.Dict:
         """The coarse observation's space for the full env's observation `space`."""

@@ -14,6 +14,12 @@ Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines
     node_device_cost (N, D) float32 estimated seconds of op i alone on device d (simulated: what the cost model
                                     charges; real: measured by per-op profiling); `UNSUPPORTED_COST_S` where the
                                     device cannot run the op
+    node_memory_bytes (N, 2) float32 what each op needs in its device's memory: its weights (bytes kept resident)
+                                    and its working set (bytes of the tensors it reads and writes); a device
+                                    needs the weights of its ops plus the largest working set of one of them
+                                    (`placement_gym.backends.profiles.memory_need`), which the simulated backend
+                                    checks against the device's memory (``device_features``' log10 memory
+                                    bytes; 12 = unbounded)
     submodel_overhead (1,) float32  estimated seconds each HETERO submodel beyond the first adds (a cut between
                                     devices; transfers not included): simulated: the profile's
                                     ``boundary_overhead_s``; real: the backend's ``submodel_overhead_s`` option
@@ -56,7 +62,7 @@ Multi-graph env (``model=[spec, ...]`` or ``model="dataset:train"`` / ``"dataset
 lists the names, ``env.graph`` is the current graph, ``info["model"]`` names it (every env sets it, on reset and
 step). Each graph keeps its own arrays (computed on its first draw), reference placement and latency, drift
 correction and measurement cache. The observation is padded to the largest graph (Nmax ops, Emax edges):
-    node_features, placement, node_device_cost   padded rows 0
+    node_features, placement, node_device_cost, node_memory_bytes   padded rows 0
     edge_index, edge_features                    padding edges (0, 0) with feature 0
     action_mask                                  padded rows allow device 0 only (their choice is ignored)
     node_mask (Nmax,) int8, edge_mask (Emax,) int8   1 = real (padding comes after the real nodes and edges)
@@ -76,6 +82,7 @@ from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
 from .backends.base import DEVICE_FEATURES, describe_devices, submodel_overhead
+from .backends.profiles import op_memory_bytes
 from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
@@ -90,6 +97,8 @@ DRIFT_EVERY = 25
 UNSUPPORTED_MODES = ("fail", "repair")
 #: ``node_device_cost`` of an op on a device that cannot run it (seconds; finite, so networks can read it).
 UNSUPPORTED_COST_S = 1.0
+#: The observation's per-op arrays (N rows): padded in a multi-graph env, cut back by `strip_padding`.
+NODE_KEYS = ("node_features", "placement", "action_mask", "node_device_cost", "node_memory_bytes")
 
 
 def placement_observation_space(n: int, e: int, f: int, d: int, k: int, masks: bool = False) -> spaces.Dict:
@@ -104,6 +113,7 @@ def placement_observation_space(n: int, e: int, f: int, d: int, k: int, masks: b
         "action_mask": spaces.MultiBinary([n, d]),
         "device_features": spaces.Box(-np.inf, np.inf, (d, k), np.float32),
         "node_device_cost": spaces.Box(0.0, np.inf, (n, d), np.float32),
+        "node_memory_bytes": spaces.Box(0.0, np.inf, (n, 2), np.float32),
         "submodel_overhead": spaces.Box(0.0, np.inf, (1,), np.float32),
     }
     if masks:
@@ -309,6 +319,7 @@ class DevicePlacementEnv(gym.Env):
                 action_mask=mask,
                 device_features=device_features,
                 node_device_cost=np.where(mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S).astype(np.float32),
+                node_memory_bytes=op_memory_bytes(graph).astype(np.float32),
                 reference_placement=np.zeros(n, dtype=np.int64),
             )
             if self._data and data.node_features.shape[1] != self._g.node_features.shape[1]:
@@ -476,13 +487,14 @@ class DevicePlacementEnv(gym.Env):
             "action_mask": g.action_mask.astype(np.int8),
             "device_features": g.device_features.copy(),
             "node_device_cost": g.node_device_cost.copy(),
+            "node_memory_bytes": g.node_memory_bytes.copy(),
             "submodel_overhead": self._submodel_overhead.copy(),
         }
         if not self.multi_graph:
             return obs
         n, e = g.graph.n_ops, g.graph.n_edges
         padded = {key: _pad(value, self._n_max, axis=0) for key, value in obs.items()
-                  if key in ("node_features", "placement", "action_mask", "node_device_cost")}
+                  if key in NODE_KEYS}
         # A padded op may only go to device 0: its choice is ignored, and a masked policy then spends no
         # probability (or entropy) on it.
         padded["action_mask"][n:, 0] = 1
@@ -566,6 +578,7 @@ class _GraphData:
     action_mask: np.ndarray  # (N, D) bool
     device_features: np.ndarray  # (D, K) float32
     node_device_cost: np.ndarray  # (N, D) float32
+    node_memory_bytes: np.ndarray  # (N, 2) float32
     reference_placement: np.ndarray  # (N,) int64
     reference: Measurement | None = None
     current_reference_s: float | None = None
@@ -587,7 +600,7 @@ def strip_padding(obs: Mapping[str, Any]) -> dict[str, Any]:
         return dict(obs)
     n, e = int(np.count_nonzero(obs["node_mask"])), int(np.count_nonzero(obs["edge_mask"]))
     out = {key: value for key, value in obs.items() if key not in ("node_mask", "edge_mask")}
-    for key in ("node_features", "placement", "action_mask", "node_device_cost"):
+    for key in NODE_KEYS:
         if key in out:
             out[key] = out[key][:n]
     out["edge_index"] = obs["edge_index"][:, :e]

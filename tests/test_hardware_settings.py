@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from agents.baselines import ContiguousDP, ExactOptimum, RandomSearch, SingleDevice, contiguous_dp
 from placement_gym import DevicePlacementEnv
-from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes, weight_bytes
+from placement_gym.backends.profiles import PRESETS, Profile, device_memory_bytes, memory_need, weight_bytes
 from placement_gym.backends.simulated import SimulatedBackend
 
 from .known_optimum import chain_graph
@@ -85,6 +85,27 @@ def test_a_device_out_of_memory_fails_and_the_reference_moves_on(tiny_branch_gra
     env = DevicePlacementEnv(graph, backend=backend)
     env.reset(seed=0)
     assert env.reference_device == "GPU" and env.reference.ok
+
+
+def test_the_observation_says_what_each_op_needs_in_memory_and_the_backend_checks_that(tiny_branch_graph):
+    graph = tiny_branch_graph
+    whole = device_memory_bytes(graph, np.zeros(graph.n_ops, dtype=np.int64), 1)[0]
+    profile = with_device(Profile.preset("paper"), 1, memory_bytes=whole * 0.7)  # the GPU holds part of it
+    env = DevicePlacementEnv(graph, backend=SimulatedBackend(profile))
+    obs, _ = env.reset(seed=0)
+    memory = obs["node_memory_bytes"]
+    assert memory.shape == (graph.n_ops, 2) and memory.dtype == np.float32
+    assert np.allclose(memory[:, 0], weight_bytes(graph)) and (memory[:, 1] > 0).all()  # weights, working set
+    capacity = 10.0 ** obs["device_features"][:, 2].astype(np.float64)
+    assert capacity[1] == pytest.approx(whole * 0.7, rel=1e-5)
+    rng = np.random.default_rng(0)
+    outcomes = set()
+    for placement in rng.integers(0, 2, (40, graph.n_ops)):
+        fits = bool((memory_need(memory, placement, 2) <= capacity * (1 - 1e-6)).all())
+        _, _, _, _, info = env.step(placement)
+        assert info["ok"] == fits, (placement, info["error"])
+        outcomes.add(fits)
+    assert outcomes == {True, False}  # both kinds were drawn
 
 
 def test_no_device_for_an_op_is_a_clear_error():

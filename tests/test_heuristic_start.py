@@ -2,11 +2,15 @@
 and that its own placement can then be what it measured (grouped policies split to express it)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from agents.common.heuristic_start import (move_large_savings, override_zero_shot, runs_back_to_base, start_placements,
-                                           transfer_change)
+from agents.common.heuristic_start import (_best_window, move_large_savings, override_zero_shot, runs_back_to_base,
+                                           start_placements, transfer_change)
+from placement_gym.backends.profiles import Profile, device_memory_bytes, memory_need
+from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
@@ -52,6 +56,43 @@ def test_start_placements_do_not_depend_on_the_device_order(tiny_branch_graph):
     swapped = {k: obs[k][:, order] for k in ("node_device_cost", "action_mask")}
     as_original = {order[p].tobytes() for p in start_placements(swapped)}  # device indices mapped back
     assert as_original == {p.tobytes() for p in start_placements(obs)}
+
+
+def test_the_memory_window_is_the_best_that_fits():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 9))
+        saving = rng.normal(size=n)
+        memory = rng.integers(0, 5, (n, 2)).astype(np.float64)
+        capacity = float(rng.integers(0, 12))
+        windows = [(i, j) for i in range(n) for j in range(i + 1, n + 1)
+                   if memory[i:j, 0].sum() + memory[i:j, 1].max() <= capacity]
+        i, j = _best_window(saving, memory, capacity)
+        if not windows:
+            assert (i, j) == (0, 0)
+            continue
+        assert (i, j) in windows
+        assert saving[i:j].sum() == pytest.approx(max(saving[a:b].sum() for a, b in windows))
+
+
+def test_a_start_placement_keeps_what_a_small_device_holds_in_one_window(tiny_branch_graph):
+    graph = tiny_branch_graph
+    whole = device_memory_bytes(graph, np.zeros(graph.n_ops, dtype=np.int64), 1)[0]
+    profile = Profile.preset("paper")
+    gpu = replace(profile.devices[1], memory_bytes=0.5 * whole)  # the faster device holds half the model
+    env = DevicePlacementEnv(graph, backend=SimulatedBackend(replace(profile, devices=[profile.devices[0], gpu])))
+    obs, _ = env.reset(seed=0)
+    assert not env.step(np.ones(graph.n_ops, dtype=np.int64))[4]["ok"]  # the GPU alone: out of memory
+    placements = start_placements(obs)
+    on_gpu = [np.flatnonzero(p == 1) for p in placements]
+    assert any(ops.size for ops in on_gpu)  # the GPU is still used, for what it holds ...
+    for placement, ops in zip(placements, on_gpu):
+        assert memory_need(obs["node_memory_bytes"], placement, 2)[1] <= 0.5 * whole
+        assert env.step(placement)[4]["ok"]  # ... so every start placement runs
+    # The GPU "alone" (the second start): one window of consecutive ops on it, the rest on the CPU.
+    assert on_gpu[1].size and np.array_equal(on_gpu[1], np.arange(on_gpu[1][0], on_gpu[1][-1] + 1))
+    without = {key: value for key, value in obs.items() if key != "node_memory_bytes"}
+    assert (start_placements(without)[1] == 1).all()  # an observation without memory: the device alone, as before
 
 
 @pytest.mark.parametrize("name", ["hsdag", "post", "ppo", "placeto", "ppo-node"])

@@ -9,7 +9,7 @@ import pytest
 from agents.common.local_search import BlockSearch
 from agents.go import GOAgent
 from placement_gym.backends import make_backend
-from placement_gym.backends.profiles import LinkProfile, Profile
+from placement_gym.backends.profiles import LinkProfile, Profile, memory_need
 from placement_gym.env import DevicePlacementEnv
 
 
@@ -61,6 +61,36 @@ def test_a_boundary_move_joins_an_island_to_its_neighbours():
         assert len(changed) == 1 and changed[0] in (1, 2, 3)  # an op at the boundary ...
         op = changed[0]
         assert placement[op] == (0 if op == 2 else 1)  # ... to its neighbours' device
+
+
+def test_proposals_give_back_what_a_full_device_cannot_hold():
+    n = 12
+    cost = np.column_stack([np.full(n, 2.0), np.full(n, 1.0)])  # device 1 is faster for every op ...
+    memory = np.column_stack([np.full(n, 10.0), np.ones(n)])  # ... and holds four ops' weights
+    capacity = np.array([1e9, 41.0])
+    edges = np.array([np.arange(n - 1), np.arange(1, n)])
+    base = np.array([1] * 4 + [0] * (n - 4))  # device 1 full
+    search = BlockSearch(cost, seed=0, edge_index=edges, memory=memory, capacity=capacity)
+    proposals = search.propose(base, 60)
+    assert all(memory_need(memory, p, 2)[1] <= 41.0 for p in proposals)
+    # A block moved onto device 1 came with ops given back from its region's edge: a swap.
+    assert any(((p == 1) & (base == 0)).any() and ((p == 0) & (base == 1)).any() for p in proposals)
+    unlimited = BlockSearch(cost, seed=0, edge_index=edges)
+    assert any(memory_need(memory, p, 2)[1] > 41.0 for p in unlimited.propose(base, 60))
+    with pytest.raises(ValueError, match="together"):
+        BlockSearch(cost, memory=memory)
+    with pytest.raises(ValueError, match=r"\(12, 2\)"):
+        BlockSearch(cost, memory=memory[:3], capacity=capacity)
+
+
+def test_the_search_of_an_observation_knows_the_devices_memory():
+    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="edge")
+    obs, _ = env.reset(seed=0)
+    search = BlockSearch.of_observation(obs, seed=0)
+    assert np.array_equal(search.memory, obs["node_memory_bytes"])
+    assert search.capacity[2] == pytest.approx(64e6, rel=1e-5)  # the accelerator's 64 MB
+    without = {key: value for key, value in obs.items() if key != "node_memory_bytes"}
+    assert BlockSearch.of_observation(without, seed=0).memory is None
 
 
 def test_merge_combines_improving_moves_the_fastest_winning():

@@ -32,7 +32,7 @@ def test_gym_make_builds_the_wrapped_env():
     assert env.action_space == gym.spaces.Discrete(2)
     obs, info = env.reset(seed=0)
     assert set(obs) == {"node_features", "edge_index", "edge_features", "placement", "action_mask", "device_features",
-                        "node_device_cost", "submodel_overhead", "current_node", "visited"}
+                        "node_device_cost", "node_memory_bytes", "submodel_overhead", "current_node", "visited"}
     assert obs["submodel_overhead"].tolist() == [0.0]  # the real backend's, unless given: unknown
     assert info["latency_s"] == pytest.approx(info["reference_latency_s"])
     env.close()

@@ -76,6 +76,7 @@ _OP_BYTES: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.W
 
 
 _WEIGHT_BYTES: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
+_OP_MEMORY: "weakref.WeakKeyDictionary[ComputationGraph, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
 def weight_bytes(graph: ComputationGraph) -> np.ndarray:
@@ -112,21 +113,41 @@ def op_bytes(graph: ComputationGraph) -> np.ndarray:
     return traffic
 
 
-def device_memory_bytes(graph: ComputationGraph, placement: np.ndarray, n_devices: int) -> np.ndarray:
-    """(D,) float64 estimated memory each device needs for `placement` ((N,) ints), or (B, D) for a batch of
-    placements ((B, N)): the weights of its ops plus the largest working set (inputs + output) of one of its
-    ops, the activations that must be resident at once when ops run one at a time. An estimate: real plugins
-    also keep workspace and may reuse buffers."""
+def op_memory_bytes(graph: ComputationGraph) -> np.ndarray:
+    """(N, 2) float64 the memory each op needs on its device: column 0 its weights (kept resident, `weight_bytes`),
+    column 1 its working set (the tensors it reads from other ops and writes). What ``obs["node_memory_bytes"]``
+    holds, and what `memory_need` adds up."""
+    cached = _OP_MEMORY.get(graph)
+    if cached is not None:
+        return cached
     weights = weight_bytes(graph)
-    working = op_bytes(graph) - weights
+    memory = np.stack([weights, op_bytes(graph) - weights], axis=1)
+    memory.setflags(write=False)
+    _OP_MEMORY[graph] = memory
+    return memory
+
+
+def memory_need(memory: np.ndarray, placement: np.ndarray, n_devices: int) -> np.ndarray:
+    """(D,) float64 estimated memory each device needs for `placement` ((N,) ints), or (B, D) for a batch of
+    placements ((B, N)), from each op's `memory` ((N, 2): weights, working set; `op_memory_bytes`): the weights of
+    its ops plus the largest working set of one of its ops, the activations that must be resident at once when ops
+    run one at a time. An estimate: real plugins also keep workspace and may reuse buffers."""
+    memory = np.asarray(memory, dtype=np.float64)
+    weights, working = memory[:, 0], memory[:, 1]
     placement = np.asarray(placement)
-    rows = placement.reshape(-1, graph.n_ops)
+    rows = placement.reshape(-1, memory.shape[0])
     b = rows.shape[0]
     # One bincount over the batch, each row's devices offset by row * D: every bin sums its ops in op order.
     flat = (rows + (np.arange(b) * n_devices)[:, None]).ravel()
     need = np.bincount(flat, weights=np.tile(weights, b), minlength=b * n_devices).reshape(b, n_devices)
     peak = np.stack([np.where(rows == j, working, 0.0).max(axis=1, initial=0.0) for j in range(n_devices)], axis=1)
     return (need + peak).reshape(placement.shape[:-1] + (n_devices,))
+
+
+def device_memory_bytes(graph: ComputationGraph, placement: np.ndarray, n_devices: int) -> np.ndarray:
+    """(D,) or (B, D) float64 memory each device needs for `placement` of `graph` (`memory_need` of
+    `op_memory_bytes`): the simulated backend's memory check."""
+    return memory_need(op_memory_bytes(graph), placement, n_devices)
 
 
 def format_bytes(nbytes: float) -> str:
@@ -590,4 +611,5 @@ PRESETS: dict[str, Callable[[], Profile]] = {"paper": paper_profile, "ai_pc": ai
 
 
 __all__ = ["DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "device_memory_bytes", "format_bytes",
-           "op_bytes", "paper_profile", "ai_pc_profile", "server_profile", "edge_profile", "weight_bytes"]
+           "memory_need", "op_bytes", "op_memory_bytes", "paper_profile", "ai_pc_profile", "server_profile",
+           "edge_profile", "weight_bytes"]

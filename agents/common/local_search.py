@@ -97,7 +97,6 @@ class BlockSearch:
             raise ValueError(f"memory must be ({self.n_ops}, 2) and capacity ({self.n_devices},), got "
                              f"{self.memory.shape} and {self.capacity.shape}")
         self.edge_index = None if edge_index is None else torch.as_tensor(np.asarray(edge_index, dtype=np.int64))
-        self.src, self.dst = np.asarray(edge_index if edge_index is not None else np.zeros((2, 0)), dtype=np.int64)
         self.rng = np.random.default_rng(seed)
         # Blocks of every level, coarse to fine: 1, 2, 4, ... groups, then one per op.
         self.levels: list[np.ndarray] = []
@@ -171,6 +170,7 @@ class BlockSearch:
         """Give back ops of every device `placement` (N,) overfills (in place; the `memory` argument says how)."""
         if self.memory is None:
             return
+        src, dst = np.zeros((2, 0), dtype=np.int64) if self.edge_index is None else self.edge_index.numpy()
         for _ in range(self.n_ops):
             over = np.flatnonzero(memory_need(self.memory, placement, self.n_devices) > self.capacity)
             if over.size == 0:
@@ -179,7 +179,7 @@ class BlockSearch:
             # The ops of d at its region's edge (a graph neighbour elsewhere), each with that neighbour's device.
             on = placement == d
             across = np.full(self.n_ops, -1)
-            for inner, outer in ((self.src, self.dst), (self.dst, self.src)):
+            for inner, outer in ((src, dst), (dst, src)):
                 edge = on[inner] & ~on[outer]
                 across[inner[edge]] = placement[outer[edge]]
             if not (across >= 0).any():  # d holds every op (a whole-graph move): any op may go, to its next device

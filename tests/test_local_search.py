@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 
 from agents.common.local_search import BlockSearch
+from agents.common.reinforce import ReinforceConfig
 from agents.go import GOAgent
+from agents.post import PostAgent
 from placement_gym.backends import make_backend
-from placement_gym.backends.profiles import LinkProfile, Profile, memory_need
+from placement_gym.backends.profiles import LinkProfile, Profile, device_memory_bytes, memory_need
+from placement_gym.backends.simulated import SimulatedBackend
+from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
 
 
@@ -83,6 +87,40 @@ def test_proposals_give_back_what_a_full_device_cannot_hold():
         BlockSearch(cost, memory=memory[:3], capacity=capacity)
 
 
+class Outcomes(Callback):
+    """Records each measured placement and whether it ran."""
+
+    def __init__(self) -> None:
+        self.placements: list[np.ndarray] = []
+        self.ok: list[bool] = []
+
+    def on_step(self, step, reward, info) -> bool:
+        self.placements.append(np.asarray(info["placement"]))
+        self.ok.append(bool(info["ok"]))
+        return True
+
+
+def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_graph):
+    graph = tiny_branch_graph
+    whole = device_memory_bytes(graph, np.zeros(graph.n_ops, dtype=np.int64), 1)[0]
+    profile = Profile.preset("paper")
+    gpu = replace(profile.devices[1], memory_bytes=0.5 * whole)  # the faster device holds half the model
+    outcomes = {}
+    for fit in (True, False):
+        env = DevicePlacementEnv(graph, backend=SimulatedBackend(replace(profile, devices=[profile.devices[0], gpu])))
+        outcomes[fit] = Outcomes()
+        PostAgent(seed=0, fit_memory=fit).learn(env, budget=60, callback=outcomes[fit])
+    obs = env.reset(seed=0)[0]
+    # Unfitted, Post's samples overfill the GPU and fail; fitted, every placement measured holds and runs ...
+    assert not all(outcomes[False].ok)
+    assert all(outcomes[True].ok)
+    assert all(memory_need(obs["node_memory_bytes"], p, 2)[1] <= 0.5 * whole for p in outcomes[True].placements)
+    # ... and the GPU is used in them, for what it holds.
+    assert any((p == 1).any() for p in outcomes[True].placements)
+    with pytest.raises(ValueError, match="fit_memory needs mode='bandit'"):
+        ReinforceConfig(mode="episodic", fit_memory=True)
+
+
 def test_the_search_of_an_observation_knows_the_devices_memory():
     env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="edge")
     obs, _ = env.reset(seed=0)
@@ -91,6 +129,9 @@ def test_the_search_of_an_observation_knows_the_devices_memory():
     assert search.capacity[2] == pytest.approx(64e6, rel=1e-5)  # the accelerator's 64 MB
     without = {key: value for key, value in obs.items() if key != "node_memory_bytes"}
     assert BlockSearch.of_observation(without, seed=0).memory is None
+    # A backend that does not describe its devices gives zero features: no limit, not one byte.
+    undescribed = {**obs, "device_features": np.zeros_like(obs["device_features"])}
+    assert np.isinf(BlockSearch.of_observation(undescribed, seed=0).capacity).all()
 
 
 def test_merge_combines_improving_moves_the_fastest_winning():

@@ -278,8 +278,11 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
 
 def memory_capacity(obs: Mapping[str, Any]) -> np.ndarray:
     """(D,) float64 bytes each device's memory holds, from ``obs["device_features"]`` (its log10; 1e12 where
-    unbounded), less a millionth: log10 in float32 rounds the capacity by ~1e-7 of itself, either way."""
-    return 10.0 ** np.asarray(obs["device_features"], dtype=np.float64)[:, MEMORY_FEATURE] * (1 - 1e-6)
+    unbounded), less a millionth: log10 in float32 rounds the capacity by ~1e-7 of itself, either way. inf where
+    the feature is 0 or less: a backend that does not describe its devices gives zeros (`describe_devices`), which
+    say nothing of memory (not "one byte")."""
+    log10_bytes = np.asarray(obs["device_features"], dtype=np.float64)[:, MEMORY_FEATURE]
+    return np.where(log10_bytes > 0, 10.0 ** log10_bytes * (1 - 1e-6), np.inf)
 
 
 def _best_window(saving: np.ndarray, memory: np.ndarray, capacity: float) -> tuple[int, int]:

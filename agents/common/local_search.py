@@ -166,8 +166,9 @@ class BlockSearch:
         movable = members & self.mask[:, device]
         placement[movable] = device
 
-    def _fit_memory(self, placement: np.ndarray, base: np.ndarray) -> None:
-        """Give back ops of every device `placement` (N,) overfills (in place; the `memory` argument says how)."""
+    def fit_memory(self, placement: np.ndarray, base: np.ndarray) -> None:
+        """Give back ops of every device `placement` (N,) int64 overfills, in place (the `memory` argument says
+        how); ops where it differs from `base` (N,) (what a proposal or a sample moved) go last. No memory: as is."""
         if self.memory is None:
             return
         src, dst = np.zeros((2, 0), dtype=np.int64) if self.edge_index is None else self.edge_index.numpy()
@@ -206,7 +207,7 @@ class BlockSearch:
                 placement = base.copy()
                 for _ in range(1 + int(self.rng.poisson(self.moves - 1.0))):
                     self._move(placement)
-                self._fit_memory(placement, base)
+                self.fit_memory(placement, base)
                 if not np.array_equal(placement, base):
                     break
             out.append(placement)

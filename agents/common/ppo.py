@@ -133,7 +133,8 @@ class PPOTrainer(PolicyGradientTrainer):
             # 1. a rollout, collected without gradients
             if self.config.mode == "bandit":
                 decision, obs = collect_placements(self.policy, run, env, obs,
-                                                   min(self.config.samples_per_update, run.remaining), track_grad=False)
+                                                   min(self.config.samples_per_update, run.remaining), track_grad=False,
+                                                   fit=self.memory_fit(run, obs))
                 episodes = [[decision]]
                 self.elites.offer([decision])
             else:

@@ -35,6 +35,15 @@ Both modes use (each switchable, for ablations):
                         policy through the run's best (HSDAG samples around it), the self-imitation elites,
                         Post's cross-entropy pool and the final distillation; 0 = off (the papers' methods).
                         Bandit mode only (a proposal is a whole placement).
+    fit_memory          a sampled placement that puts more on a device than it holds (what the observation's
+                        ``node_memory_bytes`` and ``device_features`` say; measured, it would only fail) is
+                        measured with ops at the edge of that device's region given back to their neighbours'
+                        devices, the sample's own moves last (`agents.common.local_search.BlockSearch.fit_memory`,
+                        what the proposals do): a sample that moves a block onto a full accelerator becomes a swap.
+                        The policy is scored on its sample, with the fitted placement's reward (to it the fit is
+                        part of the env); what was measured reaches the run's best, the elites and Post's
+                        cross-entropy pool. A no-op where every device holds its share of every sample (``paper``,
+                        ``server``, ``ai_pc``); off = the papers' methods. Bandit mode, runs on one graph only.
     split_patience      coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
                         without a new best, the policy halves its contiguous op groups (``policy.split()``),
                         down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
@@ -88,6 +97,7 @@ class ReinforceConfig:
     distill_seconds: float | None = None
     split_patience: int | None = None
     search_proposals: int = 0
+    fit_memory: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -110,6 +120,9 @@ class ReinforceConfig:
         if self.search_proposals and self.mode != "bandit":
             raise ValueError("search_proposals needs mode='bandit': a proposal is a whole placement, the episodic "
                              "mode's env takes one op's device per step")
+        if self.fit_memory and self.mode != "bandit":
+            raise ValueError("fit_memory needs mode='bandit': it fits a whole sampled placement, the episodic mode's "
+                             "env takes one op's device per step")
         if self.imitation_coef < 0 or self.elites < 1:
             raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
 
@@ -168,6 +181,7 @@ class PolicyGradientTrainer:
             raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
                              f"{type(policy).__name__} has no split()")
         self.stall = None if config.split_patience is None else StallDetector(config.split_patience)
+        self.search: tuple[RunLoop, BlockSearch] | None = None  # the current run's graph, as proposals and fit read it
         self.around_best: tuple[RunLoop, AroundBest] | None = None  # the cost-guided proposals of the current run
 
     def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> "list[Decision | Measured]":
@@ -193,9 +207,31 @@ class PolicyGradientTrainer:
         if count == 0 or run.many_graphs or run.best_action is None or run.stopped:
             return None
         if self.around_best is None or self.around_best[0] is not run:  # a new run: its own graph and search
-            self.around_best = (run, AroundBest(BlockSearch.of_observation(obs, seed=run.seed)))
+            self.around_best = (run, AroundBest(self.block_search(run, obs)))
         latencies, placements = self.around_best[1].measure(run, count)
         return Measured(latencies, placements)
+
+    def block_search(self, run: RunLoop, obs) -> BlockSearch:
+        """The run's `BlockSearch` (its graph's costs, edges and memory, from `obs`), built once per run."""
+        if self.search is None or self.search[0] is not run:
+            self.search = (run, BlockSearch.of_observation(obs, seed=run.seed))
+        return self.search[1]
+
+    def memory_fit(self, run: RunLoop, obs) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``fit_memory``: (K, N) sampled actions -> the same fitted to the devices' memory around the run's best
+        placement (`BlockSearch.fit_memory`; `collect_placements`'s `fit`); None when off, on a run over many
+        graphs, or where the observation says nothing of per-op costs or memory."""
+        if not self.config.fit_memory or run.many_graphs or not {"node_device_cost", "node_memory_bytes",
+                                                                   "device_features"} <= set(obs):
+            return None
+        search, best = self.block_search(run, obs), run.best_action
+
+        def fit(actions: np.ndarray) -> np.ndarray:
+            fitted = np.array(actions, dtype=np.int64)
+            for placement in fitted:  # before the run has a best, no op of a sample counts as moved
+                search.fit_memory(placement, placement.copy() if best is None else np.asarray(best, dtype=np.int64))
+            return fitted
+        return fit
 
     def coarse_to_fine(self, run: RunLoop, decisions: "list[Decision | Measured]", stats: dict) -> None:
         """Halve the policy's groups when the search has stalled (``split_patience``,
@@ -243,7 +279,9 @@ class ReinforceTrainer(PolicyGradientTrainer):
 
     def _bandit_update(self, run: RunLoop, env: gym.Env, obs) -> tuple[object, dict]:
         """K placements from one encoding of `obs`, K env steps, one gradient step."""
-        decision, next_obs = collect_placements(self.policy, run, env, obs, min(self.config.samples_per_update, run.remaining))
+        decision, next_obs = collect_placements(self.policy, run, env, obs,
+                                                min(self.config.samples_per_update, run.remaining),
+                                                fit=self.memory_fit(run, obs))
         r, sample = decision.rewards, decision.sample
         self.elites.offer([decision])
         stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r, key=decision.graph), sample.entropy)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -80,11 +80,16 @@ class Measured:
 
 
 def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, k: int,
-                       track_grad: bool = True) -> tuple[Decision, Any]:
+                       track_grad: bool = True,
+                       fit: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[Decision, Any]:
     """K placements from one encoding of `obs`, each measured; returns the decision and the next observation.
 
     `track_grad`: keep the autograd graph of the log-probabilities (REINFORCE steps on it directly; PPO
     re-scores the decisions with ``policy.evaluate`` and collects without one).
+
+    `fit`: (K, N) sampled actions -> the (K, N) placements to measure instead (the trainers' ``fit_memory``).
+    The decision keeps the samples' log-probabilities and the placements measured: to the policy the fit is part
+    of the environment, as the env's repair of ops a device cannot run is.
 
     When the run was given a vector env (``run.vector``) and `env` is the run's own env, the placements are
     measured ``num_envs`` at a time in one step of the vector env (the rest, fewer than ``num_envs``, one by one).
@@ -97,6 +102,8 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
     rewards, latencies, placements = [], [], []
     next_obs, graph = obs, None
     actions = sample.actions.detach().cpu().numpy()
+    if fit is not None:
+        actions = fit(actions)
     batch = run.vector if env is run.env else None
     start = 0
     while start < len(actions):

@@ -221,10 +221,11 @@ class PolicyGradientTrainer:
         """``fit_memory``: (K, N) sampled actions -> the same fitted to the devices' memory around the run's best
         placement (`BlockSearch.fit_memory`; `collect_placements`'s `fit`); None when off, on a run over many
         graphs, or where the observation says nothing of per-op costs or memory."""
-        if not self.config.fit_memory or run.many_graphs or not {"node_device_cost", "node_memory_bytes",
-                                                                   "device_features"} <= set(obs):
+        if not self.config.fit_memory or run.many_graphs or "node_device_cost" not in obs:
             return None
         search, best = self.block_search(run, obs), run.best_action
+        if search.memory is None:  # the observation says nothing of memory (`BlockSearch.of_observation`)
+            return None
 
         def fit(actions: np.ndarray) -> np.ndarray:
             fitted = np.array(actions, dtype=np.int64)

@@ -23,7 +23,10 @@ array returned is fresh (the caller may keep or modify it), unless the env is bu
 (``gym.make_vec(..., copy=False)``, the name of Gymnasium's ``SyncVectorEnv`` option): then the arrays that are the
 same on every step (all but ``placement``, in the observation and in ``final_obs``) are read-only views of arrays
 the env keeps, shared between calls and sub-envs (a write raises instead of changing what later calls return),
-which saves copying them (~100 KB per ResNet-50 placement and step); ``placement`` arrays stay fresh.
+which saves copying them (~100 KB per ResNet-50 placement and step); ``placement`` arrays stay fresh. With one-step
+episodes the same goes for the info arrays that never change (the masks, the reset info, ``final_info``'s objective
+and model) and for ``final_info["placement"]`` (the measured placements, which `step_infos` is built from later):
+read-only instead of copied.
 Action: (K, N) int, a placement per sub-env. Reward, terminated, truncated: (K,) arrays.
 Seeding: ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list gives each its own), as Gymnasium's
 ``SyncVectorEnv`` does.
@@ -52,8 +55,8 @@ class DevicePlacementVectorEnv(VectorEnv):
         num_envs: K, the number of sub-envs (placements measured per ``step``).
         model, devices, backend, backend_options, profile, warmup, repeats, objective: as for
             `DevicePlacementEnv`; the graph is loaded and the backend built once and shared by every sub-env.
-        copy: False: the observation arrays that never change are shared read-only views, not fresh copies
-            (module docstring).
+        copy: False: the observation and info arrays that never change, and the measured placements in the
+            info, are handed out read-only instead of as fresh copies (module docstring).
         env_kwargs: the other `DevicePlacementEnv` arguments (``reward``, ``horizon``, ``features``,
             ``failure_penalty``, ``unsupported``, ``reference_every``, ``render_mode``), the same for every sub-env.
 
@@ -211,17 +214,24 @@ class DevicePlacementVectorEnv(VectorEnv):
             env._restart(start)
         self._step_infos, self._last_step = None, (placements, repaired, batch, now, first)
 
-        # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env (copies of the
-        # batch's columns that `step_infos` builds its `Measurement`s from later: latencies, counts, breakdowns).
-        measured, every = batch.columns, self._every
+        # The step's infos a column at a time: what `DevicePlacementEnv._info` computes per sub-env. What the env
+        # keeps (the placements and the batch's columns that `step_infos` is built from later, the arrays that
+        # never change) is handed out as copies, but with `copy` False the placements and the constant arrays
+        # as themselves, read-only (small columns copy as fast as they are made read-only).
+        if not self.copy:
+            placements.setflags(write=False)
+        final_constant, constant = (self._constant["final_info"], self._constant["info"]) if not self.copy else (
+            {key: value.copy() for key, value in self._constant[part].items()} for part in ("final_info", "info"))
+        measured = batch.columns
         ok = measured["ok"]
         latency = np.where(ok, measured["latency_s"], envs[0].failure_penalty * now)
         speedup = now / latency
         corrected = latency * first / now
-        reward = {"speedup": lambda: speedup - 1.0, "neg_latency": lambda: -corrected}.get(
-            envs[0].reward_name, lambda: 1.0 / corrected)()
-        final_info = {"placement": placements.copy(), "latency_s": latency, "speedup": speedup,
-                      "latency_corrected_s": corrected, "reference_latency_s": now.copy(),
+        reward_name = envs[0].reward_name  # `DevicePlacementEnv._reward`, a column at a time
+        reward = speedup - 1.0 if reward_name == "speedup" else -corrected if reward_name == "neg_latency" else \
+            1.0 / corrected
+        final_info = {"placement": placements if not self.copy else placements.copy(), "latency_s": latency,
+                      "speedup": speedup, "latency_corrected_s": corrected, "reference_latency_s": now.copy(),
                       "latency_raw_s": np.where(ok, measured["raw_latency_s"], latency)}
         final_info.update(latency_interval_s=measured["interval_s"], spread_s=measured["spread_s"],
                           compile_s=measured["compile_s"], n_submodels=measured["n_submodels"].copy(), ok=ok,
@@ -229,26 +239,27 @@ class DevicePlacementVectorEnv(VectorEnv):
         breakdown = final_info["breakdown"] = {}
         for key, column in batch.breakdown.items():
             breakdown[key], breakdown[f"_{key}"] = column.copy(), batch.breakdown_present[key].copy()
-        final_info["objective"] = self._constant["objective"].copy()
+        final_info["objective"] = final_constant["objective"]
         final_info["throughput_per_s"] = 1.0 / latency
         final_info["repaired_ops"] = repaired  # int64, as `_add_info` types a column of ints
-        final_info["model"] = self._constant["model"].copy()
+        final_info["model"] = final_constant["model"]
         if "final_info_masks" not in self._constant:  # the same keys on every step: their mask names, once
             self._constant["final_info_masks"] = [f"_{key}" for key in final_info if f"_{key}" not in final_info]
         masks = self._constant["final_info_masks"]
-        final_info.update(zip(masks, np.ones((len(masks), k), dtype=bool)))
+        if self.copy:
+            final_info.update(zip(masks, np.ones((len(masks), k), dtype=bool)))
+        else:
+            final_info.update(dict.fromkeys(masks, self._every))
 
         # Each sub-env's final observation: its own placement array; its other arrays shared views (`copy=False`)
         # or arrays of its own (small ones: the allocator reuses their memory, where one fresh (K, N, F) batch
         # would cost page faults on every step).
-        final_obs = np.empty(k, dtype=object)
-        for i, (row, placement) in enumerate(zip(self._fixed_rows, placements.copy())):
-            final_obs[i] = obs = row.copy() if not self.copy else {
-                key: None if value is None else value.copy() for key, value in row.items()}
+        rows = [row.copy() for row in self._fixed_rows] if not self.copy else [
+            {key: None if value is None else value.copy() for key, value in row.items()} for row in self._fixed_rows]
+        for obs, placement in zip(rows, placements.copy()):
             obs["placement"] = placement
-        info = {"final_obs": final_obs, "_final_obs": every.copy(), "final_info": final_info,
-                "_final_info": every.copy()}
-        info.update({key: value.copy() for key, value in self._constant["reset_info"].items()})
+        final_obs = np.fromiter(rows, dtype=object, count=k)  # an object array of the K dicts
+        info = {"final_obs": final_obs, "_final_obs": constant["_final_obs"], "final_info": final_info, **constant}
         observations = self._observations(self._constant["starts"])
         return observations, reward, np.ones(k, dtype=bool), np.zeros(k, dtype=bool), info
 
@@ -263,17 +274,18 @@ class DevicePlacementVectorEnv(VectorEnv):
             if self._constant is None:
                 names, device, k = self.device_names, envs[0].reference_device, self.num_envs
                 starts = np.stack([env.reference_placement for env in envs])
-                starts.flags.writeable = False
-                self._constant = {
-                    "starts": starts,
-                    "start_rows": list(starts),
-                    "objective": self._columns({"objective": [envs[0].objective] * k})["objective"],
-                    "model": self._columns({"model": [self.graph.name] * k})["model"],
-                    # the reset info of every sub-env (`DevicePlacementEnv.reset`), batched
-                    "reset_info": self._columns({"reference_latency_s": first.tolist(),
-                                                 "devices": [list(names) for _ in envs],
-                                                 "reference_device": [device] * k, "model": [self.graph.name] * k}),
-                }
+                # The info arrays that are the same on every step, read-only (`copy=False` hands them out as they
+                # are): the final info's objective and model columns; the masks of "final_obs" and "final_info"
+                # and the reset info of every sub-env (`DevicePlacementEnv.reset`), batched.
+                final_info = {key: self._columns({key: [value] * k})[key]
+                              for key, value in (("objective", envs[0].objective), ("model", self.graph.name))}
+                info = {"_final_obs": self._every, "_final_info": self._every,
+                        **self._columns({"reference_latency_s": first.tolist(), "devices": [list(names) for _ in envs],
+                                         "reference_device": [device] * k, "model": [self.graph.name] * k})}
+                for array in (starts, *final_info.values(), *info.values()):
+                    array.flags.writeable = False
+                self._constant = {"starts": starts, "start_rows": list(starts), "final_info": final_info,
+                                  "info": info}
             self._constant["now"], self._constant["first"] = now, first
         return self._constant["now"], self._constant["first"]
 
@@ -325,3 +337,4 @@ class DevicePlacementVectorEnv(VectorEnv):
         for key, values in columns.items():
             batched[key], batched[f"_{key}"] = info_column(values)
         return batched
+

@@ -437,6 +437,18 @@ def test_copy_false_shares_the_fixed_arrays_read_only_and_gives_the_same_values(
         final = info["final_obs"][0]
         assert not final["node_features"].flags.writeable and final["placement"].flags.writeable
         assert np.shares_memory(final["node_features"], last["node_features"])
+        # the info arrays that never change and the measured placements (step_infos is built from them later) are
+        # handed out read-only; the step's small columns are fresh copies
+        fresh_info = outputs[-1][0][4]
+        for path, shared_read_only in [(("_final_obs",), True), (("reference_latency_s",), True),
+                                       (("final_info", "placement"), True), (("final_info", "model"), True),
+                                       (("final_info", "n_submodels"), False),
+                                       (("final_info", "breakdown", "compute_s"), False)]:
+            ours, theirs = info, fresh_info
+            for key in path:
+                ours, theirs = ours[key], theirs[key]
+            assert ours.flags.writeable is not shared_read_only and theirs.flags.writeable, path
+        assert all(step["placement"].flags.writeable for step in shared.unwrapped.step_infos)
 
 
 def test_same_seed_same_trajectory(tiny_branch_graph):

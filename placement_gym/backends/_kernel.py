@@ -152,7 +152,7 @@ def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_ex
 
 
 @njit(cache=True, nogil=True)
-def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, dst, out_start, out_edges,
+def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, dst, out_edges,
                 descendants, split_cycles, n_devices, want_labels):
     """Cut and sum each placement of `placements` ((B, N) int64 device per op, validated).
 
@@ -160,8 +160,8 @@ def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, 
         cut_all: cut every placement; else only those on two or more devices are cut (a one-device placement is
             one submodel with no crossings).
         op_seconds: (N, D) float64; edge_seconds: (D * D, E) float64 (row ``a * D + b``); edge_bytes: (E,) float64.
-        src, dst: (E,) int64 the graph's edges (ops in topological order); out_start (N + 1,) / out_edges (E,)
-            int64 each op's outgoing edges in ascending edge order (CSR).
+        src, dst: (E,) int64 the graph's edges (ops in topological order); out_edges (E,) int64 the edge
+            indices by producer op (``argsort(src, kind="stable")``: each op's outgoing edges in ascending order).
         descendants: (N, W) uint64 reachability bitsets (a (1, 1) dummy when not `split_cycles`).
         want_labels: fill `labels` (else it is left (0, N)).
 
@@ -196,6 +196,7 @@ def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, 
     stamp = 0
     crossing_label = np.empty(n, dtype=np.int64)  # one producer's crossings: consumer labels, lowest edges
     crossing_edge = np.empty(n, dtype=np.int64)
+    crossing = np.empty(e, dtype=np.int64)  # one placement's crossing edges
     for r in range(b):
         device = placements[r]
         split = cut_all
@@ -219,17 +220,25 @@ def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, 
         if want_labels:
             for i in range(n):
                 labels_out[r, i] = labels[i]
-        # Crossing tensors, by producer op, then consumer submodel label (ascending), the lowest edge of each:
-        # one scan of the producer's out-edges (ascending edge order, so the first edge to a label is its
-        # lowest) collects them, then an insertion sort by label (a producer feeds a few submodels at most).
+        # Crossing tensors, by producer op, then consumer submodel label (ascending), the lowest edge of each.
+        # First the edges that cross at all, in producer order with each producer's edges ascending (the CSR
+        # order; a branch-free scan: most edges stay inside their submodel), then per producer the first edge
+        # to each consumer label, kept sorted by label with an insertion sort (a producer feeds a few at most).
+        count = 0
+        for j in range(e):
+            k = out_edges[j]
+            crossing[count] = k
+            count += labels[src[k]] != labels[dst[k]]
         seconds_sum, bytes_sum, crossings = 0.0, 0.0, 0.0
-        for s in range(n):
-            own = labels[s]
+        j = 0
+        while j < count:
+            s = src[crossing[j]]
             found = 0
-            for j in range(out_start[s], out_start[s + 1]):
-                k = out_edges[j]
+            while j < count and src[crossing[j]] == s:
+                k = crossing[j]
+                j += 1
                 lab = labels[dst[k]]
-                if lab != own and seen_label[lab] != stamp:
+                if seen_label[lab] != stamp:
                     seen_label[lab] = stamp
                     at = found
                     while at > 0 and crossing_label[at - 1] > lab:
@@ -240,8 +249,8 @@ def price_batch(placements, cut_all, op_seconds, edge_seconds, edge_bytes, src, 
                     crossing_edge[at] = k
                     found += 1
             stamp += 1  # a new (placement, producer): every seen_label entry is stale, with no reset pass
-            for j in range(found):
-                k = crossing_edge[j]
+            for jj in range(found):
+                k = crossing_edge[jj]
                 pair = device[s] * d + device[dst[k]]
                 seconds = edge_seconds[pair, k]
                 seconds_sum += seconds

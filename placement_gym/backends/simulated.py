@@ -123,9 +123,8 @@ class HeteroCutter:
         self.dst = np.ascontiguousarray(graph.edge_index[1], dtype=np.int64)
         self.split_cycles = self.n <= MAX_OPS_FOR_CYCLE_SPLIT
         self._descendants = self._descendant_bits(graph) if self.split_cycles else np.zeros((1, 1), dtype=np.uint64)
-        # Each op's outgoing edges in ascending edge order (CSR), for the crossing tensors.
+        # The edges by producer op, each op's in ascending edge order, for the crossing tensors.
         self.out_edges = np.argsort(self.src, kind="stable").astype(np.int64)
-        self.out_start = np.concatenate(([0], np.cumsum(np.bincount(self.src, minlength=self.n)))).astype(np.int64)
         self._seconds_per_placement: float | None = None  # the kernel's recent time per placement (`price`)
 
     def _descendant_bits(self, graph: ComputationGraph) -> np.ndarray:
@@ -156,7 +155,7 @@ class HeteroCutter:
         def kernel(lo: int, hi: int) -> tuple:
             start = time.perf_counter()
             priced = price_batch(placements[lo:hi], cut_all, op_seconds, edge_seconds, edge_bytes, self.src,
-                                 self.dst, self.out_start, self.out_edges, self._descendants, self.split_cycles,
+                                 self.dst, self.out_edges, self._descendants, self.split_cycles,
                                  n_devices, want_labels)
             if hi - lo >= 8:  # a moving average (the mix of placements drifts as a policy learns)
                 seconds = (time.perf_counter() - start) / (hi - lo)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import importlib.metadata
 import io
 import json
 import math
@@ -35,16 +36,18 @@ REQUIRED_KEYS = ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_r
 
 # ------------------------------------------------------------------------------------- what was run on what
 def versions() -> dict[str, str]:
-    """Versions of Python and of the packages that shape a result."""
+    """Versions of Python and of the packages that shape a result: a loaded module's ``__version__`` (OpenVINO's
+    names its build), else the installed distribution's version, read without importing it (importing torch and
+    PyG only to read their versions took ~3 s of a ``compare --ray`` driver, which never loads them)."""
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
     for module in ("placement_gym", "openvino", "numpy", "gymnasium", "torch", "torch_geometric", "stable_baselines3"):
-        mod = sys.modules.get(module)
-        if mod is None:
-            try:
-                mod = __import__(module)
-            except ImportError:
-                continue
-        found[module] = str(getattr(mod, "__version__", "unknown"))
+        if module in sys.modules:
+            found[module] = str(getattr(sys.modules[module], "__version__", "unknown"))
+            continue
+        try:
+            found[module] = importlib.metadata.version(module)
+        except importlib.metadata.PackageNotFoundError:
+            continue
     return found
 
 

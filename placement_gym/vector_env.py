@@ -259,7 +259,7 @@ class DevicePlacementVectorEnv(VectorEnv):
         for obs, placement in zip(rows, placements.copy()):
             obs["placement"] = placement
         final_obs = np.fromiter(rows, dtype=object, count=k)  # an object array of the K dicts
-        info = {"final_obs": final_obs, "_final_obs": constant["_final_obs"], "final_info": final_info, **constant}
+        info = {"final_obs": final_obs, "final_info": final_info, **constant}  # + their masks and the reset info
         observations = self._observations(self._constant["starts"])
         return observations, reward, np.ones(k, dtype=bool), np.zeros(k, dtype=bool), info
 
@@ -337,4 +337,3 @@ class DevicePlacementVectorEnv(VectorEnv):
         for key, values in columns.items():
             batched[key], batched[f"_{key}"] = info_column(values)
         return batched
-

@@ -4,7 +4,10 @@ Real parts: the tiny zoo models measured on the real OpenVINO backend (CPU + a o
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -89,6 +92,17 @@ def test_records_follow_the_schema_for_a_users_agent(env):
     assert json.loads(text)["records"][0]["agent"] == "mine"
     assert {"versions", "machine", "created", "schema"} <= set(data) and data["command"] == "test"
     assert data["versions"]["openvino"]
+
+
+def test_results_record_the_versions_of_packages_the_process_never_loaded_without_loading_them():
+    """A ``compare --ray`` driver never loads torch (the workers do); its results still name torch's version, read
+    from the installed package (importing torch and PyG to read it took seconds)."""
+    script = ("import sys, importlib.metadata; from placement_gym.results import versions; found = versions(); "
+              "assert 'torch' not in sys.modules and 'torch_geometric' not in sys.modules, 'imported'; "
+              "assert found['torch'] == importlib.metadata.version('torch'), found; print(found['torch_geometric'])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == importlib.metadata.version("torch_geometric")
 
 
 def test_agent_forms_instance_factory_and_class(env):

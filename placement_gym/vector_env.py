@@ -220,8 +220,7 @@ class DevicePlacementVectorEnv(VectorEnv):
         # as themselves, read-only (small columns copy as fast as they are made read-only).
         if not self.copy:
             placements.setflags(write=False)
-        final_constant, constant = (self._constant["final_info"], self._constant["info"]) if not self.copy else (
-            {key: value.copy() for key, value in self._constant[part].items()} for part in ("final_info", "info"))
+        final_constant, constant = self._constant_arrays("final_info"), self._constant_arrays("info")
         measured = batch.columns
         ok = measured["ok"]
         latency = np.where(ok, measured["latency_s"], envs[0].failure_penalty * now)
@@ -329,6 +328,12 @@ class DevicePlacementVectorEnv(VectorEnv):
         observations = self._shared_obs.copy()  # the shared read-only arrays, in key order
         observations["placement"] = placements.copy()
         return observations
+
+    def _constant_arrays(self, part: str) -> dict[str, np.ndarray]:
+        """The info arrays of ``self._constant[part]`` (they never change): themselves, read-only, with `copy`
+        False, else fresh copies."""
+        arrays = self._constant[part]
+        return arrays if not self.copy else {key: value.copy() for key, value in arrays.items()}
 
     def _columns(self, columns: dict[str, list]) -> dict[str, Any]:
         """Info columns (per key, one value per sub-env, None where a sub-env has none) as Gymnasium's

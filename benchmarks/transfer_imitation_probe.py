@@ -5,7 +5,7 @@
 
 GO is trained as the README's transfer table trains it (``dataset:train``, 200 placements, ``--profile``), then
 fitted by behaviour cloning to one placement per training graph: the best of the heuristic start's placements
-(`agents.common.heuristic_start.start_placements`: each device alone, every op on its cheapest device), which on
+(`agents.search.heuristic_start.start_placements`: each device alone, every op on its cheapest device), which on
 ``ai_pc`` is per-op mixed on the four graphs whose optimum mixes devices (encoder-m/l, gpt-m/l) and the CPU
 alone elsewhere. ``--epochs`` passes over the training graphs, one gradient step on ``-imitate(target)`` per graph
 (Adam, lr 1e-3). Then every training target is checked against ``predict`` and every test graph
@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 
-from agents.common.heuristic_start import start_placements
+from agents.search.heuristic_start import start_placements
 from agents.common.reinforce import apply_gradients
 from placement_gym import registry
 from placement_gym.backends import make_backend

@@ -5,7 +5,7 @@ transfer, target 3)
     python benchmarks/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
 
 A diagnostic (in the agents: every learned agent's ``zero_shot_override``, the same function,
-`agents.common.heuristic_start.override_zero_shot`). Every op goes on the graph's best single device (measured;
+`agents.search.heuristic_start.override_zero_shot`). Every op goes on the graph's best single device (measured;
 ``--base NAME``: on that device, e.g. the one a trained policy chose; ``--rebase``: the agents' choice of where the
 moves start, `override_zero_shot`'s ``rebase``), except the ops whose own time on their
 cheapest device (``obs["node_device_cost"]``: seconds of an op alone on each device) is lower by more than what
@@ -24,7 +24,7 @@ import argparse
 import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 
-from agents.common.heuristic_start import override_zero_shot
+from agents.search.heuristic_start import override_zero_shot
 from placement_gym import results
 from placement_gym.backends import make_backend
 from placement_gym.backends.base import submodel_overhead

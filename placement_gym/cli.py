@@ -361,14 +361,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     outputs = _train_outputs(args, evaluation.seed_list(args.seed if args.seed is not None else args.seeds))
     cls = registry.load_agent_class(args.agent)
     options = _key_values(args.agent_option, "--agent-option")
-    label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
+    bare = args.agent.removeprefix(registry.HYBRID_PREFIX)
+    label = args.agent if bare in registry.AGENTS else evaluation.agent_name(cls)
     if args.models:  # train over several graphs: the env draws one per reset
         args.model = args.models[0] if len(args.models) == 1 else list(args.models)
     make_env, _ = _env_factory(args)
     records: list = []
     written: list = []
     try:
-        _run_rows(args, {label: lambda: registry.make_agent(cls, options)}, make_env, records, written, outputs)
+        _run_rows(args, {label: lambda: registry.make_agent(cls, options, hybrid=registry.is_hybrid(args.agent))},
+                  make_env, records, written, outputs)
     except KeyboardInterrupt:
         return _interrupted(args, records, paths, written)
     evaluation.add_placements_to_within(records)
@@ -409,6 +411,8 @@ def _takes(name: str, key: str) -> bool:
         cls = registry.load_agent_class(name)
     except ValueError:
         return False
+    if key in getattr(cls, "SEARCH_OPTIONS", ()):  # a search setting: taken by the agents built with a search
+        return True
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is None:
@@ -636,7 +640,7 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the one-agent commands, `train` and `evaluate`."""
     parser.add_argument("--agent", required=True,
                         help=f"registered agent ({', '.join(registry.AGENTS)}) or your own class as "
-                        "'package.module:Class'")
+                        "'package.module:Class'; prefix 'hybrid:' for the search layer around it (hybrid:hsdag)")
     parser.add_argument("--model", default="resnet", help="zoo name, dataset entry, synthetic:N[:SEED] or model file "
                         "(default resnet)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
@@ -681,7 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="run several agents on several models; print the paper's table")
     compare.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"], help="zoo names, synthetic:N[:SEED] or model files")
     compare.add_argument("--agents", nargs="+",
-                         help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)})")
+                         help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)}); "
+                              "prefix 'hybrid:' for an agent with the search layer around it (hybrid:hsdag)")
     compare.add_argument("--ray", metavar="ADDRESS",
                          help="run the (agent, model, seed) runs as Ray tasks: local:N (N at once on this machine) or "
                               "a Ray cluster address whose measurement nodes offer the 'placement_bench' resource "
@@ -689,7 +694,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--agent-option", action="append", metavar="[AGENT:]KEY=VALUE",
                          help="agent constructor argument (repeatable, JSON values): AGENT:KEY=VALUE for one agent "
                               "(e.g. ppo:ent_coef=0.03), KEY=VALUE for every compared agent that takes KEY (e.g. "
-                              "heuristic_start=off)")
+                              "learning_rate=0.01; a search setting such as split_patience=50 turns that component "
+                              "of the search layer on: agents.search.config)")
     _add_run_arguments(compare)
     compare.set_defaults(func=_cmd_compare)
 

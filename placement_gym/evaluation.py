@@ -25,6 +25,10 @@ A record (one agent, one env, one seed) is a flat dict (`RECORD_KEYS`; design.md
     ok, error (the final placement compiled and ran), budget, placement_source ("best_placement", or "predict"
     when the run measured nothing), placement, device_counts, n_submodels, spread_s, predict_placement,
     predict_ok, best_step, devices, simulated, backend_settings, model_path,
+    search                             the search components that ran around the agent's own method
+                                       (``agent.search_components()``; [] for a pure agent); an agent label
+                                       with components gets the prefix ``hybrid:``
+    settings                           the agent's full settings (``agent.hyperparameters()``)
     extra                              the agent's hyperparameters, its run timings (``run``), a planner's plan
                                        (``plan``: e.g. the optimum's status and proven lower bound), the caller's
 
@@ -54,7 +58,7 @@ RECORD_KEYS = REQUIRED_KEYS + (
     "reference_latency_s", "latency_corrected_s", "latency_raw_s", "reference_latency_latest_s", "latency_reduction_pct", "ok",
     "error", "budget", "placement_source", "placement", "device_counts", "n_submodels", "spread_s",
     "predict_placement", "predict_ok", "best_step", "devices", "simulated", "backend_settings", "model_path",
-    "extra",
+    "search", "settings", "extra",
 )
 #: Thresholds of ``placements_to_within``: percent above the best known latency.
 WITHIN_PCT = (5, 2, 1)
@@ -153,6 +157,10 @@ class Agent(Protocol):
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild the agent."""
+
+    def search_components(self) -> list[str]:
+        """The hand-written search components run around the agent's own method (`agents.search`): empty for a
+        pure agent (and for a search baseline, whose search is its method)."""
 
     def save(self, path, overwrite: bool = False) -> Path:
         """Write the agent; refuse to replace a file unless `overwrite`."""
@@ -293,6 +301,8 @@ def make_record(env, summary: RunSummary, *, agent: str, model: str | None = Non
         "simulated": bool(base.backend.simulated),
         "backend_settings": base.backend.describe(),
         "model_path": model_path,
+        "search": [],  # `evaluate` fills these two from the agent
+        "settings": {},
         "extra": {"run": summary.to_dict(), **({"plan": summary.details} if summary.details else {}),
                   **dict(extra or {})},
     }
@@ -364,8 +374,11 @@ def evaluate(
     for seed in seeds_:
         learner = _agent_for_seed(agent, copy_instance=len(seeds_) > 1)
         learner.learn(env, budget, seed, callback)
-        record = make_record(env, learner.run_summary, agent=label, model=model, model_path=model_path,
-                             extra={"hyperparameters": learner.hyperparameters(), **dict(extra or {})})
+        settings, search = learner.hyperparameters(), list(learner.search_components())
+        shown = f"hybrid:{label}" if search and not label.startswith("hybrid:") else label
+        record = make_record(env, learner.run_summary, agent=shown, model=model, model_path=model_path,
+                             extra={"hyperparameters": settings, **dict(extra or {})})
+        record.update(search=search, settings=settings)
         records.append(record)
         if on_record is not None:
             on_record(record)

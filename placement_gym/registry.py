@@ -4,8 +4,14 @@
 asks for it by name. The CLI, the harness and the examples all find agents here.
 
 >>> from placement_gym import registry
->>> registry.agent_factories(["single-device", "hsdag"], device_names=["CPU", "GPU"])
-{'CPU-only': <factory>, 'GPU-only': <factory>, 'hsdag': <factory>}
+>>> registry.agent_factories(["single-device", "hsdag", "hybrid:hsdag"], device_names=["CPU", "GPU"])
+{'CPU-only': <factory>, 'GPU-only': <factory>, 'hsdag': <factory>, 'hybrid:hsdag': <factory>}
+
+A learned agent by its name runs its paper's method alone; ``hybrid:NAME`` (``hybrid:hsdag``,
+``hybrid:mymodule:MyAgent``) is the same agent with the search layer around it (`agents.search`): the agent's own
+hybrid preset (``search="hybrid"``) where it has one, else `agents.search.hybrid.SearchAround` around it.
+Constructor options that name search settings (``split_patience``, ``heuristic_start``, ...: the fields of
+`agents.search.config.SearchConfig`) go to the agent's ``search``, on top of its hybrid preset for a hybrid name.
 """
 from __future__ import annotations
 
@@ -17,7 +23,18 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .evaluation import agent_name
 
-__all__ = ["AGENTS", "AgentEntry", "agent_factories", "load_agent_class", "make_agent"]
+__all__ = ["AGENTS", "HYBRID_PREFIX", "AgentEntry", "agent_factories", "is_hybrid", "load_agent_class", "make_agent"]
+
+#: Where the agents' package builds an agent from constructor options (search settings and the hybrid form
+#: included); imported by name, like the agents, so that `placement_gym` never imports `agents` itself.
+BUILDER = "agents.search.hybrid:build_agent"
+#: The prefix that names an agent's hybrid form (the same as `agents.search.config.HYBRID_PREFIX`).
+HYBRID_PREFIX = "hybrid:"
+
+
+def is_hybrid(name: str) -> bool:
+    """Whether agent name `name` asks for the hybrid form (``hybrid:NAME``)."""
+    return isinstance(name, str) and name.startswith(HYBRID_PREFIX)
 
 
 def _per_device(device_names: Sequence[str]) -> list[tuple[str, dict]]:
@@ -59,6 +76,8 @@ AGENTS: dict[str, AgentEntry] = {
     "topo": AgentEntry("agents.baselines:TopoBalance", "Baechi's m-TOPO: topological order split by speed"),
     "metis": AgentEntry("agents.baselines:MetisPartition", "METIS graph partitioning weighted by cost"),
     "dp": AgentEntry("agents.baselines:ContiguousDP", "Tarnawski et al.'s dynamic program over contiguous splits"),
+    "local-search": AgentEntry("agents.search.hybrid:LocalSearch", "search baseline: the heuristic start, then "
+                               "cost-guided block moves around the best (learns nothing)"),
     "hsdag": AgentEntry("agents.hsdag:HSDAGAgent", "the paper's method: GNN + graph-parsing pooling + placer"),
     "placeto": AgentEntry("agents.placeto:PlacetoAgent", "node-by-node re-placement with message passing"),
     "rnn": AgentEntry("agents.rnn:RNNAgent", "Mirhoseini et al.'s seq2seq LSTM placer"),
@@ -73,12 +92,16 @@ AGENTS: dict[str, AgentEntry] = {
 
 def load_agent_class(name: str) -> type:
     """The class registered as `name`, or a user's own given as an import path ``"package.module:Class"``
-    (found from the current directory too, as ``python -m`` would)."""
+    (found from the current directory too, as ``python -m`` would). A ``hybrid:`` prefix is ignored here (the
+    class is the same; `make_agent` builds its hybrid form)."""
+    if is_hybrid(name):
+        name = name[len(HYBRID_PREFIX):]
     entry = AGENTS.get(name)
     target = entry.target if entry is not None else (name if ":" in name else None)
     if target is None:
         raise ValueError(f"unknown agent {name!r}; registered agents: {', '.join(AGENTS)} "
-                         "(or give your own class as 'package.module:Class')")
+                         "(or give your own class as 'package.module:Class'; prefix 'hybrid:' for the search layer "
+                         "around a learned agent)")
     module_name, _, class_name = target.partition(":")
     if entry is None and os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -92,12 +115,20 @@ def load_agent_class(name: str) -> type:
     return cls
 
 
-def make_agent(cls: type, options: Mapping[str, Any] | None = None) -> Any:
-    """``cls(**options)``, with a ValueError naming the agent when it rejects the options."""
-    try:
-        return cls(**dict(options or {}))
-    except TypeError as exc:
-        raise ValueError(f"agent {cls.__name__} rejected the options {dict(options or {})}: {exc}") from exc
+def make_agent(cls: "type | str", options: Mapping[str, Any] | None = None, *, hybrid: bool = False) -> Any:
+    """``cls(**options)``, with a ValueError naming the agent when it rejects the options.
+
+    `cls` may be a registered name or an import path (a ``hybrid:`` prefix sets `hybrid`). The agents' package
+    builds it (`agents.search.hybrid.build_agent`, found by name like every agent): options that name search
+    settings go to the agent's ``search``, on top of its hybrid preset when `hybrid`; an agent with no preset of its
+    own is wrapped in the generic search layer.
+    """
+    if isinstance(cls, str):
+        hybrid = hybrid or is_hybrid(cls)
+        cls = load_agent_class(cls)
+    module_name, _, function = BUILDER.partition(":")
+    build = getattr(importlib.import_module(module_name), function)
+    return build(cls, dict(options or {}), hybrid=hybrid)
 
 
 def agent_factories(names: Sequence[str], device_names: Sequence[str],
@@ -111,9 +142,12 @@ def agent_factories(names: Sequence[str], device_names: Sequence[str],
     factories: dict[str, Callable[[], Any]] = {}
     for name in names:
         cls = load_agent_class(name)
-        entry = AGENTS.get(name)
-        label = name if entry is not None else agent_name(cls)
+        hybrid = is_hybrid(name)
+        bare = name[len(HYBRID_PREFIX):] if hybrid else name
+        entry = AGENTS.get(bare)
+        label = (HYBRID_PREFIX if hybrid else "") + (bare if entry is not None else agent_name(cls))
         rows = entry.variants(device_names) if entry is not None and entry.variants else [(label, {})]
         for row, own in rows:
-            factories[row] = (lambda cls=cls, kwargs={**own, **dict(options or {})}: make_agent(cls, kwargs))
+            factories[row] = (lambda cls=cls, kwargs={**own, **dict(options or {})}, hybrid=hybrid:
+                              make_agent(cls, kwargs, hybrid=hybrid))
     return factories

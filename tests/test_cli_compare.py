@@ -85,14 +85,17 @@ def test_compare_agent_options_go_to_one_agent_or_to_every_agent_that_takes_them
     out = tmp_path / "opts.json"
     argv = ["compare", "--models", "tiny_branch", "--agents", "random", "hsdag", "ppo", "--backend", "simulated",
             "--budget", "6", "--seeds", "1", "--no-progress", "--json", str(out),
-            "--agent-option", "heuristic_start=off", "--agent-option", "ppo:ent_coef=0.03",
-            "--agent-option", "hsdag:split_patience=None"]  # Python's spelling of JSON's null
+            "--agent-option", "heuristic_start=measure", "--agent-option", "ppo:ent_coef=0.03",
+            "--agent-option", "hsdag:split_patience=7"]
     assert cli.main(argv) == 0
-    settings = {r["agent"]: r["extra"]["hyperparameters"] for r in json.loads(out.read_text())["records"]}
-    assert settings["hsdag"]["heuristic_start"] == settings["ppo"]["heuristic_start"] == "off"
-    assert settings["hsdag"]["split_patience"] is None
-    assert settings["ppo"]["ent_coef"] == 0.03 and "ent_coef" not in settings["hsdag"]
-    assert "heuristic_start" not in settings["random"]  # a baseline without the setting is left alone
+    records = json.loads(out.read_text())["records"]
+    settings = {r["agent"]: r["settings"] for r in records}
+    # hybrid:hsdag: a search setting given to a pure agent turns that component on (and labels the record)
+    assert settings["hybrid:hsdag"]["search"] == {"heuristic_start": "measure", "split_patience": 7}
+    assert settings["hybrid:ppo"]["search"] == {"heuristic_start": "measure"}
+    assert {r["agent"]: r["search"] for r in records}["hybrid:ppo"] == ["heuristic_start"]
+    assert settings["hybrid:ppo"]["ent_coef"] == 0.03 and "ent_coef" not in settings["hybrid:hsdag"]
+    assert "search" not in settings["random"]  # a baseline without the setting is left alone
     capsys.readouterr()
     base = argv[:argv.index("--json")]
     assert cli.main([*base, "--agent-option", "no_such=1"]) == 2

@@ -29,7 +29,7 @@ def make_env(agent, graph, backend):
 # ------------------------------------------------------------------------------------------ convergence
 @pytest.mark.parametrize("name", LEARNED)
 def test_every_learned_agent_ends_on_what_it_found(name, tiny_branch_graph):
-    agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0})  # distillation: the search layer's
     env = make_env(agent, tiny_branch_graph, make_backend("simulated", "auto"))
     agent.learn(env, budget=40)
     summary = agent.run_summary
@@ -50,7 +50,7 @@ def test_under_repair_the_policy_ends_on_its_best_action(name, tiny_branch_graph
 
     banned = sorted(set(tiny_branch_graph.op_types))[0]
     profile = with_device(mixed_profile(3, "sequential"), 1, unsupported_ops=[banned])
-    agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0})
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     env = DevicePlacementEnv(tiny_branch_graph, backend=SimulatedBackend(profile),
                              unsupported="repair", **features)
@@ -67,7 +67,7 @@ def test_distillation_makes_the_policy_end_on_its_best():
     # after this budget, depending on where its last update left it: nothing to assert.)
     results = {}
     for steps in (0, 1000):
-        agent = RNNAgent(seed=0, n_groups=4, reward="env", distill_steps=steps)
+        agent = RNNAgent(seed=0, n_groups=4, reward="env", search=RNNAgent.HYBRID.replace(distill_steps=steps))
         env = make_env(agent, chain_graph(12), SplitBackend())
         agent.learn(env, budget=30)
         results[steps] = (agent.best_placement.tolist(), agent.predict(env.reset(seed=0)[0]).tolist())
@@ -86,7 +86,7 @@ def test_elite_set_keeps_the_fastest_distinct_placements():
 
 
 def test_self_imitation_raises_the_likelihood_of_the_elites():
-    agent = RNNAgent(seed=0, n_groups=4, reward="env", imitation_coef=1.0, distill_steps=0)
+    agent = RNNAgent(seed=0, n_groups=4, reward="env", search=RNNAgent.HYBRID.replace(imitation_coef=1.0, distill_steps=0))
     env = make_env(agent, chain_graph(12), SplitBackend())
     agent.learn(env, budget=24)
     trainer = agent.trainer
@@ -102,8 +102,8 @@ def test_self_imitation_raises_the_likelihood_of_the_elites():
 
 # ------------------------------------------------------------------------------------------ expressiveness
 # No wall-time cap on the distillation here (distill_seconds=None): these are about what the policy can express.
-@pytest.mark.parametrize("make", [lambda: HSDAGAgent(seed=0, hidden_channels=16, distill_seconds=None),
-                                  lambda: RNNAgent(seed=0, n_groups=2, distill_seconds=None)], ids=["hsdag", "rnn"])
+@pytest.mark.parametrize("make", [lambda: HSDAGAgent(seed=0, hidden_channels=16, search=HSDAGAgent.HYBRID.replace(distill_seconds=None)),
+                                  lambda: RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(distill_seconds=None))], ids=["hsdag", "rnn"])
 def test_group_placers_can_express_any_placement(make, tiny_branch_graph):
     # Groups (HSDAG's parse, the RNN's two chunks) do not follow this random placement; the per-op refinement
     # lets the policy produce it anyway, and distillation gets it there.
@@ -116,7 +116,7 @@ def test_group_placers_can_express_any_placement(make, tiny_branch_graph):
 
 
 def test_without_refinement_a_group_placer_cannot_split_its_groups(tiny_branch_graph):
-    agent = RNNAgent(seed=0, n_groups=2, refine=False, distill_seconds=None)
+    agent = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(refine=False, distill_seconds=None))
     env = make_env(agent, tiny_branch_graph, make_backend("simulated", "auto"))
     agent.learn(env, budget=10)
     target = np.zeros(tiny_branch_graph.n_ops, dtype=np.int64)

@@ -93,7 +93,7 @@ def test_farm_measures_real_placements_and_drives_the_env(local_ray, tiny_branch
 def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
     common = ["compare", "--models", "tiny_branch", "tiny_chain", "--agents", "single-device", "random", "post",
               "optimal", "--backend", "simulated", "--profile", "ai_pc", "--budget", "12", "--seeds", "2",
-              "--no-progress", "--agent-option", "heuristic_start=off", "--agent-option", "post:n_groups=4"]
+              "--no-progress", "--agent-option", "post:n_groups=4"]
     assert cli.main([*common, "--json", str(tmp_path / "serial.json")]) == 0
     assert cli.main([*common, "--json", str(tmp_path / "ray.json"), "--ray", "local:2"]) == 0
     serial, farmed = (json.loads((tmp_path / f).read_text())["records"] for f in ("serial.json", "ray.json"))
@@ -101,8 +101,8 @@ def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
     assert [[r[k] for k in same] for r in farmed] == [[r[k] for k in same] for r in serial]
     assert len(serial) == 2 * (3 + 1 + 1 + 1) * 2  # models x (3 single devices, random, post, optimal) x seeds
     for records in (serial, farmed):  # the workers build the agents with the same --agent-option settings
-        post = [r["extra"]["hyperparameters"] for r in records if r["agent"] == "post"]
-        assert post and all(h["heuristic_start"] == "off" and h["n_groups"] == 4 for h in post)
+        post = [r for r in records if r["agent"] == "post"]
+        assert post and all(r["extra"]["hyperparameters"]["n_groups"] == 4 and r["search"] == [] for r in post)
 
 
 def test_a_lost_worker_is_a_failed_measurement_not_a_crash(local_ray, tiny_chain_graph):

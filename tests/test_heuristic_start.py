@@ -1,4 +1,4 @@
-"""The heuristic start (`agents.common.heuristic_start`): what a learned agent measures before its policy samples,
+"""The heuristic start (`agents.search.heuristic_start`): what a learned agent measures before its policy samples,
 and that its own placement can then be what it measured (grouped policies split to express it)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from agents.common.heuristic_start import (_best_window, move_large_savings, override_zero_shot, runs_back_to_base,
+from agents.search.heuristic_start import (_best_window, move_large_savings, override_zero_shot, runs_back_to_base,
                                            start_placements, transfer_change)
 from placement_gym.backends.profiles import Profile, device_memory_bytes, memory_need
 from placement_gym.backends.simulated import SimulatedBackend
@@ -97,7 +97,7 @@ def test_a_start_placement_keeps_what_a_small_device_holds_in_one_window(tiny_br
 
 @pytest.mark.parametrize("name", ["hsdag", "post", "ppo", "placeto", "ppo-node"])
 def test_learned_agent_measures_the_start_first_and_its_policy_returns_the_best(name, tiny_branch_graph):
-    agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0})
     env = ai_pc_env(tiny_branch_graph, agent)
     start = start_placements(env.reset(seed=0)[0])
     seen = Placements()
@@ -115,8 +115,8 @@ def test_learned_agent_measures_the_start_first_and_its_policy_returns_the_best(
 def test_heuristic_start_off_measures_only_the_policy_and_bad_values_are_refused(tiny_branch_graph):
     cls = registry.load_agent_class("hsdag")
     with pytest.raises(ValueError, match="heuristic_start must be one of"):
-        cls(heuristic_start="always")
-    agent = cls(seed=0, heuristic_start="off")
+        cls(search={"heuristic_start": "always"})
+    agent = cls(seed=0, search=cls.HYBRID.replace(heuristic_start="off"))
     env = ai_pc_env(tiny_branch_graph, agent)
     seen = Placements()
     agent.learn(env, budget=4, seed=0, callback=seen)

@@ -1,4 +1,4 @@
-"""The cost-guided local search of GO's fine-tuning (`agents.common.local_search`), on tiny graphs."""
+"""The cost-guided local search of GO's fine-tuning (`agents.search.local_search`), on tiny graphs."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from agents.common.local_search import BlockSearch
+from agents.search.local_search import BlockSearch
 from agents.common.reinforce import ReinforceConfig
 from agents.go import GOAgent
 from agents.post import PostAgent
@@ -109,7 +109,7 @@ def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_
     for fit in (True, False):
         env = DevicePlacementEnv(graph, backend=SimulatedBackend(replace(profile, devices=[profile.devices[0], gpu])))
         outcomes[fit] = Outcomes()
-        PostAgent(seed=0, fit_memory=fit).learn(env, budget=60, callback=outcomes[fit])
+        PostAgent(seed=0, search=PostAgent.HYBRID.replace(fit_memory=fit)).learn(env, budget=60, callback=outcomes[fit])
     obs = env.reset(seed=0)[0]
     # Unfitted, Post's samples overfill the GPU and fail; fitted, every placement measured holds and runs ...
     assert not all(outcomes[False].ok)
@@ -159,7 +159,7 @@ def free_transfers() -> Profile:
 def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
     backend = make_backend("simulated", profile=free_transfers())
     small = dict(hidden_channels=16, heads=2, segment_length=4, samples_per_update=8)
-    agent = GOAgent(seed=0, **small)
+    agent = GOAgent(seed=0, search=GOAgent.HYBRID, **small)
     agent.learn(DevicePlacementEnv("tiny_chain", backend=backend, features=GOAgent.feature_families), budget=16)
     path = agent.save(tmp_path / "go.pt")
 
@@ -170,7 +170,7 @@ def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
     assert optimum < 0.95 * min(singles)  # the case the search is for
 
     tuned = GOAgent.load(path)
-    assert tuned.finetune_search == 1.0  # the default, kept by the checkpoint
+    assert tuned.search.finetune_search == 1.0  # the hybrid's setting, kept by the checkpoint
     tuned.learn(env, budget=30, seed=0)
     assert tuned.best_latency_s <= optimum * 1.01
     assert tuned.run_summary.predict_latency_s == pytest.approx(tuned.best_latency_s)  # distilled into predict
@@ -178,9 +178,9 @@ def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
 
 def test_go_refuses_bad_search_settings():
     with pytest.raises(ValueError, match="finetune_search"):
-        GOAgent(finetune_search=1.5)
+        GOAgent(search={"finetune_search": 1.5})
     with pytest.raises(ValueError, match="unknown finetune_search_options"):
-        GOAgent(finetune_search_options={"temperature": 2.0})
+        GOAgent(search={"finetune_search_options": {"temperature": 2.0}})
 
 
 def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
@@ -220,10 +220,12 @@ def test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budge
 
     # Without the heuristic start (it would measure the cheapest devices, the optimum here, first), the policy's
     # own search stays on the best single device (8.3% above) for these 60 placements; the proposals find it.
-    alone = cls(seed=0, samples_per_update=4, heuristic_start="off", search_proposals=0, **options)
+    alone = cls(seed=0, samples_per_update=4, search=cls.HYBRID.replace(heuristic_start="off", search_proposals=0),
+                **options)
     alone.learn(env, budget=60, seed=0)
     assert alone.best_latency_s > optimum * 1.05
-    agent = cls(seed=0, samples_per_update=4, heuristic_start="off", search_proposals=3, **options)
+    agent = cls(seed=0, samples_per_update=4, search=cls.HYBRID.replace(heuristic_start="off", search_proposals=3),
+                **options)
     agent.learn(env, budget=60, seed=0)
     summary = agent.run_summary
     assert summary.steps == 60  # the proposals come out of the budget
@@ -234,7 +236,7 @@ def test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budge
 
 
 def test_search_proposals_settings_are_checked():
-    from agents.common.local_search import AroundBest
+    from agents.search.local_search import AroundBest
     from agents.common.reinforce import ReinforceConfig
 
     with pytest.raises(ValueError, match="search_proposals must be >= 0"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common.heuristic_start import start_placements
+from agents.search.heuristic_start import start_placements
 from agents.common.node_by_node import NodeGroups, graph_key, refine_groups
 from placement_gym import registry
 from placement_gym.env import DevicePlacementEnv
@@ -98,7 +98,7 @@ def test_refined_groups_let_predict_return_a_per_op_best_and_are_saved(name, tmp
     # 3 groups of 4 ops on a 12-op chain whose optimum cuts at op 6, inside the second group; the heuristic start
     # measures that optimum (every op on its cheapest device), a placement 3 groups cannot build.
     graph = chain_graph(12)
-    agent = registry.make_agent(registry.load_agent_class(name),
+    agent = registry.make_agent(f"hybrid:{name}",
                                 {"seed": 0, "groups" if name == "placeto" else "node_groups": 3})
     env = DevicePlacementEnv(graph, backend=CostedSplitBackend(),
                              **({} if agent.feature_families is None else {"features": agent.feature_families}))

@@ -15,7 +15,7 @@ import pytest
 
 import placement_gym  # noqa: F401  (registers the envs)
 from agents.common.base import BaseAgent
-from agents.common.heuristic_start import (LINK_FEATURE, ZERO_SHOT_OVERRIDE, cheapest_devices, move_large_savings,
+from agents.search.heuristic_start import (LINK_FEATURE, ZERO_SHOT_OVERRIDE, cheapest_devices, move_large_savings,
                                            transfer_change)
 from placement_gym.features import bytes_from_edge_features
 from placement_gym import registry
@@ -126,7 +126,7 @@ FINE_TUNED = AGENTS + [("go", {"hidden_channels": 16, "heads": 2}, 10)]
 def test_fine_tuning_starts_from_the_policy_and_ends_no_worse_than_it_or_any_single_device(name, options, budget,
                                                                                           tmp_path):
     cls = registry.load_agent_class(name)
-    agent = registry.make_agent(cls, {"seed": 0, **options})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, **options})
     agent.learn(make(agent, "tiny_chain", "paper"), budget=budget, seed=0)
     loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))
     env = make(loaded, "tiny_branch", "ai_pc", devices=["NPU", "GPU", "CPU"])
@@ -149,7 +149,7 @@ def test_fine_tuning_starts_from_the_policy_and_ends_no_worse_than_it_or_any_sin
 def test_node_by_node_fine_tuning_searches_around_its_best_not_from_random_starts(name, tmp_path):
     cls = registry.load_agent_class(name)
     options = {"n_steps": 4, "batch_size": 4} if name == "ppo-node" else {}
-    agent = registry.make_agent(cls, {"seed": 0, "groups" if name == "placeto" else "node_groups": 4, **options})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, "groups" if name == "placeto" else "node_groups": 4, **options})
     agent.learn(make(agent, "tiny_chain", "paper"), budget=12, seed=0)
     loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))
     env = make(loaded, "tiny_branch", "ai_pc")
@@ -168,7 +168,7 @@ def test_node_by_node_fine_tuning_searches_around_its_best_not_from_random_start
 def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until_a_run_on_one_graph(
         name, options, budget, tmp_path):
     cls = registry.load_agent_class(name)
-    agent = registry.make_agent(cls, {"seed": 0, **options})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, **options})
     assert agent.zero_shot_override == ZERO_SHOT_OVERRIDE and not agent.zero_shot_active
     agent.learn(make(agent, ["tiny_chain", "tiny_branch"], "ai_pc"), budget=2 * budget, seed=0)
     assert agent.zero_shot_active  # on after training over many graphs
@@ -209,9 +209,9 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
 @pytest.mark.parametrize("name", [a[0] for a in FINE_TUNED])
 def test_the_zero_shot_override_is_a_number_of_overheads_or_off(name):
     cls = registry.load_agent_class(name)
-    assert cls(zero_shot_override=None).zero_shot_override == 0.0
-    with pytest.raises(ValueError, match="zero_shot_override is a number of per-submodel overheads >= 0"):
-        cls(zero_shot_override=-1.0)
+    assert cls(search={"zero_shot_override": None}).zero_shot_override == 0.0
+    with pytest.raises(ValueError, match="search settings out of range: zero_shot_override=-1.0"):
+        cls(search={"zero_shot_override": -1.0})
 
 
 def test_a_checkpoint_from_before_the_flag_has_the_override_on_if_it_was_trained_over_many_graphs(tmp_path):
@@ -219,7 +219,7 @@ def test_a_checkpoint_from_before_the_flag_has_the_override_on_if_it_was_trained
 
     cls = registry.load_agent_class("hsdag")
     for models, expected in ((["tiny_chain", "tiny_branch"], True), ("tiny_chain", False)):
-        agent = cls(seed=0)
+        agent = cls(seed=0, search="hybrid")
         agent.learn(make(agent, models, "ai_pc"), budget=10, seed=0)
         path = agent.save(tmp_path / f"{len(models)}.pt")
         data = torch.load(path, weights_only=True)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from agents.common.heuristic_start import move_large_savings
+from agents.search.heuristic_start import move_large_savings
 
 from .conftest import load_benchmark
 

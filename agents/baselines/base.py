@@ -30,6 +30,9 @@ class PlanningAgent(RunAgent):
     """
 
     name = "baseline"
+    #: Planners take no search settings (`agents.search`); ``hybrid:NAME`` wraps one in the generic layer.
+    HYBRID = None
+    SEARCH_OPTIONS = frozenset()
 
     def __init__(self) -> None:
         super().__init__(seed=0, torch_threads=None)  # planners use no torch

@@ -31,7 +31,7 @@ import numpy as np
 from placement_gym.backends.simulated import SimulatedBackend
 
 from .base import PlanningAgent
-from .optimal import Constraints
+from .constraints import Constraints
 
 #: Cut positions the program considers at most; larger graphs are cut only at that many evenly spread positions.
 MAX_CUT_POSITIONS = 600

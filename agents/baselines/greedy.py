@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from agents.common.heuristic_start import cheapest_devices
+from agents.search.heuristic_start import cheapest_devices
 
 from .base import PlanningAgent
 from .costs import CostModel, cost_model

@@ -32,6 +32,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from agents.search.config import gather_search_options
+
 from .checkpoint import read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint
 from .run import RunAgent, agent_predict
 
@@ -94,8 +96,8 @@ class BaseAgent(RunAgent):
         seed: default seed of `learn` (its own `seed` argument wins).
         torch_threads: torch threads while learning (`RunAgent`).
         device: torch device of the policy.
-        coarsen_above, max_nodes, zero_shot_override: big graphs are learned and placed coarsened; the zero-shot
-            override after a run over many graphs (`RunAgent`).
+        coarsen_above, max_nodes, search: big graphs are learned and placed coarsened; the search components
+            around the agent's method (`RunAgent`).
     """
 
     #: True when the policy's parameters hold no graph size (N) or device count (D): it learns and predicts on
@@ -176,7 +178,7 @@ class BaseAgent(RunAgent):
         data = read_checkpoint(path)
         agent_cls = resolve_agent_class(data, cls, path)
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**data["hyperparameters"], device=device)
+            agent = agent_cls(**gather_search_options(data["hyperparameters"]), device=device)
             spec = dict(data["extra"]["spec"])
             spec["feature_families"] = None if spec.get("feature_families") is None else tuple(spec["feature_families"])
             agent.setup(PolicySpec(**spec))

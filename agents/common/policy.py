@@ -126,7 +126,7 @@ def group_majority_placement(groups: np.ndarray, placement: np.ndarray, n_device
 
 def group_mean_logits(logits: Tensor, groups: Tensor) -> Tensor:
     """(G, D) one decision's logits per group: the mean of its ops' `logits` (N, D); `groups` (N,) int64, every
-    value 0..G-1 used (contiguous groups of a coarse-to-fine placer, `agents.common.coarse_to_fine`)."""
+    value 0..G-1 used (contiguous groups of a coarse-to-fine placer, `agents.search.coarse_to_fine`)."""
     g = int(groups.max()) + 1
     total = logits.new_zeros(g, logits.shape[1]).index_add(0, groups, logits)
     return total / torch.bincount(groups, minlength=g).unsqueeze(1).to(logits.dtype)

@@ -8,7 +8,7 @@ instead, with the PPO settings given in ``ppo`` (a dict of `PPOConfig` fields be
 """
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any, Callable, Mapping
 
 import time
@@ -18,9 +18,8 @@ import numpy as np
 import torch
 
 from .base import BaseAgent, PolicySpec
-from .coarse_to_fine import REFIT_STEPS, split_until_expressible
+from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
 from .device_head import enable_graph_cost
-from .heuristic_start import check_heuristic_start
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from .run import RunLoop
@@ -56,15 +55,12 @@ class PolicyGradientAgent(BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
-        heuristic_start: what a run on one graph measures first (`agents.common.heuristic_start`; a fine-tuning
-            run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
-            ``"measure"`` (each device alone and every op on its cheapest device first) or ``"refit"`` (also fit
-            the policy to the best of them before sampling).
-        seed, torch_threads, device, coarsen_above, max_nodes, zero_shot_override: see `BaseAgent`.
+        seed, torch_threads, device, coarsen_above, max_nodes, search: see `BaseAgent` (the search components
+            the trainers run, ``search.imitation_coef`` ... ``search.fit_memory``, join the trainer's settings).
     """
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
-                 ppo: Mapping[str, Any] | None = None, heuristic_start: str = "off", seed: int | None = None,
+                 ppo: Mapping[str, Any] | None = None, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu", **run_options: Any) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads, device=device, **run_options)
         if algorithm not in ALGORITHMS:
@@ -75,8 +71,11 @@ class PolicyGradientAgent(BaseAgent):
         if ppo and algorithm != "ppo":
             raise ValueError("PPO settings were given but algorithm is 'reinforce': add algorithm='ppo'")
         config = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
+        s = self.search  # the search components the trainers run (`agents.search.config`)
+        config = replace(config, imitation_coef=s.imitation_coef, elites=s.elites, distill_steps=s.distill_steps,
+                         distill_seconds=s.distill_seconds, split_patience=s.split_patience,
+                         search_proposals=s.search_proposals, fit_memory=s.fit_memory)
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
-        self.heuristic_start = check_heuristic_start(heuristic_start)
         self.trainer_config = PPOConfig(**asdict(config), **self.ppo) if algorithm == "ppo" else config
         self.trainer: ReinforceTrainer | PPOTrainer | None = None
 
@@ -86,11 +85,8 @@ class PolicyGradientAgent(BaseAgent):
         return self.trainer_config
 
     def algorithm_options(self) -> dict[str, Any]:
-        """The constructor arguments that pick the trainer and the convergence aids (for `hyperparameters`)."""
-        c = self.trainer_config
-        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), "heuristic_start": self.heuristic_start,
-                "imitation_coef": c.imitation_coef,
-                "elites": c.elites, "distill_steps": c.distill_steps, "distill_seconds": c.distill_seconds}
+        """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""
+        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
 
     def agent_env(self, env: gym.Env) -> gym.Env:
         """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
@@ -106,9 +102,11 @@ class PolicyGradientAgent(BaseAgent):
     #: None here, HSDAG's boundary exploration sets it.
     on_update: Callable[[RunLoop], None] | None = None
 
-    #: Whether a split of the policy's groups (``split_patience``, coarse to fine) is followed by `refit_best`.
-    #: Subclasses whose split changes the policy's distribution set it (the RNN's and GO's ``split_refit``).
-    split_refit: bool = False
+    @property
+    def split_refit(self) -> bool:
+        """Whether a split of the policy's groups (``search.split_patience``, coarse to fine) is followed by
+        `refit_best` (``search.split_refit``)."""
+        return self.search.split_refit
 
     def refit_best(self, run: RunLoop) -> None:
         """Fit the run's best placement so far into the policy (the final distillation's steps, no placement
@@ -201,7 +199,7 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     on a device that cannot run it fails and is never the best, so the target is within the mask.)
     `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
     device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not
-    draw itself (the heuristic start's, `agents.common.heuristic_start`). `reproduces(placement)` answers "does
+    draw itself (the heuristic start's, `agents.search.heuristic_start`). `reproduces(placement)` answers "does
     ``predict`` return it?" where that is cheaper than calling ``predict`` (a node-by-node placer's: one forward
     pass, not one per group, `agents.common.node_by_node.TeacherForcing.reproduces`)."""
     if placement is None or max_steps == 0:

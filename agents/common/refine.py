@@ -34,24 +34,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from agents.search.local_search import neighbour_device_shares
+
 from .device_head import DeviceScorer, Devices
 from .gnn import MLP
 
-__all__ = ["OpRefiner", "neighbour_device_shares"]
-
-
-def neighbour_device_shares(devices: Tensor, edge_index: Tensor, n_devices: int) -> Tensor:
-    """(K, N, D) share of each op's graph neighbours (producers and consumers, edges counted once each way)
-    on each device, for K placements `devices` (K, N) and the ops' `edge_index` (2, E); zeros for an op
-    without neighbours."""
-    k, n = devices.shape
-    one_hot = nn.functional.one_hot(devices, n_devices).to(torch.float32)  # (K, N, D)
-    src, dst = edge_index[0], edge_index[1]
-    counts = torch.zeros_like(one_hot)
-    counts.index_add_(1, dst, one_hot[:, src])  # producers' devices, at the consumer
-    counts.index_add_(1, src, one_hot[:, dst])  # consumers' devices, at the producer
-    degree = counts.sum(-1, keepdim=True)
-    return counts / degree.clamp(min=1.0)
+__all__ = ["OpRefiner"]
 
 
 class OpRefiner(nn.Module):

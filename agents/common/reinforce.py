@@ -29,7 +29,7 @@ Both modes use (each switchable, for ablations):
                         placement)`` until the policy's own placement is the run's best one (no placement is
                         measured; `PolicyGradientAgent.distill`); 0 = off.
     search_proposals    after every update of a run on one graph, measure this many cost-guided proposals around
-                        the run's best placement (`agents.common.local_search.AroundBest`: block moves drawn by
+                        the run's best placement (`agents.search.local_search.AroundBest`: block moves drawn by
                         what the observation's per-op costs say they save, and moves at its device boundaries),
                         beside the policy's own samples and from the same budget; what they find reaches the
                         policy through the run's best (HSDAG samples around it), the self-imitation elites,
@@ -38,13 +38,13 @@ Both modes use (each switchable, for ablations):
     fit_memory          a sampled placement that puts more on a device than it holds (what the observation's
                         ``node_memory_bytes`` and ``device_features`` say; measured, it would only fail) is
                         measured with ops at the edge of that device's region given back to their neighbours'
-                        devices, the sample's own moves last (`agents.common.local_search.BlockSearch.fit_memory`,
+                        devices, the sample's own moves last (`agents.search.local_search.BlockSearch.fit_memory`,
                         what the proposals do): a sample that moves a block onto a full accelerator becomes a swap.
                         The policy is scored on its sample, with the fitted placement's reward (to it the fit is
                         part of the env); what was measured reaches the run's best, the elites and Post's
                         cross-entropy pool. A no-op where every device holds its share of every sample (``paper``,
                         ``server``, ``ai_pc``); off = the papers' methods. Bandit mode, runs on one graph only.
-    split_patience      coarse to fine (`agents.common.coarse_to_fine`): after this many placements in a row
+    split_patience      coarse to fine (`agents.search.coarse_to_fine`): after this many placements in a row
                         without a new best, the policy halves its contiguous op groups (``policy.split()``),
                         down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
                         GO's single-graph search); only on runs on one graph.
@@ -67,9 +67,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .coarse_to_fine import StallDetector, check_split_patience
+from agents.search.coarse_to_fine import StallDetector, check_split_patience
 from .policy import PolicySample, sample_categorical
-from .local_search import AroundBest, BlockSearch
+from agents.search.local_search import AroundBest, BlockSearch
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_episode, collect_placements,
                       discounted_returns)
 from .run import RunLoop
@@ -236,7 +236,7 @@ class PolicyGradientTrainer:
 
     def coarse_to_fine(self, run: RunLoop, decisions: "list[Decision | Measured]", stats: dict) -> None:
         """Halve the policy's groups when the search has stalled (``split_patience``,
-        `agents.common.coarse_to_fine`); called after every update with the placements it measured. Only on a
+        `agents.search.coarse_to_fine`); called after every update with the placements it measured. Only on a
         run on one graph: the groups are cut positions of that graph's topological order, and across graphs a
         "new best" compares latencies of different graphs (training over many graphs, for transfer, keeps them)."""
         if self.stall is None or run.many_graphs:

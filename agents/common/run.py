@@ -37,7 +37,7 @@ with `agent_predict`) coarsens a full-size observation the same way and expands 
 recomputed from the observation itself, so a saved agent needs no stored mapping.
 
 Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
-override (`agents.common.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
+override (`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
 saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there
 (from another device than the policy's, where the policy put the graph on one device and the moves gain enough
 more from the other: `override_zero_shot`'s ``rebase``; runs of ops the policy put off its main device that do not
@@ -72,7 +72,8 @@ from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
 
-from .heuristic_start import measure_start_placements, override_zero_shot
+from agents.search.config import SEARCH_OPTION_NAMES, SearchConfig
+from agents.search.heuristic_start import measure_start_placements, override_zero_shot
 
 __all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
 
@@ -476,11 +477,10 @@ class RunAgent(abc.ABC):
             clusters (module docstring); None or 0: never (the default here; the learned agents set
             `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
-        zero_shot_override: after a run over many graphs, ``predict`` moves every op that saves more on its
-            cheapest device than the move adds on links plus this many per-submodel overheads (module docstring,
-            "Zero-shot"); None or 0: never
-            (the default here; the learned agents that train across graphs set
-            `agents.common.heuristic_start.ZERO_SHOT_OVERRIDE`).
+        search: the search components around the agent's own method (`agents.search.config.SearchConfig`, a
+            dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
+            The run loop itself reads ``heuristic_start``, ``finetune_from_predict`` and ``zero_shot_override``
+            (module docstring, "Zero-shot"); the trainers read the rest.
 
     After `learn`:
         best_placement, best_latency_s: the run's result: its best placement (or, if it measured none, its
@@ -494,21 +494,26 @@ class RunAgent(abc.ABC):
     #: Node-feature families the agent's env must observe; None = the env's default.
     feature_families: tuple[str, ...] | None = None
 
+    #: The search this agent's hybrid form runs (``search="hybrid"``, ``hybrid:NAME``): none here; the learned
+    #: agents set theirs (`agents.search.config`).
+    HYBRID: ClassVar[SearchConfig | None] = SearchConfig()
+    #: The constructor options that are search settings (`agents.search.config`), for the command line's
+    #: ``--agent-option KEY=VALUE`` given to every agent that takes KEY.
+    SEARCH_OPTIONS: ClassVar[frozenset[str]] = SEARCH_OPTION_NAMES
+
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
-                 max_nodes: int = MAX_NODES, zero_shot_override: float | None = None) -> None:
+                 max_nodes: int = MAX_NODES,
+                 search: "SearchConfig | Mapping[str, Any] | str | None" = None) -> None:
         if not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
             raise ValueError(f"max_nodes must be a positive number of clusters, got {max_nodes!r}")
         if coarsen_above is not None and (not isinstance(coarsen_above, (int, np.integer)) or
                                           (coarsen_above and coarsen_above < max_nodes)):
             raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
                              f"({max_nodes}), so a coarsened graph is not coarsened again; got {coarsen_above!r}")
-        if zero_shot_override is not None and not (isinstance(zero_shot_override, (int, float, np.number))
-                                                   and zero_shot_override >= 0):
-            raise ValueError(f"zero_shot_override is a number of per-submodel overheads >= 0 (or None: off), got "
-                             f"{zero_shot_override!r}")
         self.seed = seed
         self.torch_threads = torch_threads
-        self.zero_shot_override = float(zero_shot_override or 0.0)
+        #: The search components around the agent's own method (`agents.search.config`; none by default).
+        self.search = SearchConfig.resolve(search, type(self).HYBRID)
         self.zero_shot_active = False
         self.coarsen_above = int(coarsen_above) if coarsen_above else None
         self.max_nodes = int(max_nodes)
@@ -564,17 +569,26 @@ class RunAgent(abc.ABC):
     #: cost on each device, `agents.common.device_head.enable_graph_cost`), where the agent has such a head.
     whole_graph_cost: bool = True
 
-    #: Whether a fine-tuning run measures the policy's own placement (``predict``, zero-shot) first, so its best is
-    #: never worse than the placement it started from (sampling alone may miss the policy's mode).
-    finetune_from_predict: bool = True
-    #: What a run measures before the policy samples (`agents.common.heuristic_start`): "off" here; the learned
-    #: agents' ``heuristic_start`` argument sets it.
-    heuristic_start: str = "off"
+    @property
+    def finetune_from_predict(self) -> bool:
+        """Whether a fine-tuning run measures the policy's own placement (``predict``, zero-shot) first, so its best
+        is never worse than the placement it started from (``search.finetune_from_predict``)."""
+        return self.search.finetune_from_predict
+
+    @property
+    def heuristic_start(self) -> str:
+        """What a run measures before the policy samples (``search.heuristic_start``, `agents.search.heuristic_start`)."""
+        return self.search.heuristic_start
+
+    @property
+    def zero_shot_override(self) -> float:
+        """``search.zero_shot_override`` (module docstring, "Zero-shot"; 0: off)."""
+        return self.search.zero_shot_override
 
     def measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool,
                        obs: Mapping[str, Any]) -> None:
         """What a run on one graph measures before the policy samples: `start_fine_tuning` for a policy `trained`
-        before, else the heuristic start (`agents.common.heuristic_start`, unless ``heuristic_start="off"``).
+        before, else the heuristic start (`agents.search.heuristic_start`, unless ``heuristic_start="off"``).
         Nothing over many graphs (`RunLoop.many_graphs`). `env` is the agent's env (``run.env`` or its wrapper),
         `obs` the run's ``run.predict_observation()`` (the graph as the agent's actions address it)."""
         if run.many_graphs:
@@ -633,9 +647,14 @@ class RunAgent(abc.ABC):
         """``coarsen_above`` and ``max_nodes`` (for `hyperparameters`)."""
         return {"coarsen_above": self.coarsen_above, "max_nodes": self.max_nodes}
 
-    def transfer_options(self) -> dict[str, Any]:
-        """``zero_shot_override`` (for the `hyperparameters` of an agent that trains across graphs)."""
-        return {"zero_shot_override": self.zero_shot_override}
+    def search_options(self) -> dict[str, Any]:
+        """``{"search": ...}``: the search components that are on, as plain data (for `hyperparameters`)."""
+        return {"search": self.search.to_dict()}
+
+    def search_components(self) -> list[str]:
+        """The search components this agent runs (`agents.search.config.SearchConfig.components`): what its results
+        records list under ``search``; empty for a pure agent."""
+        return self.search.components()
 
     def coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
         """The coarsening ``predict`` applies to `obs`: None for a graph it places as it is (at most

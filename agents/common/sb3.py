@@ -49,7 +49,7 @@ from torch.distributions import Categorical
 
 from placement_gym.wrappers import contiguous_groups
 
-from .coarse_to_fine import split_groups
+from agents.search.coarse_to_fine import split_groups
 
 from .device_head import DeviceScorer, device_input_width, placed_device_inputs
 from .gnn import MLP, DirectedGNN
@@ -468,7 +468,7 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         return StockMultiCategoricalDistribution(nvec)
 
     def split_action_groups(self) -> bool:
-        """Halve the contiguous action groups (coarse to fine, `agents.common.coarse_to_fine`; at the graph's size
+        """Halve the contiguous action groups (coarse to fine, `agents.search.coarse_to_fine`; at the graph's size
         every node is drawn on its own again); False when there are no groups (already per node). A group's
         logits are the mean of its nodes', so the halves do not keep their parent's distribution exactly: the
         caller refits what it wants kept (`agents.ppo.PPOAgent`'s ``split_patience``)."""

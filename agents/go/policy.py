@@ -137,7 +137,7 @@ class GOPolicy(nn.Module):
     Search groups (`set_groups`, `split`; GO's single-graph search, `agents.go.GOAgent`'s ``search_groups``):
     with G > 0 groups the policy draws one device per contiguous group of ops (a group's logits are the mean of
     its ops', as `agents.common.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
-    (coarse to fine, `agents.common.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
+    (coarse to fine, `agents.search.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
     the paper's. The head's ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a
     uniform share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
     """

@@ -104,7 +104,7 @@ class HSDAGPolicy(nn.Module):
 
     @torch.no_grad()
     def split(self) -> bool:
-        """Coarse to fine (``split_patience``, `agents.common.coarse_to_fine`): parse one pooling level fewer from
+        """Coarse to fine (``split_patience``, `agents.search.coarse_to_fine`): parse one pooling level fewer from
         now on, so every group splits into the groups of the level below (the levels nest: a placement constant on
         the coarser groups is constant on the finer), down to one group per op (level 0); False when already
         there, without pooling, or with no level cap (the paper's parse-until-nothing-merges rule). On ResNet-50

@@ -18,8 +18,20 @@ placement, here everything on device 0, which made results depend on the order t
 +74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model, measured on the previous release), and the policy sees only the devices
 of the nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
 step index, a moving average over earlier episodes, as in Placeto. A fine-tuning run (a trained policy on a new
-graph) starts its episodes from the best placement so far instead, its own placement first
-(`agents.common.run.RunAgent.start_fine_tuning`).
+graph) starts its episodes from the best placement so far instead.
+
+Where it differs from the paper (the defaults are Placeto's method; no search runs unless ``search`` asks):
+
+* episodes start from a uniformly random placement (``start="random"``), not Placeto's reference placement
+  (``start="reference"``), which ties the result to the order the devices are listed in.
+* nodes are ``groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
+* the per-step baseline is a moving average (``baseline_decay``) over earlier episodes, where Placeto averages the
+  last 10 episodes; the returns are discounted (``gamma=0.5``), a choice the paper does not fix.
+* the best placement measured is the result; ``predict`` (the policy's deterministic episode) is reported beside it.
+
+Its hybrid form (``search="hybrid"``, ``hybrid:placeto``) adds what `PlacetoAgent.HYBRID` lists: the heuristic start,
+the final distillation, a fine-tuning run's first measurement of the policy's own placement and the zero-shot
+override (`agents.search.config`).
 """
 from __future__ import annotations
 
@@ -29,12 +41,13 @@ import numpy as np
 import torch
 
 from agents.common.base import PolicySpec
-from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy import group_majority_placement
 from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.common.reinforce import ReinforceConfig
 from agents.common.run import agent_predict
+from agents.search.config import SearchConfig
+from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
@@ -71,41 +84,34 @@ class PlacetoAgent(PolicyGradientAgent):
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
-        imitation_coef, elites, distill_steps, distill_seconds: self-imitation and final distillation (`ReinforceConfig`).
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
             (`agents.common.policy_gradient`).
-        heuristic_start: ``"off"``, ``"measure"`` or ``"refit"``: the placements the costs suggest, measured before the
-            policy samples (`agents.common.heuristic_start`; not in the paper).
         seed, torch_threads, device: see `agents.common.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
-        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
-            more on its cheapest device than the move adds on links plus this many per-submodel overheads
-            (`agents.common.run`, "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
+        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
+            method alone; ``"hybrid"``: `HYBRID`).
     """
 
     name = "placeto"
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
+                          zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 
     def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
                  sweeps: int = 1, start: str = "random", learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
                  episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
-                 imitation_coef: float = 0.0, elites: int = 4, distill_steps: int = 1000,
-                 distill_seconds: float | None = DISTILL_SECONDS,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
-                 heuristic_start: str = HEURISTIC_START,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES,
-                 zero_shot_override: float | None = ZERO_SHOT_OVERRIDE) -> None:
+                 max_nodes: int = MAX_NODES, search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
                                  episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
-                                 max_grad_norm=max_grad_norm, imitation_coef=imitation_coef, elites=elites,
-                                 distill_steps=distill_steps, distill_seconds=distill_seconds)
-        super().__init__(config, algorithm=algorithm, ppo=ppo, heuristic_start=heuristic_start, seed=seed,
-                         torch_threads=torch_threads, device=device, coarsen_above=coarsen_above, max_nodes=max_nodes,
-                         zero_shot_override=zero_shot_override)
+                                 max_grad_norm=max_grad_norm)
+        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
+                         coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
@@ -120,7 +126,7 @@ class PlacetoAgent(PolicyGradientAgent):
                     sweeps=self.sweeps, start=self.start, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
                     episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
                     max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options(), **self.coarsen_options(), **self.transfer_options())
+                    **self.algorithm_options(), **self.coarsen_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)

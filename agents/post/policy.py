@@ -7,7 +7,7 @@ them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PP
 Groups are contiguous chunks of the topological order (``n_groups``; None = one per op). theta is stored per
 op, (N, D), every op of a group holding its group's values (theta_g is their mean, so gradient steps and the
 cross-entropy step keep them equal): `split` halves the groups (coarse to fine,
-`agents.common.coarse_to_fine`) without changing the distribution, each half starting from its parent's theta.
+`agents.search.coarse_to_fine`) without changing the distribution, each half starting from its parent's theta.
 
 Post does not transfer, by design: theta is the placement distribution of ONE graph on ONE device list (group g
 of its training graph, device index d), not a function of what the graph or the devices are, so there is
@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
-from agents.common.coarse_to_fine import split_groups
+from agents.search.coarse_to_fine import split_groups
 from agents.common.policy import (
     PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, groups_at_device_boundary,
     sample_categorical, with_uniform_share,

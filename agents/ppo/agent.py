@@ -36,15 +36,15 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.common.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.coarse_to_fine import (REFIT_STEPS, StallDetector, check_split_patience,
-                                          split_until_expressible)
 from agents.common.device_head import enable_graph_cost
-from agents.common.heuristic_start import HEURISTIC_START, ZERO_SHOT_OVERRIDE, check_heuristic_start
 from agents.common.policy import group_majority_placement
 from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.common.run import RunAgent, RunLoop, agent_predict
 from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
+from agents.search.coarse_to_fine import REFIT_STEPS, StallDetector, split_until_expressible
+from agents.search.config import SearchConfig, gather_search_options
+from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
@@ -96,7 +96,7 @@ class _RunBridge(BaseCallback):
 
 class _CoarseToFine(BaseCallback):
     """SB3 callback: coarse-to-fine action groups (`PPOAgent`'s ``split_patience``). Counts the placements
-    measured without a new best (`agents.common.coarse_to_fine.StallDetector`) and, between two rollouts (after
+    measured without a new best (`agents.search.coarse_to_fine.StallDetector`) and, between two rollouts (after
     an update, so a rollout is collected and trained on under one grouping), halves the policy's groups and
     calls `on_split` (the agent's refit of its best placement)."""
 
@@ -121,29 +121,21 @@ class SB3Agent(RunAgent):
 
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
-        distill_steps: after the run, fit the policy to the best placement until ``predict`` returns it, at most
-            this many gradient steps (`agents.common.policy_gradient.distill`; 0 = off) ...
-        distill_seconds: ... and, on a coarsened big graph only, for at most this many seconds (None: no limit;
-            `agents.common.policy_gradient.distill_cap`).
-        heuristic_start: what a run on one graph measures first (`agents.common.heuristic_start`; a fine-tuning
-            run after the policy's own placement, `agents.common.run.RunAgent.start_fine_tuning`): ``"off"``,
-            ``"measure"``, ``"refit"`` (the best then distilled into the policy before SB3 collects).
-        seed, torch_threads, coarsen_above, max_nodes, zero_shot_override: see `agents.common.run.RunAgent` (an
-            SB3 model's spaces fix the graph size, so a coarsened graph is the one size it runs on).
+        seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
+            fix the graph size, so a coarsened graph is the one size it runs on).
+        search: the search around SB3's learning (`agents.search.config.SearchConfig`; None: none). Read here:
+            ``heuristic_start`` (``"refit"`` distils the best start into the policy before SB3 collects),
+            ``distill_steps`` / ``distill_seconds`` (after the run, fit the policy to the best placement until
+            ``predict`` returns it), ``finetune_from_predict``, ``zero_shot_override``; `PPOAgent` also reads
+            ``split_patience`` and ``greedy_final``.
     """
 
     name = "sb3"
 
-    def __init__(self, model: BaseAlgorithm | None = None, *, distill_steps: int = 0,
-                 distill_seconds: float | None = None, heuristic_start: str = "off", seed: int | None = None,
+    def __init__(self, model: BaseAlgorithm | None = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, **run_options: Any) -> None:
         super().__init__(seed=seed, torch_threads=torch_threads, **run_options)
         self.model = model
-        self.heuristic_start = check_heuristic_start(heuristic_start)
-        self.distill_steps = int(distill_steps)
-        if distill_seconds is not None and not distill_seconds > 0:
-            raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {distill_seconds}")
-        self.distill_seconds = distill_seconds
 
     # ------------------------------------------------------------------ for subclasses
     def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
@@ -179,7 +171,7 @@ class SB3Agent(RunAgent):
         self.imitation_obs = run.predict_observation()
         self.measure_starts(run, env, seed, trained, self.imitation_obs)
         if self.refits_start(run):
-            self.distill_best(run, self.distill_steps or REFIT_STEPS)
+            self.distill_best(run, self.search.distill_steps or REFIT_STEPS)
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
@@ -200,10 +192,11 @@ class SB3Agent(RunAgent):
     def distill_best(self, run: RunLoop, max_steps: int | None = None) -> int:
         """Fit the policy to the run's best placement so far until ``predict`` returns it (at most `max_steps`,
         default ``distill_steps``; `agents.common.policy_gradient.distill`); the steps taken."""
+        s = self.search
         return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
-                       run.best_action, self.imitation_obs, self.distill_steps if max_steps is None else max_steps,
+                       run.best_action, self.imitation_obs, s.distill_steps if max_steps is None else max_steps,
                        getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.distill_seconds, run), self.expressible, self.reproduces)
+                       distill_cap(s.distill_seconds, run), self.expressible, self.reproduces)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
@@ -273,9 +266,8 @@ class SB3Agent(RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"distill_steps": self.distill_steps, "distill_seconds": self.distill_seconds,
-                "heuristic_start": self.heuristic_start, "seed": self.seed, "torch_threads": self.torch_threads,
-                **self.coarsen_options(), **self.transfer_options()}
+        return {"seed": self.seed, "torch_threads": self.torch_threads, **self.coarsen_options(),
+                **self.search_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -300,7 +292,7 @@ class SB3Agent(RunAgent):
         agent_cls = resolve_agent_class(data, cls, path)
         extra = data["extra"]
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**agent_cls._load_kwargs(data["hyperparameters"], device))
+            agent = agent_cls(**agent_cls._load_kwargs(gather_search_options(data["hyperparameters"]), device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=dict(extra["policy_kwargs"]),
                               _init_setup_model=False, **agent.algorithm_kwargs())
@@ -400,48 +392,40 @@ class PPOAgent(SB3Agent):
             against 1.85% / 2.11% and 4 / 2 of 10 with G=16 and 80 (README, convergence; ``edge``: 16.6 / 16.6 /
             1.4% above the best known on ResNet / Inception / BERT against 60.9 / 24.0 / 3.6%).
             Ignored on the node-by-node env (its groups are ``node_groups``).
-        heuristic_start: see `SB3Agent` (default `agents.common.heuristic_start.HEURISTIC_START`).
-        split_patience: coarse to fine for ``action_groups`` (`agents.common.coarse_to_fine`): after this many
-            placements in a row without a new best, halve the groups between two rollouts (down to one per op)
-            and refit the run's best placement into the policy (`SB3Agent.distill_best`); None: the groups stay.
-            Only with ``action_groups`` on the whole-placement env.
-        greedy_final: on the whole-placement env, spend the last placement of the budget on the policy's
-            deterministic placement (the sampled ones stay noisy: every op or group is drawn independently).
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
             The training graph's groups are split where its best placement changes device, when it has to
             (`agents.common.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
-        distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
-            returns it, at most that many steps and seconds (`SB3Agent`; 0 steps = off, None seconds = no limit).
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
         seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters (`agents.common.run`, `placement_gym.coarsen`; None: never).
-        zero_shot_override: after training over many graphs, ``predict`` on a new graph moves every op that saves
-            more on its cheapest device than the move adds on links plus this many per-submodel overheads
-            (`agents.common.run`, "Zero-shot"; off once a run on one graph has measured its start). None or 0: off.
+        search: see `SB3Agent`; here ``split_patience`` halves the action groups after that many placements
+            without a new best (coarse to fine, the run's best refit into the policy after each split) and
+            ``greedy_final`` spends the budget's last placement on the policy's deterministic placement.
     """
 
     name = "ppo"
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, greedy_final=True, distill_steps=1000,
+                          distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
+                          finetune_from_predict=True)
 
     def __init__(self, learning_rate: float = 1e-3, n_steps: int = 32, batch_size: int = 32, n_epochs: int = 4,
                  clip_range: float = 0.2, target_kl: float | None = 0.05, ent_coef: float = 0.01,
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
-                 entropy_per_node: bool = True, action_groups: int | None = 8, greedy_final: bool = True,
-                 node_groups: int | None = None, start: str = "random", distill_steps: int = 1000,
-                 distill_seconds: float | None = DISTILL_SECONDS, split_patience: int | None = 40,
-                 heuristic_start: str = HEURISTIC_START, *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES,
-                 zero_shot_override: float | None = ZERO_SHOT_OVERRIDE) -> None:
-        super().__init__(distill_steps=distill_steps, distill_seconds=distill_seconds, heuristic_start=heuristic_start,
-                         seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes,
-                         zero_shot_override=zero_shot_override)
+                 entropy_per_node: bool = True, action_groups: int | None = 8,
+                 node_groups: int | None = None, start: str = "random", *, seed: int | None = None,
+                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
+                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
+                 search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
+        super().__init__(seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes,
+                         search=search)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
         self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
@@ -449,7 +433,6 @@ class PPOAgent(SB3Agent):
                                max_grad_norm=max_grad_norm, gamma=gamma, gae_lambda=gae_lambda)
         self.policy_kwargs = dict(hidden_dim=hidden_dim, n_layers=n_layers, distribution=distribution,
                                   entropy_per_node=entropy_per_node, action_groups=action_groups)
-        self.greedy_final = greedy_final
         if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
             raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
         self.node_groups = None if node_groups is None else int(node_groups)
@@ -459,15 +442,11 @@ class PPOAgent(SB3Agent):
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.start = start
         self.device = torch.device(device)
-        self.split_patience = check_split_patience(split_patience)
 
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(**self.ppo_kwargs, **self.policy_kwargs, greedy_final=self.greedy_final,
-                    node_groups=self.node_groups, start=self.start, distill_steps=self.distill_steps,
-                    split_patience=self.split_patience, heuristic_start=self.heuristic_start,
-                    distill_seconds=self.distill_seconds, seed=self.seed,
-                    torch_threads=self.torch_threads, **self.coarsen_options(),
-                    **self.transfer_options())
+        return dict(**self.ppo_kwargs, **self.policy_kwargs, node_groups=self.node_groups, start=self.start,
+                    seed=self.seed, torch_threads=self.torch_threads, **self.coarsen_options(),
+                    **self.search_options())
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -486,9 +465,10 @@ class PPOAgent(SB3Agent):
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
-        if self.split_patience is None or self.model.policy.action_groups is None or run.many_graphs:
+        patience = self.search.split_patience
+        if patience is None or self.model.policy.action_groups is None or run.many_graphs:
             return []
-        return [_CoarseToFine(self.split_patience, lambda: self.distill_best(run, self.distill_steps or REFIT_STEPS))]
+        return [_CoarseToFine(patience, lambda: self.distill_best(run, self.search.distill_steps or REFIT_STEPS))]
 
     def placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
@@ -516,7 +496,7 @@ class PPOAgent(SB3Agent):
         """Whole-placement env on one graph: the last placement of the budget is kept for the policy's own
         (greedy) placement; sampled placements stay noisy (each node is drawn independently) long after its mode
         is good. Not in a turn of training over many graphs (`placements_per_turn`): that is one rollout."""
-        greedy = (self.greedy_final and run.budget > 1 and not run.many_graphs
+        greedy = (self.search.greedy_final and run.budget > 1 and not run.many_graphs
                   and isinstance(env.action_space, gym.spaces.MultiDiscrete))
         return int(greedy)
 
@@ -569,7 +549,7 @@ class PPOAgent(SB3Agent):
         policy = self.model.policy
         if self.node_groups is not None:
             return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
-        return (self.split_patience is not None and getattr(policy, "action_groups", None) is not None
+        return (self.search.split_patience is not None and getattr(policy, "action_groups", None) is not None
                 and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.common.base import PolicySpec
-from agents.common.coarse_to_fine import split_groups
+from agents.search.coarse_to_fine import split_groups
 from agents.common.device_head import DeviceScorer, Devices, device_input_width, device_inputs
 from agents.common.graph_batch import obs_to_batch
 from agents.common.policy import PolicySample, group_majority
@@ -77,7 +77,7 @@ class RNNPolicy(nn.Module):
     refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
     refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
 
-    Coarse to fine (`split`, `agents.common.coarse_to_fine`): the groups can be halved during training, down to
+    Coarse to fine (`split`, `agents.search.coarse_to_fine`): the groups can be halved during training, down to
     one per op; the decoder then decodes 2G steps. Unlike Post's free distributions the decoder's distribution
     changes at a split (each step reads another encoder state), so the agent re-fits the run's best placement
     right after one (`agents.rnn.RNNAgent`, ``split_patience``). The number of groups now (``n_groups_now``)

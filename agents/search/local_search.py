@@ -9,7 +9,7 @@ updates, too few to learn it. The observation does say what each op costs on eac
 moving one or a few contiguous blocks of ops (in topological order) to another device, the blocks and devices
 drawn by what the costs say the move saves.
 
-    levels      blocks of N, N/2, ..., 1 op(s) (the halving of `agents.common.coarse_to_fine.split_groups`,
+    levels      blocks of N, N/2, ..., 1 op(s) (the halving of `agents.search.coarse_to_fine.split_groups`,
                 from one group to one op per group): a whole-graph move (another single device), contiguous
                 cuts, and single ops;
     block b     drawn in its level with weight ``gain_b + floor``, gain_b = the block's cost on its current
@@ -36,12 +36,25 @@ from placement_gym.backends.profiles import memory_need
 
 from .coarse_to_fine import split_groups
 from .heuristic_start import cheapest_devices, memory_capacity
-from .refine import neighbour_device_shares
 
 if TYPE_CHECKING:
-    from .run import RunLoop
+    from agents.common.run import RunLoop
 
-__all__ = ["AroundBest", "BlockSearch", "search_around_best"]
+__all__ = ["AroundBest", "BlockSearch", "neighbour_device_shares", "search_around_best"]
+
+
+def neighbour_device_shares(devices: torch.Tensor, edge_index: torch.Tensor, n_devices: int) -> torch.Tensor:
+    """(K, N, D) share of each op's graph neighbours (producers and consumers, edges counted once each way)
+    on each device, for K placements `devices` (K, N) and the ops' `edge_index` (2, E); zeros for an op
+    without neighbours."""
+    k, n = devices.shape
+    one_hot = torch.nn.functional.one_hot(devices, n_devices).to(torch.float32)  # (K, N, D)
+    src, dst = edge_index[0], edge_index[1]
+    counts = torch.zeros_like(one_hot)
+    counts.index_add_(1, dst, one_hot[:, src])  # producers' devices, at the consumer
+    counts.index_add_(1, src, one_hot[:, dst])  # consumers' devices, at the producer
+    degree = counts.sum(-1, keepdim=True)
+    return counts / degree.clamp(min=1.0)
 
 
 class BlockSearch:

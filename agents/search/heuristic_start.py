@@ -88,7 +88,7 @@ def cheapest_devices(cost: np.ndarray, mask: np.ndarray | None = None) -> np.nda
     """(N,) int64 every op on the device where it alone runs fastest: the argmin of `cost` (N, D) seconds over the
     devices that can run the op (`mask` (N, D) bool; None: those with a finite cost), over every device for an op
     that none can run (the env reports it). The heuristic start's last placement, the ``cheapest`` baseline's and
-    the local search's far move (`agents.common.local_search.BlockSearch.cheapest`)."""
+    the local search's far move (`agents.search.local_search.BlockSearch.cheapest`)."""
     cost = np.asarray(cost, dtype=np.float64)
     return np.argmin(np.where(_runnable(cost, mask), cost, np.inf), axis=1).astype(np.int64)
 

@@ -1,0 +1,140 @@
+"""`SearchAround`: the search layer around an agent that has none of its own, and the search baseline alone.
+
+A built-in learned agent runs its hybrid form itself (``search="hybrid"``: the search is woven into its training,
+e.g. proposals after every update). Any other `RunAgent`, a user's own included, gets the same layer from outside
+(``hybrid:mymodule:MyAgent`` on the command line, ``SearchAround(MyAgent(...))`` in Python). One run reads top to
+bottom:
+
+    1. start       ``heuristic_start``: each device alone and every op on its cheapest device, measured first
+                   (`agents.search.heuristic_start.measure_start_placements`);
+    2. the agent   the wrapped agent's own ``train`` on the same run, with the budget less the search's share;
+    3. search      ``local_search`` of the budget (the share left for it): cost-guided block moves around the
+                   run's best placement (`agents.search.local_search.search_around_best`).
+
+With no agent (`LocalSearch`, ``local-search`` in the registry) the same run is a search baseline that learns
+nothing: the start, then the local search for the whole remaining budget.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import gymnasium as gym
+import numpy as np
+
+from agents.common.run import RunAgent, RunLoop
+
+from .config import SearchConfig, split_search_options
+from .heuristic_start import measure_start_placements
+from .local_search import BlockSearch, search_around_best
+
+__all__ = ["LocalSearch", "SearchAround", "build_agent"]
+
+
+class SearchAround(RunAgent):
+    """The search layer around `agent` (module docstring); with ``agent=None``, the search alone.
+
+    Args:
+        agent: the agent whose run the search surrounds (its own search, if any, stays as it was built), or None.
+        search: the layer's components (`SearchConfig`, a dict of its fields, or ``"hybrid"``: `HYBRID`). Read
+            here: ``heuristic_start`` and ``local_search``; the others belong to an agent's own training.
+        seed: default seed of `learn`.
+    """
+
+    #: The generic hybrid: the heuristic start first, a quarter of the budget on the local search at the end.
+    HYBRID = SearchConfig(heuristic_start="measure", local_search=0.25)
+
+    def __init__(self, agent: RunAgent | None = None, search: "SearchConfig | Mapping[str, Any] | str | None" = "hybrid",
+                 seed: int | None = None) -> None:
+        if agent is not None and not isinstance(agent, RunAgent):
+            raise TypeError(f"SearchAround wraps a RunAgent (agents.common.run), got {type(agent).__name__}")
+        super().__init__(seed=seed if seed is not None else getattr(agent, "seed", None), torch_threads=None,
+                         search=search)
+        self.agent = agent
+        self.name = "search" if agent is None else f"hybrid:{agent.name or type(agent).__name__}"
+        if agent is not None:
+            self.feature_families = agent.feature_families
+
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        if run.many_graphs:
+            raise ValueError("the search layer works on one graph (its placements are one graph's); train the agent "
+                             "itself over many graphs")
+        obs = run.predict_observation()
+        if self.search.heuristic_start != "off" and isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
+            measure_start_placements(run, obs, seed)
+        reserved = int(round(self.search.local_search * run.remaining)) if self.agent is not None else run.remaining
+        if self.agent is not None and not run.done:
+            budget = run.budget
+            run.budget = budget - reserved  # the agent's `run.done` comes when its share is spent
+            try:
+                self.agent.train(run, seed)
+            finally:
+                run.budget = budget
+        if reserved and not run.done:
+            start = run.best_action if run.best_action is not None else self.predict(obs)
+            search_around_best(run, BlockSearch.of_observation(obs, seed), run.remaining, start=start)
+
+    def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        """The wrapped agent's own placement (its policy, not the search's best); the search alone has no policy,
+        so its placement is the run's best (the first start placement before any run)."""
+        if self.agent is not None:
+            return self.agent.predict(obs, deterministic)
+        if self.best_placement is not None and len(self.best_placement) == np.shape(obs["placement"])[0]:
+            return np.array(self.best_placement, dtype=np.int64)
+        return BlockSearch.of_observation(obs).cheapest()
+
+    def hyperparameters(self) -> dict[str, Any]:
+        inner = {} if self.agent is None else {"agent": self.agent.name, "agent_settings": self.agent.hyperparameters()}
+        return {**inner, "seed": self.seed, **self.search_options()}
+
+    def search_components(self) -> list[str]:
+        own = [] if self.agent is None else self.agent.search_components()
+        return own + [c for c in self.search.components() if c not in own]
+
+    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
+        """Save the wrapped agent (the search keeps no state between runs)."""
+        if self.agent is None:
+            raise ValueError("the search baseline learns nothing: there is nothing to save")
+        return self.agent.save(path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: "str | Path") -> "SearchAround":
+        raise ValueError("load the wrapped agent itself (its class's load) and wrap it again: SearchAround(agent)")
+
+
+class LocalSearch(SearchAround):
+    """The search baseline: the heuristic start, then cost-guided block moves around the best for the rest of the
+    budget (`SearchAround` with no agent). Learns nothing."""
+
+    name = "local-search"
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(None, SearchConfig(heuristic_start="measure", local_search=1.0), seed=seed)
+        self.name = "local-search"
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+    def search_components(self) -> list[str]:
+        """None around a method: the search is this baseline's method (its record's ``search`` is empty)."""
+        return []
+
+
+def build_agent(cls: type, options: Mapping[str, Any], hybrid: bool = False) -> RunAgent:
+    """``cls(**options)`` with the options that name search settings (`SearchConfig` fields, earlier releases' names
+    included) gathered into its ``search``: on top of no search, or of the class's ``HYBRID`` preset when `hybrid`
+    (`placement_gym.registry.make_agent`, ``hybrid:NAME``). With `hybrid`, an agent without a preset of its own is
+    wrapped in `SearchAround`. A ValueError names the agent when it rejects the options."""
+    options, search_options = split_search_options(options)
+    preset = getattr(cls, "HYBRID", None)  # None: an agent that takes no search settings (the planners)
+    if search_options and preset is None:
+        raise ValueError(f"agent {cls.__name__} has no search settings; it rejected {sorted(search_options)}")
+    own_hybrid = hybrid and preset is not None and preset.active
+    if own_hybrid or search_options or "search" in options:
+        base = SearchConfig.resolve(options.pop("search", "hybrid" if own_hybrid else None), preset)
+        options["search"] = SearchConfig.of(search_options, base)
+    try:
+        agent = cls(**options)
+    except TypeError as exc:
+        raise ValueError(f"agent {cls.__name__} rejected the options {options}: {exc}") from exc
+    return SearchAround(agent) if hybrid and not own_hybrid else agent

@@ -1,0 +1,175 @@
+"""The search layer: pure agents by default, the hybrid form reproduces the earlier defaults exactly, records say
+what ran, the generic layer around any agent, the local-search baseline, and earlier releases' settings."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.common.run import RunAgent
+from agents.search.config import SearchConfig, gather_search_options
+from agents.search.heuristic_start import start_placements
+from agents.search.hybrid import LocalSearch, SearchAround
+from placement_gym import cli, registry
+from placement_gym.callbacks import Callback
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.evaluation import evaluate
+
+LEARNED = ["hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node"]
+DATA = Path(__file__).parent / "data"
+
+#: Best-so-far curves of each learned agent at the defaults of the release before the search became a layer of
+#: its own (seed 0, ``tiny_branch`` on the simulated ``ai_pc`` preset, throughput, 40 placements), measured with
+#: that release: its hybrid form must reproduce them placement for placement.
+BEFORE = {
+    "hsdag": [[1, 0.00016067887987387063], [6, 0.00012096881450488145], [12, 0.00012048647140864713]],
+    "placeto": [[1, 0.00016067887987387063], [5, 0.00015888223152022316]],
+    "rnn": [[1, 0.00016067887987387063], [9, 0.00014039152022315204],
+             [29, 0.0001332904648596204], [39, 0.00013087165993572254]],
+    "post": [[1, 0.00016067887987387063], [14, 0.00013991256351971598],
+             [16, 0.00013168241683342432], [17, 0.0001091287029288703]],
+    "go": [[1, 0.00016067887987387063], [6, 0.0001464320614276658],
+             [10, 0.00012050688981868899], [38, 9.602955745558184e-05]],
+    "ppo": [[1, 0.00016067887987387063], [11, 0.00012720857146322238],
+             [23, 0.00011686639791401371], [38, 0.00011240390516039048]],
+    "ppo-node": [[1, 0.00016067887987387063], [5, 0.00015888223152022316], [8, 0.00014255040446304045]],
+}
+
+
+def ai_pc_env(agent, model: str = "tiny_branch") -> DevicePlacementEnv:
+    features = {} if agent.feature_families is None else {"features": agent.feature_families}
+    return DevicePlacementEnv(model, backend="simulated", profile="ai_pc", objective="throughput", **features)
+
+
+class Placements(Callback):
+    def __init__(self) -> None:
+        self.placements: list[np.ndarray] = []
+
+    def on_step(self, step, reward, info):
+        self.placements.append(np.asarray(info["placement"]))
+        return True
+
+
+@pytest.mark.parametrize("name", LEARNED)
+def test_the_hybrid_form_reproduces_the_earlier_defaults_placement_for_placement(name):
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0})
+    agent.learn(ai_pc_env(agent), budget=40, seed=0)
+    assert agent.run_summary.curve == BEFORE[name]
+    assert agent.search_components() == type(agent).HYBRID.components()
+
+
+@pytest.mark.parametrize("name", LEARNED)
+def test_a_pure_agent_runs_no_search_and_its_first_placements_are_its_policys(name):
+    agent = registry.make_agent(name, {"seed": 0})
+    assert agent.search == SearchConfig() and agent.search_components() == []
+    env = ai_pc_env(agent)
+    seen = Placements()
+    agent.learn(env, budget=6, seed=0, callback=seen)
+    starts = start_placements(env.reset(seed=0)[0])
+    first = seen.placements[:len(starts)]
+    # The hybrid measures exactly these first; a pure agent samples its policy instead.
+    assert not all(np.array_equal(p, s) for p, s in zip(first, starts))
+
+
+def test_records_say_which_search_ran_and_label_hybrids():
+    pure, hybrid = registry.make_agent("rnn", {"seed": 0}), registry.make_agent("hybrid:rnn", {"seed": 0})
+    env = ai_pc_env(pure)
+    (p,) = evaluate(pure, env, budget=8, seeds=[0])
+    (h,) = evaluate(hybrid, env, budget=8, seeds=[0])
+    assert (p["agent"], p["search"], p["settings"]["search"]) == ("rnn", [], {})
+    assert h["agent"] == "hybrid:rnn" and h["search"] == type(hybrid).HYBRID.components()
+    assert h["settings"]["search"]["split_patience"] == type(hybrid).HYBRID.split_patience
+
+
+def test_search_settings_by_their_names_turn_components_on():
+    assert registry.make_agent("hsdag", {"split_patience": 50}).search_components() == ["split_patience"]
+    hybrid = registry.make_agent("hybrid:hsdag", {"search_proposals": 0})
+    assert "search_proposals" not in hybrid.search_components() and "split_patience" in hybrid.search_components()
+    go = registry.make_agent("go", {"search_explore": 0.5})  # an earlier release's name for explore
+    assert go.search.explore == 0.5
+    with pytest.raises(ValueError, match="unknown search settings"):
+        SearchConfig.of({"split_patients": 3})
+    with pytest.raises(ValueError, match="has no search settings"):
+        registry.make_agent("random", {"split_patience": 3})
+    with pytest.raises(ValueError, match="search must be one of"):
+        registry.make_agent("hsdag", {"search": "on"})
+
+
+@pytest.mark.parametrize("file, name", [("hsdag_before_search_layer.pt", "hsdag"),
+                                        ("ppo_before_search_layer.pt", "ppo")])
+def test_a_checkpoint_from_before_the_search_layer_loads_with_the_search_it_ran(file, name):
+    cls = registry.load_agent_class(name)
+    agent = cls.load(DATA / file)
+    # Written with that release's defaults (the hybrid's, but for the file's own settings): the same components.
+    assert agent.search_components() == cls.HYBRID.components()
+    env = ai_pc_env(agent)
+    assert agent.predict(env.reset(seed=0)[0]).shape == (env.unwrapped.graph.n_ops,)
+
+
+def test_gathering_flat_settings_keeps_a_search_dict_already_there():
+    options = gather_search_options({"hidden_channels": 8, "search": {"explore": 1.0}, "split_patience": 5})
+    assert options == {"hidden_channels": 8, "search": {"explore": 1.0, "split_patience": 5}}
+
+
+class Proposer(RunAgent):  # a user's own agent, with no search of its own
+    """Every op on a random device, every placement."""
+
+    name = "proposer"
+
+    def train(self, run, seed):
+        rng = np.random.default_rng(seed)
+        run.env.reset(seed=seed)
+        while not run.done:
+            run.env.step(rng.integers(0, run.base.n_devices, run.base.graph.n_ops))
+
+    def predict(self, obs, deterministic=True):
+        return np.zeros(np.shape(obs["placement"])[0], dtype=np.int64)
+
+    def hyperparameters(self):
+        return {}
+
+    def save(self, path, overwrite=False):
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, path):
+        raise NotImplementedError
+
+
+def test_the_layer_around_a_users_agent_starts_from_the_costs_and_ends_searching_around_the_best():
+    inner = Proposer()
+    agent = SearchAround(inner)
+    env = ai_pc_env(agent)
+    seen = Placements()
+    agent.learn(env, budget=40, seed=0, callback=seen)
+    starts = start_placements(env.reset(seed=0)[0])
+    assert all(np.array_equal(p, s) for p, s in zip(seen.placements, starts))  # the start, measured first
+    assert len(seen.placements) == 40 and agent.search_components() == ["heuristic_start", "local_search"]
+    # The user's agent alone (random placements) against the layer around it, the same budget and seed.
+    alone = Proposer()
+    alone.learn(env, budget=40, seed=0)
+    assert agent.best_latency_s < alone.best_latency_s
+    assert agent.predict(env.reset(seed=0)[0]).tolist() == inner.predict(env.reset(seed=0)[0]).tolist()
+
+
+def test_the_local_search_baseline_starts_from_the_cheapest_and_improves_on_it():
+    cheapest = registry.make_agent("cheapest", {})
+    search = registry.make_agent("local-search", {"seed": 0})
+    assert isinstance(search, LocalSearch) and search.search_components() == []
+    env = ai_pc_env(search, "vgg-11")
+    cheapest.learn(env, budget=1)
+    search.learn(env, budget=60, seed=0)
+    assert search.run_summary.steps == 60
+    assert search.best_latency_s <= cheapest.best_latency_s
+
+
+def test_compare_runs_a_hybrid_of_a_registered_agent_and_labels_it(tmp_path):
+    out = tmp_path / "hybrid.json"
+    assert cli.main(["compare", "--models", "tiny_branch", "--agents", "rnn", "hybrid:rnn", "local-search",
+                     "--backend", "simulated", "--budget", "6", "--seeds", "1", "--no-progress",
+                     "--json", str(out)]) == 0
+    records = {r["agent"]: r for r in json.loads(out.read_text())["records"]}
+    assert set(records) == {"rnn", "hybrid:rnn", "local-search"}
+    assert records["rnn"]["search"] == [] and records["hybrid:rnn"]["search"]

@@ -10,7 +10,7 @@ per second of
 * ``env.step``: one `DevicePlacementEnv` stepped once per placement (its one-step episodes not reset: the least a
   single env can do per placement);
 * ``env.step+reset``: the same env as a run loop drives it under Gymnasium's API, reset after every step that ends
-  its episode (`agents.common.rollout` does so; what the vector env's same-step autoreset replaces);
+  its episode (`agents.algos.rollout` does so; what the vector env's same-step autoreset replaces);
 * ``make_vec/K``: the native vector env (``gym.make_vec(..., num_envs=K)``, ``--num-envs``, default 64), one
   ``step`` = K placements;
 * ``make_vec/K copy=False``: the same with ``copy=False`` (the observation arrays that never change are shared,

@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# The README's leaderboard: every registered agent, 3 seeds, ResNet / Inception / BERT, on every preset with
-# three or more devices, under both objectives, and `paper` under throughput (its latency table is Table 2) (SIMULATED). One `placement-gym compare` per (preset, objective);
-# `python benchmarks/leaderboard_table.py` turns the JSON files into the README's tables.
-# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [reverse]
-# Existing results are kept (delete them to re-run); a second copy started with "reverse" works through the
-# cases from the other end, so two cores share the work (a .running marker keeps them off each other's case).
+# The leaderboard (SIMULATED): every registered agent (the pure learned agents, the search baselines `cheapest`
+# and `local-search`, the planners `dp` and `optimal`, the other baselines) and the hybrid of every learned agent
+# (`hybrid:NAME`), on ResNet / Inception / BERT, one `placement-gym compare` per (preset, objective).
+# `python benchmarks/leaderboard_table.py OUT_DIR` turns the JSON files into docs/leaderboard.md; every budget
+# below BUDGET is read from the same runs' best-so-far curves.
+#
+# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY]
+#   BUDGET  placements per run (default 1000)      SEEDS  seeds per (agent, model) (default 3)
+#   CASES   space-separated preset:objective pairs (default: every preset x both objectives)
+#   RAY     a `--ray` address, e.g. local:2 (default: none, one process)
+# Existing results are kept (delete them to re-run); a .running marker keeps a second copy off a case.
 set -euo pipefail
-budget="${1:-100}"
+budget="${1:-1000}"
 out="${2:-benchmarks/results/leaderboard}"
-cases=(ai_pc:throughput ai_pc:latency edge:throughput edge:latency server:throughput server:latency paper:throughput)
-if [ "${3:-}" = reverse ]; then
-  reversed=(); for ((k=${#cases[@]}-1; k>=0; k--)); do reversed+=("${cases[k]}"); done; cases=("${reversed[@]}")
-fi
+seeds="${3:-3}"
+read -r -a cases <<< "${4:-ai_pc:latency ai_pc:throughput edge:latency edge:throughput server:latency server:throughput paper:latency paper:throughput}"
+ray=(); if [ -n "${5:-}" ]; then ray=(--ray "$5"); fi
+learned=(hsdag placeto rnn post go ppo ppo-node)
+agents=(single-device openvino random cheapest greedy topo metis dp local-search "${learned[@]}")
+for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
+agents+=(optimal)
 mkdir -p "$out"
 for case in "${cases[@]}"; do
   preset="${case%%:*}"; objective="${case##*:}"
   file="$out/${preset}_${objective}.json"
   if [ -e "$file" ] || [ -e "$file.running" ]; then echo "skipped $file"; continue; fi
   touch "$file.running"
-  placement-gym compare --models resnet inception bert --budget "$budget" --seeds 3 --profile "$preset" \
-    --objective "$objective" --unsupported repair --json "$file" --no-progress > "$out/${preset}_${objective}.txt" 2>&1
+  placement-gym compare --models resnet inception bert --agents "${agents[@]}" --budget "$budget" --seeds "$seeds" \
+    --profile "$preset" --objective "$objective" --unsupported repair --json "$file" --no-progress "${ray[@]}" \
+    > "$out/${preset}_${objective}.txt" 2>&1
   rm -f "$file.running"
   echo "wrote $file"
 done

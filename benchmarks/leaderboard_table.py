@@ -4,8 +4,9 @@
     python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the README's table
 
 One markdown table per (preset, objective): per model, each agent's mean seconds per inference over seeds
-(latency, or 1 / throughput) as its gap to the best placement anyone in the table found (never negative), and
-its deterministic policy's gap (``predict``, for agents that learn a policy); then, per model, the headroom
+(latency, or 1 / throughput) as its gap to the best placement anyone in the table found (never negative), at
+budget 100 (read from the run's best-so-far curve) and at the run's budget, and its deterministic policy's gap
+(``predict``, for agents that learn a policy, pure or hybrid); then, per model, the headroom
 (best single device / best found - 1: what placement can win), the best found and its lower bound (from the
 ``optimal`` row: "proven", or a bound the time limit left).
 """
@@ -20,8 +21,21 @@ import numpy as np
 
 SINGLE_SUFFIX = "-only"
 #: Agents that learn a policy: their deterministic placement (predict) is shown beside their best.
-LEARNED = ("hsdag", "placeto", "rnn", "post", "ppo", "ppo-node")
+LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")
 MODELS = ("resnet", "inception", "bert")
+#: Budgets below the run's own read from the best-so-far curves.
+EARLY_BUDGETS = (100,)
+
+
+def is_learned(agent: str) -> bool:
+    """A learned agent, pure or hybrid (``hybrid:hsdag``)."""
+    return agent.removeprefix("hybrid:") in LEARNED
+
+
+def _best_within(record: dict, budget: int) -> float | None:
+    """The best latency `record`'s run had found after `budget` placements (its curve), None before any."""
+    found = [latency for placements, latency in record.get("curve") or [] if placements <= budget]
+    return min(found) if found else None
 
 
 def _fmt(value: float | None) -> str:
@@ -57,10 +71,12 @@ def table(path: Path) -> tuple[str, list[dict]]:
         cases.append({"preset": preset, "objective": objective, "model": m, "best_single_s": single,
                       "best_found_s": best[m], "headroom_pct": 100 * (single / best[m] - 1),
                       "lower_bound_s": bound, "proven": plan.get("status") == "optimal"})
-    header = "| agent | " + " | ".join(f"{m} gap % (predict)" for m in models) + " |"
+    budgets = [b for b in EARLY_BUDGETS if b < data["budget"]] + [data["budget"]]
+    header = "| agent | " + " | ".join(f"{m} gap % at {' / '.join(map(str, budgets))} (predict)" for m in models) + " |"
     lines = [f"**{preset}, {objective}** (SIMULATED; seconds per inference: "
              f"{'1 / throughput' if objective == 'throughput' else 'one inference'}; gap to the best found, "
-             f"mean over {len({r['seed'] for r in records})} seeds, budget {data['budget']} placements)", "", header, "|" + "---|" * (len(models) + 1)]
+             f"mean over {len({r['seed'] for r in records})} seed(s); the smaller budgets read from the same runs' "
+             f"best-so-far curves)", "", header, "|" + "---|" * (len(models) + 1)]
     for a in agents:
         cells = []
         for m in models:
@@ -68,24 +84,32 @@ def table(path: Path) -> tuple[str, list[dict]]:
             lat = mean([r["latency_s"] for r in rs])
             pred = mean([r.get("predict_latency_s") for r in rs])
             failed = sum(not r.get("ok", True) for r in rs)
-            cell = "failed" if lat is None else _fmt(100 * (lat / best[m] - 1))
-            if pred is not None and lat is not None and a in LEARNED:
+            if lat is None:
+                cells.append("failed")
+                continue
+            early = [mean([_best_within(r, b) for r in rs]) for b in budgets[:-1]]
+            cell = " / ".join(_fmt(None if v is None else 100 * (v / best[m] - 1)) for v in early + [lat])
+            if pred is not None and is_learned(a):
                 cell += f" ({_fmt(100 * (pred / best[m] - 1))})"
-            if failed and lat is not None:
+            if failed:
                 cell += f" [{failed} failed]"
             cells.append(cell)
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
     lines.append(_headroom_row(cases))
-    # Sample efficiency: placements each learning agent (and random search) needed to get within 5% of the
-    # best known value (the optimum where proven, else the best any record reached), from the summary rows.
+    # Sample efficiency: placements each searching agent needed to get within 5 / 2 / 1% of the best known value
+    # (the optimum where proven, else the best any record reached), and its own compute per placement.
     summary = {(r["model"], r["agent"]): r for r in data.get("summary", [])}
-    lines += ["", "placements to within 5% (median over the seeds that got there; k/n seeds):", "",
+    lines += ["", "placements to within 5 / 2 / 1% of the best known (median over the seeds that got there; "
+              "never = no seed did) and agent ms per placement:", "",
               "| agent | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
-    for a in [a for a in agents if a in LEARNED or a == "random"]:
+    for a in [a for a in agents if is_learned(a) or a in ("random", "local-search")]:
         cells = []
         for m in models:
-            w = (summary.get((m, a)) or {}).get("to_within", {}).get("5")
-            cells.append("-" if not w else "never" if not w["reached"] else f"{w['median']:.0f} ({w['reached']}/{w['seeds']})")
+            row = summary.get((m, a)) or {}
+            reached = [(row.get("to_within") or {}).get(k) for k in ("5", "2", "1")]
+            text = " / ".join("-" if not w else "never" if not w["reached"] else f"{w['median']:.0f}" for w in reached)
+            ms = row.get("agent_ms_per_placement")
+            cells.append(text + ("" if ms is None else f"; {ms:.1f} ms"))
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
     return "\n".join(lines), cases, {a: [_gap(by, m, a, best) for m in models] for a in agents}
 

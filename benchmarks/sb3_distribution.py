@@ -6,7 +6,7 @@ Two measurements, both in this one run so that they share the machine's conditio
    - rollout: build the distribution from (1, N*D) logits, sample, log-prob;
    - update (one minibatch of B): build from (B, N*D) logits, log-prob of given actions, entropy, backward;
    with SB3's `MultiCategoricalDistribution` (one Categorical per node) and
-   `agents.common.sb3.VectorizedMultiCategoricalDistribution` (one Categorical over (B, N, D)).
+   `agents.algos.sb3.VectorizedMultiCategoricalDistribution` (one Categorical over (B, N, D)).
 2. whole PPO: `PPO(GraphPolicy, env)` for a number of placements on BERT (376 compute ops) and a synthetic 1,000-op
    DAG, with each distribution (``distribution="vectorized"`` vs ``"stock"``; same seed, same rollouts
    settings, ``target_kl`` off so that every update runs the same number of epochs): seconds per update,
@@ -67,7 +67,7 @@ def distribution_only(n_nodes: int, n_devices: int, batch: int, repeats: int) ->
     """Part 1 for one graph size: median seconds of a rollout step and of a minibatch update, per distribution."""
     from stable_baselines3.common.distributions import MultiCategoricalDistribution
 
-    from agents.common.sb3 import VectorizedMultiCategoricalDistribution
+    from agents.algos.sb3 import VectorizedMultiCategoricalDistribution
 
     dims = [n_devices] * n_nodes
     kinds = {"stock": MultiCategoricalDistribution(dims), "vectorized": VectorizedMultiCategoricalDistribution(dims)}

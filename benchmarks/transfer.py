@@ -84,7 +84,7 @@ def _test_graphs(specs: list[str], backend, features) -> dict[str, DevicePlaceme
 def train_agent(name: str, args: argparse.Namespace, backend, seed: int):
     """A new `name` agent (``--agent-option``s) after one `learn` of ``--train-budget`` placements with `seed` on an
     env over ``--train-models``; an agent built for one graph (Placeto, PPO's action groups) learns it one graph at
-    a time (`agents.common.run.train_in_turns`)."""
+    a time (`agents.core.run.train_in_turns`)."""
     agent = registry.make_agent(registry.load_agent_class(name), evaluation_options(args))
     train_models = args.train_models[0] if len(args.train_models) == 1 else list(args.train_models)
     agent.learn(DevicePlacementEnv(train_models, backend=backend, features=_features(agent)), args.train_budget,

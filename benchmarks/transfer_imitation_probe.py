@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from agents.search.heuristic_start import start_placements
-from agents.common.reinforce import apply_gradients
+from agents.algos.reinforce import apply_gradients
 from placement_gym import registry
 from placement_gym.backends import make_backend
 from placement_gym.env import DevicePlacementEnv

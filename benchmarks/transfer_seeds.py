@@ -12,7 +12,7 @@ of every test graph, measured once. Gaps are % above the best placement known fo
 run found), so no optimum is solved here and a gap is never negative (a faster zero-shot placement lowers the
 reference); also against each graph's best and worst single device. Without ``--reference``, gaps are against each
 graph's best single device: how the whole-graph cost term's weight was chosen, on the VAL split
-(``--test-models dataset:val``; `agents.common.device_head.GRAPH_COST_WEIGHT`). Per agent and seed: the
+(``--test-models dataset:val``; `agents.nn.device_head.GRAPH_COST_WEIGHT`). Per agent and seed: the
 geometric-mean gap (target 1: within 10%), never worse than the worst single device (target 2), and how many of
 the graphs whose best known beats the best single device by >= 5% the zero-shot placement beats it on (target 3:
 at least half).

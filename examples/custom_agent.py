@@ -1,6 +1,6 @@
 """Benchmark your own placement agent against the baselines, without touching placement-gym's code.
 
-Subclass `agents.common.run.RunAgent` and write the algorithm in ``train(run, seed)``: measure placements with
+Subclass `agents.core.run.RunAgent` and write the algorithm in ``train(run, seed)``: measure placements with
 ``run.env.step(placement)`` until ``run.done``. The shared run loop around it does the rest, as for every agent
 shipped here: the exact budget, the best placement and its fresh re-measurement, the best-so-far curve, the
 agent's compute per placement, the fresh measurement of your policy's own placement (``predict``), callbacks.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.common.run import RunAgent
+from agents.core.run import RunAgent
 from placement_gym import DevicePlacementEnv, registry
 from placement_gym.evaluation import add_placements_to_within, evaluate
 from placement_gym.results import format_learning_table, format_table, summarize, write_json

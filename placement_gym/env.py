@@ -344,7 +344,7 @@ class DevicePlacementEnv(gym.Env):
     def one_graph(self, model: str) -> "DevicePlacementEnv":
         """A single-graph env on graph `model` (a name in `models`) with this env's backend (shared, so its
         measurement cache and compiled models serve both) and settings: what training over several graphs one
-        graph at a time steps (`agents.common.run.train_in_turns`)."""
+        graph at a time steps (`agents.core.run.train_in_turns`)."""
         if model not in self.graphs:
             raise ValueError(f"unknown model {model!r}; this env draws from {self.models}")
         return DevicePlacementEnv(self.graphs[model], backend=self.backend, reward=self.reward_name,

@@ -2,7 +2,7 @@
 
 An *agent* meets the `Agent` protocol: ``learn(env, budget, seed, callback)`` measures at most `budget`
 placements and leaves a `RunSummary` in ``agent.run_summary``; ``predict(obs)`` gives its own placement. Every
-agent in `agents/` does, through the shared run loop (`agents.common.run.RunAgent`); subclass that for your
+agent in `agents/` does, through the shared run loop (`agents.core.run.RunAgent`); subclass that for your
 own (examples/custom_agent.py). A Stable-Baselines3 model plugs in through `agents.ppo.SB3Agent`.
 
 A record (one agent, one env, one seed) is a flat dict (`RECORD_KEYS`; design.md names the first eight)::
@@ -74,7 +74,7 @@ def check_budget(budget: Any) -> int:
 # ------------------------------------------------------------------------------------------- agents
 @dataclass
 class RunSummary:
-    """What one ``learn`` did and found (built by the run loop, `agents.common.run.RunLoop.finish`).
+    """What one ``learn`` did and found (built by the run loop, `agents.core.run.RunLoop.finish`).
 
     Attributes:
         budget, seed: as given to ``learn``.
@@ -140,7 +140,7 @@ class RunSummary:
 class Agent(Protocol):
     """What the harness, ``placement-gym evaluate|compare|train`` and the examples need of an agent.
 
-    `agents.common.run.RunAgent` implements it for every agent shipped here; subclass it for your own.
+    `agents.core.run.RunAgent` implements it for every agent shipped here; subclass it for your own.
     """
 
     name: str
@@ -204,7 +204,7 @@ AGENT_MEMBERS = ("name", "feature_families", "best_placement", "best_latency_s",
 def _not_an_agent(obj: Any) -> str:
     missing = [m for m in AGENT_MEMBERS if not hasattr(obj, m)]
     return (f"{type(obj).__name__} is not an agent: it lacks {', '.join(missing) or 'nothing, but is not one'}. "
-            "Subclass agents.common.run.RunAgent (implement train, predict, hyperparameters, save, load); wrap a "
+            "Subclass agents.core.run.RunAgent (implement train, predict, hyperparameters, save, load); wrap a "
             "Stable-Baselines3 model in agents.ppo.SB3Agent(model); or pass a class or a no-argument factory "
             "that builds such an agent")
 

@@ -16,7 +16,7 @@ groups of ops, on the real one.
 
 `CoarsenedPlacement` shows a big graph as at most ``max_nodes`` clusters of ops (`placement_gym.coarsen`): the
 agent places clusters, every op gets its cluster's device. The learned agents put it around graphs above their
-``coarsen_above`` themselves (`agents.common.run`); the node-by-node variant works on top of it (its nodes are
+``coarsen_above`` themselves (`agents.core.run`); the node-by-node variant works on top of it (its nodes are
 then clusters, or groups of clusters).
 """
 from __future__ import annotations
@@ -208,7 +208,7 @@ class NodePlacementWrapper(gym.Wrapper):
         """Start every later episode from the best placement so far (``start="best"``), `placement` (N,) measured
         elsewhere at `latency_s` (drift-corrected, e.g. through the env below this wrapper) unless this wrapper
         has measured a faster one: a fine-tuning run's episodes search around the policy's own placement
-        (`agents.common.run.RunAgent.start_fine_tuning`)."""
+        (`agents.core.run.RunAgent.start_fine_tuning`)."""
         self.start = "best"
         self._offer(self.layer.validate_action(placement), float(latency_s), ok=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.common.run import RunAgent
+from agents.core.run import RunAgent
 from placement_gym import cli
 from placement_gym.evaluation import RECORD_KEYS
 

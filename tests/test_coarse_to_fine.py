@@ -1,16 +1,16 @@
 """Issue 13, expressiveness: group placers that can move their cut anywhere. Coarse-to-fine contiguous groups
 (`agents.search.coarse_to_fine`, Post's ``split_patience``) and the refiner's boundary moves
-(`agents.common.refine`)."""
+(`agents.nn.refine`)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from agents.common import PolicySpec
+from agents.core import PolicySpec
 from agents.search.coarse_to_fine import StallDetector, split_groups
-from agents.common.device_head import Devices
-from agents.common.refine import OpRefiner
+from agents.nn.device_head import Devices
+from agents.nn.refine import OpRefiner
 from agents.search.local_search import neighbour_device_shares
 from agents.post import PostAgent, PostPolicy
 from placement_gym.env import DevicePlacementEnv
@@ -187,7 +187,7 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
 
 
 def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
-    from agents.common.sb3 import GroupedMultiCategoricalDistribution
+    from agents.algos.sb3 import GroupedMultiCategoricalDistribution
     from agents.ppo import PPOAgent
 
     n = env.graph.n_ops
@@ -274,7 +274,7 @@ def test_hsdag_reaches_the_chain_optimum_coarse_to_fine_and_reloads_its_level(tm
 
 
 def test_uniform_share_keeps_the_mode_and_a_floor_per_decision():
-    from agents.common.policy import with_uniform_share
+    from agents.nn.policy import with_uniform_share
 
     logits = torch.tensor([[30.0, -30.0, 0.0]]).repeat(8, 1)  # 8 sure decisions over 3 devices
     assert with_uniform_share(logits, 0.0) is logits

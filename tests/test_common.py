@@ -1,4 +1,4 @@
-"""agents/common: observation batching, directed GNN blocks, the run loop, the REINFORCE trainer, callbacks,
+"""agents/core, nn and algos: observation batching, directed GNN blocks, the run loop, the REINFORCE trainer, callbacks,
 save/load."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from agents.common import (
-    BaseAgent, Callback, DirectedConv, DirectedGNN, PolicySample, PolicySpec, PolicyGradientAgent, ReinforceConfig,
-    ReinforceTrainer, RunLoop, make_callback, obs_to_batch, sample_categorical,
-)
+from agents.algos import PolicyGradientAgent, ReinforceConfig, ReinforceTrainer
+from agents.core import BaseAgent, PolicySpec, RunLoop
+from agents.nn import DirectedConv, DirectedGNN, PolicySample, obs_to_batch, sample_categorical
+from placement_gym.callbacks import Callback, make_callback
 from placement_gym.backends.base import Backend, Measurement
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.graph import ComputationGraph
@@ -306,8 +306,8 @@ def test_device_scorer_follows_the_devices_wherever_they_are_listed_and_any_coun
     import gymnasium as gym
     import torch
 
-    from agents.common.device_head import DeviceScorer
-    from agents.common.graph_batch import obs_to_batch
+    from agents.nn.device_head import DeviceScorer
+    from agents.nn.graph_batch import obs_to_batch
 
     batch = obs_to_batch(gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated",
                                   profile="ai_pc").reset(seed=0)[0])
@@ -335,8 +335,8 @@ def test_the_whole_graph_cost_term_leans_every_item_of_a_graph_towards_its_faste
     import gymnasium as gym
     import torch
 
-    from agents.common.device_head import GRAPH_COST_WEIGHT, DeviceScorer, enable_graph_cost
-    from agents.common.graph_batch import obs_to_batch
+    from agents.nn.device_head import GRAPH_COST_WEIGHT, DeviceScorer, enable_graph_cost
+    from agents.nn.graph_batch import obs_to_batch
 
     obs = gym.make("DevicePlacement-v0", model="tiny_branch", backend="simulated", profile="ai_pc").reset(seed=0)[0]
     batch = obs_to_batch(obs)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common import PolicySpec
-from agents.common.reinforce import apply_gradients, imitation_loss
-from agents.common.rollout import Decision, EliteSet
+from agents.core import PolicySpec
+from agents.algos.reinforce import apply_gradients, imitation_loss
+from agents.algos.rollout import Decision, EliteSet
 from agents.hsdag import HSDAGAgent
 from agents.post import PostAgent, PostPolicy, PostTrainer
 from agents.rnn import RNNAgent

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from agents.common.run import RunAgent
+from agents.core.run import RunAgent
 from placement_gym import DevicePlacementEnv
 from placement_gym.evaluation import (
     RECORD_KEYS, add_placements_to_within, compare, evaluate, model_label,
@@ -305,7 +305,7 @@ def test_compare_gives_agents_of_one_model_one_reference(env):
 
 
 def test_every_registered_agent_goes_through_the_run_loop(tiny_branch_graph):
-    from agents.common.run import RunAgent
+    from agents.core.run import RunAgent
     from placement_gym import registry
 
     backend = DevicePlacementEnv(tiny_branch_graph, backend="simulated").backend

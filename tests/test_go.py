@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common.base import PolicySpec
+from agents.core.base import PolicySpec
 from agents.go import GOAgent, GOPolicy, SegmentRecurrentAttention
 from placement_gym import cli
 from placement_gym.env import DevicePlacementEnv

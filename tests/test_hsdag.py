@@ -11,7 +11,8 @@ import torch
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from agents.common import PolicySpec, obs_to_batch
+from agents.core import PolicySpec
+from agents.nn import obs_to_batch
 from agents.hsdag import GraphParsingPool, HSDAGAgent, HSDAGPolicy, hsdag_feature_families, keep_best_candidates
 from placement_gym.backends.profiles import Profile, paper_profile
 from placement_gym.backends.simulated import SimulatedBackend

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from agents.search.local_search import BlockSearch
-from agents.common.reinforce import ReinforceConfig
+from agents.algos.reinforce import ReinforceConfig
 from agents.go import GOAgent
 from agents.post import PostAgent
 from placement_gym.backends import make_backend
@@ -237,7 +237,7 @@ def test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budge
 
 def test_search_proposals_settings_are_checked():
     from agents.search.local_search import AroundBest
-    from agents.common.reinforce import ReinforceConfig
+    from agents.algos.reinforce import ReinforceConfig
 
     with pytest.raises(ValueError, match="search_proposals must be >= 0"):
         ReinforceConfig(search_proposals=-1)

@@ -101,7 +101,7 @@ def test_gym_make_and_refusals():
 
 
 def test_obs_to_batch_drops_the_padding(env):
-    from agents.common.graph_batch import obs_to_batch
+    from agents.nn.graph_batch import obs_to_batch
 
     obs, _ = env.reset(options={"model": "tiny_chain"})
     batch = obs_to_batch(obs)

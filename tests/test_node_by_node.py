@@ -1,5 +1,5 @@
 """Node-by-node placers (Placeto, ppo-node): groups refined so that the run's best is expressible, and the
-teacher-forced steps that score a whole episode in one batched pass (`agents.common.node_by_node`)."""
+teacher-forced steps that score a whole episode in one batched pass (`agents.search.node_by_node`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents.search.heuristic_start import start_placements
-from agents.common.node_by_node import NodeGroups, graph_key, refine_groups
+from agents.search.node_by_node import NodeGroups, graph_key, refine_groups
 from placement_gym import registry
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.wrappers import contiguous_groups, place_node_by_node
@@ -49,7 +49,7 @@ def test_node_groups_refine_one_graph_only_and_survive_plain_data():
 
 
 def test_node_groups_stay_where_the_refined_episode_would_be_too_big(monkeypatch, caplog):
-    import agents.common.node_by_node as node_by_node
+    import agents.search.node_by_node as node_by_node
 
     monkeypatch.setattr(node_by_node, "MAX_EPISODE_NODES", 24 * 5)  # at most 5 groups of a 24-op graph
     grouping = NodeGroups(4)

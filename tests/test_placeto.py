@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common import BaseAgent, PolicySpec
+from agents.core import BaseAgent, PolicySpec
 from agents.placeto import PlacetoAgent, PlacetoPolicy
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper

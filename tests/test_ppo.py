@@ -1,4 +1,4 @@
-"""The shared PPO trainer (agents/common/ppo.py): the clipped objective, re-scoring a policy's own decisions,
+"""The shared PPO trainer (agents/algos/ppo.py): the clipped objective, re-scoring a policy's own decisions,
 one epoch = REINFORCE, learning known optima in bandit and node-by-node mode, the critic, bad settings."""
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from agents.common import (
-    PolicySample, PolicySpec, PPOConfig, PPOTrainer, ReinforceConfig, ReinforceTrainer, RunLoop, categorical_log_prob,
-    clipped_surrogate, obs_to_batch, sample_categorical,
-)
+from agents.algos import PPOConfig, PPOTrainer, ReinforceConfig, ReinforceTrainer, clipped_surrogate
+from agents.core import PolicySpec, RunLoop
+from agents.nn import PolicySample, categorical_log_prob, obs_to_batch, sample_categorical
 from agents.hsdag import HSDAGAgent
 from agents.placeto import PlacetoAgent
 from agents.rnn import RNNAgent

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common import BaseAgent, PolicySpec
+from agents.core import BaseAgent, PolicySpec
 from agents.rnn import RNNAgent, RNNPolicy
 from agents.rnn.policy import group_inputs
 from placement_gym import DevicePlacementEnv

@@ -11,7 +11,7 @@ from stable_baselines3.common.distributions import MultiCategoricalDistribution
 from stable_baselines3.common.utils import obs_as_tensor
 
 import placement_gym  # noqa: F401
-from agents.common.sb3 import (
+from agents.algos.sb3 import (
     GraphPolicy, GroupedMultiCategoricalDistribution, DeviceActionHead, StockMultiCategoricalDistribution,
     VectorizedMultiCategoricalDistribution,
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.common.run import RunAgent
+from agents.core.run import RunAgent
 from agents.search.config import SearchConfig, gather_search_options
 from agents.search.heuristic_start import start_placements
 from agents.search.hybrid import LocalSearch, SearchAround

@@ -1,4 +1,4 @@
-"""Training over several graphs one graph at a time (`agents.common.run.train_in_turns`): the agents whose env or
+"""Training over several graphs one graph at a time (`agents.core.run.train_in_turns`): the agents whose env or
 model is built for one graph (Placeto and ppo-node's node-by-node wrapper, PPO's action groups) learn on a
 multi-graph env (``model=[...]`` / ``"dataset:SPLIT"``) in turns of one update on a single-graph env of each
 graph, recorded into the one run; Post, whose distributions are one graph's, refuses such an env."""

@@ -1,11 +1,11 @@
 """Checkpoints that transfer: trained on one graph and device set, loaded, run on another (issue 14).
 
 Every learned agent except Post has no graph size or device count in its parameters (the shared device head,
-`agents.common.device_head.DeviceScorer`): trained on ``tiny_chain`` (9 ops) with the ``paper`` preset's 2
+`agents.nn.device_head.DeviceScorer`): trained on ``tiny_chain`` (9 ops) with the ``paper`` preset's 2
 devices, its checkpoint predicts a valid placement for ``tiny_branch`` (24 ops) on the ``ai_pc`` preset's 3
 devices listed in reverse order, and keeps learning there. Post's parameters are its training graph's
 distributions: it says so. Every learned agent trained over many graphs places a new one with the zero-shot
-override (`agents.common.run`, "Zero-shot").
+override (`agents.core.run`, "Zero-shot").
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import placement_gym  # noqa: F401  (registers the envs)
-from agents.common.base import BaseAgent
+from agents.core.base import BaseAgent
 from agents.search.heuristic_start import (LINK_FEATURE, ZERO_SHOT_OVERRIDE, cheapest_devices, move_large_savings,
                                            transfer_change)
 from placement_gym.features import bytes_from_edge_features
@@ -59,7 +59,7 @@ def test_a_checkpoint_places_another_graph_on_another_device_set(name, options, 
 
 def graph_cost_weights(agent) -> list:
     """The whole-graph cost term's weight of every device head of the agent's policy that has one."""
-    from agents.common.device_head import DeviceScorer
+    from agents.nn.device_head import DeviceScorer
 
     return [m.graph_cost.weight for m in agent.policy.modules()
             if isinstance(m, DeviceScorer) and m.graph_cost is not None]
@@ -74,7 +74,7 @@ def trains(agent, weight) -> bool:
 @pytest.mark.parametrize("name, options, budget", AGENTS, ids=[a[0] for a in AGENTS])
 def test_training_over_many_graphs_gives_the_device_head_the_whole_graph_cost_term(name, options, budget, tmp_path):
     """A run on one graph leaves the policy as it was (no term); the first run over many graphs builds the term in
-    the head that places (`agents.common.device_head.enable_graph_cost`) and trains its weight from
+    the head that places (`agents.nn.device_head.enable_graph_cost`) and trains its weight from
     GRAPH_COST_WEIGHT; the checkpoint keeps it, and a fine-tuning run on one graph goes on training it."""
     cls = registry.load_agent_class(name)
     agent = registry.make_agent(cls, {"seed": 0, **options})

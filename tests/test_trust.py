@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.common.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
+from agents.core.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
 from placement_gym import DevicePlacementEnv, cli, registry
 
 
@@ -49,7 +49,7 @@ def crafted_files(tmp_path) -> dict:
         z.writestr("_stable_baselines3_version", "2.9.2")
     # A checkpoint in our own layout that names a module to import: `this` prints when imported.
     files["unknown_class"] = tmp_path / "unknown.pt"
-    from agents.common.checkpoint import tensor_checksum
+    from agents.core.checkpoint import tensor_checksum
 
     state = {"w": torch.zeros(2)}
     torch.save({"format": CHECKPOINT_FORMAT, "agent": "this", "agent_class": "this:Zen", "hyperparameters": {},

@@ -14,8 +14,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from agents.common.checkpoint import CheckpointError
-from agents.common.run import RunAgent, RunLoop
+from agents.core.checkpoint import CheckpointError
+from agents.core.run import RunAgent, RunLoop
 from placement_gym.results import write_json
 
 

@@ -12,14 +12,14 @@ The method and where it lives:
     1. features      the env's default node features (op type, output shape, topological position, degree,
                      cost), device features and per-op costs per device (`placement_gym.features`).
     2. encoder       GraphSAGE-style mean aggregation over producers and consumers with separate weights
-                     (`agents.common.gnn.DirectedGNN`).
+                     (`agents.nn.gnn.DirectedGNN`).
     3. attention     segment-level recurrent attention over the ops in topological order
                      (`agents.go.policy.SegmentRecurrentAttention`, Transformer-XL's cached previous segment).
-    4. placer        `agents.common.device_head.DeviceScorer`: every op's device in one pass, no graph size or
+    4. placer        `agents.nn.device_head.DeviceScorer`: every op's device in one pass, no graph size or
                      device count in the weights.
-    5. training      PPO (`agents.common.ppo`, the shared trainer), jointly over many graphs when the env draws
+    5. training      PPO (`agents.algos.ppo`, the shared trainer), jointly over many graphs when the env draws
                      one per reset (``model=[...]`` or ``"dataset:train"``); K placements per update all of one
-                     graph, advantages against that graph's own baseline (`agents.common.rollout`).
+                     graph, advantages against that graph's own baseline (`agents.algos.rollout`).
     6. transfer      zero-shot: ``predict`` on the new graph; fine-tuning: ``learn`` again on it, the same trainer
                      continuing on every weight.
 
@@ -47,10 +47,10 @@ from typing import Any
 
 import torch
 
-from agents.common.base import PolicySpec
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.common.reinforce import ReinforceConfig
-from agents.common.run import RunLoop
+from agents.core.base import PolicySpec
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import ReinforceConfig
+from agents.core.run import RunLoop
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -82,14 +82,14 @@ class GOAgent(PolicyGradientAgent):
         segment_length: ops per attention segment (L).
         use_edge_features: give the encoder the tensor sizes on the edges.
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
-            (`agents.common.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
+            (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
             their first run over many graphs).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
         algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
-        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`). GO reads ``finetune_search`` and ``finetune_search_options``
             (keys `SEARCH_OPTIONS`), ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its

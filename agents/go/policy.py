@@ -12,7 +12,7 @@ per segment, the head scores (op, device) pairs from what the observation says a
 of weights places a graph of any size on any device set (Zhou et al., NeurIPS 2020, "Transferable Graph
 Optimizers for ML Compilers").
 
-Why `agents.common.gnn.DirectedGNN` rather than PyG's ``SAGEConv`` pair: with ``aggr="mean"`` its layer is
+Why `agents.nn.gnn.DirectedGNN` rather than PyG's ``SAGEConv`` pair: with ``aggr="mean"`` its layer is
 ``W_self h_i + mean_{j->i} W_fwd [h_j, e_ji] + mean_{i->k} W_bwd [h_k, e_ik]``, i.e. GraphSAGE's mean
 aggregator over both edge directions with separate weights, plus the tensor sizes on the edges (what a cut
 costs), and it is the encoder every other graph agent shares.
@@ -25,12 +25,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.common.base import PolicySpec
-from agents.common.device_head import DeviceScorer, Devices
-from agents.common.gnn import MLP, DirectedGNN
-from agents.common.graph_batch import GraphBatch, obs_to_batch
-from agents.common.refine import OpRefiner
-from agents.common.policy import (
+from agents.core.base import PolicySpec
+from agents.nn.device_head import DeviceScorer, Devices
+from agents.nn.gnn import MLP, DirectedGNN
+from agents.nn.graph_batch import GraphBatch, obs_to_batch
+from agents.nn.refine import OpRefiner
+from agents.nn.policy import (
     PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, sample_categorical,
     with_uniform_share,
 )
@@ -120,7 +120,7 @@ class SegmentRecurrentAttention(nn.Module):
 
 
 class GOPolicy(nn.Module):
-    """Encoder + segment-recurrent attention + device head (module docstring), following `agents.common.policy`.
+    """Encoder + segment-recurrent attention + device head (module docstring), following `agents.nn.policy`.
 
     Args:
         spec: sizes from the env (`PolicySpec`); only the feature widths are used (node, edge, device).
@@ -131,12 +131,12 @@ class GOPolicy(nn.Module):
         segment_length: L, ops per segment.
         use_edge_features: give the encoder the tensor sizes on the edges.
         dropout: dropout in the attention layers.
-        graph_cost: the device head's whole-graph cost term (`agents.common.device_head.DeviceScorer`), built with
+        graph_cost: the device head's whole-graph cost term (`agents.nn.device_head.DeviceScorer`), built with
             the policy (the other agents' heads get it on their first run over many graphs).
 
     Search groups (`set_groups`, `split`; GO's single-graph search, `agents.go.GOAgent`'s ``search_groups``):
     with G > 0 groups the policy draws one device per contiguous group of ops (a group's logits are the mean of
-    its ops', as `agents.common.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
+    its ops', as `agents.algos.sb3.GroupedMultiCategoricalDistribution` does), and `split` halves the groups
     (coarse to fine, `agents.search.coarse_to_fine`), down to one per op; G = 0 (default): every op on its own,
     the paper's. The head's ``graph_cost_scale`` multiplies the whole-graph cost term (1: on); ``explore`` keeps a
     uniform share in every decision (`_grouped`; 0: off). All three are buffers, saved with the weights.
@@ -151,7 +151,7 @@ class GOPolicy(nn.Module):
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim)
         self.attention = SegmentRecurrentAttention(hidden_channels, heads, attention_layers, segment_length, dropout)
         self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        # The whole-graph cost term (`agents.common.device_head`, module docstring). Its start at -3 was measured
+        # The whole-graph cost term (`agents.nn.device_head`, module docstring). Its start at -3 was measured
         # here (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-shot vs the best single device,
         # geomean over the test graphs; DeviceScorer before its LayerNorm): from 0, +9.0% / +9.0% (every graph on the
         # CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% / +3.5%. With the LayerNorm'd head: from
@@ -174,8 +174,8 @@ class GOPolicy(nn.Module):
             if prefix + key in state_dict:
                 state_dict[prefix + "head." + key] = state_dict.pop(prefix + key)
         state_dict.setdefault(prefix + "explore", torch.tensor(0.0))
-        # The zero-shot override was a buffer of GO's before every agent had it (`agents.common.run`, "Zero-shot";
-        # whether it is on is now the checkpoint's, `agents.common.checkpoint.restore_run_state`).
+        # The zero-shot override was a buffer of GO's before every agent had it (`agents.core.run`, "Zero-shot";
+        # whether it is on is now the checkpoint's, `agents.core.checkpoint.restore_run_state`).
         state_dict.pop(prefix + "zero_shot_override", None)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._groups_cache = {}
@@ -239,7 +239,7 @@ class GOPolicy(nn.Module):
 
     @torch.no_grad()
     def enable_refiner(self) -> None:
-        """Add the per-op refinement stage with boundary moves (`agents.common.refine.OpRefiner`) after the
+        """Add the per-op refinement stage with boundary moves (`agents.nn.refine.OpRefiner`) after the
         device decisions (GO's single-graph search: a learned local search that moves the cut of the groups'
         placement op by op). Built on demand, so a GO without it keeps its weights, checkpoints and random draws."""
         if self.refiner is None:

@@ -11,11 +11,11 @@
 Steps of the method and where they live:
     1. features     `placement_gym.features` families (op type, output shape, node id / topological position,
                     degree, cost, fractal dimension, centrality); the env builds them from `feature_families`.
-    2. encoder      `agents.common.gnn.DirectedGNN` (separate forward and backward message passing).
+    2. encoder      `agents.nn.gnn.DirectedGNN` (separate forward and backward message passing).
     3. pooling      `agents.hsdag.pooling.GraphParsingPool` (learned edge scores, best edge per node,
                     connected components, repeat until nothing merges).
     4. placer       a per-group MLP -> device distribution; a group's device goes to all its ops.
-    5. training     `agents.common.reinforce.ReinforceTrainer` (REINFORCE end to end; moving-average baseline
+    5. training     `agents.algos.reinforce.ReinforceTrainer` (REINFORCE end to end; moving-average baseline
                     and entropy bonus switchable), best placement kept and re-measured.
 
 Ablation switches (paper Table 3): ``output_shape=False``, ``node_id=False``, ``structure=False`` drop feature
@@ -52,9 +52,9 @@ from typing import Any
 
 import torch
 
-from agents.common.base import PolicySpec
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.common.reinforce import ReinforceConfig
+from agents.core.base import PolicySpec
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import ReinforceConfig
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -100,10 +100,10 @@ class HSDAGAgent(PolicyGradientAgent):
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
-            (`agents.common.policy_gradient`).
-        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+            (`agents.algos.policy_gradient`).
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`).
     """

@@ -19,7 +19,7 @@ No graph size or device count is built into the weights (the device head reads `
 ``obs["node_device_cost"]`` and ``obs["action_mask"]``), so a trained policy places any graph on any device set;
 groups never get a device that cannot run all their ops (unless no device can: `device_head.usable`).
 
-Per-op refinement (``refine=True``; our addition, switchable; `agents.common.refine.OpRefiner`): a group's
+Per-op refinement (``refine=True``; our addition, switchable; `agents.nn.refine.OpRefiner`): a group's
 device goes to all its ops unless an op *overrides* it with a learned, initially tiny, probability. Groups come
 from the parse, which knows nothing of where the best cut lies; without this stage a placement that splits a
 group (e.g. "the last 33 ops of ResNet on the CPU" when the tail shares a group with earlier ops) is out of the
@@ -34,12 +34,12 @@ import torch
 from torch import nn
 from torch_geometric.utils import scatter
 
-from agents.common.base import PolicySpec
-from agents.common.device_head import DeviceScorer, Devices
-from agents.common.gnn import DirectedGNN
-from agents.common.refine import OpRefiner
-from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import (
+from agents.core.base import PolicySpec
+from agents.nn.device_head import DeviceScorer, Devices
+from agents.nn.gnn import DirectedGNN
+from agents.nn.refine import OpRefiner
+from agents.nn.graph_batch import obs_to_batch
+from agents.nn.policy import (
     PolicySample, categorical_log_prob, group_majority, groups_at_device_boundary, sample_categorical,
     with_uniform_share,
 )
@@ -66,7 +66,7 @@ class HSDAGPolicy(nn.Module):
         override_bias: initial logit of an op overriding its group's device (`OpRefiner`).
         refine_boundary: the refinement's boundary moves (`OpRefiner`'s ``boundary``).
         explore: about this many group decisions per placement drawn uniformly at random
-            (`agents.common.policy.with_uniform_share`; 0: off). A buffer, saved with the weights.
+            (`agents.nn.policy.with_uniform_share`; 0: off). A buffer, saved with the weights.
         boundary_explore: about this many decisions per placement drawn uniformly at random among the groups at a
             device boundary of the placement set by `explore_around` (the run's best; 0: off). A buffer.
     """

@@ -39,7 +39,7 @@ from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from agents.common.gnn import MLP, DirectedConv
+from agents.nn.gnn import MLP, DirectedConv
 
 __all__ = ["GraphParsingPool", "PoolResult", "keep_best_candidates"]
 

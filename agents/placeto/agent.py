@@ -11,7 +11,7 @@ Every step re-places one node and measures the new placement, so the budget (pla
 (376 ops). ``groups`` therefore cuts the topological order into that many contiguous groups of ops that move
 together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops. Where the
 run's best placement is not constant on the groups (the heuristic start's per-op placement), the groups of that
-graph are split at its device changes before the final distillation (`agents.common.node_by_node`), so
+graph are split at its device changes before the final distillation (`agents.search.node_by_node`), so
 ``predict`` on it returns the best; other graphs keep the contiguous groups.
 Episodes start from a uniformly random placement (``start="random"``; Placeto started from a reference
 placement, here everything on device 0, which made results depend on the order the devices are listed in:
@@ -40,12 +40,12 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from agents.common.base import PolicySpec
-from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
-from agents.common.policy import group_majority_placement
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.common.reinforce import ReinforceConfig
-from agents.common.run import agent_predict
+from agents.core.base import PolicySpec
+from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
+from agents.nn.policy import group_majority_placement
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import ReinforceConfig
+from agents.core.run import agent_predict
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -74,8 +74,8 @@ class PlacetoAgent(PolicyGradientAgent):
             above the optimum, median, against 0.00% / 0.92% from random starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
             far, the policy's own placement or the heuristic start's
-            (`agents.common.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
-            nodes it has not placed yet (`agents.common.sb3.placement_input_features`), so ``predict`` does not
+            (`agents.core.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
+            nodes it has not placed yet (`agents.algos.sb3.placement_input_features`), so ``predict`` does not
             depend on it.
         gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
             step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
@@ -83,12 +83,12 @@ class PlacetoAgent(PolicyGradientAgent):
             is credited with the whole rest of the episode: on the simulated ResNet / Inception / BERT
             (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
-            (`agents.common.reinforce.ReinforceConfig`, mode "episodic").
+            (`agents.algos.reinforce.ReinforceConfig`, mode "episodic").
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
-            (`agents.common.policy_gradient`).
-        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+            (`agents.algos.policy_gradient`).
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`).
     """
@@ -140,7 +140,7 @@ class PlacetoAgent(PolicyGradientAgent):
 
     def placements_per_turn(self, graph) -> int:
         """Over several graphs: one graph at a time (the node-by-node wrapper's groups are one graph's), an
-        update's episodes per turn (`agents.common.run.train_in_turns`): each re-places every group ``sweeps``
+        update's episodes per turn (`agents.core.run.train_in_turns`): each re-places every group ``sweeps``
         times after its random start (one placement more)."""
         nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
         return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start != "reference"))
@@ -155,7 +155,7 @@ class PlacetoAgent(PolicyGradientAgent):
 
     def split_to_express(self, run) -> bool:
         """Refine the groups of the run's graph until ``predict`` can return the run's best placement
-        (`agents.common.node_by_node`), before the final distillation; True if they changed."""
+        (`agents.search.node_by_node`), before the final distillation; True if they changed."""
         return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:

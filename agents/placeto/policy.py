@@ -3,10 +3,10 @@
 Placeto (Addanki et al., NeurIPS 2019) places a graph node by node: at each step it re-embeds the graph with
 the placement so far (message passing over the DAG), reads the embedding of the node it is about to place and
 chooses that node's device. Here the node inputs are the env's node features, what the current device of every
-placed op is (its device features, `agents.common.sb3.placement_input_features`), and the ``current_node`` /
-``visited`` marks of `DevicePlacementNode-v0`; the encoder is the shared `agents.common.gnn.DirectedGNN`
+placed op is (its device features, `agents.algos.sb3.placement_input_features`), and the ``current_node`` /
+``visited`` marks of `DevicePlacementNode-v0`; the encoder is the shared `agents.nn.gnn.DirectedGNN`
 (producers and consumers with separate weights, as Placeto's parent/child aggregations). The device comes from
-the shared device head (`agents.common.device_head.DeviceScorer`: the node's embedding against the device
+the shared device head (`agents.nn.device_head.DeviceScorer`: the node's embedding against the device
 features, the summed costs of the node's ops and their action mask), so no graph size or device count is built
 into the weights.
 """
@@ -18,12 +18,12 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from agents.common.base import PolicySpec
-from agents.common.device_head import DeviceScorer, group_costs
-from agents.common.gnn import DirectedGNN
-from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import PolicySample, categorical_log_prob, sample_categorical
-from agents.common.sb3 import placement_input_features, placement_input_width
+from agents.core.base import PolicySpec
+from agents.nn.device_head import DeviceScorer, group_costs
+from agents.nn.gnn import DirectedGNN
+from agents.nn.graph_batch import obs_to_batch
+from agents.nn.policy import PolicySample, categorical_log_prob, sample_categorical
+from agents.algos.sb3 import placement_input_features, placement_input_width
 
 __all__ = ["PlacetoPolicy"]
 

@@ -8,7 +8,7 @@ Proximal Policy Optimization").
 The placement distribution is a product of independent softmax distributions, one per op group
 (`PostPolicy`). Training interleaves the two updates of the paper:
 
-* PPO on every batch of sampled placements: the project's shared trainer (`agents.common.ppo.PPOTrainer`,
+* PPO on every batch of sampled placements: the project's shared trainer (`agents.algos.ppo.PPOTrainer`,
   bandit mode, moving-average baseline: the distribution does not depend on an observation, so there is
   nothing for a critic to read);
 * every ``ce_every`` batches, the cross-entropy step: the elite fraction ``elite_fraction`` of the placements
@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.common.base import PolicySpec
-from agents.common.policy import group_majority_placement
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.common.ppo import PPOTrainer
-from agents.common.reinforce import ReinforceConfig
-from agents.common.rollout import Decision, Measured
+from agents.core.base import PolicySpec
+from agents.nn.policy import group_majority_placement
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.ppo import PPOTrainer
+from agents.algos.reinforce import ReinforceConfig
+from agents.algos.rollout import Decision, Measured
 from agents.search.config import SearchConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
@@ -97,17 +97,17 @@ class PostAgent(PolicyGradientAgent):
     Args:
         n_groups: G contiguous op groups with one distribution each (None: one per op).
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: the PPO settings shared
-            with REINFORCE (`agents.common.reinforce.ReinforceConfig`, bandit mode).
-        ppo: further PPO settings (`agents.common.ppo.PPOConfig`: n_epochs, clip_range, target_kl, ...).
+            with REINFORCE (`agents.algos.reinforce.ReinforceConfig`, bandit mode).
+        ppo: further PPO settings (`agents.algos.ppo.PPOConfig`: n_epochs, clip_range, target_kl, ...).
         ce_every: PPO updates between two cross-entropy steps.
         elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
         ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
             the way, the paper's closed form).
-        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`).
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
     """
 
     name = "post"

@@ -1,19 +1,19 @@
 """Stable-Baselines3 models as placement agents: `SB3Agent` (any SB3 model) and `PPOAgent` (PPO with the
-graph policy, `agents.common.sb3.GraphPolicy`).
+graph policy, `agents.algos.sb3.GraphPolicy`).
 
 >>> env = gym.make("DevicePlacement-v0", model="bert", backend="simulated")
 >>> agent = PPOAgent(seed=0).learn(env, budget=2_000)
 >>> SB3Agent(PPO("MultiInputPolicy", env)).learn(env, budget=64)      # your own SB3 model
 
-Both run ``model.learn`` inside the shared run loop (`agents.common.run`): the budget is exact (SB3 collects
+Both run ``model.learn`` inside the shared run loop (`agents.core.run`): the budget is exact (SB3 collects
 whole rollouts; here collection stops when the budget is spent, so the last, partial rollout is measured but not
 trained on), the best placement is kept and re-measured afresh at the end, callbacks see every step and update,
 and the summary reports the agent's compute per placement. On `DevicePlacement-v0` (one-step episodes) PPO's
 advantage is simply r - V(s). Checkpoints hold the policy's tensors, its spaces and the settings as plain data
-(`agents.common.checkpoint`), not SB3's pickled zip: loading one never executes code from the file.
+(`agents.core.checkpoint`), not SB3's pickled zip: loading one never executes code from the file.
 
 With `GraphPolicy` (no graph size or device count in its weights) a trained or loaded agent predicts on any
-graph and device set (the policy is called directly, `agents.common.sb3.policy_action`: SB3's ``predict``
+graph and device set (the policy is called directly, `agents.algos.sb3.policy_action`: SB3's ``predict``
 checks shapes against the spaces the model was built with), and ``learn`` on an env of another size rebuilds
 the SB3 algorithm for that env around the same policy weights (a fresh optimizer and rollout buffer). Another
 SB3 policy (``MultiInputPolicy``) has N and D in its weights: it says so.
@@ -33,15 +33,15 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
-from agents.common.checkpoint import (
+from agents.core.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.common.device_head import enable_graph_cost
-from agents.common.policy import group_majority_placement
-from agents.common.node_by_node import NodeGroups, TeacherForcing, graph_key
-from agents.common.policy_gradient import DISTILL_SECONDS, distill, distill_cap
-from agents.common.run import RunAgent, RunLoop, agent_predict
-from agents.common.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
+from agents.nn.device_head import enable_graph_cost
+from agents.nn.policy import group_majority_placement
+from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
+from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
+from agents.core.run import RunAgent, RunLoop, agent_predict
+from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from agents.search.coarse_to_fine import REFIT_STEPS, StallDetector, split_until_expressible
 from agents.search.config import SearchConfig, gather_search_options
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -121,7 +121,7 @@ class SB3Agent(RunAgent):
 
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
-        seed, torch_threads, coarsen_above, max_nodes: see `agents.common.run.RunAgent` (an SB3 model's spaces
+        seed, torch_threads, coarsen_above, max_nodes: see `agents.core.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
         search: the search around SB3's learning (`agents.search.config.SearchConfig`; None: none). Read here:
             ``heuristic_start`` (``"refit"`` distils the best start into the policy before SB3 collects),
@@ -191,7 +191,7 @@ class SB3Agent(RunAgent):
 
     def distill_best(self, run: RunLoop, max_steps: int | None = None) -> int:
         """Fit the policy to the run's best placement so far until ``predict`` returns it (at most `max_steps`,
-        default ``distill_steps``; `agents.common.policy_gradient.distill`); the steps taken."""
+        default ``distill_steps``; `agents.algos.policy_gradient.distill`); the steps taken."""
         s = self.search
         return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
                        run.best_action, self.imitation_obs, s.distill_steps if max_steps is None else max_steps,
@@ -203,7 +203,7 @@ class SB3Agent(RunAgent):
         return placement
 
     #: ``reproduces(placement) -> bool`` where a subclass tells faster than ``predict`` whether ``predict`` returns
-    #: `placement` (`agents.common.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
+    #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
     reproduces: Callable[[np.ndarray], bool] | None = None
 
     def split_to_express(self, run: RunLoop) -> bool:
@@ -271,7 +271,7 @@ class SB3Agent(RunAgent):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Save the policy's tensors, its spaces and the settings (`agents.common.checkpoint`: tensors and plain
+        """Save the policy's tensors, its spaces and the settings (`agents.core.checkpoint`: tensors and plain
         data only, not SB3's pickled zip; ``agent.model.save(...)`` still writes one). Refuses to overwrite an
         existing file unless `overwrite`."""
         if self.model is None:
@@ -397,13 +397,13 @@ class PPOAgent(SB3Agent):
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
             placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
             The training graph's groups are split where its best placement changes device, when it has to
-            (`agents.common.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
+            (`agents.search.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
-        seed, torch_threads: see `agents.common.run.RunAgent`; device: torch device of the policy.
+        seed, torch_threads: see `agents.core.run.RunAgent`; device: torch device of the policy.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: see `SB3Agent`; here ``split_patience`` halves the action groups after that many placements
             without a new best (coarse to fine, the run's best refit into the policy after each split) and
             ``greedy_final`` spends the budget's last placement on the policy's deterministic placement.
@@ -473,7 +473,7 @@ class PPOAgent(SB3Agent):
     def placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
         masks the padding); with action groups or node by node (both built for one graph), one graph at a
-        time, a rollout per turn (`agents.common.run.train_in_turns`): ``n_steps`` placements, node by node
+        time, a rollout per turn (`agents.core.run.train_in_turns`): ``n_steps`` placements, node by node
         plus the random start each episode measures (the last one's start is not measured: the turn is over)."""
         n_steps = self.ppo_kwargs["n_steps"]
         if self.node_groups is not None:
@@ -508,7 +508,7 @@ class PPOAgent(SB3Agent):
 
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does,
-        in one batched pass (`agents.common.node_by_node.TeacherForcing`); whole placements: `SB3Agent.imitate`."""
+        in one batched pass (`agents.search.node_by_node.TeacherForcing`); whole placements: `SB3Agent.imitate`."""
         if self.node_groups is None:
             return super().imitate(placement)
         return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
@@ -544,7 +544,7 @@ class PPOAgent(SB3Agent):
 
     def split_to_express(self, run: RunLoop) -> bool:
         """Make the run's best placement (e.g. a heuristic start's per-op placement) one the policy can return:
-        node by node, refine the groups of the run's graph (`agents.common.node_by_node`); with coarse-to-fine
+        node by node, refine the groups of the run's graph (`agents.search.node_by_node`); with coarse-to-fine
         action groups (``split_patience``), split them until it can. True if the groups changed."""
         policy = self.model.policy
         if self.node_groups is not None:

@@ -29,9 +29,9 @@ from typing import Any
 
 import torch
 
-from agents.common.base import PolicySpec
-from agents.common.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.common.reinforce import ReinforceConfig
+from agents.core.base import PolicySpec
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import ReinforceConfig
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -58,12 +58,12 @@ class RNNAgent(PolicyGradientAgent):
         hidden_dim: LSTM width.
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
-            (`agents.common.reinforce.ReinforceConfig`, mode "bandit").
+            (`agents.algos.reinforce.ReinforceConfig`, mode "bandit").
         algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
-            (`agents.common.policy_gradient`).
-        seed, torch_threads, device: see `agents.common.base.BaseAgent`.
+            (`agents.algos.policy_gradient`).
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.common.run`, `placement_gym.coarsen`; None: never).
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`).
     """

@@ -9,7 +9,7 @@ topological order; an LSTM decoder with content-based attention over the encoder
 group, fed back the device it chose for the previous group.
 
 No graph size or device count is built into the weights: each step's device comes from the shared device head
-(`agents.common.device_head.DeviceScorer`: the decoder state against the device features, the group's summed op
+(`agents.nn.device_head.DeviceScorer`: the decoder state against the device features, the group's summed op
 costs and the AND of its ops' action masks), and the device fed back is described by its device features, not
 its index.
 """
@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.common.base import PolicySpec
+from agents.core.base import PolicySpec
 from agents.search.coarse_to_fine import split_groups
-from agents.common.device_head import DeviceScorer, Devices, device_input_width, device_inputs
-from agents.common.graph_batch import obs_to_batch
-from agents.common.policy import PolicySample, group_majority
-from agents.common.refine import OpRefiner
+from agents.nn.device_head import DeviceScorer, Devices, device_input_width, device_inputs
+from agents.nn.graph_batch import obs_to_batch
+from agents.nn.policy import PolicySample, group_majority
+from agents.nn.refine import OpRefiner
 from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["RNNPolicy", "group_inputs"]
@@ -74,7 +74,7 @@ class RNNPolicy(nn.Module):
         n_groups: G, the number of op groups (at most the number of ops of the graph).
         hidden_dim: LSTM and embedding width H.
 
-    refine: add the per-op refinement stage (`agents.common.refine.OpRefiner`) after the group decoder.
+    refine: add the per-op refinement stage (`agents.nn.refine.OpRefiner`) after the group decoder.
     refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
 
     Coarse to fine (`split`, `agents.search.coarse_to_fine`): the groups can be halved during training, down to

@@ -15,12 +15,12 @@ search finds nothing better. It does not join the self-imitation elites (HSDAG, 
 1.39% above the optimum, median; 0.35% without). A policy that decides per group of ops and cannot return that
 best (Post, PPO's action groups) splits its coarse-to-fine groups until it can before the final distillation
 (`PolicyGradientAgent.split_to_express`); Placeto and ppo-node refine their node groups on that graph instead
-(`agents.common.node_by_node`). With ``"refit"`` every policy is fitted to that best before sampling (its
+(`agents.search.node_by_node`). With ``"refit"`` every policy is fitted to that best before sampling (its
 search starts around it; measured: it can trap the search there, the RNN on ``server`` stayed on the best single
 device). ``"off"`` starts from the policy's own samples, as the methods' papers do.
 
 A fine-tuning run (a trained policy continuing on one graph, e.g. a new one) measures them too, after the
-policy's own placement (`agents.common.run.RunAgent.start_fine_tuning`): a policy trained on other graphs may
+policy's own placement (`agents.core.run.RunAgent.start_fine_tuning`): a policy trained on other graphs may
 prefer a device this graph does not (on the ``paper`` test graphs, every learned agent's zero-shot placement
 was the CPU, 9% above the optimum, and 50 fine-tuning placements did not move it).
 
@@ -230,7 +230,7 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
     With `rebase`, a `placement` on one device b (every op b can run) may start from another device d instead:
     when the moves from d are estimated to save more than those from b (`_moves_and_gain`), by more than d's
     total time exceeds b's (each device's sum of ``node_device_cost``, what the whole-graph cost term of the
-    policies' device head reads, `agents.common.device_head.graph_cost_inputs`). The policy's base device is
+    policies' device head reads, `agents.nn.device_head.graph_cost_inputs`). The policy's base device is
     kept wherever the moves would not change which device is faster in that estimate: its device head weighs
     every device's total, but not what the override gains from each (``ai_pc`` U-Net-l: the GPU alone is 2.8%
     faster than the CPU, the moves from the CPU save 20%, from the GPU 0.2%; README, transfer).
@@ -383,7 +383,7 @@ def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:
 
 
 def measure_start_placements(run, obs: Mapping[str, Any], seed: int | None = None) -> int:
-    """Measure `start_placements(obs)` through ``run.env`` (a `agents.common.run.RunLoop` on one graph; `obs` is
+    """Measure `start_placements(obs)` through ``run.env`` (a `agents.core.run.RunLoop` on one graph; `obs` is
     the graph as the agent's actions address it, coarsened on a coarsened run), within the budget. Returns the
     placements measured."""
     if not isinstance(run.env.action_space, spaces.MultiDiscrete):  # a node-by-node env given directly

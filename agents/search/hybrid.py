@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 
-from agents.common.run import RunAgent, RunLoop
+from agents.core.run import RunAgent, RunLoop
 
 from .config import SearchConfig, split_search_options
 from .heuristic_start import measure_start_placements
@@ -47,7 +47,7 @@ class SearchAround(RunAgent):
     def __init__(self, agent: RunAgent | None = None, search: "SearchConfig | Mapping[str, Any] | str | None" = "hybrid",
                  seed: int | None = None) -> None:
         if agent is not None and not isinstance(agent, RunAgent):
-            raise TypeError(f"SearchAround wraps a RunAgent (agents.common.run), got {type(agent).__name__}")
+            raise TypeError(f"SearchAround wraps a RunAgent (agents.core.run), got {type(agent).__name__}")
         super().__init__(seed=seed if seed is not None else getattr(agent, "seed", None), torch_threads=None,
                          search=search)
         self.agent = agent

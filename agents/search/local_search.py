@@ -38,7 +38,7 @@ from .coarse_to_fine import split_groups
 from .heuristic_start import cheapest_devices, memory_capacity
 
 if TYPE_CHECKING:
-    from agents.common.run import RunLoop
+    from agents.core.run import RunLoop
 
 __all__ = ["AroundBest", "BlockSearch", "neighbour_device_shares", "search_around_best"]
 
@@ -250,7 +250,7 @@ class AroundBest:
     """Measures `BlockSearch` proposals around a run's best placement so far, in batches, each batch led by the
     merge of the previous batch's improving proposals (`BlockSearch.merge`). The merge is kept between calls, so
     the search can be spent in one call (GO's fine-tuning, `search_around_best`) or a few placements at a time
-    beside a policy's own samples (the trainers' ``search_proposals``, `agents.common.reinforce`).
+    beside a policy's own samples (the trainers' ``search_proposals``, `agents.algos.reinforce`).
 
     Args:
         search: the proposals (`BlockSearch`) of the run's graph.

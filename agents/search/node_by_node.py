@@ -25,7 +25,7 @@ from torch import Tensor
 
 from placement_gym.wrappers import contiguous_groups, place_node_by_node
 
-from .policy import group_majority
+from agents.nn.policy import group_majority
 
 logger = logging.getLogger(__name__)
 

@@ -139,7 +139,7 @@ class Devices:
 
     @classmethod
     def of_ops(cls, batch, default_count: int | None = None) -> "Devices":
-        """The ops of a one-graph `agents.common.graph_batch.GraphBatch`."""
+        """The ops of a one-graph `agents.nn.graph_batch.GraphBatch`."""
         if batch.num_graphs != 1:
             raise ValueError(f"Devices describes one graph, the batch has {batch.num_graphs}")
         return cls(None if batch.device_features is None else batch.device_features[0], batch.node_cost,
@@ -191,7 +191,7 @@ class DeviceScorer(nn.Module):
         hidden_channels: width H of the device embedding and the bilinear form.
         use_costs: read the per-item costs (``obs["node_device_cost"]``) when given.
         places_graphs: the head that places a policy's items, which `enable_graph_cost` gives the whole-graph cost
-            term (module docstring); False for a head that scores something else (`agents.common.refine.OpRefiner`'s
+            term (module docstring); False for a head that scores something else (`agents.nn.refine.OpRefiner`'s
             overrides of a placement).
 
     Shapes: h (M, H_in), device_features (D, K) (or (B, D, K) with `graph` (M,): items of B graphs, each

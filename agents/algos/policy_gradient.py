@@ -1,7 +1,7 @@
 """`PolicyGradientAgent`: a `BaseAgent` trained by the shared REINFORCE or PPO trainer, the user's choice.
 
 HSDAG, Placeto, the RNN placer and Post are such agents: each builds its policy (`build_policy`) and its
-trainer settings (`ReinforceConfig`); ``algorithm="ppo"`` trains the same policy with `agents.common.ppo`
+trainer settings (`ReinforceConfig`); ``algorithm="ppo"`` trains the same policy with `agents.algos.ppo`
 instead, with the PPO settings given in ``ppo`` (a dict of `PPOConfig` fields beyond `ReinforceConfig`'s):
 
     placement-gym train --agent hsdag --agent-option algorithm=ppo --agent-option 'ppo={"n_epochs": 8}'
@@ -17,16 +17,16 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .base import BaseAgent, PolicySpec
+from agents.core.base import BaseAgent, PolicySpec
 from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
-from .device_head import enable_graph_cost
+from agents.nn.device_head import enable_graph_cost
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
-from .run import RunLoop
+from agents.core.run import RunLoop
 
 __all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
-#: The learned agents' default ``distill_seconds`` (`agents.common.reinforce.ReinforceConfig`): a cap on the final
+#: The learned agents' default ``distill_seconds`` (`agents.algos.reinforce.ReinforceConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step costs tens of milliseconds. The zoo
 #: models are never capped: on a busy machine 5 s stopped the distillation of ResNet short for hsdag and placeto
 #: (predict 3-70% above best on 9 of 15 runs), and there a step costs a few milliseconds, 1000 steps seconds.
@@ -173,7 +173,7 @@ class PolicyGradientAgent(BaseAgent):
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
         target): `placement` itself here; group placers override it
-        (`agents.common.policy.group_majority_placement`)."""
+        (`agents.nn.policy.group_majority_placement`)."""
         return placement
 
     #: ``reproduces(placement) -> bool``: whether ``predict`` on the run's graph returns `placement` (as
@@ -198,10 +198,10 @@ def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn
     and without it the loop would spin for `max_steps`. (Under ``unsupported="fail"`` a placement that puts an op
     on a device that cannot run it fails and is never the best, so the target is within the mask.)
     `expressible` maps `placement` to the nearest placement the policy can return (a node-by-node placer's: one
-    device per group of ops, `agents.common.policy.group_majority_placement`), for a best placement it did not
+    device per group of ops, `agents.nn.policy.group_majority_placement`), for a best placement it did not
     draw itself (the heuristic start's, `agents.search.heuristic_start`). `reproduces(placement)` answers "does
     ``predict`` return it?" where that is cheaper than calling ``predict`` (a node-by-node placer's: one forward
-    pass, not one per group, `agents.common.node_by_node.TeacherForcing.reproduces`)."""
+    pass, not one per group, `agents.search.node_by_node.TeacherForcing.reproduces`)."""
     if placement is None or max_steps == 0:
         return 0
     measured = (lambda action: np.asarray(action)) if as_measured is None else as_measured

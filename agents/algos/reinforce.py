@@ -1,8 +1,8 @@
 """THE REINFORCE trainer shared by HSDAG, Placeto, the RNN placer and Post (read `ReinforceTrainer.train` top to
-bottom). Its sibling `agents.common.ppo` trains the same policies with PPO.
+bottom). Its sibling `agents.algos.ppo` trains the same policies with PPO.
 
-A policy follows `agents.common.policy` (``act(obs, num_samples, deterministic) -> PolicySample``). Two ways
-to collect experience (`ReinforceConfig.mode`, `agents.common.rollout`):
+A policy follows `agents.nn.policy` (``act(obs, num_samples, deterministic) -> PolicySample``). Two ways
+to collect experience (`ReinforceConfig.mode`, `agents.algos.rollout`):
 
 ``"bandit"`` (one-step envs: `DevicePlacement-v0`): draw K = `samples_per_update` placements from ONE
     encoding, measure each (K env steps), and make one gradient step on ``-(A_k * log p(a_k))`` with
@@ -20,7 +20,7 @@ Both modes use (each switchable, for ablations):
     entropy_coef        bonus on the policy's (per-decision) entropy; 0 = none, as the HSDAG code;
     max_grad_norm       gradient-norm clipping (None = off);
     imitation_coef      weight of a self-imitation term, ``-log p(elite placement)`` (per decision) averaged
-                        over the `elites` fastest placements measured so far (`agents.common.rollout.EliteSet`);
+                        over the `elites` fastest placements measured so far (`agents.algos.rollout.EliteSet`);
                         0 = off (the papers' methods). It makes the policy's own (deterministic) placement
                         converge to what its sampling found, which a policy-gradient step alone does not: a rare
                         fast sample moves the policy by one step, the many slow ones around it by many. The
@@ -52,10 +52,10 @@ Both modes use (each switchable, for ablations):
                         step costs tens of ms on a graph of ~1,000 clusters, where hundreds of steps would
                         dominate the agent's compute; stopping early only leaves ``predict`` short of the best
                         placement (the run still reports the best placement itself). The zoo models and the
-                        dataset are never capped (`agents.common.policy_gradient.distill_cap`).
+                        dataset are never capped (`agents.algos.policy_gradient.distill_cap`).
 
 The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
-callbacks are the shared run loop's (`agents.common.run`), whose ``run.env`` the trainer steps.
+callbacks are the shared run loop's (`agents.core.run`), whose ``run.env`` the trainer steps.
 """
 from __future__ import annotations
 
@@ -68,11 +68,11 @@ import torch
 from torch import Tensor, nn
 
 from agents.search.coarse_to_fine import StallDetector, check_split_patience
-from .policy import PolicySample, sample_categorical
+from agents.nn.policy import PolicySample, sample_categorical
 from agents.search.local_search import AroundBest, BlockSearch
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_episode, collect_placements,
                       discounted_returns)
-from .run import RunLoop
+from agents.core.run import RunLoop
 
 __all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
 
@@ -159,8 +159,8 @@ class PolicyGradientTrainer:
     elite placements (all kept across `train` calls, so training can be resumed), and how a run starts.
 
     Args:
-        policy: module with ``act(obs, num_samples, deterministic) -> PolicySample`` (`agents.common.policy`).
-        config: the trainer's settings (`ReinforceConfig` or `agents.common.ppo.PPOConfig`).
+        policy: module with ``act(obs, num_samples, deterministic) -> PolicySample`` (`agents.nn.policy`).
+        config: the trainer's settings (`ReinforceConfig` or `agents.algos.ppo.PPOConfig`).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
         on_split: called with the run after every split of the policy's groups (``split_patience``): the agent's

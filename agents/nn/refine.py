@@ -9,7 +9,7 @@ of *overriding* the device it was given with a device drawn from a per-op distri
 
 sigma starts near 0 (``override_bias``), so the placer's coherent group placements are what it samples at
 first; the reward (and the self-imitation term) raise it where a split pays. q_op comes from the shared device
-head (`agents.common.device_head.DeviceScorer`: the op's embedding against the device features, its costs and
+head (`agents.nn.device_head.DeviceScorer`: the op's embedding against the device features, its costs and
 its action mask), so the stage has no device count in its weights and never draws a device that cannot run the op.
 
 Boundary moves (``boundary=True``, our addition, default on). With sigma from the op's embedding alone, the

@@ -144,7 +144,7 @@ class RunLoop:
             (unitless; 1.0 = the reference; it can rise when a new graph is first seen).
         vector: with a vector env, it wrapped in the recorder: one ``step`` measures ``num_envs`` placements in
             one batch, each counted and recorded as a step of `env` would be (the bandit collector,
-            `agents.common.rollout.collect_placements`, uses it); None for a single env or a coarsened run.
+            `agents.algos.rollout.collect_placements`, uses it); None for a single env or a coarsened run.
         coarsening: the `placement_gym.coarsen.Coarsening` ``env`` shows (None: the graph as it is).
     """
 
@@ -566,7 +566,7 @@ class RunAgent(abc.ABC):
         return self
 
     #: Whether a run over many graphs gives the policy's device head the whole-graph cost term (the graph's total
-    #: cost on each device, `agents.common.device_head.enable_graph_cost`), where the agent has such a head.
+    #: cost on each device, `agents.nn.device_head.enable_graph_cost`), where the agent has such a head.
     whole_graph_cost: bool = True
 
     @property

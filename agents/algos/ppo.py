@@ -2,7 +2,7 @@
 trainer and sharing its collection, advantages and run loop (read `PPOTrainer.train` top to bottom).
 
 Proximal Policy Optimisation (Schulman et al., 2017) in the form SB3 and CleanRL use, for a policy that follows
-`agents.common.policy` (``act`` draws decisions, ``evaluate`` re-scores them under the current weights):
+`agents.nn.policy` (``act`` draws decisions, ``evaluate`` re-scores them under the current weights):
 
 1. collect a rollout without gradients: K placements from one encoding (``mode="bandit"``, one-step envs) or
    `episodes_per_update` whole episodes (``mode="episodic"``, the node-by-node env), as REINFORCE does;
@@ -15,7 +15,7 @@ Proximal Policy Optimisation (Schulman et al., 2017) in the form SB3 and CleanRL
    minus `entropy_coef` x entropy, gradient norm clipped to `max_grad_norm`; the critic regresses on the
    rewards/returns. The epochs stop early once the approximate KL between the collecting and the current
    policy exceeds 1.5 x `target_kl` (SB3's rule). With ``imitation_coef > 0`` every step also imitates the
-   run's elite placements (`agents.common.reinforce.imitation_loss`), as the REINFORCE trainer does.
+   run's elite placements (`agents.algos.reinforce.imitation_loss`), as the REINFORCE trainer does.
 
 With ``n_epochs=1`` and one minibatch the update is REINFORCE's (rho = 1 on the only step). The critic reads a
 detached embedding and has its own optimiser, so it never pulls the policy's encoder; it is part of the trainer
@@ -32,10 +32,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .gnn import MLP
+from agents.nn.gnn import MLP
 from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
 from .rollout import Decision, Measured, collect_episode, collect_placements, discounted_returns
-from .run import RunLoop
+from agents.core.run import RunLoop
 
 __all__ = ["PPOConfig", "PPOTrainer", "clipped_surrogate"]
 
@@ -120,7 +120,7 @@ class PPOTrainer(PolicyGradientTrainer):
                  on_update: Callable[[RunLoop], None] | None = None) -> None:
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
-                             "decisions it collected (agents.common.policy); train it with REINFORCE instead")
+                             "decisions it collected (agents.nn.policy); train it with REINFORCE instead")
         super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split, on_update=on_update)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None

@@ -1,7 +1,7 @@
 """Stable-Baselines3 on the graph observation: a GNN actor-critic policy and a vectorised multi-categorical.
 
 >>> from stable_baselines3 import PPO
->>> from agents.common.sb3 import GraphPolicy
+>>> from agents.algos.sb3 import GraphPolicy
 >>> env = gym.make("DevicePlacement-v0", model="bert")
 >>> PPO(GraphPolicy, env, n_steps=32, batch_size=32, learning_rate=1e-3, target_kl=0.05).learn(2_000)
 
@@ -9,8 +9,8 @@ Why not SB3's defaults:
 
 * SB3's ``MultiInputPolicy`` flattens the Dict and ends in ``Linear(hidden, N * D)``: one set of weights per node
   *position*, blind to the graph and unable to carry over to another graph. Here a directed GNN
-  (`agents.common.gnn.DirectedGNN`, the encoder every agent shares) embeds each node, and the shared device head
-  (`DeviceActionHead`, `agents.common.device_head.DeviceScorer`) scores every node's embedding against the
+  (`agents.nn.gnn.DirectedGNN`, the encoder every agent shares) embeds each node, and the shared device head
+  (`DeviceActionHead`, `agents.nn.device_head.DeviceScorer`) scores every node's embedding against the
   devices the observation describes (device features, the node's costs, its action mask). No graph size or
   device count is in the weights: the policy runs on any graph and device set (`GraphActorCriticPolicy` builds
   the distribution for the observation's N and D; SB3's own ``predict`` and ``set_env`` still check shapes
@@ -51,9 +51,9 @@ from placement_gym.wrappers import contiguous_groups
 
 from agents.search.coarse_to_fine import split_groups
 
-from .device_head import DeviceScorer, device_input_width, placed_device_inputs
-from .gnn import MLP, DirectedGNN
-from .graph_batch import obs_to_batch
+from agents.nn.device_head import DeviceScorer, device_input_width, placed_device_inputs
+from agents.nn.gnn import MLP, DirectedGNN
+from agents.nn.graph_batch import obs_to_batch
 
 __all__ = [
     "GraphFeaturesExtractor", "GraphLatentHeads", "DeviceActionHead", "VectorizedMultiCategoricalDistribution",
@@ -73,11 +73,11 @@ def n_devices_of(observation_space: spaces.Dict) -> int:
 
 def placement_input_features(batch, obs: dict, device_features: int) -> Tensor:
     """(sumN, F + `device_input_width`(K) + 1 [+ 2]) the node features a placement policy reads: the env's features, what
-    the device each op sits on is (`agents.common.device_head.placed_device_inputs`: its device features and a
+    the device each op sits on is (`agents.nn.device_head.placed_device_inputs`: its device features and a
     "placed" flag, no device index, so no device count in the reader's weights; node by node, of the visited
     ops only), and for the node-by-node variant the ``current_node`` and ``visited`` marks.
 
-    `batch` is the `GraphBatch` of `obs` (`agents.common.graph_batch.obs_to_batch`); `device_features` is the
+    `batch` is the `GraphBatch` of `obs` (`agents.nn.graph_batch.obs_to_batch`); `device_features` is the
     width K the reader was built for (`placement_input_width`); extra per-node keys are flattened the same way
     (padded nodes dropped with ``node_mask``).
     """
@@ -120,7 +120,7 @@ class GraphFeaturesExtractor(BaseFeaturesExtractor):
         hidden_dim: embedding width H.
         n_layers: message-passing layers.
         use_edge_features: feed ``edge_features`` (log tensor bytes) to the messages.
-        directed: separate producer/consumer weights (see `agents.common.gnn.DirectedConv`).
+        directed: separate producer/consumer weights (see `agents.nn.gnn.DirectedConv`).
     """
 
     def __init__(self, observation_space: spaces.Dict, hidden_dim: int = 64, n_layers: int = 3,
@@ -198,7 +198,7 @@ class GraphLatentHeads(nn.Module):
 
 class DeviceActionHead(nn.Module):
     """SB3's ``action_net`` for graphs: actor latents and the observation -> device logits, through the shared
-    device head (`agents.common.device_head.DeviceScorer`), so no N or D is in its weights.
+    device head (`agents.nn.device_head.DeviceScorer`), so no N or D is in its weights.
 
     * per node (MultiDiscrete action): latents (B, N, L + 1) (last column: real-node mask) -> logits (B, N, D),
       every node scored with its own costs and action mask, cost shares within its own graph; a padded node

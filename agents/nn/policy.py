@@ -11,7 +11,7 @@ A policy is an ``nn.Module`` with two methods:
         observation) under the policy's *current* weights. PPO needs it to compare the new policy with the one
         that drew the samples; REINFORCE does not call it.
 
-Both trainers (`agents.common.reinforce`, `agents.common.ppo`) and every agent (HSDAG, Placeto, the RNN placer,
+Both trainers (`agents.algos.reinforce`, `agents.algos.ppo`) and every agent (HSDAG, Placeto, the RNN placer,
 Post) use these, so a policy written once trains with either algorithm.
 """
 from __future__ import annotations

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .policy import PolicySample
-from .run import RunLoop
+from agents.nn.policy import PolicySample
+from agents.core.run import RunLoop
 
 __all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_episode", "collect_placements", "discounted_returns"]
 
@@ -51,7 +51,7 @@ class Decision:
             placements, float64 for episode steps (their returns are summed in full precision).
         latencies: (n,) the drift-corrected latency (s) of the placement each action led to.
         placements: (n,) those placements ((N,) int64 each), as the policy sees the graph: on a coarsened graph
-            (`agents.common.run`, big graphs) the clusters' devices the policy sent, not the full-size placement
+            (`agents.core.run`, big graphs) the clusters' devices the policy sent, not the full-size placement
             the recorder measured, so the elites and Post's cross-entropy step score what the policy can produce.
         graph: the graph the actions were for (``info["model"]`` of an env that draws graphs at reset; None for
             a single-graph env): the key of its baseline (`AdvantageEstimator`).

@@ -7,12 +7,12 @@
     agent.save("hsdag.pt")                    refuses to overwrite an existing file unless overwrite=True
     agent = SomeAgent.load("hsdag.pt")        (or BaseAgent.load: finds the class recorded in the file)
 
-`learn` is the shared run loop (`agents.common.run.RunAgent`); a subclass provides `train(run, seed)` (its
+`learn` is the shared run loop (`agents.core.run.RunAgent`); a subclass provides `train(run, seed)` (its
 algorithm), `hyperparameters()` (constructor keyword arguments, plain Python values) and `build_policy(spec)`
 (the torch module for a `PolicySpec`). The policy is built lazily from the first env it sees (`setup`); the
 spec is saved with the weights so `load` can rebuild it. Policies have no graph size or device count in their
 parameters (``size_free``; their device head reads the env's device descriptions,
-`agents.common.device_head.DeviceScorer`), so a policy built on one graph and device set learns and predicts on
+`agents.nn.device_head.DeviceScorer`), so a policy built on one graph and device set learns and predicts on
 any other with the same node, edge and device feature widths; an agent whose parameters are per op of its
 training graph (Post) sets ``size_free = False`` and says why in ``size_bound_reason``.
 
@@ -52,7 +52,7 @@ class PolicySpec:
         n_ops: N, ops of the env's graph (the most, for a padded multi-graph observation); only policies with
             parameters per op (Post) are built for it, the others serve any graph.
         device_features: K, width of ``obs["device_features"]`` (0 if absent): what a device-aware head
-            (`agents.common.device_head.DeviceScorer`) reads instead of building D into its weights.
+            (`agents.nn.device_head.DeviceScorer`) reads instead of building D into its weights.
     """
 
     node_features: int
@@ -165,7 +165,7 @@ class BaseAgent(RunAgent):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Save hyperparameters, policy weights, spec and best placement to `path` (`agents.common.checkpoint`:
+        """Save hyperparameters, policy weights, spec and best placement to `path` (`agents.core.checkpoint`:
         tensors and plain data only). Refuses to overwrite an existing file unless `overwrite`."""
         self._require_policy()
         return write_checkpoint(path, self, self.policy.state_dict(), {"spec": asdict(self.spec)}, overwrite)

@@ -13,9 +13,10 @@ from agents.search.config import SearchConfig, gather_search_options
 from agents.search.heuristic_start import start_placements
 from agents.search.hybrid import LocalSearch, SearchAround
 from placement_gym import cli, registry
-from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import evaluate
+
+from .test_transfer import Placements
 
 LEARNED = ["hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node"]
 DATA = Path(__file__).parent / "data"
@@ -41,15 +42,6 @@ BEFORE = {
 def ai_pc_env(agent, model: str = "tiny_branch") -> DevicePlacementEnv:
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     return DevicePlacementEnv(model, backend="simulated", profile="ai_pc", objective="throughput", **features)
-
-
-class Placements(Callback):
-    def __init__(self) -> None:
-        self.placements: list[np.ndarray] = []
-
-    def on_step(self, step, reward, info):
-        self.placements.append(np.asarray(info["placement"]))
-        return True
 
 
 @pytest.mark.parametrize("name", LEARNED)
@@ -163,6 +155,8 @@ def test_the_local_search_baseline_starts_from_the_cheapest_and_improves_on_it()
     search.learn(env, budget=60, seed=0)
     assert search.run_summary.steps == 60
     assert search.best_latency_s <= cheapest.best_latency_s
+    # It learns nothing: its own placement is the best it searched its way to.
+    assert search.run_summary.predict_latency_s == pytest.approx(search.best_latency_s)
 
 
 def test_compare_runs_a_hybrid_of_a_registered_agent_and_labels_it(tmp_path):

@@ -1,14 +1,16 @@
-"""Update rules, and the learned-agent glue that runs them:
+"""Update rules, and the learned-agent script that runs them:
 
+    learned          THE learned-agent script (`LearnedAgent.train`): every policy-gradient and SB3 agent's run
     rollout          experience collection (bandit / episodic) and advantages, shared by both trainers
     reinforce        THE REINFORCE trainer (baseline, entropy bonus, clipping, bandit/episodic modes)
     ppo              THE PPO trainer (clipped surrogate, epochs, KL stop, baseline or critic) for the same policies
     policy_gradient  a `BaseAgent` trained by either, ``algorithm="reinforce" | "ppo"``
     sb3              the Stable-Baselines3 graph policy and the vectorised multi-categorical
 """
+from .learned import LearnedAgent
 from .policy_gradient import ALGORITHMS, PolicyGradientAgent
 from .ppo import PPOConfig, PPOTrainer, clipped_surrogate
 from .reinforce import ReinforceConfig, ReinforceTrainer
 
-__all__ = ["ALGORITHMS", "PolicyGradientAgent", "PPOConfig", "PPOTrainer", "clipped_surrogate", "ReinforceConfig",
+__all__ = ["ALGORITHMS", "LearnedAgent", "PolicyGradientAgent", "PPOConfig", "PPOTrainer", "clipped_surrogate", "ReinforceConfig",
            "ReinforceTrainer"]

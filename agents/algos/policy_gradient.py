@@ -20,6 +20,7 @@ import torch
 from agents.core.base import BaseAgent, PolicySpec
 from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
 from agents.nn.device_head import enable_graph_cost
+from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 from agents.core.run import RunLoop
@@ -42,8 +43,9 @@ ALGORITHMS = ("reinforce", "ppo")
 _PPO_ONLY = tuple(f.name for f in fields(PPOConfig) if f.name not in {g.name for g in fields(ReinforceConfig)})
 
 
-class PolicyGradientAgent(BaseAgent):
-    """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`.
+class PolicyGradientAgent(LearnedAgent, BaseAgent):
+    """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
+    (`agents.algos.learned.LearnedAgent`).
 
     Subclasses implement `build_policy(spec)` and `hyperparameters()` (adding `algorithm_options()` to it),
     pass their trainer settings to this constructor, and may override `agent_env` to train on a wrapper of the
@@ -88,10 +90,6 @@ class PolicyGradientAgent(BaseAgent):
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""
         return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
 
-    def agent_env(self, env: gym.Env) -> gym.Env:
-        """The env the trainer steps: the run's env itself, or a wrapper of it (subclasses)."""
-        return env
-
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
@@ -126,25 +124,26 @@ class PolicyGradientAgent(BaseAgent):
                              "imitation_coef > 0 is not available for this policy")
         return scorer(self.imitation_obs, placement)
 
-    def train(self, run: RunLoop, seed: int | None) -> None:
-        env = self.agent_env(run.env)
+    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
+    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.policy is not None
-        policy = self.setup(PolicySpec.from_env(env, self.feature_families), seed)
-        self.imitation_obs = run.predict_observation()
-        self.measure_starts(run, env, seed, trained, self.imitation_obs)
+        self.setup(PolicySpec.from_env(env, self.feature_families), seed)
+        return trained
+
+    def start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
         self.start_run(run, env, seed, trained)
         if self.trainer is None:
-            self.trainer = self.make_trainer(policy)
-        enable_graph_cost(policy, self.trainer.optimizer, build=run.many_graphs and self.whole_graph_cost)
+            self.trainer = self.make_trainer(self.policy)
+        enable_graph_cost(self.policy, self.trainer.optimizer, build=run.many_graphs and self.whole_graph_cost)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
-        if self.refits_start(run):
-            self.refit_best(run)
+
+    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         self.trainer.train(run, env, seed)
-        if run.best_action is not None and not run.many_graphs:
-            self.split_to_express(run)
-        self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
-                     distill_cap(self.trainer_config.distill_seconds, run))
+
+    def distill_best(self, run: RunLoop) -> int:
+        return self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
+                            distill_cap(self.trainer_config.distill_seconds, run))
 
     def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
         """Called once the run's start placements are measured (`RunAgent.start_fine_tuning` for a policy

@@ -603,7 +603,7 @@ class RunAgent(abc.ABC):
     def refits_start(self, run: RunLoop) -> bool:
         """Whether the policy is fitted to the run's best start placement before it samples
         (``heuristic_start="refit"``, on one graph, once a start placement worked); the agent's trainer does the
-        fitting (`PolicyGradientAgent.refit_best`, `SB3Agent.distill_best`)."""
+        fitting (`agents.algos.learned.LearnedAgent.refit_best`)."""
         return self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None
 
     def start_fine_tuning(self, run: RunLoop, env: gym.Env, seed: int | None, obs: Mapping[str, Any]) -> None:

@@ -39,6 +39,7 @@ from agents.core.checkpoint import (
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
+from agents.algos.learned import LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.core.run import RunAgent, RunLoop, agent_predict
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
@@ -116,7 +117,7 @@ class _CoarseToFine(BaseCallback):
                 self.on_split()
 
 
-class SB3Agent(RunAgent):
+class SB3Agent(LearnedAgent, RunAgent):
     """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
 
     Args:
@@ -142,10 +143,6 @@ class SB3Agent(RunAgent):
         """The model to train on `env` when the agent has none yet."""
         raise ValueError("SB3Agent needs a model: SB3Agent(PPO('MultiInputPolicy', env)), or load(path)")
 
-    def agent_env(self, env: gym.Env) -> gym.Env:
-        """The env the model learns on: the run's env itself, or a wrapper of it (subclasses)."""
-        return env
-
     def kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Placements of the budget kept back from SB3's collection for `after_collection` (none here)."""
         return 0
@@ -153,9 +150,8 @@ class SB3Agent(RunAgent):
     def after_collection(self, env: gym.Env, run: RunLoop) -> None:
         """Spend the placements kept back (nothing here)."""
 
-    # ------------------------------------------------------------------ the algorithm
-    def train(self, run: RunLoop, seed: int | None) -> None:
-        env = self.agent_env(run.env)
+    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
+    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.model is not None
         if self.model is None:
             self.model = self.make_model(env, seed)
@@ -168,10 +164,10 @@ class SB3Agent(RunAgent):
                 self.model.set_random_seed(seed)
         enable_graph_cost(self.model.policy, self.model.policy.optimizer,
                           build=run.many_graphs and self.whole_graph_cost)
-        self.imitation_obs = run.predict_observation()
-        self.measure_starts(run, env, seed, trained, self.imitation_obs)
-        if self.refits_start(run):
-            self.distill_best(run, self.search.distill_steps or REFIT_STEPS)
+        return trained
+
+    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+        """SB3's own ``model.learn``, stopped when the run's budget is spent."""
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
@@ -181,15 +177,18 @@ class SB3Agent(RunAgent):
                 pass
             bridge.record_update()  # SB3's loop may end right after an update
         self.after_collection(env, run)
-        if run.best_action is not None and not run.many_graphs:
-            self.split_to_express(run)  # a best the policy's groups cannot return (a heuristic start's)
-        self.distilled_steps = self.distill_best(run)
+
+    def refit_best(self, run: RunLoop) -> None:
+        self.fit_best(run, self.search.distill_steps or REFIT_STEPS)
+
+    def distill_best(self, run: RunLoop) -> int:
+        return self.fit_best(run)
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """SB3 callbacks of the run besides the budget's (subclasses: `PPOAgent`'s coarse to fine)."""
         return []
 
-    def distill_best(self, run: RunLoop, max_steps: int | None = None) -> int:
+    def fit_best(self, run: RunLoop, max_steps: int | None = None) -> int:
         """Fit the policy to the run's best placement so far until ``predict`` returns it (at most `max_steps`,
         default ``distill_steps``; `agents.algos.policy_gradient.distill`); the steps taken."""
         s = self.search
@@ -205,11 +204,6 @@ class SB3Agent(RunAgent):
     #: ``reproduces(placement) -> bool`` where a subclass tells faster than ``predict`` whether ``predict`` returns
     #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
     reproduces: Callable[[np.ndarray], bool] | None = None
-
-    def split_to_express(self, run: RunLoop) -> bool:
-        """Split the policy's groups until it can return the run's best placement (`PPOAgent`); True if it
-        split. Never here."""
-        return False
 
     def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
@@ -468,7 +462,7 @@ class PPOAgent(SB3Agent):
         patience = self.search.split_patience
         if patience is None or self.model.policy.action_groups is None or run.many_graphs:
             return []
-        return [_CoarseToFine(patience, lambda: self.distill_best(run, self.search.distill_steps or REFIT_STEPS))]
+        return [_CoarseToFine(patience, lambda: self.refit_best(run))]
 
     def placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`

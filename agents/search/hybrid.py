@@ -51,6 +51,7 @@ class SearchAround(RunAgent):
         super().__init__(seed=seed if seed is not None else getattr(agent, "seed", None), torch_threads=None,
                          search=search)
         self.agent = agent
+        self.searched_best: np.ndarray | None = None  # (N,) the last run's best placement (the baseline's predict)
         self.name = "search" if agent is None else f"hybrid:{agent.name or type(agent).__name__}"
         if agent is not None:
             self.feature_families = agent.feature_families
@@ -73,14 +74,16 @@ class SearchAround(RunAgent):
         if reserved and not run.done:
             start = run.best_action if run.best_action is not None else self.predict(obs)
             search_around_best(run, BlockSearch.of_observation(obs, seed), run.remaining, start=start)
+        if run.best_action is not None:
+            self.searched_best = np.array(run.best_action, dtype=np.int64)
 
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
         """The wrapped agent's own placement (its policy, not the search's best); the search alone has no policy,
         so its placement is the run's best (the first start placement before any run)."""
         if self.agent is not None:
             return self.agent.predict(obs, deterministic)
-        if self.best_placement is not None and len(self.best_placement) == np.shape(obs["placement"])[0]:
-            return np.array(self.best_placement, dtype=np.int64)
+        if self.searched_best is not None and len(self.searched_best) == np.shape(obs["placement"])[0]:
+            return self.searched_best.copy()
         return BlockSearch.of_observation(obs).cheapest()
 
     def hyperparameters(self) -> dict[str, Any]:

@@ -18,12 +18,13 @@ import numpy as np
 import torch
 
 from agents.core.base import BaseAgent, PolicySpec
-from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
+from agents.core.run import RunLoop
 from agents.nn.device_head import enable_graph_cost
+from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
+
 from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
-from agents.core.run import RunLoop
 
 __all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 

@@ -32,10 +32,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from agents.core.run import RunLoop
 from agents.nn.gnn import MLP
+
 from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
 from .rollout import Decision, Measured, collect_episode, collect_placements, discounted_returns
-from agents.core.run import RunLoop
 
 __all__ = ["PPOConfig", "PPOTrainer", "clipped_surrogate"]
 

@@ -67,12 +67,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.search.coarse_to_fine import StallDetector, check_split_patience
+from agents.core.run import RunLoop
 from agents.nn.policy import PolicySample, sample_categorical
+from agents.search.coarse_to_fine import StallDetector, check_split_patience
 from agents.search.local_search import AroundBest, BlockSearch
+
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_episode, collect_placements,
                       discounted_returns)
-from agents.core.run import RunLoop
 
 __all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
 

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.nn.policy import PolicySample
 from agents.core.run import RunLoop
+from agents.nn.policy import PolicySample
 
 __all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_episode", "collect_placements", "discounted_returns"]
 

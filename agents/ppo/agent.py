@@ -36,16 +36,16 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from agents.core.checkpoint import (
     read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
 )
-from agents.nn.device_head import enable_graph_cost
-from agents.nn.policy import group_majority_placement
-from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
+from agents.core.run import RunAgent, RunLoop, agent_predict
 from agents.algos.learned import LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
-from agents.core.run import RunAgent, RunLoop, agent_predict
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
+from agents.nn.device_head import enable_graph_cost
+from agents.nn.policy import group_majority_placement
 from agents.search.coarse_to_fine import REFIT_STEPS, StallDetector, split_until_expressible
 from agents.search.config import SearchConfig, gather_search_options
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
+from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node

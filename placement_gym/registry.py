@@ -28,7 +28,7 @@ __all__ = ["AGENTS", "HYBRID_PREFIX", "AgentEntry", "agent_factories", "is_hybri
 #: Where the agents' package builds an agent from constructor options (search settings and the hybrid form
 #: included); imported by name, like the agents, so that `placement_gym` never imports `agents` itself.
 BUILDER = "agents.search.hybrid:build_agent"
-#: The prefix that names an agent's hybrid form (the same as `agents.search.config.HYBRID_PREFIX`).
+#: The prefix that names an agent's hybrid form (``hybrid:hsdag``, ``hybrid:mymodule:MyAgent``).
 HYBRID_PREFIX = "hybrid:"
 
 
@@ -94,8 +94,7 @@ def load_agent_class(name: str) -> type:
     """The class registered as `name`, or a user's own given as an import path ``"package.module:Class"``
     (found from the current directory too, as ``python -m`` would). A ``hybrid:`` prefix is ignored here (the
     class is the same; `make_agent` builds its hybrid form)."""
-    if is_hybrid(name):
-        name = name[len(HYBRID_PREFIX):]
+    name = name.removeprefix(HYBRID_PREFIX)
     entry = AGENTS.get(name)
     target = entry.target if entry is not None else (name if ":" in name else None)
     if target is None:
@@ -143,7 +142,7 @@ def agent_factories(names: Sequence[str], device_names: Sequence[str],
     for name in names:
         cls = load_agent_class(name)
         hybrid = is_hybrid(name)
-        bare = name[len(HYBRID_PREFIX):] if hybrid else name
+        bare = name.removeprefix(HYBRID_PREFIX)
         entry = AGENTS.get(bare)
         label = (HYBRID_PREFIX if hybrid else "") + (bare if entry is not None else agent_name(cls))
         rows = entry.variants(device_names) if entry is not None and entry.variants else [(label, {})]

@@ -17,14 +17,15 @@ from __future__ import annotations
 import gymnasium as gym
 
 from agents.core.run import RunLoop
+from agents.search.coarse_to_fine import REFIT_STEPS
 
 __all__ = ["LearnedAgent"]
 
 
 class LearnedAgent:
     """Mixin of a `agents.core.run.RunAgent` with a learned policy: `train` is the script of the module
-    docstring; a subclass implements its steps (`prepare_policy`, `learn_policy`, `refit_best`, `distill_best`,
-    and where it has them `start_training`, `split_to_express`, `agent_env`)."""
+    docstring; a subclass implements its steps (`prepare_policy`, `learn_policy`, `fit_best`, and where it has them
+    `start_training`, `split_to_express`, `agent_env`)."""
 
     def train(self, run: RunLoop, seed: int | None) -> None:
         env = self.agent_env(run.env)
@@ -55,8 +56,10 @@ class LearnedAgent:
         raise NotImplementedError
 
     def refit_best(self, run: RunLoop) -> None:
-        """Fit the run's best placement so far into the policy (no placement measured)."""
-        raise NotImplementedError
+        """Fit the run's best placement so far into the policy (no placement measured): after the start
+        (``heuristic_start="refit"``) and after a coarse-to-fine split (``split_refit``), for the final
+        distillation's ``search.distill_steps``, or `REFIT_STEPS` where that is off."""
+        self.fit_best(run, self.search.distill_steps or REFIT_STEPS)
 
     def split_to_express(self, run: RunLoop) -> bool:
         """Split the policy's groups until it can return the run's best placement; True if it split (never
@@ -66,4 +69,10 @@ class LearnedAgent:
     def distill_best(self, run: RunLoop) -> int:
         """After the budget, fit the policy to the run's best placement (``search.distill_steps`` at most, 0 for
         a pure agent); the steps taken."""
+        return self.fit_best(run, self.search.distill_steps)
+
+    def fit_best(self, run: RunLoop, max_steps: int) -> int:
+        """Gradient steps on the policy until ``predict`` returns the run's best placement, at most `max_steps`
+        (and ``search.distill_seconds`` on a coarsened run; `agents.algos.policy_gradient.distill`); the steps
+        taken."""
         raise NotImplementedError

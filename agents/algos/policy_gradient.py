@@ -20,7 +20,7 @@ import torch
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.run import RunLoop
 from agents.nn.device_head import enable_graph_cost
-from agents.search.coarse_to_fine import REFIT_STEPS, split_until_expressible
+from agents.search.coarse_to_fine import split_until_expressible
 
 from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
@@ -107,13 +107,6 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         `refit_best` (``search.split_refit``)."""
         return self.search.split_refit
 
-    def refit_best(self, run: RunLoop) -> None:
-        """Fit the run's best placement so far into the policy (the final distillation's steps, no placement
-        measured), so the search after a split of the groups starts from its best, not from wherever the new
-        grouping left the policy's mode."""
-        self.distill(run.best_action, self.trainer_config.distill_steps or REFIT_STEPS, run.as_measured,
-                     distill_cap(self.trainer_config.distill_seconds, run))
-
     def imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``
         would on the run's graph (differentiable): the self-imitation term's (``imitation_coef``). Here the
@@ -142,9 +135,8 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         self.trainer.train(run, env, seed)
 
-    def distill_best(self, run: RunLoop) -> int:
-        return self.distill(run.best_action, self.trainer_config.distill_steps, run.as_measured,
-                            distill_cap(self.trainer_config.distill_seconds, run))
+    def fit_best(self, run: RunLoop, max_steps: int) -> int:
+        return self.distill(run.best_action, max_steps, run.as_measured, distill_cap(self.search.distill_seconds, run))
 
     def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
         """Called once the run's start placements are measured (`RunAgent.start_fine_tuning` for a policy

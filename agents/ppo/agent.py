@@ -42,7 +42,7 @@ from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
-from agents.search.coarse_to_fine import REFIT_STEPS, StallDetector, split_until_expressible
+from agents.search.coarse_to_fine import StallDetector, split_until_expressible
 from agents.search.config import SearchConfig, gather_search_options
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
@@ -178,24 +178,14 @@ class SB3Agent(LearnedAgent, RunAgent):
             bridge.record_update()  # SB3's loop may end right after an update
         self.after_collection(env, run)
 
-    def refit_best(self, run: RunLoop) -> None:
-        self.fit_best(run, self.search.distill_steps or REFIT_STEPS)
-
-    def distill_best(self, run: RunLoop) -> int:
-        return self.fit_best(run)
-
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """SB3 callbacks of the run besides the budget's (subclasses: `PPOAgent`'s coarse to fine)."""
         return []
 
-    def fit_best(self, run: RunLoop, max_steps: int | None = None) -> int:
-        """Fit the policy to the run's best placement so far until ``predict`` returns it (at most `max_steps`,
-        default ``distill_steps``; `agents.algos.policy_gradient.distill`); the steps taken."""
-        s = self.search
-        return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy,
-                       run.best_action, self.imitation_obs, s.distill_steps if max_steps is None else max_steps,
-                       getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(s.distill_seconds, run), self.expressible, self.reproduces)
+    def fit_best(self, run: RunLoop, max_steps: int) -> int:
+        return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
+                       self.imitation_obs, max_steps, getattr(self.model, "max_grad_norm", None), run.as_measured,
+                       distill_cap(self.search.distill_seconds, run), self.expressible, self.reproduces)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""

@@ -15,6 +15,6 @@ command line; `SearchAround` for an agent that has no search of its own). A lear
 default. Its components read `placement_gym` only; `hybrid` drives an agent through `agents.core.run` and
 `node_by_node` fits a policy through `agents.nn.policy`.
 """
-from .config import HYBRID_PREFIX, SearchConfig, split_search_options
+from .config import SearchConfig, split_search_options
 
-__all__ = ["HYBRID_PREFIX", "SearchConfig", "split_search_options"]
+__all__ = ["SearchConfig", "split_search_options"]

@@ -60,10 +60,8 @@ from typing import Any, Mapping
 from .coarse_to_fine import check_split_patience
 from .heuristic_start import check_heuristic_start
 
-__all__ = ["HYBRID_PREFIX", "SEARCH_OPTION_NAMES", "SEARCH_SPELLINGS", "SearchConfig", "gather_search_options", "split_search_options"]
+__all__ = ["SEARCH_OPTION_NAMES", "SEARCH_SPELLINGS", "SearchConfig", "gather_search_options", "split_search_options"]
 
-#: The prefix that names an agent's hybrid form (``hybrid:hsdag``, ``hybrid:mymodule:MyAgent``).
-HYBRID_PREFIX = "hybrid:"
 #: The strings `SearchConfig.resolve` accepts: no search at all, or the agent's hybrid preset.
 SEARCH_SPELLINGS = ("off", "hybrid")
 #: Option names of earlier releases that name a field under another name (GO's per-group search).
@@ -122,10 +120,7 @@ class SearchConfig:
     def components(self) -> list[str]:
         """The names of the fields that are on (differ from `SearchConfig()`): what a record's ``search`` lists;
         empty for a pure agent. ``elites`` and ``distill_seconds`` only tune another component and are not listed."""
-        off = SearchConfig()
-        tuning = {"elites", "distill_seconds"}
-        return [f.name for f in dataclasses.fields(self)
-                if f.name not in tuning and getattr(self, f.name) != getattr(off, f.name)]
+        return [name for name in self.to_dict() if name not in ("elites", "distill_seconds")]
 
     @property
     def active(self) -> bool:

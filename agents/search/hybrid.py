@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from agents.core.run import RunAgent, RunLoop
+from placement_gym.registry import HYBRID_PREFIX
 
 from .config import SearchConfig, split_search_options
 from .heuristic_start import measure_start_placements
@@ -52,7 +53,7 @@ class SearchAround(RunAgent):
                          search=search)
         self.agent = agent
         self.searched_best: np.ndarray | None = None  # (N,) the last run's best placement (the baseline's predict)
-        self.name = "search" if agent is None else f"hybrid:{agent.name or type(agent).__name__}"
+        self.name = "search" if agent is None else HYBRID_PREFIX + (agent.name or type(agent).__name__)
         if agent is not None:
             self.feature_families = agent.feature_families
 

@@ -1,28 +1,29 @@
-"""Benchmark your own placement agent against the baselines, without touching placement-gym's code.
+"""Benchmark your own placement agent against the leaderboard, without touching placement-gym's code.
 
 Subclass `agents.core.run.RunAgent` and write the algorithm in ``train(run, seed)``: measure placements with
-``run.env.step(placement)`` until ``run.done``. The shared run loop around it does the rest, as for every agent
-shipped here: the exact budget, the best placement and its fresh re-measurement, the best-so-far curve, the
-agent's compute per placement, the fresh measurement of your policy's own placement (``predict``), callbacks.
-`placement_gym.evaluation.evaluate` then runs it for a budget and seeds and returns records in the same schema
-as `placement-gym compare`. The same class also works from the command line:
+``run.env.step(placement)`` until ``run.done`` (``run.base.graph.n_ops``, ``run.base.n_devices`` and the rest of
+what a run offers: `agents.core.run.RunLoop`). That is all an agent needs: ``predict`` only if it has a policy
+of its own, and ``hyperparameters`` / ``save`` / ``load`` have defaults (the constructor's keywords read back from
+same-named attributes, plain JSON). The shared run loop around ``train`` does the rest, as for every agent shipped
+here: the exact budget, the best placement and its fresh re-measurement, the best-so-far curve, the agent's
+compute per placement, callbacks.
 
-    PYTHONPATH=examples placement-gym evaluate --agent custom_agent:BlockHillClimb --model resnet
+`placement_gym.benchmark.run_suite` runs it on a versioned suite and `leaderboard` ranks it among the shipped
+reference results (the built-in agents and baselines, so only your agent runs). The same from the command line,
+with no PYTHONPATH needed:
 
-Run:  python examples/custom_agent.py [--model resnet] [--backend auto] [--budget 100] [--seeds 2]
+    placement-gym benchmark --agent examples/custom_agent.py:BlockHillClimb --suite quick
+
+Run:  python examples/custom_agent.py [--suite quick] [--out bench-block-hill-climb] [--resume]
 """
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
 from agents.core.run import RunAgent
-from placement_gym import DevicePlacementEnv, registry
-from placement_gym.evaluation import add_placements_to_within, evaluate
-from placement_gym.results import format_learning_table, format_table, summarize, write_json
+from placement_gym import benchmark
 
 
 class BlockHillClimb(RunAgent):
@@ -34,8 +35,7 @@ class BlockHillClimb(RunAgent):
 
     def __init__(self, max_block: int = 32) -> None:
         super().__init__()
-        self.max_block = max_block
-        self.current: np.ndarray | None = None
+        self.max_block = max_block  # read back by the default `hyperparameters` (and so `save` / `load`)
 
     def train(self, run, seed) -> None:
         rng = np.random.default_rng(seed)
@@ -56,47 +56,19 @@ class BlockHillClimb(RunAgent):
                 current, current_latency = candidate, latency
             if terminated or truncated:
                 run.env.reset()
-        self.current = current
-
-    def predict(self, obs, deterministic: bool = True) -> np.ndarray:
-        """Where the climb ended (the reference placement before any learning)."""
-        return np.array(obs["placement"] if self.current is None else self.current, dtype=np.int64)
-
-    def hyperparameters(self) -> dict:
-        return {"max_block": self.max_block}
-
-    def save(self, path, overwrite: bool = False) -> Path:
-        return write_json(path, {"hyperparameters": self.hyperparameters(), "current": self.current},
-                          overwrite=overwrite)
-
-    @classmethod
-    def load(cls, path) -> "BlockHillClimb":
-        data = json.loads(Path(path).read_text())  # plain data only: nothing in the file is executed
-        agent = cls(**data["hyperparameters"])
-        agent.current = None if data["current"] is None else np.asarray(data["current"], dtype=np.int64)
-        return agent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="resnet")
-    parser.add_argument("--backend", default="auto", help="auto (default), simulated or openvino")
-    parser.add_argument("--devices", nargs="+", default=None, help="device specs (default: the backend's)")
-    parser.add_argument("--budget", type=int, default=100)
-    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--suite", default="quick", help="a shipped suite (quick, standard, full) or a suite file")
+    parser.add_argument("--out", default=None, help="folder for each finished run (resumable with --resume)")
+    parser.add_argument("--resume", action="store_true", help="finish the benchmark in --out")
     args = parser.parse_args()
 
-    env = DevicePlacementEnv(args.model, devices=args.devices or "auto", backend=args.backend)
-    records = []
-    for label, factory in registry.agent_factories(["single-device", "random"], env.device_names).items():
-        records += evaluate(factory, env, args.budget, args.seeds, name=label, relative=False)  # our baselines
-    records += evaluate(BlockHillClimb, env, args.budget, args.seeds, relative=False)  # your agent, same harness
-    add_placements_to_within(records)
-    kind = "simulated" if env.backend.simulated else "measured"
-    print(f"{args.model} on {env.backend.name} ({kind}), devices {env.device_names}, budget {args.budget}")
-    rows = summarize(records)
-    print(format_table(rows, reference_label=f"{env.device_names[0]}-only"))
-    print(format_learning_table(rows))
+    suite = benchmark.load_suite(args.suite)
+    records = benchmark.run_suite(BlockHillClimb, suite, out=args.out, resume=args.resume)
+    board = benchmark.leaderboard(records + benchmark.reference_records(suite), suite)
+    print(benchmark.leaderboard_markdown(board, highlight=[BlockHillClimb.name]))
 
 
 if __name__ == "__main__":

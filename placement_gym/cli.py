@@ -1,16 +1,21 @@
 """The `placement-gym` command: parse arguments, run agents (`evaluation`), present results (`results`).
 
-Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``show`` (a
-picture of a placement), ``calibrate`` (a measured profile for the simulated backend). Agents are found by
+Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``benchmark``
+(an agent on a versioned suite, ranked among reference results), ``show`` (a picture of a placement),
+``calibrate`` (a measured profile for the simulated backend). Agents are found by
 name in `registry`, so importing `placement_gym` never imports the agents.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from . import evaluation, registry, results
 # A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
@@ -129,8 +134,8 @@ def _callback(args: argparse.Namespace, run_label: str):
 
 
 def _output_paths(args: argparse.Namespace) -> dict[str, Path]:
-    """Where the results go (JSON; CSV and the curves PNG next to it; compare's bar chart too); checked before
-    any work, so a long run never ends on an existing file."""
+    """Where the results go (JSON; CSV and the curves PNG next to it; compare's bar chart too), by kind:
+    ``json``, ``csv``, ``curves``, ``bars``. `_check_outputs` checks them before any work."""
     paths: dict[str, Path] = {}
     if args.json:
         stem = Path(args.json)
@@ -141,9 +146,25 @@ def _output_paths(args: argparse.Namespace) -> dict[str, Path]:
         paths["csv"] = Path(args.csv)
     if args.plot:
         paths["curves"] = Path(args.plot)
-    for path in paths.values():
-        results.refuse_existing(path, args.overwrite)
     return paths
+
+
+def _check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
+                   more: Mapping[str, Path] | None = None) -> None:
+    """Refuse a run command's outputs before any work (`results.check_outputs`): the results files `paths`
+    (`_output_paths`) and `more` (train's checkpoints and placements, by name) may not share a path or replace
+    a file the command reads (--load, --profile, model files), nor an existing file without --overwrite."""
+    named_by = {"json": "--json", "csv": "--csv" if args.csv else "the CSV beside --json (--csv moves it)",
+                "curves": "--plot" if args.plot else "the curves PNG beside --json (--plot moves it)",
+                "bars": "the bar chart beside --json"}
+    outputs = {named_by[kind]: path for kind, path in paths.items()}
+    outputs.update(more or {})
+    inputs = {"--load": getattr(args, "load", None), "--profile": args.profile}
+    for flag in ("model", "models"):  # zoo and dataset names are no files: check_outputs skips them
+        value = getattr(args, flag, None)
+        for model in [value] if isinstance(value, str) else value or []:
+            inputs[f"--{flag} {model}"] = model
+    results.check_outputs(outputs, args.overwrite, inputs)
 
 
 # ------------------------------------------------------------------------------------------- report
@@ -259,10 +280,17 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
             for seed in seeds:
                 agent = factory()
                 env = make_env(args.model, agent.feature_families)
-                record = evaluation.evaluate(
-                    agent, env, args.budget, [seed], name=label, model=label_, model_path=model_path,
-                    callback=_callback(args, f"{label}/seed{seed}"), relative=False,
-                    extra={"agent_options": options})[0]
+                callback = _callback(args, f"{label}/seed{seed}")
+                try:
+                    record = evaluation.evaluate(
+                        agent, env, args.budget, [seed], name=label, model=label_, model_path=model_path,
+                        callback=callback, relative=False, extra={"agent_options": options})[0]
+                except BaseException:
+                    # A run cut short (Ctrl-C, SIGTERM, an error) never reaches the callback's end: close its
+                    # progress bar here, which ends the bar's line, so the message that follows starts a line
+                    # of its own (and the TensorBoard log is flushed).
+                    callback.on_training_end({})
+                    raise
                 if getattr(args, "load", None):  # a saved agent on this model: compare with every single device
                     record["extra"]["single_device_latency_s"] = evaluation.single_device_latencies(env)
                 records.append(record)
@@ -306,38 +334,50 @@ def _draw(placement: dict, graph, out: Path, overwrite: bool) -> Path:
 def _cmd_show(args: argparse.Namespace) -> int:
     """Draw placements from a results JSON (every record that matches the filters) or a placement file."""
     from .models import load_graph
+    from .schema import mismatch
 
     path = Path(args.file)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
-    chosen = [r for r in (data["records"] if "records" in data else [data])
-              if (args.agent is None or r.get("agent") == args.agent)
-              and (args.model is None or r.get("model") == args.model)
-              and (args.seed is None or r.get("seed") == args.seed)]
+    placements = results.read_placements(path)  # the file is checked before anything is built from it
+    picked = [i for i, r in enumerate(placements.records)
+              if (args.agent is None or r["agent"] == args.agent)
+              and (args.model is None or r["model"] == args.model)
+              and (args.seed is None or r["seed"] in args.seed)]
+    chosen = [placements.records[i] for i in picked]
     if not chosen:
-        raise ValueError(f"no placement in {path} matches --agent {args.agent} --model {args.model} --seed {args.seed}")
+        seeds = None if args.seed is None else " ".join(map(str, args.seed))
+        raise ValueError(f"no placement in {path} matches --agent {args.agent} --model {args.model} --seed {seeds}")
     if args.out and len(chosen) > 1:
         raise ValueError(f"--out names one file but {len(chosen)} placements match; narrow them with --agent, "
                          "--model or --seed")
     outs = [Path(args.out)] if args.out else [
-        path.with_suffix(".png") if "records" not in data else
+        path.with_suffix(".png") if not placements.results_file else
         path.with_name(f"{path.stem}.{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
-    for out in outs:
-        results.refuse_existing(out, args.overwrite)
-    graphs: dict = {}
-    for record, out in zip(chosen, outs):
-        source = record.get("model_path") or record["model"]
-        if source not in graphs:
-            graphs[source] = load_graph(source)
-        print(f"wrote {_draw(record, graphs[source], out, args.overwrite)}")
+    names = ["--out"] if args.out else [f"the picture of {r.get('model')}, {r.get('agent')}, seed {r.get('seed')}"
+                                        f" (#{i + 1} in FILE)" for i, r in enumerate(chosen)]
+    results.check_outputs(dict(zip(names, outs)), args.overwrite, inputs={"FILE": path})
+    # Every graph is loaded and every placement checked against its graph before the first picture is drawn:
+    # a bad record anywhere in the file leaves no pictures behind.
+    graphs: dict = {}  # one graph per model named
+    drawn = []
+    for i, record in zip(picked, chosen):
+        key = "model_path" if record.get("model_path") else "model"
+        if record[key] not in graphs:
+            try:
+                graphs[record[key]] = load_graph(record[key])
+            except (ValueError, FileNotFoundError) as exc:  # a model the file names that cannot be loaded here
+                raise mismatch(path, placements.field(i, key), record[key], f"a model that loads here ({exc})") \
+                    from None
+        placements.check_fits(i, graphs[record[key]].n_ops)
+        drawn.append(graphs[record[key]])
+    for record, graph, out in zip(chosen, drawn, outs):
+        print(f"wrote {_draw(record, graph, out, args.overwrite)}")
     return 0
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Run one agent (every table row it stands for) on one model; `--load` evaluates a saved agent."""
     paths = _output_paths(args)
+    _check_outputs(args, paths)
     make_env, backend = _env_factory(args)
     if args.load:
         cls = registry.load_agent_class(args.agent)
@@ -359,6 +399,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     """Train an agent on a model for a budget and seeds; write the records, checkpoints and best placements."""
     paths = _output_paths(args)
     outputs = _train_outputs(args, evaluation.seed_list(args.seed if args.seed is not None else args.seeds))
+    _check_outputs(args, paths, _train_output_names(args, outputs))
     cls = registry.load_agent_class(args.agent)
     options = _key_values(args.agent_option, "--agent-option")
     bare = args.agent.removeprefix(registry.HYBRID_PREFIX)
@@ -449,33 +490,33 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     paths = _output_paths(args)
-    make_env, backend = _env_factory(args)
+    _check_outputs(args, paths)
     names = args.agents or list(registry.AGENTS)
+    _check_agent_names(names)
+    make_env, backend = _env_factory(args)
     options = _compare_agent_options(args.agent_option, names)  # bad options: an error before any run
     finished: list = []
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
-    with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
-        def planned(n: int) -> None:
-            bar.total += n
-            bar.refresh()
+    try:  # around the bar: it is closed, its line ended, before an interruption is reported
+        with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
+            def planned(n: int) -> None:
+                bar.total += n
+                bar.refresh()
 
-        def done(record: dict) -> None:
-            finished.append(record)
-            bar.set_postfix_str(f"{record['model']}/{record['agent']}")
-            bar.update(1)
+            def done(record: dict) -> None:
+                finished.append(record)
+                bar.set_postfix_str(f"{record['model']}/{record['agent']}")
+                bar.update(1)
 
-        def skipped_run(skip: dict) -> None:
-            bar.update(len(skip["seeds"]))
-            tqdm.write(f"note: {skip['agent']} on {skip['model']} skipped: {skip['reason']}")
+            def skipped_run(skip: dict) -> None:
+                bar.update(len(skip["seeds"]))
+                tqdm.write(f"note: {skip['agent']} on {skip['model']} skipped: {skip['reason']}")
 
-        def rows_known(rows: Sequence[str], missing: list[dict]) -> None:
-            for skip in missing:
-                print(f"note: skipping agent {skip['agent']!r}: {skip['reason']}", file=sys.stderr)
-            if not rows:
-                raise ValueError("none of the requested agents is available")
-            args.planned_runs = len(args.models) * len(rows) * len(seeds)
+            def rows_known(rows: Sequence[str], missing: list[dict]) -> None:
+                if missing:  # before any run: an agent asked for and not compared would go unnoticed
+                    raise ValueError("; ".join(f"agent {skip['agent']!r}: {skip['reason']}" for skip in missing))
+                args.planned_runs = len(args.models) * len(rows) * len(seeds)
 
-        try:
             if args.ray:  # the driver never imports the agents: the Ray workers do, each in parallel
                 records, skipped, missing = _compare_on_ray(args, names, backend, seeds, rows_known, planned, done)
             else:
@@ -483,9 +524,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 rows_known(list(rows), missing)
                 records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
                                                       on_record=done, on_plan=planned, on_skip=skipped_run)
-        except KeyboardInterrupt:
-            return _interrupted(args, finished, paths)
+    except KeyboardInterrupt:
+        return _interrupted(args, finished, paths)
     return _report(args, records, missing + skipped, paths)
+
+
+def _check_agent_names(names: Sequence[str]) -> None:
+    """Refuse (ValueError, exit 2) an agent name that is neither registered nor a class that imports, before any
+    work. A user's own class is imported here to check it; registered agents are not (``compare --ray``'s driver
+    leaves importing them to the workers)."""
+    for name in names:
+        if name.removeprefix(registry.HYBRID_PREFIX) not in registry.AGENTS:
+            registry.load_agent_class(name)
 
 
 def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, seeds: list[int], rows_known,
@@ -497,7 +547,8 @@ def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, see
 
     settings = {k: v for k, v in vars(args).items() if k != "func"}
     real = not backend.simulated
-    plan = distributed.warm_up(args.ray, _compare_plan, settings, names, real=real)
+    with _signal_handlers_kept():  # Ray's start replaces this process's SIGTERM handling with its own
+        plan = distributed.warm_up(args.ray, _compare_plan, settings, names, real=real)
     rows_known(list(plan["rows"]), plan["missing"])
     on_plan(args.planned_runs)
     order = [(model, label, name, seed) for model in args.models for label, name in plan["rows"].items()
@@ -507,7 +558,7 @@ def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, see
              "real": real, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
     warm = set(plan["warm"])
     records, skipped = distributed.compare(jobs, _compare_job, args.ray, warm_started=lambda j: j["label"] in warm,
-                                           on_record=on_record)
+                                           failed=_failed_job, on_record=on_record)
     evaluation.add_placements_to_within(records)
     return records, skipped, plan["missing"]
 
@@ -555,9 +606,17 @@ def _compare_job(job: dict, warm_starts: list) -> dict:
         records = evaluation.evaluate(agent, env, args.budget, [job["seed"]], name=job["label"], model=label,
                                       model_path=path, relative=False)
     except evaluation.SKIPPABLE as exc:
-        return {"records": [], "skipped": evaluation.skip_entry(label or str(job["model"]), job["label"], [job["seed"]],
-                                                                  exc)}
+        return _failed_job(job, exc)
     return {"records": records, "skipped": None}
+
+
+def _failed_job(job: dict, exc: Exception) -> dict:
+    """The outcome of a ``compare --ray`` run that gave no record: skipped, with why (`exc`), as the serial compare
+    reports a run it skipped. For an error the run raised (in its worker), and for a run whose Ray task failed for
+    good (its worker died on every retry: on the driver)."""
+    label, _ = evaluation.model_label(job["model"])
+    return {"records": [], "skipped": evaluation.skip_entry(label or str(job["model"]), job["label"], [job["seed"]],
+                                                            exc)}
 
 
 def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[str, Path], **metadata) -> list[Path]:
@@ -576,8 +635,8 @@ def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[st
 
 def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str, Path],
                  written: Sequence[Path] = ()) -> int:
-    """Ctrl-C: keep the runs that finished (records marked incomplete, with what was left), say so in one
-    line, and exit with 130 as a shell does."""
+    """Ctrl-C or SIGTERM (`_signals_interrupt`): keep the runs that finished (records marked incomplete, with
+    what was left), say so in one line, and return the exit status a shell reports for the signal."""
     planned = getattr(args, "planned_runs", None)
     left = None if planned is None else planned - len(records)
     saved = list(written)
@@ -587,14 +646,82 @@ def _interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str,
                                 interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left})
     where = f"; wrote {', '.join(map(str, saved))} (marked incomplete)" if saved else (
         "; nothing saved" + ("" if "json" in paths else " (no --json given)"))
-    print(f"placement-gym {args.command}: interrupted after {len(records)} finished run(s)"
+    print(f"placement-gym {args.command}: {_interruption()} after {len(records)} finished run(s)"
           f"{'' if left is None else f' of {planned}'}{where}", file=sys.stderr)
-    return 130
+    return _exit_status()
+
+
+#: The signal stopping the command `main` runs, set by `_signals_interrupt`'s handler; None while none came
+#: (a KeyboardInterrupt then is Ctrl-C as Python delivers it, or raised by code). Kept here rather than on the
+#: exception, because a library may replace the KeyboardInterrupt with one of its own (Ray's waits do).
+_stopped_by: signal.Signals | None = None
+
+
+def _interruption() -> str:
+    """What stopped the command, for its one-line message: "interrupted", or "interrupted by SIGTERM"."""
+    return "interrupted" if _stopped_by in (None, signal.SIGINT) else f"interrupted by {_stopped_by.name}"
+
+
+def _exit_status() -> int:
+    """128 + the number of the signal that stopped the command (130 for Ctrl-C, 143 for SIGTERM), as a shell
+    reports a command a signal ended."""
+    return 128 + (_stopped_by or signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM both raise KeyboardInterrupt (noting the signal in
+    `_stopped_by`), so a SIGTERM (from ``timeout``, CI cancellation, ``docker stop``, Slurm) takes the path
+    Ctrl-C takes: finished runs saved, one line, exit 128 + the signal's number. The previous handlers come
+    back after, so `main` called from a program leaves its signal handling as it was.
+
+    A signal is taken over only while Python handles it its default way: one the parent ignores (SIGINT of a
+    background job, say) or that the calling program handles itself is left alone, and so is every signal
+    outside the main thread, where Python cannot set handlers."""
+    global _stopped_by
+    _stopped_by = None
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        global _stopped_by
+        _stopped_by = signal.Signals(signum)
+        raise KeyboardInterrupt(_stopped_by.name)
+
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    previous = {signum: signal.signal(signum, interrupt) for signum, default in defaults.items()
+                if signal.getsignal(signum) is default}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _stopped_by = None
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Put SIGINT's and SIGTERM's handlers back as they were before the block, once it ends.
+
+    For a block that starts Ray (``compare --ray``): ``ray.init`` gives the driver SIGTERM handlers of its own
+    (a Python one that exits at once, and a C++ one that prints a stack trace and dies), which would skip the
+    saving of finished runs that `_signals_interrupt` arranges."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            if handler is not None:  # None: set outside Python; it cannot be put back from here
+                signal.signal(signum, handler)
 
 
 def _train_outputs(args: argparse.Namespace, seeds: list[int]) -> dict[int, tuple[Path, Path]]:
     """Checkpoint and best-placement paths per seed (next to --json unless --save is given; the placement's
-    picture goes beside its file), checked up front."""
+    picture goes beside its file)."""
     stem = Path(args.save) if args.save else (Path(args.json).with_suffix("") if args.json else None)
     if stem is None:
         return {}
@@ -603,10 +730,20 @@ def _train_outputs(args: argparse.Namespace, seeds: list[int]) -> dict[int, tupl
     for seed in seeds:
         tag = "" if len(seeds) == 1 else f".seed{seed}"
         outputs[seed] = (stem.with_name(f"{stem.name}{tag}.pt"), stem.with_name(f"{stem.name}{tag}.placement.json"))
-    for checkpoint, placement in outputs.values():
-        for path in (checkpoint, placement, placement.with_suffix(".png")):
-            results.refuse_existing(path, args.overwrite)
     return outputs
+
+
+def _train_output_names(args: argparse.Namespace, outputs: dict[int, tuple[Path, Path]]) -> dict[str, Path]:
+    """`_train_outputs`' files (with each placement's picture) by how the command line names them, for
+    `_check_outputs`' messages."""
+    where = "named by --save" if args.save else "beside --json (--save moves it)"
+    named = {}
+    for seed, (checkpoint, placement) in outputs.items():
+        whose = "" if len(outputs) == 1 else f"seed {seed} "
+        named[f"the {whose}checkpoint {where}"] = checkpoint
+        named[f"the {whose}best-placement file {where}"] = placement
+        named[f"the {whose}best-placement picture {where}"] = placement.with_suffix(".png")
+    return named
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -648,13 +785,78 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tensorboard", metavar="DIR", help="TensorBoard log directory (one run per seed)")
 
 
+# ----------------------------------------------------------------------------------------- benchmark
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    """Run one agent on a benchmark suite, each run written as it finishes, and rank it among the suite's
+    reference results (`placement_gym.benchmark`)."""
+    from tqdm.auto import tqdm
+
+    from . import benchmark
+
+    suite = benchmark.load_suite(args.suite)
+    options = _key_values(args.agent_option, "--agent-option")
+    reference = benchmark.reference_records(suite, args.reference)  # refused here if of another version
+    out = Path(args.out or f"benchmark-{suite.name}-{re.sub(r'[^A-Za-z0-9_.-]', '_', Path(args.agent).name)}")
+    finished: list[dict] = []
+    with tqdm(total=0, desc="benchmark", unit="run", disable=args.no_progress) as bar:
+        def planned(total: int, todo: list) -> None:
+            span = benchmark.estimate_seconds(todo, reference)
+            rough = "" if span is None else (f", roughly {_duration(span[0])} to {_duration(span[1])} (what the "
+                                             "reference agents took, fastest to slowest)")
+            tqdm.write(f"suite {suite.name} v{suite.version} (cost model v{benchmark.COST_MODEL_VERSION}, SIMULATED): "
+                       f"{total} runs of {args.agent} ({len(suite.cases)} cases x {len(suite.models)} models x "
+                       f"{len(suite.seeds)} seeds, {suite.budget} placements each): {total - len(todo)} done already, "
+                       f"{len(todo)} to run{rough}; each written to {out} as it finishes", file=sys.stderr)
+            bar.total = len(todo)
+            bar.refresh()
+
+        def done(record: dict) -> None:
+            finished.append(record)
+            bar.set_postfix_str(f"{record['case']}/{record['model']}")
+            bar.update(1)
+
+        try:
+            records = benchmark.run_suite(args.agent, suite, out=out, resume=args.resume, options=options,
+                                          ray=args.ray, on_plan=planned, on_record=done)
+        except KeyboardInterrupt:
+            print(f"placement-gym benchmark: {_interruption()} after {len(finished)} run(s) of this session; every "
+                  f"finished run is in {out}: add --resume to finish it", file=sys.stderr)
+            return _exit_status()
+    mine = list(dict.fromkeys(r["agent"] for r in records))
+    rows = benchmark.leaderboard(records + [r for r in reference if r["agent"] not in mine], suite)
+    table = benchmark.leaderboard_markdown(rows, highlight=mine)
+    written = [results.write_json(out / "leaderboard.json", {**suite.versions(), "agents": mine, "rows": rows},
+                                  overwrite=True),
+               results.write_text(out / "leaderboard.md", table + "\n", overwrite=True)]
+    for preset, objective in suite.cases:
+        case = f"{preset}:{objective}"
+        shown = [r for r in records + reference if r["case"] == case and r.get("curve") is not None]
+        written.append(results.plot_curves(out / f"curves.{preset}_{objective}.png", shown, overwrite=True,
+                                           title=f"{suite.name} suite, {case} (SIMULATED)"))
+    print(table)
+    if not reference:
+        print(f"note: suite {suite.name} ships no reference results: the table holds your agent alone "
+              "(benchmarks/reference_results.py makes them)", file=sys.stderr)
+    print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
+    failed = sum(not r.get("ok", True) for r in records)
+    return 1 if failed == len(records) else 0
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` as a rough duration for people ("40 s", "12 min", "3.5 h")."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
+
+
 # ----------------------------------------------------------------------------------------- calibrate
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure a device profile for the simulated backend on this machine's real devices."""
     from .backends.calibration import calibrate
     from .devices import two_cpu_devices
 
-    out = results.refuse_existing(args.out, args.overwrite)  # checked before the minutes of measuring
+    out = Path(args.out)
+    results.check_outputs({"--out": out}, args.overwrite,  # checked before the minutes of measuring
+                          inputs={f"--model {model}": model for model in args.model})
     profile = calibrate(args.devices or two_cpu_devices(), args.model, runs=args.runs, warmup=args.warmup,
                         placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock,
                         name=args.name or out.stem, progress=print)
@@ -663,11 +865,26 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """``--help`` shows each option's default (where it has one its help does not already state), so that the
+    defaults (budget 500, 3 seeds, ...) are read where the options are."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in text and action.option_strings:
+            shown = " ".join(map(str, action.default)) if isinstance(action.default, list) else action.default
+            text += f" (default: {shown})"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="placement-gym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    info = sub.add_parser("info", help="devices, zoo models and graph statistics")
+    def command(name: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, formatter_class=_ShowDefaults, **kwargs)
+
+    info = command("info", help="devices, zoo models and graph statistics")
     info.add_argument("--model", help="zoo name, synthetic:N[:SEED] or model file to print graph statistics for")
     info.add_argument("--dataset", action="store_true",
                       help="list the graph dataset (name, family, split, compute ops, edges); builds and caches the "
@@ -675,14 +892,14 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_cmd_info)
 
-    evaluate = sub.add_parser("evaluate", help="run one agent on one model for a budget and seeds")
+    evaluate = command("evaluate", help="run one agent on one model for a budget and seeds")
     _add_agent_arguments(evaluate)
     evaluate.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
                           "fine-tunes it (its own placement measured first, then the heuristic start's)")
     _add_run_arguments(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
 
-    compare = sub.add_parser("compare", help="run several agents on several models; print the paper's table")
+    compare = command("compare", help="run several agents on several models; print the paper's table")
     compare.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"], help="zoo names, synthetic:N[:SEED] or model files")
     compare.add_argument("--agents", nargs="+",
                          help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)}); "
@@ -699,7 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(compare)
     compare.set_defaults(func=_cmd_compare)
 
-    train = sub.add_parser("train", help="train an agent on a model; save its records, checkpoint and best placement")
+    train = command("train", help="train an agent on a model; save its records, checkpoint and best placement")
     _add_agent_arguments(train)
     _add_run_arguments(train)
     train.add_argument("--models", nargs="+", metavar="MODEL",
@@ -709,27 +926,47 @@ def build_parser() -> argparse.ArgumentParser:
                        "<stem>.placement.json; <stem>.seedN.* with several seeds)")
     train.set_defaults(func=_cmd_train)
 
-    show = sub.add_parser("show", help="draw placements (ops coloured by device, cuts marked) as PNG")
+    show = command("show", help="draw placements (ops coloured by device, cuts marked) as PNG")
     show.add_argument("file", help="a results JSON (--json of train/evaluate/compare) or a placement file "
                       "(train's <stem>.placement.json)")
     show.add_argument("--agent", help="only this agent's records")
     show.add_argument("--model", help="only this model's records")
-    show.add_argument("--seed", type=int, help="only this seed's records")
+    show.add_argument("--seed", type=int, nargs="+", help="only these seeds' records (as --seed S... of the run "
+                      "commands)")
     show.add_argument("--out", help="PNG path (one placement); default: next to FILE, named by model, agent, seed")
     show.add_argument("--overwrite", action="store_true", help="replace existing PNG files")
     show.set_defaults(func=_cmd_show)
 
-    calibrate = sub.add_parser("calibrate", help="measure a device profile for the simulated backend "
+    bench = command("benchmark", help="run your agent on a versioned suite and rank it among the shipped "
+                           "reference results (resumable)")
+    bench.add_argument("--agent", required=True,
+                       help="registered agent, 'package.module:Class' or 'path/to/file.py:Class' (prefix 'hybrid:' "
+                       "for the search layer around it)")
+    bench.add_argument("--suite", default="quick", help="quick, standard, full, or a suite .json file")
+    bench.add_argument("--out", help="folder for the runs and the leaderboard (default: benchmark-SUITE-AGENT)")
+    bench.add_argument("--resume", action="store_true", help="finish the benchmark in --out, re-running nothing "
+                       "that finished")
+    bench.add_argument("--reference", help="reference results to rank against (default: those the suite ships)")
+    bench.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
+                       help="agent constructor argument (repeatable, JSON values)")
+    bench.add_argument("--ray", metavar="ADDRESS", help="run the runs as Ray tasks: local:N or a cluster address")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench.set_defaults(func=_cmd_benchmark)
+
+    calibrate = command("calibrate", help="measure a device profile for the simulated backend "
                                "(per-op OpenVINO profiling + real split placements)")
     calibrate.add_argument("--devices", nargs="+",
                            help="real OpenVINO device specs (default: placement_gym.two_cpu_devices(), i.e. CPU and "
                            "a bf16 virtual CPU where the CPU runs bf16, else a one-thread virtual CPU)")
-    calibrate.add_argument("--model", nargs="+", default=["resnet"], help="zoo names or model files to profile")
-    calibrate.add_argument("--out", default="profile.json", help="profile JSON to write (default profile.json)")
-    calibrate.add_argument("--runs", type=int, default=20, help="timed inferences per measurement (see --statistic)")
+    # --models and --repeats as in the run commands (--model and --runs: their earlier names, still taken)
+    calibrate.add_argument("--models", "--model", dest="model", nargs="+", default=["resnet"],
+                           help="zoo names or model files to profile")
+    calibrate.add_argument("--out", default="profile.json", help="profile JSON to write")
+    calibrate.add_argument("--repeats", "--runs", dest="runs", type=int, default=20,
+                           help="timed inferences per measurement (see --statistic)")
     calibrate.add_argument("--warmup", type=int, default=3, help="untimed inferences after each compile")
     calibrate.add_argument("--placements", type=int, default=8,
-                           help="real split placements per model to fit link and boundary costs (default 8)")
+                           help="real split placements per model to fit link and boundary costs")
     calibrate.add_argument("--seed", type=int, default=0, help="seed of the split placements")
     calibrate.add_argument("--statistic", choices=["median", "min"], default="median",
                            help="latency of timed runs: median (as the real backend) or min (robust on a busy machine)")
@@ -743,15 +980,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command of `argv` (default: the process's arguments); its exit status: 0, 1 (no result), 2 (bad
+    input), or 128 + the signal that interrupted it (130 for Ctrl-C, 143 for SIGTERM)."""
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError, TypeError) as exc:
-        print(f"placement-gym {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # before any run finished (the run commands keep finished runs themselves)
-        print(f"placement-gym {args.command}: interrupted; nothing was finished, nothing saved", file=sys.stderr)
-        return 130
+    with _signals_interrupt():
+        try:
+            return args.func(args)
+        except (ValueError, FileNotFoundError, FileExistsError, TypeError) as exc:
+            print(f"placement-gym {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # before any run finished (the run commands keep finished runs themselves)
+            print(f"placement-gym {args.command}: {_interruption()}; nothing was finished, nothing saved",
+                  file=sys.stderr)
+            return _exit_status()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ other; Ray's resources are logical, so keep other work off a bench node):
   it has been sent. ``measure_many`` spreads a batch of placements (an update's worth, e.g. from the vector
   env) over the workers, one placement per worker at a time, and returns the results in the order given.
 * `compare`: the (agent, model, seed) runs of ``placement-gym compare --ray ADDRESS`` as Ray tasks, gathered
-  into one list of records in the order the serial `placement_gym.evaluation.compare` produces.
+  into one list of records in the order the serial `placement_gym.evaluation.compare` produces. A run whose
+  task fails for good (its worker died on every retry Ray gave it) is reported as skipped; the others go on.
 
 ``address`` is ``"local:N"`` (start Ray on this machine with N bench units and N CPUs: N measurements at once;
 `FarmBackend` then pins each worker to its own share of the machine's cores, `local_core_shares`) or a cluster
@@ -177,27 +178,41 @@ class FarmBackend(Backend):
         pin: on a local farm (``"local:N"``), pin each worker to its own share of this machine's cores
             (`local_core_shares`; the workers' cores are in ``describe()["farm"]["cores"]``). A cluster's
             workers have a node each and are not pinned.
+        start_timeout_s: how long the replacement of a dead worker may take to start (below); a slot whose
+            replacement does not start in time is given up.
 
     ``measure_many(graph, placements)`` keeps every worker busy with one placement at a time and returns the
     measurements in the order of `placements`; ``measure`` is a batch of one. Device observations
-    (``action_mask``, ``device_features``, ``node_device_cost``) come from the first worker, once per graph, and
+    (``action_mask``, ``device_features``, ``node_device_cost``) come from one live worker, once per graph, and
     ``submodel_overhead_s`` once.
+
+    Dead workers (a crashed process, a lost node, ``ray.kill``) are noticed when a call to them fails, and
+    replaced at once: a new actor takes the dead one's slot (and cores) and is sent graphs as it needs them. The
+    placement the dead worker had is measured again by a live worker, up to `ATTEMPTS` workers in all (a
+    placement that kills every worker it is sent to is a failed measurement, not an endless loop). Only when no
+    slot has a live worker left is a placement a failed measurement without being tried. Failed measurements are
+    not cached.
     """
+
+    #: How many workers a placement is sent to before its measurement counts as failed, when each one dies.
+    ATTEMPTS = 3
 
     def __init__(self, backend: str = "openvino", devices: "str | Sequence[str]" = "auto", *,
                  address: str = "local:1", workers: int | None = None, cache: bool = True, pin: bool = True,
-                 **options) -> None:
+                 start_timeout_s: float = 120.0, **options) -> None:
         ray = _ray()
         slots = connect(address)
         count = slots if workers is None else int(workers)
         if count < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
-        actor = ray.remote(resources={BENCH_RESOURCE: 1}, num_cpus=0)(MeasurementWorker)
-        self.address, self.cache = address, cache
-        shares = local_core_shares(count) if pin and address.startswith("local:") else [None] * count
-        self.workers = [actor.remote(backend, devices, dict(options), cores) for cores in shares]
+        self._actor = ray.remote(resources={BENCH_RESOURCE: 1}, num_cpus=0)(MeasurementWorker)
+        self._worker_args = (backend, devices, dict(options))
+        self.address, self.cache, self.start_timeout_s = address, cache, start_timeout_s
+        # Each slot's cores, kept so that a replacement runs where the worker it replaces ran.
+        self._shares = local_core_shares(count) if pin and address.startswith("local:") else [None] * count
+        self.workers = [self._start(cores) for cores in self._shares]  # slot -> its current actor
         infos = ray.get([worker.info.remote() for worker in self.workers])
-        self.pinned = any(cores is not None for cores in shares)
+        self.pinned = any(cores is not None for cores in self._shares)
         self.cores: "list[list[int] | None]" = [info["cores"] for info in infos]  # each worker's, as it runs
         info = infos[0]
         self.name = f"{info['name']} (Ray farm, {count} workers)"
@@ -207,17 +222,23 @@ class FarmBackend(Backend):
         self.objective: str = info["objective"]
         self._describe = info["describe"]
         self._submodel_overhead_s: float = info["submodel_overhead_s"]
-        self._sent: dict[str, set[int]] = {}  # graph key -> workers that hold it
+        self._sent: dict[str, set[int]] = {}  # graph key -> slots whose current actor holds it
         self._payload_refs: dict[str, Any] = {}
         self._cache: dict[str, dict[bytes, Measurement]] = {}
         self._devices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._lost: set[int] = set()  # workers whose node or process died
+        self._lost: set[int] = set()  # slots whose worker died and could not be replaced
+        self.replaced = 0  # how many dead workers were replaced
         # Graph -> its key, worked out once per graph object (hashing every op name is not for every step).
         self._keys: "weakref.WeakKeyDictionary[ComputationGraph, str]" = weakref.WeakKeyDictionary()
 
     def describe(self) -> dict:
         return {**self._describe, "farm": {"address": self.address, "workers": len(self.workers),
                                            "resource": BENCH_RESOURCE, "pinned": self.pinned, "cores": self.cores}}
+
+    @property
+    def live_workers(self) -> list[int]:
+        """The slots that have a worker (the ones not given up after a failed replacement), in order."""
+        return [w for w in range(len(self.workers)) if w not in self._lost]
 
     # ------------------------------------------------------------------------------------ measuring
     def measure(self, graph: ComputationGraph, placement: np.ndarray, *, use_cache: bool = True) -> Measurement:
@@ -226,7 +247,7 @@ class FarmBackend(Backend):
     def measure_many(self, graph: ComputationGraph, placements: Sequence[np.ndarray], *,
                      use_cache: bool = True) -> list[Measurement]:
         """One `Measurement` per placement ((N,) ints each), in order; each distinct uncached placement is
-        measured once, by whichever worker is free."""
+        measured once, by whichever worker is free (a dead worker's placement by another: class docstring)."""
         ray = _ray()
         key = self._key(graph)
         cache = self._cache.setdefault(key, {})
@@ -235,32 +256,52 @@ class FarmBackend(Backend):
         todo = list(dict.fromkeys(k for k in keys if not (use_cache and self.cache and k in cache)))
         by_key = {k: a for k, a in zip(keys, arrays)}
         fresh: dict[bytes, Measurement] = {}
-        idle, running = [w for w in range(len(self.workers)) if w not in self._lost], {}
-        lost: set[bytes] = set()  # placements a lost worker took down with it: failed, but not cached
+        failed: set[bytes] = set()  # placements without a result: reported as failed, but not cached
+        deaths: Counter[bytes] = Counter()  # placement -> workers that died while it was theirs
+        idle, running = self.live_workers, {}
+
+        def settle_error(worker: int, placement_key: bytes, exc: Exception) -> None:
+            """A call for `placement_key` on slot `worker` raised `exc`: retry it elsewhere if the worker died."""
+            if not isinstance(exc, ray.exceptions.RayActorError):  # the worker lives; its answer was an error
+                fresh[placement_key] = Measurement.failure(f"measurement worker {worker} failed: {exc}")
+                failed.add(placement_key)
+                idle.append(worker)
+                return
+            deaths[placement_key] += 1
+            if deaths[placement_key] < self.ATTEMPTS:
+                todo.insert(0, placement_key)  # next free worker takes it
+            else:
+                fresh[placement_key] = Measurement.failure(
+                    f"{deaths[placement_key]} measurement workers died measuring this placement; last: {exc}")
+                failed.add(placement_key)
+            if self._replace(worker):  # waits for the new actor; the other workers go on measuring meanwhile
+                idle.append(worker)
+
         while todo or running:
             while todo and idle:  # one placement per worker at a time: a node never times two at once
                 worker, placement_key = idle.pop(0), todo.pop(0)
                 try:
-                    running[self._submit(key, graph, worker, by_key[placement_key], use_cache)] = (worker, placement_key)
-                except ray.exceptions.RayError:
-                    self._lost.add(worker)
-                    todo.insert(0, placement_key)  # another worker takes it
+                    self._ensure_sent(key, graph, worker)
+                except ray.exceptions.RayError as exc:
+                    settle_error(worker, placement_key, exc)
+                    continue
+                ref = self.workers[worker].measure.remote(key, by_key[placement_key], use_cache)
+                running[ref] = (worker, placement_key)
             if not running:
                 break
             done, _ = ray.wait(list(running), num_returns=1)
             worker, placement_key = running.pop(done[0])
             try:
                 fresh[placement_key] = ray.get(done[0])
+            except ray.exceptions.RayError as exc:  # a lost worker is retried elsewhere, never a crash of the loop
+                settle_error(worker, placement_key, exc)
+            else:
                 idle.append(worker)
-            except ray.exceptions.RayError as exc:  # a lost node is a failed measurement, never a crash of the loop
-                self._lost.add(worker)
-                fresh[placement_key] = Measurement.failure(f"measurement worker {worker} failed: {exc}")
-                lost.add(placement_key)
-        for placement_key in todo:
+        for placement_key in todo:  # every slot given up
             fresh[placement_key] = Measurement.failure("no measurement worker left in the Ray farm")
-            lost.add(placement_key)
+            failed.add(placement_key)
         if self.cache:
-            cache.update({k: m for k, m in fresh.items() if k not in lost})
+            cache.update({k: m for k, m in fresh.items() if k not in failed})
         results, given = [], set()  # a placement's first fresh result as measured, every later one as a cache hit
         for k in keys:
             results.append(fresh[k] if k in fresh and k not in given else _cached(fresh.get(k) or cache[k]))
@@ -272,11 +313,8 @@ class FarmBackend(Backend):
             self._keys[graph] = _graph_key(graph)
         return self._keys[graph]
 
-    def _submit(self, key: str, graph: ComputationGraph, worker: int, placement: np.ndarray, use_cache: bool):
-        self._ensure_sent(key, graph, worker)
-        return self.workers[worker].measure.remote(key, placement, use_cache)
-
     def _ensure_sent(self, key: str, graph: ComputationGraph, worker: int) -> None:
+        """Send `graph` to slot `worker`'s actor unless it holds it (RayActorError if that actor is dead)."""
         ray = _ray()
         holders = self._sent.setdefault(key, set())
         if worker not in holders:
@@ -285,12 +323,50 @@ class FarmBackend(Backend):
             ray.get(self.workers[worker].add_graph.remote(key, self._payload_refs[key]))
             holders.add(worker)
 
+    # ------------------------------------------------------------------------------ dead workers
+    def _start(self, cores: "list[int] | None") -> Any:
+        """A new `MeasurementWorker` actor (it starts in the background; its first call waits for it)."""
+        backend, devices, options = self._worker_args
+        return self._actor.remote(backend, devices, options, cores)
+
+    def _replace(self, worker: int) -> bool:
+        """Put a new actor in slot `worker`, whose actor died; True once it answers. Where it does not start
+        within ``start_timeout_s`` (e.g. its node is gone and no other offers a bench unit), the slot is given up
+        (`live_workers`) and False is returned."""
+        ray = _ray()
+        ray.kill(self.workers[worker])  # a dead one: nothing; one only unreachable: frees its bench unit
+        for holders in self._sent.values():  # the new actor holds no graph yet: sent when it needs one
+            holders.discard(worker)
+        fresh = self._start(self._shares[worker])
+        try:
+            info = ray.get(fresh.info.remote(), timeout=self.start_timeout_s)
+        except ray.exceptions.RayError:  # GetTimeoutError included
+            ray.kill(fresh)  # not left pending: it would take a bench unit whenever one came free
+            self._lost.add(worker)
+            return False
+        self.workers[worker] = fresh
+        self.cores[worker] = info["cores"]
+        self.replaced += 1
+        return True
+
     # -------------------------------------------------------------------------- device observations
     def _device_observations(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``describe_devices`` of `graph`, asked of the first live worker once per graph (a dead one is
+        replaced and the next live one asked, `ATTEMPTS` times at most)."""
+        ray = _ray()
         key = self._key(graph)
+        for _ in range(self.ATTEMPTS):
+            if key in self._devices or not self.live_workers:
+                break
+            worker = self.live_workers[0]
+            try:
+                self._ensure_sent(key, graph, worker)
+                self._devices[key] = ray.get(self.workers[worker].describe_devices.remote(key))
+            except ray.exceptions.RayActorError:
+                self._replace(worker)
         if key not in self._devices:
-            self._ensure_sent(key, graph, 0)
-            self._devices[key] = _ray().get(self.workers[0].describe_devices.remote(key))
+            raise RuntimeError(f"no measurement worker of the Ray farm could describe the devices for graph "
+                               f"{graph.name!r}: every worker asked died")
         return self._devices[key]
 
     def action_mask(self, graph: ComputationGraph) -> np.ndarray:
@@ -354,7 +430,7 @@ def _run_group(run_job: Callable[[dict, list], dict], group: list[dict], warm: l
 
 
 def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address: str, *,
-            warm_started: Callable[[dict], bool],
+            warm_started: Callable[[dict], bool], failed: Callable[[dict, Exception], dict],
             on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
     """Run compare's (agent, model, seed) jobs as Ray tasks: ``(records, skipped)``, records in job order.
 
@@ -369,6 +445,9 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
             other job of their model is done, given those jobs' best placements, all seeds of one (model, row)
             in one task in seed order (as the serial loop runs them), so the table's optimum is never worse than
             its other rows.
+        failed: ``failed(job, exc)`` -> the job's outcome (as `run_job` returns it) when its task failed for
+            good: its worker died on every try Ray gave it, or it raised. Called on the driver; the other jobs go
+            on (compare reports such a job as skipped, `placement_gym.evaluation.skip_entry`).
         on_record: called on the driver with each record as its task finishes.
 
     Longest first, so that the workers finish together: the driver keeps one job more than the cluster runs at
@@ -422,8 +501,12 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
                 run_job, group, starts.get(id(group), []))] = group
         done, _ = ray.wait(list(running), num_returns=1)
         group = running.pop(done[0])
-        finished, seconds = ray.get(done[0])
-        took.setdefault((group[0]["model"], group[0]["label"]), seconds / len(group))
+        try:
+            finished, seconds = ray.get(done[0])
+        except ray.exceptions.RayError as exc:  # Ray's retries used up: every job of the group failed
+            finished = [failed(job, exc) for job in group]
+        else:  # a failed task's time says nothing about its row's jobs
+            took.setdefault((group[0]["model"], group[0]["label"]), seconds / len(group))
         for job, outcome in zip(group, finished):
             outcomes[job["index"]] = outcome
             for record in outcome["records"]:

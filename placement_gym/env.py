@@ -452,27 +452,16 @@ class DevicePlacementEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------- helpers
     def validate_action(self, action) -> np.ndarray:
-        """(N,) int64 copy of `action` for the current graph, or ``ValueError`` saying what is expected.
+        """(N,) int64 copy of `action` for the current graph, or ``ValueError`` saying what is expected
+        (`as_device_indices`: only integer dtypes are placements).
 
         A multi-graph env also takes an action of the padded length Nmax (what its action space samples) and
-        keeps its first N entries (the padded positions are ignored).
-        Only integer dtypes are placements (signed or unsigned); bools, floats (even whole ones), strings,
-        objects, datetimes and timedeltas (which numpy counts as integers) are refused rather than guessed at."""
+        keeps its first N entries (the padded positions are ignored)."""
         n, d = self.graph.n_ops, self.n_devices
+        shapes = [(n,), (self._n_max,)] if self.multi_graph else [(n,)]
         lengths = f"({n},)" + (f" or the padded ({self._n_max},)" if self.multi_graph and self._n_max != n else "")
         expected = f"an integer array of shape {lengths} with values in 0..{d - 1} (one device per compute op)"
-        try:
-            array = np.asarray(action)
-        except (ValueError, TypeError) as exc:  # ragged nested lists and the like
-            raise ValueError(f"action is not an array ({exc}); expected {expected}") from None
-        if array.shape != (n,) and not (self.multi_graph and array.shape == (self._n_max,)):
-            raise ValueError(f"action has shape {array.shape}; expected {expected}")
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"action has dtype {array.dtype}; expected {expected}")
-        array = array[:n]
-        if array.size and (array.min() < 0 or array.max() >= d):
-            raise ValueError(f"action has values in {array.min()}..{array.max()}; expected {expected}")
-        return array.astype(np.int64, copy=True)
+        return as_device_indices(action, shapes, d, expected, keep=n)
 
     def observation(self, placement: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The observation of the current graph with `placement` ((N,), default: the current one); padded to
@@ -583,6 +572,40 @@ class _GraphData:
     reference: Measurement | None = None
     current_reference_s: float | None = None
     since_reference: int = 0
+
+
+def as_device_indices(action: Any, shapes: Sequence[tuple[int, ...]], n_devices: int, expected: str, *,
+                      name: str = "action", keep: int | None = None) -> np.ndarray:
+    """`action` as a fresh int64 array of device indices, or a one-line ``ValueError`` "`name` has <what is
+    wrong>; expected `expected`". The one action check of every env here: the whole-placement env (N,), its
+    vector env (K, N), the node-by-node env () and the coarsened env (M,).
+
+    Accepted: anything ``np.asarray`` reads as an array of one of `shapes` (lists, numpy arrays and scalars,
+    Python ints, CPU torch tensors) with an integer dtype (signed or unsigned) and values in 0..n_devices-1.
+    Bools, floats (even whole ones), strings, objects (None, ints beyond 64 bits), datetimes and timedeltas (which
+    numpy counts as integers) are refused rather than guessed at. `keep`: only the first `keep` entries along the
+    first axis are returned and range-checked (a multi-graph env ignores its padded positions)."""
+    try:
+        array = np.asarray(action)
+    except (ValueError, TypeError, RuntimeError) as exc:  # ragged nested lists, a torch tensor needing grad, ...
+        reason = " ".join(str(exc).split())  # numpy's and torch's messages on one line
+        raise ValueError(f"{name} cannot be read as one array ({reason}); expected {expected}") from None
+    if array.shape not in shapes:
+        raise ValueError(f"{name} has shape {array.shape}; expected {expected}")
+    if array.dtype.kind not in "iu":  # timedelta64 is 'm', datetime64 'M', bool 'b': not device indices
+        raise ValueError(f"{name} has dtype {array.dtype}; expected {expected}")
+    values = array if keep is None else array[:keep]  # (a 0-d array cannot be sliced)
+    indices = values.astype(np.int64, copy=True)
+    # One pass for both bounds: a negative index (or a uint64 beyond int64, which wraps negative) reads as a huge
+    # unsigned one. The slower checks below only run to word the error.
+    if indices.size and indices.view(np.uint64).max() >= n_devices:
+        where = ""
+        if values.ndim == 2:  # a batch: name the first row at fault
+            bad_rows = ((values < 0) | (values >= n_devices)).any(axis=1)
+            where = f" (first in row {int(np.flatnonzero(bad_rows)[0])})"
+        found = f"value {values.item()}" if values.size == 1 else f"values in {values.min()}..{values.max()}"
+        raise ValueError(f"{name} has {found}{where}; expected {expected}")
+    return indices
 
 
 def _pad(array: np.ndarray, size: int, axis: int) -> np.ndarray:

@@ -15,10 +15,14 @@ Constructor options that name search settings (``split_patience``, ``heuristic_s
 """
 from __future__ import annotations
 
+import difflib
+import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .evaluation import agent_name
@@ -91,27 +95,55 @@ AGENTS: dict[str, AgentEntry] = {
 
 
 def load_agent_class(name: str) -> type:
-    """The class registered as `name`, or a user's own given as an import path ``"package.module:Class"``
-    (found from the current directory too, as ``python -m`` would). A ``hybrid:`` prefix is ignored here (the
-    class is the same; `make_agent` builds its hybrid form)."""
+    """The class registered as `name`, or a user's own: an import path ``"package.module:Class"`` (found from the
+    current directory too, as ``python -m`` would) or a file ``"path/to/my_agent.py:Class"``. A ``hybrid:`` prefix
+    is ignored here (the class is the same; `make_agent` builds its hybrid form). Raises ValueError naming what
+    is accepted for an unknown name, a module that cannot be imported or a missing class."""
     name = name.removeprefix(HYBRID_PREFIX)
     entry = AGENTS.get(name)
     target = entry.target if entry is not None else (name if ":" in name else None)
     if target is None:
-        raise ValueError(f"unknown agent {name!r}; registered agents: {', '.join(AGENTS)} "
-                         "(or give your own class as 'package.module:Class'; prefix 'hybrid:' for the search layer "
-                         "around a learned agent)")
-    module_name, _, class_name = target.partition(":")
-    if entry is None and os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+        close = difflib.get_close_matches(name, AGENTS, n=1)
+        raise ValueError(f"unknown agent {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; registered "
+                         f"agents: {', '.join(AGENTS)} (or your own class as 'package.module:Class' or "
+                         "'path/to/file.py:Class'; prefix 'hybrid:' for the search layer around a learned agent)")
+    module_name, _, class_name = target.rpartition(":")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:  # a ValueError so commands report it cleanly
+        module = _import_file(module_name) if module_name.endswith(".py") else _import_module(module_name)
+    except (ImportError, OSError) as exc:  # a ValueError so commands report it cleanly
         raise ValueError(f"agent {name!r} ({target}) could not be imported: {exc}") from exc
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise ValueError(f"agent {name!r}: module {module_name} has no class {class_name}")
     return cls
+
+
+def _import_module(module_name: str):
+    """Import `module_name`, looking in the current directory too (as ``python -m`` would)."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(module_name)
+
+
+def _import_file(path: str):
+    """Import the Python file `path` (the user's own agent) once, under a module name derived from its absolute
+    path, so a second lookup of the same file (another run, a Ray worker on the same machine) finds the same
+    classes."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise ImportError(f"no file {file}")
+    module_name = f"placement_gym_user_agent_{hashlib.sha1(str(file).encode()).hexdigest()[:12]}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # before running it: dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
 
 
 def make_agent(cls: "type | str", options: Mapping[str, Any] | None = None, *, hybrid: bool = False) -> Any:

@@ -3,7 +3,11 @@
 * `write_atomically` (and `write_json`, `write_text`): every file placement-gym writes (results, CSV, plots,
   checkpoints, profiles, placements) goes through it: a temporary file beside the target moved into place, so
   a reader never sees half a file, and an existing file is never replaced unless the caller says so.
+* `check_outputs`: every file a job will write, checked before it starts: no two at one path, none over a
+  file it reads, none over an existing file unless the caller says so.
 * `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings.
+* `read_placements`: a results or placement file read back, checked (`placement_gym.schema`) before anything is
+  built from it.
 * `summarize` / `format_table`: the paper's Table 2 layout (mean ± std over seeds per model and agent).
 * `write_csv`, `plot_summary` (bars: % vs the reference), `plot_curves` (best-so-far latency against
   placements measured: how fast each agent got there).
@@ -21,11 +25,15 @@ import platform
 import sys
 import tempfile
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .schema import (
+    MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Record, Text, check, mismatch, read_json,
+)
 SCHEMA_VERSION = 2
 #: The agent name whose latency `summarize` measures every other agent's gap against.
 OPTIMAL_AGENT = "optimal"
@@ -58,11 +66,45 @@ def machine() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- the safe writer
 def refuse_existing(path: "str | os.PathLike", overwrite: bool = False) -> Path:
-    """`path` as a `Path`; ``FileExistsError`` if it exists and `overwrite` is False (check before long work)."""
+    """`path` as a `Path`; ``FileExistsError`` if it exists and `overwrite` is False, or if it is a folder
+    (a file cannot replace one, `overwrite` or not). Check before long work."""
     path = Path(path)
+    if path.is_dir():
+        raise FileExistsError(f"{path} is a folder; give a file path")
     if not overwrite and (path.exists() or path.is_symlink()):
         raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True (--overwrite)")
     return path
+
+
+def check_outputs(outputs: Mapping[str, "str | os.PathLike"], overwrite: bool = False,
+                  inputs: Mapping[str, "str | os.PathLike | None"] | None = None) -> None:
+    """Check every file a job will write, before the job starts.
+
+    `outputs` and `inputs` map how the user named each file (``"--json"``, ``"the CSV beside --json"``) to its
+    path; inputs that are not existing files (a preset or zoo name, None) are skipped. ``ValueError`` naming
+    both when two outputs are one file, or an output is a file the job reads: one would replace the other,
+    so this is refused even with `overwrite`. Then ``FileExistsError`` (`refuse_existing`, prefixed with the
+    output's name) for an existing file unless `overwrite`, and for a folder.
+    """
+    def same_file(path: "str | os.PathLike") -> str:
+        # One key per file however it is spelled: ./r.json, r.json, a symlink to it, R.JSON on macOS.
+        return os.path.normcase(os.path.realpath(path))
+
+    taken = {same_file(path): (name, "read") for name, path in (inputs or {}).items()
+             if path is not None and Path(path).is_file()}
+    for name, path in outputs.items():
+        key = same_file(path)
+        if key in taken:
+            other, role = taken[key]
+            clash = "the output would replace the input" if role == "read" else "one would replace the other"
+            raise ValueError(f"{other} and {name} are both {path}: {clash}, even with --overwrite; give each "
+                             "output its own path")
+        taken[key] = (name, "written")
+    for name, path in outputs.items():
+        try:
+            refuse_existing(path, overwrite)
+        except FileExistsError as exc:
+            raise FileExistsError(f"{name}: {exc}") from None
 
 
 def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
@@ -175,6 +217,77 @@ def write_csv(path, records: Sequence[Mapping[str, Any]], *, overwrite: bool = F
     for r in records:
         writer.writerow({k: cell(r.get(k)) for k in CSV_KEYS})
     return write_text(path, buffer.getvalue(), overwrite=overwrite)
+
+
+# ------------------------------------------------------------------------------------- reading them back
+#: The largest results or placement file read back (a compare of thousands of runs is tens of MB).
+MAX_RESULTS_BYTES = 256 << 20
+#: The most records one results file may hold.
+MAX_RECORDS = 100_000
+# Model and agent names go into the names of the files `show` writes: no path separators.
+_NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")
+_LATENCY = Optional(Number(positive=True))
+#: The fields of a record (a results file's, or a placement file itself) that a placement is drawn from; other
+#: fields are not read. Device indices below the length of ``devices`` and one per op of the graph are checked
+#: by `read_placements` and `Placements.check_fits`.
+PLACEMENT_RECORD = Record(
+    {"model": _NAME, "agent": _NAME, "seed": Integer(0, 2**64 - 1),
+     "devices": ListOf(Text(min_len=1, max_len=200), min_len=1, max_len=MAX_DEVICES),
+     "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS)},
+    {"model_path": Optional(Text(min_len=1, max_len=4096)), "latency_s": _LATENCY, "reference_latency_s": _LATENCY,
+     "n_submodels": Optional(Integer(0, MAX_OPS)), "simulated": Optional(Boolean())})
+#: A results file (`records_to_json`) as far as its placements are read back.
+RESULTS_FILE = Record({"records": ListOf(PLACEMENT_RECORD, max_len=MAX_RECORDS)})
+_TOP_LEVEL = Record({}, what="an object: a results file (with records) or a placement file")
+
+
+@dataclass(frozen=True)
+class Placements:
+    """The checked placement records of a file read by `read_placements`.
+
+    Attributes:
+        path: the file.
+        records: its records (`PLACEMENT_RECORD`), every device index within its ``devices``.
+        results_file: True for a results file (``records``), False for a placement file (one record, the file).
+    """
+
+    path: Path
+    records: list[dict]
+    results_file: bool
+
+    def field(self, index: int, key: str) -> str:
+        """How error messages name field `key` of record `index`."""
+        return f"records[{index}].{key}" if self.results_file else key
+
+    def check_fits(self, index: int, n_ops: int) -> None:
+        """`SchemaError` unless record `index` places every op of its graph (`n_ops` ops) once."""
+        placement = self.records[index]["placement"]
+        if len(placement) != n_ops:
+            raise mismatch(self.path, self.field(index, "placement"), placement,
+                           f"one device index per op of its graph ({n_ops} ops)")
+
+
+def read_placements(path: "str | os.PathLike") -> Placements:
+    """The placement records of a results file (``--json`` of train, evaluate, compare) or of a placement file
+    (train's ``<stem>.placement.json``), checked against `PLACEMENT_RECORD` before anything is built from them.
+
+    Raises:
+        FileNotFoundError: nothing at `path`.
+        SchemaError: anything else (too big, not JSON, a field missing, of the wrong type or out of range): one
+            line naming the file, the field and what is accepted.
+    """
+    path = Path(path)
+    data = read_json(path, _TOP_LEVEL, max_bytes=MAX_RESULTS_BYTES, what="results or placement file")
+    results_file = "records" in data
+    check(data, RESULTS_FILE if results_file else PLACEMENT_RECORD, path)
+    placements = Placements(path, data["records"] if results_file else [data], results_file)
+    for i, record in enumerate(placements.records):
+        n_devices = len(record["devices"])
+        for op, device in enumerate(record["placement"]):
+            if device >= n_devices:
+                raise mismatch(path, f"{placements.field(i, 'placement')}[{op}]", device,
+                               f"an index into devices: an integer from 0 to {n_devices - 1}")
+    return placements
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -466,8 +579,10 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 
 
 __all__ = [
-    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "format_learning_table", "format_table",
-    "machine", "plot_curves", "plot_summary", "records_to_json", "refuse_existing", "save_figure", "summarize",
+    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "check_outputs", "format_learning_table",
+    "format_table",
+    "machine", "plot_curves", "plot_summary", "read_placements", "records_to_json", "refuse_existing", "save_figure",
+    "summarize", "MAX_RECORDS", "MAX_RESULTS_BYTES", "PLACEMENT_RECORD", "Placements", "RESULTS_FILE",
     "versions",
     "write_atomically", "write_csv",
     "write_json", "write_records", "write_text",

@@ -27,7 +27,9 @@ which saves copying them (~100 KB per ResNet-50 placement and step); ``placement
 episodes the same goes for the info arrays that never change (the masks, the reset info, ``final_info``'s objective
 and model) and for ``final_info["placement"]`` (the measured placements, which `step_infos` is built from later):
 read-only instead of copied.
-Action: (K, N) int, a placement per sub-env. Reward, terminated, truncated: (K,) arrays.
+Action: (K, N) int, a placement per sub-env. A batch is checked whole (shape, dtype, every row's values) before
+any sub-env steps: a bad one raises a one-line ``ValueError`` and changes nothing.
+Reward, terminated, truncated: (K,) arrays.
 Seeding: ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` (a list gives each its own), as Gymnasium's
 ``SyncVectorEnv`` does.
 """
@@ -41,7 +43,7 @@ from gymnasium.vector.utils import batch_space
 
 from .backends import Backend
 from .backends.base import info_column, measure_batch
-from .env import DevicePlacementEnv, _backend, model_list
+from .env import DevicePlacementEnv, _backend, as_device_indices, model_list
 from .graph import ComputationGraph
 from .models import load_graph
 
@@ -162,14 +164,13 @@ class DevicePlacementVectorEnv(VectorEnv):
 
     def step(self, actions):
         """Measure one placement per sub-env (row ``i`` of `actions`, (K, N) ints) with one ``measure_many`` call;
-        a sub-env whose episode ends is reset in the same step (module docstring)."""
-        actions = np.asarray(actions)
-        if actions.ndim < 1 or actions.shape[0] != self.num_envs:
-            raise ValueError(f"actions must hold one placement per sub-env, shape ({self.num_envs}, "
-                             f"{self.graph.n_ops}); got shape {actions.shape}")
+        a sub-env whose episode ends is reset in the same step (module docstring). A batch with anything wrong
+        (its shape, its dtype, any row's values) is refused with a ``ValueError`` before any sub-env is touched:
+        no sub-env steps, re-measures its reference or counts a placement."""
+        placements = self._validate(actions)
         if self._every_step_ends:
-            return self._step_ending_every_episode(actions)
-        begun = [env.begin_step(action) for env, action in zip(self.envs, actions)]
+            return self._step_ending_every_episode(placements)
+        begun = [env.begin_step(placement) for env, placement in zip(self.envs, placements)]
         measurements = self.backend.measure_many(self.graph, np.stack([placement for placement, _ in begun]))
         rewards = np.zeros(self.num_envs)
         terminations = np.zeros(self.num_envs, dtype=bool)
@@ -188,13 +189,13 @@ class DevicePlacementVectorEnv(VectorEnv):
         return (self._observations(np.stack([obs["placement"] for obs in observations])), rewards, terminations,
                 truncations, self._batch_infos(infos))
 
-    def _step_ending_every_episode(self, actions: np.ndarray):
-        """`step` when every sub-env's episode ends with it (horizon 1): the same outputs as the general path
-        (each sub-env's `begin_step`, one ``measure_many``, each `end_step` and reset), with the per-sub-env work
-        done in batch: the actions validated as one array, the infos built a column at a time, the observations
-        copied from arrays stacked once. Tested equal to Gymnasium's ``SyncVectorEnv`` over the same sub-envs."""
+    def _step_ending_every_episode(self, placements: np.ndarray):
+        """`step` of the validated (K, N) int64 `placements` (`_validate`; repaired here in place) when every
+        sub-env's episode ends with it (horizon 1): the same outputs as the general path (each sub-env's
+        `begin_step`, one ``measure_many``, each `end_step` and reset), with the per-sub-env work done in batch:
+        the infos built a column at a time, the observations copied from arrays stacked once. Tested equal to
+        Gymnasium's ``SyncVectorEnv`` over the same sub-envs."""
         envs, k = self.envs, self.num_envs
-        placements = self._validate(actions)
         repaired = np.zeros(k, dtype=np.int64)
         if envs[0].unsupported == "repair":
             for i, env in enumerate(envs):
@@ -306,17 +307,14 @@ class DevicePlacementVectorEnv(VectorEnv):
             batched = self._add_info(batched, info, i)
         return batched
 
-    def _validate(self, actions: np.ndarray) -> np.ndarray:
-        """(K, N) int64 copy of `actions` (one placement per sub-env), checked as `DevicePlacementEnv.validate_action`
-        checks each (which raises its error for the first row that fails)."""
-        n, d = self.graph.n_ops, self.envs[0].n_devices
-        placements = actions.astype(np.int64, copy=True) if actions.dtype.kind in "iu" else None
-        # One pass for both bounds: a negative device reads as a huge unsigned one.
-        if actions.shape != (self.num_envs, n) or placements is None or (
-                placements.size and placements.view(np.uint64).max() >= d):
-            for env, action in zip(self.envs, actions):
-                env.validate_action(action)
-        return placements
+    def _validate(self, actions: Any) -> np.ndarray:
+        """(K, N) int64 copy of `actions` (one placement per sub-env), the whole batch checked at once (shape,
+        dtype, every row's values: `as_device_indices`, the check of `DevicePlacementEnv.validate_action`), or a
+        one-line ``ValueError`` naming what is wrong and the expected (K, N) batch."""
+        k, n, d = self.num_envs, self.graph.n_ops, self.envs[0].n_devices
+        expected = (f"an integer array of shape ({k}, {n}) with values in 0..{d - 1} (one placement per sub-env, "
+                    "one device per compute op)")
+        return as_device_indices(actions, [(k, n)], d, expected, name="actions")
 
     def _observations(self, placements: np.ndarray) -> dict[str, np.ndarray]:
         """The batch observation of sub-envs whose placements are `placements` ((K, N) int64), in the key order of

@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .coarsen import MAX_NODES, Coarsening
-from .env import DevicePlacementEnv
+from .env import DevicePlacementEnv, as_device_indices
 
 STARTS = ("reference", "random", "best")
 
@@ -89,7 +89,8 @@ class NodePlacementWrapper(gym.Wrapper):
         current_node  (N,) float32  1 for the ops of the node placed by the next action, else 0
                                     (all 0 once the episode is over)
         visited       (N,) float32  1 for the ops of nodes already placed in this episode
-    Action: ``Discrete(D)``, the device of the current node.
+    Action: ``Discrete(D)``, the device of the current node: one integer (a Python int, a numpy integer or a 0-d
+    integer array); anything else, one-element lists and arrays included, is refused with a ``ValueError``.
     info: the wrapped env's step info (``placement``: the whole (N,) int64 placement measured, latency_s,
     speedup, ok, error, ...) plus ``node`` (the node just placed) and ``start_latency_s``; reset's info has
     ``latency_s`` of the start placement.
@@ -251,11 +252,17 @@ class NodePlacementWrapper(gym.Wrapper):
         return self.groups == node
 
     def _validate_device(self, action) -> int:
-        array = np.asarray(action)
+        """The device index `action` names, or a one-line ``ValueError`` naming the accepted forms.
+
+        Accepted: one integer, as a Python int, a numpy integer scalar or a 0-d integer array (or 0-d CPU torch
+        tensor): what Gymnasium's ``Discrete.contains`` accepts, and like the whole-placement env's check
+        (`as_device_indices`) any integer dtype, unsigned ones included. Refused: one-element sequences
+        (``[c]``, ``[[c]]``, ``np.array([c])``, ``torch.tensor([c])``: an action is not a placement), bools
+        (``Discrete`` would take Python's ``True`` as 1), floats, timedeltas and other non-integers."""
         d = self.base.n_devices
-        if array.size != 1 or not np.issubdtype(array.dtype, np.integer) or not 0 <= int(array.reshape(-1)[0]) < d:
-            raise ValueError(f"action must be one integer device index in 0..{d - 1} (the current node's device), got {action!r}")
-        return int(array.reshape(-1)[0])
+        expected = (f"one integer device index in 0..{d - 1} (the current node's device) as a Python int, a numpy "
+                    "integer or a 0-d integer array")
+        return int(as_device_indices(action, [()], d, expected))
 
     def _observation(self) -> dict[str, np.ndarray]:
         obs = self.layer.observation()  # fresh copies of the static arrays
@@ -349,13 +356,11 @@ class CoarsenedPlacement(gym.Wrapper):
         return self.coarsening.majority(self.base.reference_placement, self.base.n_devices)
 
     def validate_action(self, action) -> np.ndarray:
-        """(M,) int64 copy of a coarse `action`, or ``ValueError`` saying what is expected."""
-        self.coarsening.expand(action)  # checks shape and dtype
-        array = np.asarray(action, dtype=np.int64)
-        if array.size and (array.min() < 0 or array.max() >= self.base.n_devices):
-            raise ValueError(f"a coarse action holds device indices in 0..{self.base.n_devices - 1}, got "
-                             f"{array.min()}..{array.max()}")
-        return array.copy()
+        """(M,) int64 copy of a coarse `action`, or a one-line ``ValueError`` saying what is expected
+        (`as_device_indices`, the whole-placement env's check)."""
+        m, d = self.coarsening.n_clusters, self.base.n_devices
+        expected = f"an integer array of shape ({m},) with values in 0..{d - 1} (one device per cluster)"
+        return as_device_indices(action, [(m,)], d, expected, name="coarse action")
 
     def observation(self, placement: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The coarse observation (fresh arrays) for the full (N,) `placement` (default: the env's current one)."""

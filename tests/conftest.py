@@ -3,8 +3,12 @@ modules."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -38,6 +42,45 @@ def env(tiny_branch_graph):
     env = DevicePlacementEnv(tiny_branch_graph, **REAL)
     yield env
     env.close()
+
+
+class LocalRay(NamedTuple):
+    """What the `local_ray` fixture gives: the bench units of the local Ray instance and its temporary folder."""
+
+    slots: int
+    temp_dir: Path
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local 2-worker Ray instance (`placement_gym.distributed.connect("local:2")`) for one test module, with
+    its session folder in a temporary folder that is removed at the end (asserted).
+
+    Why: Ray keeps every session's folder (logs, sockets) under /tmp/ray for good, so each test run would leave
+    one behind. ``RAY_TMPDIR`` moves it, and stays set until Ray has shut down so that nothing in this process
+    looks for the session under /tmp/ray meanwhile; the folder's name is short because Ray's socket paths inside
+    it must fit a Unix socket path (107 bytes). PYTHONPATH gives the workers the repository root, so that they
+    import test helpers by module path (``tests.ray_agents:WorkerKiller``) from wherever pytest runs."""
+    import ray
+
+    from placement_gym.distributed import connect
+
+    root = Path(tempfile.mkdtemp(prefix="pgray-"))
+    saved = {name: os.environ.get(name) for name in ("RAY_TMPDIR", "PYTHONPATH")}
+    os.environ["RAY_TMPDIR"] = str(root)
+    repository = str(Path(__file__).resolve().parent.parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repository, saved["PYTHONPATH"]) if p)
+    try:
+        yield LocalRay(connect("local:2"), root)
+    finally:
+        ray.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(root, ignore_errors=True)
+    assert not root.exists(), f"the Ray session folder {root} was left behind"
 
 
 def load_benchmark(name: str):

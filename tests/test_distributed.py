@@ -1,5 +1,6 @@
-"""The measurement farm on Ray: a local 2-worker Ray instance, real workers, real backends (the simulator and
-OpenVINO on a tiny model), and ``compare --ray`` against the serial compare."""
+"""The measurement farm on Ray: a local 2-worker Ray instance (the `local_ray` fixture), real workers, real
+backends (the simulator and OpenVINO on a tiny model), and ``compare --ray`` against the serial compare; workers
+really killed (``ray.kill``, a job's SIGKILL to its own process) for the farm's and compare's recovery."""
 from __future__ import annotations
 
 import json
@@ -18,15 +19,8 @@ from placement_gym.distributed import BENCH_RESOURCE, FarmBackend, GraphPayload,
 from .conftest import TWO_DEVICES
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    slots = connect("local:2")
-    yield slots
-    ray.shutdown()
-
-
 def test_local_address_offers_one_bench_unit_per_worker(local_ray):
-    assert local_ray == 2 and ray.cluster_resources()[BENCH_RESOURCE] == 2
+    assert local_ray.slots == 2 and ray.cluster_resources()[BENCH_RESOURCE] == 2
     with pytest.raises(ValueError, match="local:N"):
         connect("local:0")
 
@@ -105,20 +99,114 @@ def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
         assert post and all(r["extra"]["hyperparameters"]["n_groups"] == 4 and r["search"] == [] for r in post)
 
 
-def test_a_lost_worker_is_a_failed_measurement_not_a_crash(local_ray, tiny_chain_graph):
+def test_compare_on_ray_keeps_every_other_record_when_a_job_kills_its_worker(local_ray, tmp_path, capsys):
+    """A job whose worker dies on every try (Ray's retries used up) is reported as skipped, with the reason, and
+    every other run's record is written; the command succeeds, as it does for a skipped run. The exact optimum,
+    which waits for every other job of its model (warm starts), still runs."""
+    killer = "tests.ray_agents:WorkerKiller"
+    path = tmp_path / "ray.json"
+    assert cli.main(["compare", "--models", "tiny_chain", "--agents", "single-device", killer, "random", "optimal",
+                     "--agent-option", f"{killer}:die=true", "--backend", "simulated", "--profile", "ai_pc",
+                     "--budget", "4", "--seeds", "1", "--no-progress", "--ray", "local:2", "--json", str(path)]) == 0
+    saved = json.loads(path.read_text())
+    singles = [f"{name}-only" for name in SimulatedBackend("ai_pc").device_names]
+    assert [r["agent"] for r in saved["records"]] == [*singles, "random", "optimal"]
+    assert all(r["ok"] for r in saved["records"])
+    [skip] = saved["skipped"]
+    assert {k: skip[k] for k in ("model", "agent", "seeds")} == {"model": "tiny_chain", "agent": "worker-killer",
+                                                                  "seeds": [0]}
+    assert skip["reason"].startswith("WorkerCrashedError: ")
+    assert f"skipped worker-killer on tiny_chain: {skip['reason']}" in capsys.readouterr().out
+
+
+def _wait_until_dead(worker) -> None:
+    """Block until actor `worker`, just given to ``ray.kill`` (asynchronous: a call may still be answered), is
+    gone, so that a test's next call finds it dead."""
+    deadline = time.monotonic() + 60
+    with pytest.raises(ray.exceptions.RayActorError):
+        while time.monotonic() < deadline:
+            ray.get(worker.info.remote(), timeout=60)
+
+
+def _same(got, expected) -> bool:
+    return (got.ok, got.latency_s, got.error, got.n_submodels) == (expected.ok, expected.latency_s, expected.error,
+                                                                   expected.n_submodels)
+
+
+def test_a_new_graph_after_worker_0_died_is_served_by_a_live_worker(local_ray, tiny_chain_graph, tiny_branch_graph):
+    """An env on a graph the farm has not seen, after worker 0 died: its device observations and steps come from
+    the live workers (and worker 0's replacement), as a healthy farm's would."""
+    farm = FarmBackend("simulated", "auto", address="local:2", profile="ai_pc")
+    local = SimulatedBackend("ai_pc")
+    assert farm.measure(tiny_chain_graph, np.zeros(tiny_chain_graph.n_ops, dtype=np.int64)).ok
+    ray.kill(farm.workers[0])
+    _wait_until_dead(farm.workers[0])
+    g = tiny_branch_graph
+    env = DevicePlacementEnv(g, backend=farm)
+    obs, _ = env.reset(seed=0)
+    assert np.array_equal(obs["action_mask"], local.action_mask(g))
+    placement = (np.arange(g.n_ops) % 2).astype(np.int64)
+    _, _, _, _, info = env.step(placement)
+    assert info["ok"] and info["latency_s"] == local.measure(g, placement).latency_s
+    farm.close()
+
+
+def test_a_placement_sent_to_a_dead_worker_is_measured_by_a_live_one(local_ray, tiny_branch_graph):
+    """Both workers' placements are measured, equal to what one healthy backend gives, though worker 0 is dead
+    when they are sent; the dead worker is replaced (on its cores) and the farm has its two workers again."""
+    g = tiny_branch_graph
+    farm = FarmBackend("simulated", "auto", address="local:2", profile="ai_pc")
+    local = SimulatedBackend("ai_pc")
+    rng = np.random.default_rng(1)
+    first = rng.integers(0, 3, g.n_ops)
+    assert _same(farm.measure(g, first), local.measure(g, first))  # the graph is on worker 0 before it dies
+    cores, dead = list(farm.cores), farm.workers[0]
+    ray.kill(dead)
+    _wait_until_dead(dead)
+    placements = [rng.integers(0, 3, g.n_ops) for _ in range(4)]
+    got = farm.measure_many(g, placements)
+    assert all(m.ok and not m.cached for m in got)
+    assert all(_same(m, local.measure(g, p)) for m, p in zip(got, placements))
+    assert farm.live_workers == [0, 1] and farm.replaced == 1 and farm.workers[0] is not dead
+    assert farm.cores == cores  # the replacement runs where the dead worker ran
+    assert [info["name"] for info in ray.get([w.info.remote() for w in farm.workers])] == [local.name] * 2
+    farm.close()
+
+
+@ray.remote(resources={BENCH_RESOURCE: 1}, num_cpus=0)
+class _BenchHolder:
+    """Holds one bench unit, so that no measurement worker can start while it lives."""
+
+    def ready(self) -> bool:
+        return True
+
+
+def test_a_placement_is_a_failed_measurement_only_when_no_worker_can_start(local_ray, tiny_chain_graph):
+    """Every worker dead and their replacements unable to start (every bench unit taken): the placements are
+    failed measurements, not a crash, and not remembered as results; what was measured before stays known."""
     g = tiny_chain_graph
-    farm = FarmBackend("simulated", "auto", address="local:2")
+    farm = FarmBackend("simulated", "auto", address="local:2", start_timeout_s=1.0)
     placements = [np.full(g.n_ops, d, dtype=np.int64) for d in range(2)]
     assert all(m.ok for m in farm.measure_many(g, placements))
     for worker in farm.workers:  # every node goes down
         ray.kill(worker)
-    for worker in farm.workers:  # ray.kill is asynchronous (a call may still be answered): wait until each is
-        deadline = time.monotonic() + 60  # gone, so none measures first
-        with pytest.raises(ray.exceptions.RayActorError):
-            while time.monotonic() < deadline:
-                ray.get(worker.info.remote(), timeout=60)
+    for worker in farm.workers:
+        _wait_until_dead(worker)
+    holders = [_BenchHolder.remote() for _ in range(local_ray.slots)]  # and their bench units go to others
+    ray.get([h.ready.remote() for h in holders])
     fresh = [np.arange(g.n_ops, dtype=np.int64) % 2, 1 - np.arange(g.n_ops, dtype=np.int64) % 2]
     after = farm.measure_many(g, fresh)
-    assert [m.ok for m in after] == [False, False] and all("worker" in m.error for m in after)
+    assert [m.ok for m in after] == [False, False] and all("no measurement worker left" in m.error for m in after)
+    assert farm.live_workers == [] and farm.replaced == 0
     assert all(m.cached for m in farm.measure_many(g, placements))  # what was measured before stays known
     assert not farm.measure(g, fresh[0]).cached  # a lost measurement is not remembered as a result
+    for holder in holders:
+        ray.kill(holder)
+    farm.close()
+
+
+def test_the_ray_session_lives_in_a_temporary_folder(local_ray):
+    """The test Ray instance's session folder (its sockets, logs) is under the fixture's temporary folder, which
+    the fixture removes (and asserts removed) at the end, instead of under /tmp/ray, where Ray leaves it."""
+    [node] = ray.nodes()
+    assert node["ObjectStoreSocketName"].startswith(str(local_ray.temp_dir) + os.sep)

@@ -8,14 +8,17 @@ import base64
 import io
 import json
 import pickle
+import subprocess
 import sys
+import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from agents.core.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
+from agents.core.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, tensor_checksum
 from placement_gym import DevicePlacementEnv, cli, registry
 
 
@@ -49,8 +52,6 @@ def crafted_files(tmp_path) -> dict:
         z.writestr("_stable_baselines3_version", "2.9.2")
     # A checkpoint in our own layout that names a module to import: `this` prints when imported.
     files["unknown_class"] = tmp_path / "unknown.pt"
-    from agents.core.checkpoint import tensor_checksum
-
     state = {"w": torch.zeros(2)}
     torch.save({"format": CHECKPOINT_FORMAT, "agent": "this", "agent_class": "this:Zen", "hyperparameters": {},
                 "state_dict": state, "checksum": tensor_checksum(state), "trained_for": {}, "extra": {}},
@@ -160,3 +161,190 @@ def test_ppo_checkpoint_is_plain_data_and_places_another_graph(tmp_path):
     other, _ = other_env.reset(seed=0)
     placement = loaded.predict(other)
     assert placement.shape == (other_env.graph.n_ops,) and other_env.measure(placement).ok
+
+
+# ------------------------------------------------------------------ settings checked before anything is built
+def rewritten(saved, tmp_path, name: str, change) -> "Path":
+    """A copy of the real checkpoint `saved` with `change(content)` applied (its tensors, and so their checksum,
+    untouched): what a crafted or damaged file looks like."""
+    content = torch.load(saved, weights_only=True)
+    change(content)
+    path = tmp_path / f"{name}.pt"
+    torch.save(content, path)
+    return path
+
+
+def setting(key: str, value):
+    return lambda content: content["hyperparameters"].__setitem__(key, value)
+
+
+def spec_field(key: str, value):
+    return lambda content: content["extra"]["spec"].__setitem__(key, value)
+
+
+def add_tensor(content: dict, name: str) -> None:
+    """A tensor the policy does not have, written with a checksum over all the tensors (as save would)."""
+    content["state_dict"][name] = torch.zeros(2)
+    content["checksum"] = tensor_checksum(content["state_dict"])
+
+
+#: (name, change, the field the error names). Widths and depths out of range are refused by the schema; a width
+#: in range that is not the stored tensors' by the shapes its settings would build.
+OVERSIZED = [
+    ("hidden 8192", setting("hidden_channels", 8192), "field hyperparameters.hidden_channels:"),
+    ("hidden 4096", setting("hidden_channels", 4096), "field hyperparameters.hidden_channels:"),
+    ("hidden 17", setting("hidden_channels", 17), "field hyperparameters.hidden_channels:"),
+    ("hidden text", setting("hidden_channels", "16"), "field hyperparameters.hidden_channels:"),
+    ("hidden boolean", setting("hidden_channels", True), "field hyperparameters.hidden_channels:"),
+    ("layers 10**6", setting("num_layers", 10**6), "field hyperparameters.num_layers:"),
+    ("one layer more", setting("num_layers", 4), "field state_dict['encoder.convs.3."),
+    ("samples 10**12", setting("samples_per_update", 10**12), "field hyperparameters.samples_per_update:"),
+    ("max_nodes 10**9", setting("max_nodes", 10**9), "field hyperparameters.max_nodes:"),
+    ("settings a list", lambda content: content.__setitem__("hyperparameters", [16]), "field hyperparameters:"),
+    ("node features 10**6", spec_field("node_features", 10**6), "field extra.spec.node_features:"),
+    ("node features 9999", spec_field("node_features", 9999), "field extra.spec.node_features:"),
+    ("spec lacks devices", lambda content: content["extra"]["spec"].pop("n_devices"), "field extra.spec.n_devices:"),
+    ("a tensor more", lambda content: add_tensor(content, "extra.weight"), "field state_dict['extra.weight']:"),
+]
+
+
+@pytest.mark.parametrize("change, field", [c[1:] for c in OVERSIZED], ids=[c[0] for c in OVERSIZED])
+def test_settings_that_do_not_fit_the_stored_tensors_are_refused_naming_the_field(tmp_path, saved, change, field):
+    from agents.hsdag import HSDAGAgent
+
+    path = rewritten(saved, tmp_path, "crafted", change)
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError) as error:
+        HSDAGAgent.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+    assert time.perf_counter() - start < 5  # nothing big was built
+
+
+# Loads the real checkpoint (every import and a real policy: the baseline), then each crafted one; prints how much
+# each raised the process's peak memory, in MiB.
+PEAK_SCRIPT = """
+import resource, sys
+from agents.core.checkpoint import CheckpointError
+from agents.hsdag import HSDAGAgent
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+HSDAGAgent.load(sys.argv[1])
+for path in sys.argv[2:]:
+    before = peak()
+    try:
+        HSDAGAgent.load(path)
+        print("loaded", path)
+    except CheckpointError:
+        print(peak() - before)
+"""
+
+
+def test_a_crafted_width_costs_no_memory_before_it_is_refused(tmp_path, saved):
+    """A width in range but not the stored tensors' (4096: GBs of weights for this policy) and one out of range
+    (8192) are refused with the process's peak memory raised by less than the stored tensors' size, plus slack."""
+    paths = [rewritten(saved, tmp_path, f"hidden{w}", setting("hidden_channels", w)) for w in (4096, 8192)]
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(saved), *map(str, paths)], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    growth = [float(line) for line in done.stdout.split()]
+    assert len(growth) == 2 and max(growth) < 64, growth  # MiB; building the 4096-wide policy takes GBs
+
+
+def test_evaluate_load_refuses_a_crafted_width_in_one_line(tmp_path, saved, capsys):
+    path = rewritten(saved, tmp_path, "hidden8192", setting("hidden_channels", 8192))
+    argv = ["evaluate", "--agent", "hsdag", "--load", str(path), "--model", "tiny_branch", "--backend", "simulated",
+            "--budget", "0", "--seeds", "1", "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{path}: field hyperparameters.hidden_channels: found 8192" in err, err
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda content: content.__setitem__("trained_for", ["tiny_branch"]), "field trained_for:"),
+    (lambda content: content.__setitem__("trained_for", "tiny_branch"), "field trained_for:"),
+    (lambda content: content["trained_for"].__setitem__("devices", "CPU"), "field trained_for.devices:"),
+    (lambda content: content["extra"].__setitem__("best_placement", ["CPU", "GPU"]),
+     "field extra.best_placement[0]:"),
+    (lambda content: content["extra"].__setitem__("best_placement", [0, 1.5]), "field extra.best_placement[1]:"),
+    (lambda content: content["extra"].__setitem__("best_latency_s", "fast"), "field extra.best_latency_s:"),
+], ids=["trained_for a list", "trained_for text", "devices text", "best_placement of strings",
+        "best_placement of floats", "best latency text"])
+def test_run_state_fields_of_the_wrong_type_name_the_file_and_the_field(tmp_path, saved, change, field):
+    from agents.hsdag import HSDAGAgent
+
+    path = rewritten(saved, tmp_path, "crafted", change)
+    with pytest.raises(CheckpointError) as error:
+        HSDAGAgent.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+
+
+@pytest.fixture(scope="module")
+def saved_ppo(tmp_path_factory):
+    """A real PPO checkpoint trained on tiny_branch (simulated)."""
+    from agents.ppo import PPOAgent
+
+    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, seed=0, hidden_dim=16)
+    agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=6)
+    return agent.save(tmp_path_factory.mktemp("ppo") / "ppo.pt")
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_dim", 4096),
+     "field extra.policy_kwargs.hidden_dim:"),
+    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_dim", 8192),
+     "field extra.policy_kwargs.hidden_dim:"),
+    (lambda content: content["extra"]["observation_space"]["spaces"]["node_features"].__setitem__(
+        "shape", [100_000, 100_000]), "field extra.observation_space.spaces.node_features.shape:"),
+    (lambda content: content["extra"]["action_space"].__setitem__("type", "Tuple"), "field extra.action_space.type:"),
+    (lambda content: content["extra"].__setitem__("policy", "builtins:eval"), "field extra.policy:"),
+], ids=["policy width 4096", "policy width 8192", "huge observation", "unknown space", "unknown policy"])
+def test_a_crafted_sb3_checkpoint_is_refused_before_its_model_is_built(tmp_path, saved_ppo, change, field):
+    from agents.ppo import PPOAgent
+
+    path = rewritten(saved_ppo, tmp_path, "crafted", change)
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError) as error:
+        PPOAgent.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+    assert time.perf_counter() - start < 5
+
+
+def test_a_checkpoint_that_unpacks_to_more_than_the_bound_is_refused_before_it_is_read(tmp_path, saved):
+    from agents.core.checkpoint import MAX_CHECKPOINT_BYTES
+    from agents.hsdag import HSDAGAgent
+
+    data = bytearray(saved.read_bytes())
+    entry = data.index(b"PK\x01\x02")  # the zip directory's first entry: its unpacked size is at offset 24
+    data[entry + 24: entry + 28] = (MAX_CHECKPOINT_BYTES + 1).to_bytes(4, "little")
+    path = tmp_path / "bomb.pt"
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=rf"^{path}: unpacks to \d+ bytes; expected a checkpoint of at most"):
+        HSDAGAgent.load(path)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda data: data.__setitem__("params", [1]), "field params:"),
+    (lambda data: data.__setitem__("plan", ["GPU"]), "field plan[0]:"),
+    (lambda data: data.__setitem__("best_latency_s", -1), "field best_latency_s:"),
+    (lambda data: data.pop("agent"), "field agent:"),
+    (lambda data: data["params"].__setitem__("colour", "red"), "field params:"),
+], ids=["params a list", "plan of names", "negative latency", "agent missing", "a setting it does not take"])
+def test_a_saved_planner_of_the_wrong_shape_names_the_file_and_the_field(tmp_path, change, field):
+    from agents.baselines import SingleDevice
+
+    saved = SingleDevice(1).learn(DevicePlacementEnv("tiny_branch", backend="simulated"), 1, 0).save(
+        tmp_path / "planner.json")
+    data = json.loads(saved.read_text())
+    change(data)
+    path = tmp_path / "crafted.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CheckpointError) as error:
+        SingleDevice.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message

@@ -35,12 +35,15 @@ does not shrink with N: for a bonus of the same strength per node at any N, pass
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.distributions import MultiCategoricalDistribution
+from stable_baselines3.common.logger import HumanOutputFormat, Logger
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -59,11 +62,28 @@ __all__ = [
     "GraphFeaturesExtractor", "GraphLatentHeads", "DeviceActionHead", "VectorizedMultiCategoricalDistribution",
     "GroupedMultiCategoricalDistribution",
     "StockMultiCategoricalDistribution", "GraphActorCriticPolicy", "GraphPolicy", "placement_input_features",
-    "placement_input_width", "policy_action",
+    "placement_input_width", "policy_action", "log_without_folder",
 ]
 
 #: Logit given to the devices a padded node cannot take (it always takes device 0, with log-prob 0).
 _MASKED_LOGIT = -1e9
+
+
+def log_without_folder(model: BaseAlgorithm) -> None:
+    """Give `model` a logger that keeps its statistics in memory and creates no folder, unless the model logs
+    somewhere on purpose (a ``tensorboard_log``, or a logger set with ``set_logger``), which it keeps.
+
+    Without a logger of its own, every ``learn`` call configures SB3's default one, and that creates an
+    ``SB3-<date>`` folder in the system temp folder even when nothing is written there
+    (``stable_baselines3.common.logger.configure`` with no folder). A model set up this way is not reconfigured
+    by later ``learn`` calls (``set_logger`` marks the logger as the caller's). With ``verbose >= 1`` SB3's
+    table of statistics still goes to stdout.
+    """
+    # `_custom_logger` is SB3's own mark of a logger given with `set_logger` (`BaseAlgorithm._setup_learn`).
+    if getattr(model, "_custom_logger", False) or model.tensorboard_log is not None:
+        return
+    formats = [HumanOutputFormat(sys.stdout)] if model.verbose >= 1 else []
+    model.set_logger(Logger(folder=None, output_formats=formats))
 
 
 def n_devices_of(observation_space: spaces.Dict) -> int:

@@ -8,15 +8,24 @@ budget allowed none. Nothing is learned in the RL sense.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
-from agents.core.checkpoint import CheckpointError
+from agents.core.checkpoint import SETTINGS, CheckpointError
 from agents.core.run import RunAgent, RunLoop
 from placement_gym.results import write_json
+from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Number, Optional, Plain, Record, Text, read_json
+
+#: What `PlanningAgent.save` writes, as `PlanningAgent.load` checks it before building anything.
+PLANNER_FILE = Record({
+    "agent": Text(max_len=500), "params": SETTINGS,
+    "plan": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
+    "best_latency_s": Optional(Number(positive=True)),
+}, {"plan_info": Plain(max_depth=6, max_len=MAX_OPS)})
+#: The largest saved planner read (a plan of the biggest graph and what the planner reports about it).
+MAX_PLANNER_BYTES = 64 << 20
 
 
 class PlanningAgent(RunAgent):
@@ -93,24 +102,24 @@ class PlanningAgent(RunAgent):
 
     @classmethod
     def load(cls, path) -> "PlanningAgent":
-        """Rebuild a planner saved with `save` (plain JSON: nothing in it is executed or imported)."""
+        """Rebuild a planner saved with `save` (plain JSON, checked against `PLANNER_FILE` first: nothing in it is
+        executed or imported)."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no saved planner at {path}")
+        data = read_json(path, PLANNER_FILE, max_bytes=MAX_PLANNER_BYTES, what=f"planner saved by {cls.__name__}.save",
+                         error=CheckpointError)
+        expected = f"{cls.__module__}:{cls.__qualname__}"
+        if data["agent"] != expected:
+            raise CheckpointError(f"{path} holds a {data['agent']!r} agent, not {expected!r}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            expected = f"{cls.__module__}:{cls.__qualname__}"
-            if data.get("agent") != expected:
-                raise CheckpointError(f"{path} holds a {data.get('agent')!r} agent, not {expected!r}")
             agent = cls(**data["params"])
-            if data["plan"] is not None:
-                agent.plan = agent.best_placement = np.asarray(data["plan"], dtype=np.int64)
-            agent.best_latency_s, agent.plan_info = data["best_latency_s"], data.get("plan_info", {})
-        except CheckpointError:
-            raise
-        except (ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError) as exc:
-            raise CheckpointError(f"{path} is not a planner saved by {cls.__name__}.save ({type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
+        except (TypeError, ValueError) as exc:  # settings this planner does not take, or refuses
+            raise CheckpointError(f"{path}: field params: {str(exc).splitlines()[0][:200]}; expected the settings "
+                                  f"{cls.__name__} takes") from None
+        if data["plan"] is not None:
+            agent.plan = agent.best_placement = np.asarray(data["plan"], dtype=np.int64)
+        agent.best_latency_s, agent.plan_info = data["best_latency_s"], data.get("plan_info", {})
         return agent
 
     def __repr__(self) -> str:

@@ -33,8 +33,11 @@ from gymnasium import spaces
 from torch import nn
 
 from agents.search.config import gather_search_options
+from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Text
 
-from .checkpoint import read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint
+from .checkpoint import (
+    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
+)
 from .run import RunAgent, agent_predict
 
 __all__ = ["BaseAgent", "PolicySpec"]
@@ -87,6 +90,14 @@ class PolicySpec:
             )
         k = int(obs_space["device_features"].shape[-1]) if "device_features" in obs_space.spaces else 0
         return cls(f, fe, d, families, int(obs_space["node_features"].shape[-2]), k)
+
+
+_FEATURES = Integer(0, 1 << 16)  # a feature width
+#: What a checkpoint of a `BaseAgent` holds in ``extra`` besides every agent's fields: its `PolicySpec`.
+SPEC_FIELDS = {"spec": Record(
+    {"node_features": Integer(1, 1 << 16), "edge_features": _FEATURES, "n_devices": Integer(1, MAX_DEVICES)},
+    {"feature_families": Optional(ListOf(Text(max_len=100), max_len=100)), "n_ops": Optional(Integer(1, MAX_OPS)),
+     "device_features": _FEATURES}, others=None)}
 
 
 class BaseAgent(RunAgent):
@@ -174,14 +185,19 @@ class BaseAgent(RunAgent):
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":
         """Rebuild an agent saved with `save`. Called on `BaseAgent`, it rebuilds the registered agent the file
         names; called on a class, the file must hold that class (or a registered subclass of it). Nothing in the
-        file is executed or imported."""
-        data = read_checkpoint(path)
+        file is executed or imported, and the policy is built only once its settings are known to build exactly
+        the stored tensors (`agents.core.checkpoint.check_tensor_shapes`)."""
+        data = read_checkpoint(path, extra=SPEC_FIELDS)
         agent_cls = resolve_agent_class(data, cls, path)
+        stored = data["extra"]["spec"]
+        spec = PolicySpec(**{**stored, "feature_families": None if stored.get("feature_families") is None
+                             else tuple(stored["feature_families"])})
+        settings = {**{f"hyperparameters.{k}": v for k, v in data["hyperparameters"].items()},
+                    **{f"extra.spec.{k}": v for k, v in stored.items()}}
         with rebuilding(path, agent_cls):
             agent = agent_cls(**gather_search_options(data["hyperparameters"]), device=device)
-            spec = dict(data["extra"]["spec"])
-            spec["feature_families"] = None if spec.get("feature_families") is None else tuple(spec["feature_families"])
-            agent.setup(PolicySpec(**spec))
+            check_tensor_shapes(path, data, lambda: agent.build_policy(spec), settings)
+            agent.setup(spec)
             agent.policy.load_state_dict(data["state_dict"])
         restore_run_state(agent, data)
         return agent

@@ -15,34 +15,89 @@ A checkpoint is a torch file holding only tensors and plain Python data (dicts, 
     versions          package versions
 
 It is read with ``torch.load(weights_only=True)``, which refuses any other object (a pickled payload cannot run),
-and every problem (missing, empty, truncated, not a checkpoint, holding other objects, another format, corrupt
-tensors, another agent) is one `CheckpointError` naming the file and what is wrong.
+after its size (on disk and unpacked) is checked against `MAX_CHECKPOINT_BYTES`. Its content is then checked
+against `CHECKPOINT` (`placement_gym.schema`: types, bounded ranges of the settings that size a policy or a run,
+bounded lengths) and its tensors against their checksum, before anything is built; an agent's ``load`` then
+checks that the policy its settings build has exactly the stored tensors' shapes (`check_tensor_shapes`, its
+parameters on torch's meta device: no memory) before building it, so what loading costs is bounded by the stored
+tensors.
+Every problem (missing, empty, truncated, too big, not a checkpoint, holding other objects, another format, a
+field of the wrong type or out of range, corrupt tensors, settings that do not fit the tensors, another agent)
+is one `CheckpointError` naming the file, the field and what is accepted.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import pickle
+import threading
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import torch
 
 from placement_gym.results import versions, write_atomically
+from placement_gym.schema import (
+    HEX64, MAX_DEVICES, MAX_OPS, Boolean, Found, InstanceOf, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain,
+    Record, Spec, Text, check, mismatch,
+)
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "agent_class_path", "read_checkpoint", "rebuilding",
-           "resolve_agent_class", "restore_run_state", "tensor_checksum", "write_checkpoint"]
+__all__ = ["CHECKPOINT", "CHECKPOINT_FORMAT", "MAX_CHECKPOINT_BYTES", "SETTINGS", "CheckpointError",
+           "agent_class_path", "check_tensor_shapes", "read_checkpoint", "rebuilding", "resolve_agent_class",
+           "restore_run_state", "tensor_checksum", "write_checkpoint"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/2"
-_KEYS = ("format", "agent", "agent_class", "hyperparameters", "state_dict", "checksum", "trained_for", "extra")
+#: The largest checkpoint read, on disk and unpacked (a policy's tensors take a few MB; a per-op policy of the
+#: biggest graph tens of MB).
+MAX_CHECKPOINT_BYTES = 1 << 30
+
+_WIDTH = Integer(1, 4096)  # a policy's embedding width
+_DEPTH = Integer(0, 64)  # its number of layers
+_PER_UPDATE = Integer(1, 1 << 16)  # samples, episodes or steps per update
+#: Bounds of the settings (constructor arguments, ``hyperparameters``) that size a policy or a run, by name, for
+#: every agent; any other setting is plain data, bounded in size. A constructor refuses settings it does not take.
+SETTINGS = Record({}, {
+    "hidden_channels": _WIDTH, "hidden_dim": _WIDTH, "num_layers": _DEPTH, "n_layers": _DEPTH,
+    "attention_layers": _DEPTH, "heads": Integer(1, 64), "segment_length": Integer(1, MAX_OPS),
+    "n_groups": Integer(1, MAX_OPS), "groups": Integer(1, MAX_OPS), "node_groups": Optional(Integer(1, MAX_OPS)),
+    "action_groups": Optional(Integer(1, MAX_OPS)), "max_levels": Optional(_DEPTH), "sweeps": Integer(1, 1000),
+    "samples_per_update": _PER_UPDATE, "episodes_per_update": _PER_UPDATE, "n_steps": _PER_UPDATE,
+    "batch_size": _PER_UPDATE, "n_epochs": Integer(1, 1000), "ce_every": Integer(1, 1 << 16),
+    "coarsen_above": Optional(Integer(1, MAX_OPS)), "max_nodes": Integer(1, MAX_OPS),
+    "seed": Optional(Integer(0, 2**64 - 1)), "torch_threads": Optional(Integer(1, 1024)),
+}, others=Plain(max_depth=4, max_len=1000), what="an object of settings (name: value)")
+_NAME = Text(max_len=500)
+_GRAPHS = ListOf(_NAME, max_len=10_000)
+#: What the policy was trained on (`agents.core.run.RunAgent.learn` writes it; empty before any run).
+TRAINED_FOR = Record({}, {
+    "graph": OneOf(_NAME, _GRAPHS), "n_ops": OneOf(Integer(1, MAX_OPS), ListOf(Integer(1, MAX_OPS), max_len=10_000)),
+    "devices": ListOf(Text(max_len=200), max_len=MAX_DEVICES), "feature_families": ListOf(_NAME, max_len=100),
+    "simulated": Boolean(), "clusters": Integer(1, MAX_OPS),
+}, others=Plain(max_depth=4, max_len=1000), what="an object (graph, n_ops, devices, feature_families, simulated)")
+_INDICES = ListOf(Integer(0, MAX_OPS), max_len=MAX_OPS)
+#: The extra fields every agent writes (`write_checkpoint`); an agent's own are checked by its ``load``
+#: (`read_checkpoint`'s `extra`).
+EXTRA = {
+    "best_placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
+    "best_latency_s": Optional(Number(positive=True)),
+    "refined_groups": Optional(ListOf(ListOf(_INDICES, min_len=2, max_len=2), max_len=10_000)),
+    "zero_shot_active": Boolean(),
+}
+#: A checkpoint (module docstring), as far as every agent reads it.
+CHECKPOINT = Record({
+    "format": Text(choices=(CHECKPOINT_FORMAT,)), "agent": _NAME, "agent_class": _NAME, "hyperparameters": SETTINGS,
+    "state_dict": MapOf(InstanceOf(torch.Tensor, "a tensor"), max_len=100_000),
+    "checksum": Text(pattern=HEX64, what="a SHA-256 digest in hex"), "trained_for": TRAINED_FOR,
+    "extra": Record({}, EXTRA, others=Plain(max_depth=6, max_len=MAX_OPS)),
+}, {"versions": MapOf(Text(), max_len=100)})
 
 
 class CheckpointError(ValueError):
-    """A file that is not a usable checkpoint (the message names the file and the problem)."""
+    """A file that is not a usable checkpoint (the message names the file, the field and the problem)."""
 
 
 def tensor_checksum(state_dict: Mapping[str, torch.Tensor]) -> str:
@@ -102,11 +157,13 @@ def restore_run_state(agent, data: Mapping[str, Any]) -> None:
         agent.zero_shot_override > 0
 
 
-def read_checkpoint(path: "str | Path", *, agent_class: str | None = None) -> dict[str, Any]:
-    """The checked contents of the checkpoint at `path`.
+def read_checkpoint(path: "str | Path", *, agent_class: str | None = None,
+                    extra: Mapping[str, Spec] | None = None) -> dict[str, Any]:
+    """The checked contents of the checkpoint at `path` (`CHECKPOINT`, checksum; module docstring).
 
     Args:
         agent_class: if given (``"module:Class"``), the class the file must have been written by.
+        extra: the fields of ``extra`` the reading agent needs, and what each must be.
 
     Raises:
         FileNotFoundError: nothing at `path`.
@@ -119,6 +176,7 @@ def read_checkpoint(path: "str | Path", *, agent_class: str | None = None) -> di
         raise CheckpointError(f"{path} is not a file; a checkpoint is a file written by agent.save(path)")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path} is empty; it is not a placement-gym checkpoint")
+    _check_size(path)
     try:
         with warnings.catch_warnings():  # torch's notes on pickle protocols of foreign files are noise here
             warnings.simplefilter("ignore")
@@ -136,17 +194,115 @@ def read_checkpoint(path: "str | Path", *, agent_class: str | None = None) -> di
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path} is not a placement-gym agent checkpoint of format {CHECKPOINT_FORMAT} "
                               f"(found {found!r}); save it again with this version")
-    missing = [k for k in _KEYS if k not in data]
-    if missing:
-        raise CheckpointError(f"{path} lacks {missing}; it is damaged or was not written by agent.save")
+    check(data, CHECKPOINT, path, error=CheckpointError)
+    if extra:
+        check(data["extra"], Record(dict(extra)), path, at="extra", error=CheckpointError)
     state = data["state_dict"]
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise CheckpointError(f"{path}: its state_dict is not a mapping of tensors; the file is damaged")
     if tensor_checksum(state) != data["checksum"]:
         raise CheckpointError(f"{path}: the tensors do not match the checksum written with them; the file is corrupt")
     if agent_class is not None and data["agent_class"] != agent_class:
         raise CheckpointError(f"{path} holds a {data['agent_class']} agent, not a {agent_class}")
     return data
+
+
+def _check_size(path: Path) -> None:
+    """`CheckpointError` unless the file at `path` is a torch zip file (what ``torch.save`` writes) of at most
+    `MAX_CHECKPOINT_BYTES`, on disk and unpacked (its entries' sizes, read from the zip's directory)."""
+    size = path.stat().st_size
+    if size > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path}: {size} bytes; expected a checkpoint of at most {MAX_CHECKPOINT_BYTES} bytes")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            unpacked = sum(entry.file_size for entry in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        # torch's older formats are raw pickles, whose tensor sizes are only known while unpickling them.
+        raise CheckpointError(f"{path} is not a readable placement-gym checkpoint (truncated, damaged or another "
+                              "kind of file; expected the zip file agent.save writes)") from None
+    if unpacked > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path}: unpacks to {unpacked} bytes; expected a checkpoint of at most "
+                              f"{MAX_CHECKPOINT_BYTES} bytes")
+
+
+#: `_parameters_on_meta`: one block at a time, and only the thread inside it is affected.
+_META_LOCK = threading.Lock()
+_META_THREAD = threading.local()
+
+
+@contextlib.contextmanager
+def _parameters_on_meta() -> Iterator[None]:
+    """In the block, every parameter a module registers (in this thread) is replaced by one of the same shape on
+    torch's meta device (a shape without memory), the way ``accelerate.init_empty_weights`` builds a model
+    without its weights.
+
+    Only parameters: a module's own code runs as usual (a policy that computes its grouping from data while it is
+    built still can, which it could not with every tensor on the meta device), and a layer's ``torch.empty``
+    weight is released untouched as it is registered."""
+    with _META_LOCK:
+        register = torch.nn.Module.register_parameter
+
+        def register_on_meta(module: torch.nn.Module, name: str, param: "torch.nn.Parameter | None") -> None:
+            if getattr(_META_THREAD, "active", False) and param is not None and \
+                    not isinstance(param, torch.nn.parameter.UninitializedParameter):
+                param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+            register(module, name, param)
+
+        torch.nn.Module.register_parameter = register_on_meta
+        _META_THREAD.active = True
+        try:
+            yield
+        finally:
+            _META_THREAD.active = False
+            torch.nn.Module.register_parameter = register
+
+
+def check_tensor_shapes(path: "str | Path", data: Mapping[str, Any], build: Callable[[], torch.nn.Module],
+                        settings: Mapping[str, Any]) -> None:
+    """`CheckpointError` unless the stored tensors (``state_dict``) load into the module ``build()`` makes from
+    the checkpoint `data`'s settings: the same names and shapes, once the module's own load hooks have run (a
+    policy grows a term its training added, and reads the names older files used).
+
+    ``build()`` runs, and the tensors are loaded, with the parameters on torch's meta device
+    (`_parameters_on_meta`: shapes, no memory; copying into them is a no-op), so settings that would build a huge
+    model (a width the stored tensors do not have) are refused before its weights are allocated. `settings`
+    (field -> value: ``{"hyperparameters.hidden_channels": 64, ...}``) are the values the module was built from:
+    the error names the one that best explains the differences (its value is in more of the shapes built than of
+    the shapes stored; the first such, in the order of `settings`), else the first tensor that differs."""
+    with _parameters_on_meta(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*to a meta parameter in the current model, which is a no-op")
+        module = build()
+        try:
+            module.load_state_dict(data["state_dict"])
+            return
+        except RuntimeError:  # torch's message spans many lines: say below which field does not fit
+            pass
+    # The module as its load hooks left it, against the tensors as stored.
+    built = {name: tuple(t.shape) for name, t in module.state_dict().items()}
+    stored = {name: tuple(t.shape) for name, t in data["state_dict"].items()}
+    differ = [(name, built[name], stored[name]) for name in sorted(built.keys() & stored.keys())
+              if built[name] != stored[name]]
+    if differ:
+        name, want, have = differ[0]
+
+        def explains(value: int) -> int:
+            """How much better `value` explains the differences: tensors whose built shape has it, less stored."""
+            return sum(value in w for _, w, _ in differ) - sum(value in h for _, _, h in differ)
+
+        scores = {key: explains(value) for key, value in settings.items()
+                  if isinstance(value, int) and not isinstance(value, bool)}
+        key = max(scores, key=scores.get, default=None)  # the first of the best, in the order of `settings`
+        if key is not None and scores[key] > 0:
+            raise mismatch(path, key, settings[key], f"the value its tensors were trained with (state_dict[{name!r}] "
+                           f"has shape {have}; {settings[key]} builds {want})", error=CheckpointError)
+        raise mismatch(path, f"state_dict[{name!r}]", Found(f"shape {have}"), f"shape {want}, which its settings "
+                       "build", error=CheckpointError)
+    for name in sorted(stored.keys() - built.keys()):
+        raise mismatch(path, f"state_dict[{name!r}]", Found(f"a tensor of shape {stored[name]}"),
+                       "only the tensors its settings build", error=CheckpointError)
+    for name in sorted(built.keys() - stored.keys()):
+        raise mismatch(path, f"state_dict[{name!r}]", None, f"a tensor of shape {built[name]}, which its settings "
+                       "build", error=CheckpointError)
+    raise CheckpointError(f"{path}: field state_dict: its tensors do not load into the policy its settings build; "
+                          "expected the tensors agent.save wrote")
 
 
 def agent_class_path(cls: type) -> str:

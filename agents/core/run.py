@@ -51,6 +51,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
+import inspect
 import math
 import random
 import time
@@ -65,6 +66,10 @@ import torch
 from placement_gym.backends.base import Measurement
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import RunSummary, check_budget
+from placement_gym.results import write_json
+from placement_gym.schema import (
+    MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, Text, mismatch, read_json,
+)
 from placement_gym.graph import ComputationGraph
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
@@ -72,10 +77,35 @@ from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
 
+from agents.core.checkpoint import SETTINGS, CheckpointError
 from agents.search.config import SEARCH_OPTION_NAMES, SearchConfig
 from agents.search.heuristic_start import measure_start_placements, override_zero_shot
 
 __all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
+
+_MISSING = object()
+#: What the default `RunAgent.save` writes, as the default `RunAgent.load` checks it.
+AGENT_FILE = Record({
+    "agent": Text(max_len=500), "hyperparameters": SETTINGS,
+    "best_placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
+    "best_latency_s": Optional(Number(positive=True)),
+})
+MAX_AGENT_FILE_BYTES = 16 << 20
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether `value` is plain data JSON keeps as it is (None, bool, int, float, str, lists and dicts of them)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    return False
+
+
+#: The ``predict_error`` of a run whose agent has no policy of its own (`RunAgent.has_policy`).
+NO_POLICY = "the agent has no policy of its own (it defines no predict)"
 
 
 @dataclass(frozen=True)
@@ -131,9 +161,15 @@ class RunLoop:
         max_nodes: None, or show the agent the graph coarsened to at most this many clusters (module docstring;
             a vector env is then stepped through its first sub-env, one placement at a time).
 
-    Attributes:
+    Attributes (what an agent's ``train`` reads):
         env: `env` wrapped in the recorder: the agent measures placements through it (or through its own
             wrappers of it, e.g. the node-by-node variant).
+        base: the unwrapped `DevicePlacementEnv`: ``base.graph`` (a `placement_gym.graph.ComputationGraph`:
+            ``n_ops``, ``edge_index`` (2, E), ``op_types``, ``name``), ``base.n_devices``, ``base.device_names``,
+            ``base.reference_placement`` ((N,) int64, the placement rewards are relative to),
+            ``base.validate_action(placement)`` and ``base.multi_graph``.
+        budget: placements the agent may measure; done: whether the budget is spent (or a callback stopped the
+            run); remaining: placements left.
         steps: placements measured so far; best_latency_s / best_placement / best_step: the best seen so far
             (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve: ``[[steps, latency_s], ...]`` each time the
             best improved; history: one dict of statistics per update; details: what the agent reports about
@@ -265,10 +301,11 @@ class RunLoop:
         obs = self.base.observation(self.base.reference_placement)
         return obs if self.coarsening is None else self.coarsening.observation(obs)
 
-    def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> RunSummary:
+    def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray] | None) -> RunSummary:
         """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
         observation of the whole graph) afresh, and return the run's summary. Neither measurement counts
-        against the budget.
+        against the budget. `predict` None: the agent has no policy of its own (`RunAgent.has_policy`); its
+        ``predict_latency_s`` is None.
 
         On a multi-graph env this is done for every graph of ``env.models`` (a graph never drawn gets only the
         prediction; a ``ValueError`` from ``predict``, e.g. a planner's placement made for another graph, is
@@ -300,26 +337,34 @@ class RunLoop:
         self.callback.on_training_end(summary.to_dict())
         return summary
 
-    def _finish_graph(self, name: str, predict: Callable[[Mapping[str, Any]], np.ndarray]) -> tuple:
+    def _finish_graph(self, name: str, predict: Callable[[Mapping[str, Any]], np.ndarray] | None) -> tuple:
         """Graph `name`'s final measurements: ``(details row, placement, source, final, predicted placement,
         its measurement)``."""
         options = {"model": name} if self.base.multi_graph else None
         obs, _ = self.base.reset(seed=self.seed, options=options)
         row: dict[str, Any] = {"reference_latency_s": float(self.base.reference.latency_s)}
-        try:
-            predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would measure it
-            predicted_m = self.base.measure(predicted)
-        except ValueError as exc:
-            if not self.base.multi_graph:
-                raise
-            predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(f"predict: {exc}")
-            row["predict_error"] = str(exc)
         best = self.best_by_graph.get(name)
-        if best is None:  # nothing measured (budget 0): the policy's own placement is the result
-            placement, source, final = predicted, "predict", predicted_m
+        if predict is None:  # no policy of its own: nothing to predict; its result is its best or the reference
+            predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(NO_POLICY)
+            row["predict_error"] = NO_POLICY
+            if best is None:
+                placement, source, final = predicted, "reference", self.base.measure(predicted)
+            else:
+                placement, source, final = best.placement, "best_placement", self.base.measure(best.placement)
         else:
-            placement, source = best.placement, "best_placement"
-            final = predicted_m if np.array_equal(placement, predicted) else self.base.measure(placement)
+            try:
+                predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would
+                predicted_m = self.base.measure(predicted)  # measure it
+            except ValueError as exc:
+                if not self.base.multi_graph:
+                    raise
+                predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(f"predict: {exc}")
+                row["predict_error"] = str(exc)
+            if best is None:  # nothing measured (budget 0): the policy's own placement is the result
+                placement, source, final = predicted, "predict", predicted_m
+            else:
+                placement, source = best.placement, "best_placement"
+                final = predicted_m if np.array_equal(placement, predicted) else self.base.measure(placement)
         row.update(
             best_step=None if best is None else best.step,
             best_latency_seen_s=None if best is None else best.latency_s,
@@ -465,10 +510,13 @@ class _VectorRecorder:
 class RunAgent(abc.ABC):
     """What every placement agent is: `learn` runs the shared run loop around the agent's `train`.
 
-    A subclass sets ``name`` (and ``feature_families`` if it needs particular node features), and implements
-    `train` (the algorithm: measure placements through ``run.env`` until ``run.done``), `predict`,
-    `hyperparameters`, `save` and `load`. It meets `placement_gym.evaluation.Agent`, so the harness,
-    ``placement-gym evaluate --agent module:Class`` and ``compare`` run it like the agents shipped here.
+    A subclass implements `train` (the algorithm: measure placements through ``run.env`` until ``run.done``;
+    `RunLoop` lists what ``run`` offers). Everything else is optional: ``name`` (the class name by default),
+    ``feature_families`` if it needs particular node features, `predict` if it has a policy (without one its
+    result is its best placement and tables show no ``predict``), and `hyperparameters` / `save` / `load`, whose
+    defaults read the constructor's keywords from same-named attributes and write plain JSON. It meets
+    `placement_gym.evaluation.Agent`, so the harness and ``placement-gym benchmark|compare|evaluate --agent
+    module:Class`` (or ``--agent path/to/file.py:Class``) run it like the agents shipped here.
 
     Args:
         seed: default seed of `learn` (its own `seed` argument wins).
@@ -552,7 +600,7 @@ class RunAgent(abc.ABC):
                 self.zero_shot_active = self.zero_shot_override > 0
             elif budget > 0:  # a run on one graph: predict is what it distilled (also for a train without
                 self.zero_shot_active = False  # `measure_starts`)
-            summary = run.finish(self.predict)
+            summary = run.finish(self.predict if self.has_policy() else None)
         self.run_summary, self.history = summary, run.history
         base = run.base
         graphs = [base.graphs[name] for name in base.models]
@@ -668,19 +716,62 @@ class RunAgent(abc.ABC):
     def train(self, run: RunLoop, seed: int | None) -> None:
         """The algorithm: measure placements through ``run.env`` (or a wrapper of it) until ``run.done``."""
 
-    @abc.abstractmethod
+    # ------------------------------------------------------------------ optional (defaults for your own agent)
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
-        """(N,) int64 placement for a `DevicePlacement-v0` observation: the agent's own choice."""
+        """(N,) int64 placement for a `DevicePlacement-v0` observation: the agent's own choice.
 
-    @abc.abstractmethod
-    def hyperparameters(self) -> dict[str, Any]:
-        """Constructor keyword arguments that rebuild this agent (plain Python values only)."""
-
-    @abc.abstractmethod
-    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Write the agent to `path`; refuses to replace an existing file unless `overwrite`."""
+        Override it if the agent has a policy. This default (an agent without one, `has_policy` False) returns
+        the best placement of its last run when `obs` is of that graph's size, else raises ValueError; the run's
+        ``predict_latency_s`` stays None, so tables show no ``predict`` for it."""
+        if self.best_placement is None or np.shape(obs["placement"]) != np.shape(self.best_placement):
+            raise ValueError(f"{type(self).__name__} has no policy of its own: it can only give the best placement "
+                             "of its last run, for that run's graph")
+        return np.asarray(self.best_placement, dtype=np.int64).copy()
 
     @classmethod
-    @abc.abstractmethod
+    def has_policy(cls) -> bool:
+        """Whether the class defines its own ``predict`` (a policy that places a graph), not the default."""
+        return cls.predict is not RunAgent.predict
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """Constructor keyword arguments that rebuild this agent (plain Python values only).
+
+        This default reads each keyword of the class's ``__init__`` from the attribute of the same name, where
+        one holds a plain value (None, bool, int, float, str, or lists / dicts of them); a keyword without such
+        an attribute is left to its default. Override it when the attributes are named otherwise."""
+        params = inspect.signature(type(self).__init__).parameters.values()
+        return {p.name: getattr(self, p.name) for p in params
+                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and _is_plain(getattr(self, p.name, _MISSING))}
+
+    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
+        """Write the agent to `path`; refuses to replace an existing file unless `overwrite`.
+
+        This default writes plain JSON: the class, `hyperparameters` and the last run's best placement. An agent
+        with learned state (weights, tables) overrides it (and `load`)."""
+        return write_json(path, {
+            "agent": f"{type(self).__module__}:{type(self).__qualname__}",
+            "hyperparameters": self.hyperparameters(),
+            "best_placement": None if self.best_placement is None else np.asarray(self.best_placement).tolist(),
+            "best_latency_s": self.best_latency_s,
+        }, overwrite=overwrite)
+
+    @classmethod
     def load(cls, path: "str | Path") -> "RunAgent":
-        """Rebuild an agent written by `save`."""
+        """Rebuild an agent written by the default `save` (plain JSON checked against `AGENT_FILE` before anything
+        is built: nothing in it is imported or run; the file must name this class)."""
+        data = read_json(path, AGENT_FILE, max_bytes=MAX_AGENT_FILE_BYTES, what=f"agent saved by {cls.__name__}.save",
+                         error=CheckpointError)
+        expected = f"{cls.__module__}:{cls.__qualname__}"
+        if data["agent"] != expected:
+            raise mismatch(path, "agent", data["agent"], f"{expected!r} (a file written by {cls.__name__}.save)",
+                           CheckpointError)
+        try:
+            agent = cls(**data["hyperparameters"])
+        except (TypeError, ValueError) as exc:  # settings this class does not take, or refuses
+            raise mismatch(path, "hyperparameters", Found(str(exc).splitlines()[0][:200]),
+                           f"the settings {cls.__name__} takes", CheckpointError) from None
+        best = data["best_placement"]
+        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
+        agent.best_latency_s = data["best_latency_s"]
+        return agent

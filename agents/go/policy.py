@@ -242,9 +242,10 @@ class GOPolicy(nn.Module):
         """Add the per-op refinement stage with boundary moves (`agents.nn.refine.OpRefiner`) after the
         device decisions (GO's single-graph search: a learned local search that moves the cut of the groups'
         placement op by op). Built on demand, so a GO without it keeps its weights, checkpoints and random draws."""
-        if self.refiner is None:
-            self.refiner = OpRefiner(self.hidden_channels, self.hidden_channels, self.spec.device_features, boundary=True).to(
-                self.n_groups.device)
+        if self.refiner is None:  # on the device of the policy's parameters (torch's meta device while a
+            # checkpoint's shapes are checked: `agents.core.checkpoint.check_tensor_shapes`)
+            self.refiner = OpRefiner(self.hidden_channels, self.hidden_channels, self.spec.device_features,
+                                     boundary=True).to(next(self.parameters()).device)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         if self.refiner is None and any(key.startswith("refiner.") for key in state_dict):

@@ -34,12 +34,13 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.core.checkpoint import (
-    read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
+    SETTINGS, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state,
+    write_checkpoint,
 )
 from agents.core.run import RunAgent, RunLoop, agent_predict
 from agents.algos.learned import LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
-from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, policy_action
+from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.coarse_to_fine import StallDetector, split_until_expressible
@@ -48,6 +49,7 @@ from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
+from placement_gym.schema import Integer, ListOf, MapOf, Number, OneOf, Plain, Record, Tagged, Text, Where
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
@@ -171,6 +173,7 @@ class SB3Agent(LearnedAgent, RunAgent):
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
         if run.budget > 0:
+            log_without_folder(self.model)  # SB3's default logger leaves an SB3-<date> folder in the temp folder
             try:
                 self.model.learn(total_timesteps=run.budget, callback=callbacks, reset_num_timesteps=False)
             except _BudgetSpent:
@@ -271,17 +274,24 @@ class SB3Agent(LearnedAgent, RunAgent):
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "SB3Agent":
         """Rebuild an agent saved with `save`: the SB3 model is built anew from the recorded algorithm, policy
         class (known names only) and spaces, and its policy's tensors are loaded. Nothing in the file is
-        executed or imported."""
-        data = read_checkpoint(path)
+        executed or imported, and the model is built only once its settings are known to build exactly the
+        stored tensors (`agents.core.checkpoint.check_tensor_shapes`)."""
+        data = read_checkpoint(path, extra=SB3_FIELDS)
         agent_cls = resolve_agent_class(data, cls, path)
         extra = data["extra"]
+        policy_kwargs = dict(extra["policy_kwargs"])
+        settings = {f"extra.policy_kwargs.{k}": v for k, v in policy_kwargs.items()}  # what the policy is built from
         with rebuilding(path, agent_cls):
             agent = agent_cls(**agent_cls._load_kwargs(gather_search_options(data["hyperparameters"]), device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
-            model = algorithm(policy, env=None, device=device, policy_kwargs=dict(extra["policy_kwargs"]),
+            observation_space = space_from_data(extra["observation_space"])
+            action_space = space_from_data(extra["action_space"])
+            # The policy as SB3's _setup_model builds it (its learning rate does not shape it).
+            check_tensor_shapes(path, data, lambda: policy(observation_space, action_space, lambda _: 0.0,
+                                                           **policy_kwargs), settings)
+            model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
                               _init_setup_model=False, **agent.algorithm_kwargs())
-            model.observation_space = space_from_data(extra["observation_space"])
-            model.action_space = space_from_data(extra["action_space"])
+            model.observation_space, model.action_space = observation_space, action_space
             model.n_envs = 1
             model._setup_model()
             model.policy.load_state_dict(data["state_dict"])
@@ -301,6 +311,30 @@ class SB3Agent(LearnedAgent, RunAgent):
 #: The SB3 algorithms and policy classes a checkpoint may name (by name: nothing is imported from a file).
 ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
 POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
+
+#: The most elements one space of a saved SB3 model may have (`space_from_data` allocates its bounds, SB3's
+#: rollout buffer a number of steps of it): a graph's node features at the largest size, with room to spare.
+MAX_SPACE_ELEMENTS = 1 << 25
+_SHAPE = Where(ListOf(Integer(0, MAX_SPACE_ELEMENTS), min_len=1, max_len=4),
+               lambda shape: math.prod(shape) <= MAX_SPACE_ELEMENTS,
+               f"a shape (a list of 1 to 4 sizes) of at most {MAX_SPACE_ELEMENTS} elements in all")
+_BOUND = OneOf(Number(finite=False), Plain(max_depth=4, max_len=MAX_SPACE_ELEMENTS))  # one number, or one per element
+_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+           "uint64", "bool")
+_LEAF_SPACES = {
+    "Box": Record({"type": Text(), "low": _BOUND, "high": _BOUND, "shape": _SHAPE, "dtype": Text(choices=_DTYPES)},
+                  others=None),
+    "Discrete": Record({"type": Text(), "n": Integer(1, 1 << 31)}, others=None),
+    "MultiDiscrete": Record({"type": Text(), "nvec": ListOf(Integer(1, 1 << 31), min_len=1,
+                                                            max_len=MAX_SPACE_ELEMENTS)}, others=None),
+    "MultiBinary": Record({"type": Text(), "n": _SHAPE}, others=None),
+}
+#: What `space_to_data` writes: a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict of them.
+SPACE = Tagged("type", {**_LEAF_SPACES, "Dict": Record(
+    {"type": Text(), "spaces": MapOf(Tagged("type", _LEAF_SPACES), max_len=64)}, others=None)})
+#: What a checkpoint of an `SB3Agent` holds in ``extra`` besides every agent's fields (`SB3Agent.save`).
+SB3_FIELDS = {"algorithm": Text(choices=tuple(ALGORITHMS)), "policy": Text(choices=tuple(POLICIES)),
+              "policy_kwargs": SETTINGS, "observation_space": SPACE, "action_space": SPACE}
 
 
 def _name_of(value: type, known: Mapping[str, type], what: str) -> str:

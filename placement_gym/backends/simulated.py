@@ -58,6 +58,11 @@ from ._kernel import price_batch
 from .base import DEVICE_FEATURES, Backend, Measurement, MeasurementBatch, check_objective
 from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
+#: The cost model's version: raise it whenever a change makes the simulator price the same placement of the same
+#: graph under the same profile differently, so that results of two versions are never compared as equals
+#: (`placement_gym.benchmark` records it and refuses to mix versions).
+COST_MODEL_VERSION = 1
+
 logger = logging.getLogger(__name__)
 
 #: Graphs with more ops than this skip HETERO's cycle splitting (its reachability bitsets take N^2 / 8 bytes,
@@ -577,4 +582,4 @@ class SimulatedBackend(Backend):
         return prepared
 
 
-__all__ = ["HeteroCutter", "SimulatedBackend", "MAX_OPS_FOR_CYCLE_SPLIT"]
+__all__ = ["COST_MODEL_VERSION", "HeteroCutter", "SimulatedBackend", "MAX_OPS_FOR_CYCLE_SPLIT"]

@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import re
 import uuid
@@ -30,6 +29,7 @@ import openvino as ov
 from ..devices import openvino_reason
 from ..graph import ComputationGraph
 from ..results import write_json
+from ..schema import HEX64, MAX_OPS, Integer, Record, Text, read_json
 from . import tiny
 from .dataset import DATASET, DATASET_VERSION, dataset_entry
 from .synthetic import SYNTAX as SYNTHETIC_SYNTAX, is_synthetic, parse_synthetic, synthetic_graph
@@ -244,6 +244,14 @@ def _fingerprint(path: Path) -> dict:
     return {"size": size, "sampled_sha256": digest.hexdigest()}
 
 
+#: What a cache manifest (``<name>-<version>.manifest.json``, written by `_save_ir_atomically`) holds: the
+#: `_fingerprint` of the IR's ``.xml`` and ``.bin`` as they were built, and who wrote it.
+_FINGERPRINT = Record({"size": Integer(0), "sampled_sha256": Text(pattern=HEX64, what="a SHA-256 digest in hex")})
+MANIFEST = Record({".xml": _FINGERPRINT, ".bin": _FINGERPRINT}, {"written_by": Text()})
+#: A manifest is a few hundred bytes; anything much bigger is not one.
+MAX_MANIFEST_BYTES = 1 << 16
+
+
 def _manifest_path(xml_path: Path) -> Path:
     return xml_path.with_suffix(".manifest.json")
 
@@ -257,11 +265,11 @@ def _cached_ir_problem(xml_path: Path) -> str | None:
     if not manifest.is_file():
         return None  # a cache written before manifests existed: the size check above is all there is
     try:
-        expected = json.loads(manifest.read_text())
-    except ValueError:
-        return f"its manifest {manifest} is damaged"
+        expected = read_json(manifest, MANIFEST, max_bytes=MAX_MANIFEST_BYTES, what="cache manifest")
+    except (ValueError, OSError) as exc:  # any damage, valid JSON of another shape included: rebuild
+        return f"its manifest is damaged ({exc})"
     for path in (xml_path, xml_path.with_suffix(".bin")):
-        if expected.get(path.suffix) != _fingerprint(path):
+        if expected[path.suffix] != _fingerprint(path):
             return f"{path} differs from what was built (size or content)"
     return None
 
@@ -447,9 +455,16 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
 def load_graph(model: "str | os.PathLike | ov.Model", name: str | None = None) -> ComputationGraph:
     """The `ComputationGraph` of a zoo name, a model file path or an ``ov.Model`` (`load_model`), named `name`
     or by the model's friendly name; or of ``"synthetic:N[:SEED]"`` (`placement_gym.models.synthetic`: N compute
-    ops, no ``ov.Model``, so only the simulated backend can measure it), named `name` or ``synthetic:N:SEED``."""
+    ops, no ``ov.Model``, so only the simulated backend can measure it), named `name` or ``synthetic:N:SEED``.
+
+    A synthetic N above `placement_gym.schema.MAX_OPS` is refused (``ValueError``) before anything is built:
+    model names also come from files (results, placements), and building takes time in proportion to N."""
     if isinstance(model, str) and is_synthetic(model):
-        graph = synthetic_graph(*parse_synthetic(model))
+        n_ops, seed = parse_synthetic(model)
+        if n_ops > MAX_OPS:
+            raise ValueError(f"{model!r} asks for {n_ops} ops; a synthetic graph has at most {MAX_OPS} "
+                             f"(placement_gym.schema.MAX_OPS); expected {SYNTHETIC_SYNTAX}")
+        graph = synthetic_graph(n_ops, seed)
         return graph if name is None else dataclasses.replace(graph, name=name)
     ov_model = load_model(model)
     return ComputationGraph.from_model(ov_model, name=name or ov_model.get_friendly_name())

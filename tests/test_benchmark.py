@@ -1,0 +1,281 @@
+"""`placement_gym.benchmark`: versioned suites, resumable runs, the leaderboard with reference results, and an
+agent of the user's with nothing but ``train``. Real runs on tiny graphs with the simulated backend."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.core.run import RunAgent
+from placement_gym import benchmark
+from placement_gym.backends.simulated import COST_MODEL_VERSION
+
+#: Timing fields: the only ones two runs of the same seeded benchmark may differ in.
+TIMINGS = {"wall_s", "env_s", "agent_s", "finish_s", "agent_ms_per_placement"}
+
+
+class OnlyTrain(RunAgent):
+    """A user's agent with nothing but ``train``: tries each device for every op, then random placements."""
+
+    name = "only-train"
+
+    def __init__(self, tries: int = 3) -> None:
+        super().__init__()
+        self.tries = tries
+
+    def train(self, run, seed) -> None:
+        rng = np.random.default_rng(seed)
+        run.env.reset(seed=seed)
+        n_ops, n_devices = run.base.graph.n_ops, run.base.n_devices
+        step = 0
+        while not run.done:
+            placement = (np.full(n_ops, step % n_devices) if step < n_devices
+                         else rng.integers(n_devices, size=n_ops))
+            run.env.step(placement)
+            step += 1
+
+
+def tiny_suite(tmp_path: Path, **changes) -> Path:
+    """A suite file of two tiny graphs, two cases, budgets 4 / 12 and two seeds (seconds to run)."""
+    data = {"format": 1, "suite": "tiny", "version": 1, "description": "tiny graphs for the tests",
+            "backend": "simulated", "models": ["tiny_branch", "synthetic:24:1"],
+            "cases": ["ai_pc:latency", "paper:throughput"], "budgets": [4, 12], "seeds": [0, 1],
+            "metrics": ["gap_pct", "predict_gap_pct", "placements_to_within", "agent_ms_per_placement"], **changes}
+    path = tmp_path / f"suite-{len(list(tmp_path.glob('suite-*')))}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def without_timings(value):
+    """`value` with every timing field dropped, recursively (they differ between runs of the same seed)."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def test_the_shipped_suites_are_the_ones_the_docs_describe():
+    quick, standard, full = (benchmark.load_suite(name) for name in ("quick", "standard", "full"))
+    assert quick.budgets == (100,) and quick.seeds == (0,)
+    assert sorted(objective for _, objective in quick.cases) == ["latency", "throughput"]  # one preset per objective
+    assert set(standard.models) >= {"resnet", "inception", "bert", "dataset:unet-s", "dataset:seq2seq-m"}
+    assert len(standard.cases) == 8 and standard.budgets == (100, 1000) and len(standard.seeds) == 3
+    assert full.budget == 10_000 and any(m.startswith("synthetic:80000") for m in full.models)
+    assert quick.versions() == {"suite": "quick", "suite_version": 1, "cost_model_version": COST_MODEL_VERSION,
+                                "package_version": benchmark.__version__}
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"format": 2}, "format"),
+    ({"suite": ""}, "suite"),
+    ({"version": "1"}, "version"),
+    ({"version": True}, "version"),
+    ({"models": []}, "models"),
+    ({"models": "resnet"}, "models"),
+    ({"cases": ["ai_pc"]}, "cases"),
+    ({"cases": ["mars:latency"]}, "cases"),
+    ({"cases": ["ai_pc:speed"]}, "cases"),
+    ({"budgets": [0]}, "budgets"),
+    ({"budgets": [10 ** 9]}, "budgets"),
+    ({"seeds": [-1]}, "seeds"),
+    ({"seeds": [1.5]}, "seeds"),
+    ({"metrics": ["accuracy"]}, "metrics"),
+    ({"backend": "openvino"}, "backend"),
+    ({"models": ["m"] * 1000}, "models"),
+])
+def test_a_malformed_suite_file_is_refused_naming_the_file_and_the_field(tmp_path, changes, field):
+    path = tiny_suite(tmp_path, **changes)
+    with pytest.raises(ValueError, match=rf"{path.name}: field {field}\b.*expected"):
+        benchmark.load_suite(path)
+
+
+def test_an_unreadable_or_unknown_suite_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown suite 'quik'.*quick, standard, full"):
+        benchmark.load_suite("quik")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    with pytest.raises(ValueError, match="bad.json is not valid JSON .*expected a suite file"):
+        benchmark.load_suite(bad)
+    bad.write_text("[]")
+    with pytest.raises(ValueError, match="bad.json: field \\(the whole file\\): found a list of 0 items"):
+        benchmark.load_suite(bad)
+
+
+def test_an_agent_with_only_train_runs_through_the_suite_and_onto_the_leaderboard(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path))
+    mine = benchmark.run_suite(OnlyTrain, suite)
+    reference = benchmark.run_suite("random", suite) + benchmark.run_suite("dp", suite)
+    assert len(mine) == 2 * 2 * 2 and {r["agent"] for r in mine} == {"only-train"}
+    assert all(r["ok"] and r["placements_measured"] == 12 and r["predict_latency_s"] is None for r in mine)
+    assert all(r["settings"] == {"tries": 3} for r in mine)  # the default hyperparameters
+    rows = benchmark.leaderboard(mine + reference, suite)
+    assert {(r["case"], r["agent"]) for r in rows} == {
+        (case, agent) for case in ("ai_pc:latency", "paper:throughput") for agent in ("only-train", "random", "dp")}
+    for row in rows:
+        assert set(row["gap_pct"]) == {4, 12} and all(g is None or g >= 0 for g in row["gap_pct"].values())
+        assert row["gap_pct"][12] <= row["gap_pct"][4] + 1e-9  # more placements never find worse
+    assert all(r["predict_gap_pct"] is None for r in rows if r["agent"] == "only-train")
+    assert min(r["gap_pct"][12] for r in rows if r["model"] == "tiny_branch" and r["case"] == "ai_pc:latency") == 0
+    table = benchmark.leaderboard_markdown(rows, highlight=["only-train"])
+    assert "| **only-train** |" in table and "**paper:throughput**" in table and "SIMULATED" in table
+
+
+def test_the_default_save_and_load_of_a_users_agent_keep_its_settings_and_best(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path, cases=["paper:latency"], seeds=[0]))
+    agent = OnlyTrain(tries=5)
+    benchmark.run_suite(lambda: agent, suite, name="only-train")
+    saved = agent.save(tmp_path / "agent.json")
+    loaded = OnlyTrain.load(saved)
+    assert loaded.tries == 5 and np.array_equal(loaded.best_placement, agent.best_placement)
+    with pytest.raises(FileExistsError):
+        agent.save(saved)
+    data = json.loads(saved.read_text())
+    saved.write_text(json.dumps({**data, "agent": "os:system"}))
+    with pytest.raises(ValueError, match="agent.json: field agent: found 'os:system'"):
+        OnlyTrain.load(saved)
+    saved.write_text(json.dumps({**data, "best_placement": ["CPU"]}))
+    with pytest.raises(ValueError, match=r"agent.json: field best_placement\[0\]"):
+        OnlyTrain.load(saved)
+
+
+def test_a_killed_benchmark_resumes_where_it_stopped_with_the_records_of_an_uninterrupted_one(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path))
+    whole = benchmark.run_suite("hsdag", suite, out=tmp_path / "whole")
+
+    finished = []
+
+    def killed_after_three(record: dict) -> None:
+        finished.append(record)
+        if len(finished) == 3:
+            raise KeyboardInterrupt  # as a kill between two runs: the three runs are on disk
+
+    with pytest.raises(KeyboardInterrupt):
+        benchmark.run_suite("hsdag", suite, out=tmp_path / "part", on_record=killed_after_three)
+    assert len(list((tmp_path / "part").glob("runs/*/*/*/seed*.json"))) == 3
+    with pytest.raises(FileExistsError, match="--resume"):
+        benchmark.run_suite("hsdag", suite, out=tmp_path / "part")
+    ran = []
+    resumed = benchmark.run_suite("hsdag", suite, out=tmp_path / "part", resume=True, on_record=ran.append)
+    assert len(ran) == len(whole) - 3  # nothing that had finished ran again
+    assert without_timings(resumed) == without_timings(whole)
+
+
+def test_resume_refuses_another_suite_agent_or_cost_model_version(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path, seeds=[0], cases=["paper:latency"]))
+    benchmark.run_suite("random", suite, out=tmp_path / "b")
+    other = benchmark.load_suite(tiny_suite(tmp_path, seeds=[0], cases=["paper:latency"], version=2))
+    with pytest.raises(ValueError, match="field suite_version: found 1; expected 2, this benchmark's"):
+        benchmark.run_suite("random", other, out=tmp_path / "b", resume=True)
+    with pytest.raises(ValueError, match="field agent: found 'random'; expected 'dp'"):
+        benchmark.run_suite("dp", suite, out=tmp_path / "b", resume=True)
+    manifest = tmp_path / "b" / "benchmark.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cost_model_version": 0}))
+    with pytest.raises(ValueError, match="field cost_model_version: found 0"):
+        benchmark.run_suite("random", suite, out=tmp_path / "b", resume=True)
+
+
+def test_results_of_another_suite_or_cost_model_version_are_refused_when_compared(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path, seeds=[0], cases=["paper:latency"]))
+    path = benchmark.write_results(tmp_path / "ref.json", suite, benchmark.run_suite("random", suite))
+    assert [r["agent"] for r in benchmark.reference_records(suite, path)] == ["random", "random"]
+    data = json.loads(path.read_text())
+    for key, value in (("cost_model_version", COST_MODEL_VERSION + 1), ("suite_version", 7), ("suite", "quick")):
+        path.write_text(json.dumps({**data, key: value}))
+        with pytest.raises(ValueError, match=f"ref.json: field {key}: found .* not comparable"):
+            benchmark.reference_records(suite, path)
+    path.write_text(json.dumps({**data, "records": [{**data["records"][0], "latency_s": "fast"}]}))
+    with pytest.raises(ValueError, match=r"ref.json: field records\[0\].latency_s"):
+        benchmark.reference_records(suite, path)
+
+
+def test_an_unknown_agent_is_refused_before_any_run(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path))
+    with pytest.raises(ValueError, match="unknown agent 'hsdg' \\(did you mean 'hsdag'\\?\\)"):
+        benchmark.run_suite("hsdg", suite, out=tmp_path / "never")
+    with pytest.raises(ValueError, match="could not be imported"):
+        benchmark.run_suite("no_such_module_here:Agent", suite, out=tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
+def test_score_measures_placements_against_the_best_known(tmp_path):
+    suite = benchmark.load_suite(tiny_suite(tmp_path, seeds=[0], cases=["paper:latency"]))
+    reference = benchmark.run_suite("dp", suite)
+    best = {r["model"]: r for r in reference}
+    scores = benchmark.score({m: r["placement"] for m, r in best.items()}, suite, reference=reference)
+    assert [s["model"] for s in scores] == list(best)
+    assert all(s["ok"] and s["gap_pct"] == pytest.approx(0.0, abs=1e-9) for s in scores)
+    worse = benchmark.score({"tiny_branch": [1] * len(best["tiny_branch"]["placement"])}, suite,
+                            reference=reference)
+    assert worse[0]["gap_pct"] is None or worse[0]["gap_pct"] >= 0
+    with pytest.raises(ValueError, match="models \\['resnet'\\] are not in suite 'tiny'"):
+        benchmark.score({"resnet": [0]}, suite, reference=reference)
+
+
+def test_a_suite_runs_on_ray_with_the_records_of_a_serial_run(tmp_path, local_ray):
+    suite = benchmark.load_suite(tiny_suite(tmp_path, cases=["edge:latency"], seeds=[0, 1]))
+    serial = benchmark.run_suite("hsdag", suite)
+    written = []
+    on_ray = benchmark.run_suite("hsdag", suite, ray="local:2", out=tmp_path / "ray", on_record=written.append)
+    assert len(written) == len(serial) == 4
+    assert len(list((tmp_path / "ray").glob("runs/*/*/*/seed*.json"))) == 4  # each written as it finished
+    assert without_timings(on_ray) == without_timings(serial)
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_agent.py"
+
+
+def test_the_benchmark_command_ranks_a_users_file_agent_among_the_reference_results(tmp_path, capsys):
+    from placement_gym import cli
+
+    suite_path = tiny_suite(tmp_path, seeds=[0])
+    suite = benchmark.load_suite(suite_path)
+    reference = benchmark.write_results(tmp_path / "ref.json", suite, benchmark.run_suite("random", suite))
+    out = tmp_path / "bench"
+    argv = ["benchmark", "--agent", f"{EXAMPLE}:BlockHillClimb", "--suite", str(suite_path), "--out", str(out),
+            "--reference", str(reference), "--no-progress"]
+    assert cli.main(argv) == 0
+    printed, said = capsys.readouterr()
+    assert "| **block-hill-climb** |" in printed and "| random |" in printed and "**paper:throughput**" in printed
+    assert "4 runs of" in said and "0 done already, 4 to run, roughly" in said  # said up front, with a duration
+    assert {p.name for p in out.iterdir()} >= {"benchmark.json", "runs", "leaderboard.json", "leaderboard.md",
+                                               "curves.ai_pc_latency.png", "curves.paper_throughput.png"}
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert board["agents"] == ["block-hill-climb"] and board["cost_model_version"] == COST_MODEL_VERSION
+    assert cli.main(argv) == 2 and "--resume" in capsys.readouterr().err  # never over a finished benchmark
+    assert cli.main(argv + ["--resume"]) == 0 and "4 done already, 0 to run" in capsys.readouterr().err
+    stale = json.loads(reference.read_text())
+    reference.write_text(json.dumps({**stale, "cost_model_version": COST_MODEL_VERSION + 1}))
+    assert cli.main(argv + ["--resume"]) == 2 and "not comparable" in capsys.readouterr().err
+
+
+def test_an_unknown_agent_exits_2_before_any_work_in_every_command(tmp_path, capsys):
+    from placement_gym import cli
+
+    suite_path = tiny_suite(tmp_path, seeds=[0])
+    assert cli.main(["benchmark", "--agent", "hsdg", "--suite", str(suite_path), "--out", str(tmp_path / "b")]) == 2
+    assert "did you mean 'hsdag'" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    compare = ["compare", "--models", "tiny_branch", "--agents", "hsdg", "random", "--backend", "simulated",
+               "--budget", "3", "--seeds", "1", "--json", str(tmp_path / "c.json"), "--no-progress"]
+    assert cli.main(compare) == 2
+    printed, said = capsys.readouterr()
+    assert "unknown agent 'hsdg'" in said and printed == "" and not (tmp_path / "c.json").exists()
+    compare[compare.index("hsdg")] = "not_a_module_anywhere:Agent"
+    assert cli.main(compare) == 2 and "could not be imported" in capsys.readouterr().err
+    for command in ("train", "evaluate"):
+        assert cli.main([command, "--agent", "hsdg", "--model", "tiny_branch", "--backend", "simulated"]) == 2
+        assert "unknown agent 'hsdg'" in capsys.readouterr().err
+
+
+def test_an_agent_with_only_train_runs_through_compare_as_a_file(tmp_path, capsys):
+    from placement_gym import cli
+
+    out = tmp_path / "c.json"
+    argv = ["compare", "--models", "tiny_branch", "--agents", f"{EXAMPLE}:BlockHillClimb", "random", "--backend",
+            "simulated", "--budget", "8", "--seeds", "1", "--json", str(out), "--no-progress"]
+    assert cli.main(argv) == 0
+    records = {r["agent"]: r for r in json.loads(out.read_text())["records"]}
+    assert set(records) == {"block-hill-climb", "random"} and records["block-hill-climb"]["ok"]
+    assert records["block-hill-climb"]["predict_latency_s"] is None  # no policy of its own: no predict

@@ -1,0 +1,190 @@
+"""The command line under stress: SIGTERM and Ctrl-C keep the finished runs, outputs are checked up front
+(none over another, none over an input, none over an existing file without --overwrite), and a PPO run leaves
+nothing in the temp folder.
+
+Real parts: the CLI run as a subprocess and stopped with real signals, the simulated backend on tiny models,
+real files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.core.run import RunAgent
+from placement_gym import cli
+
+REPO = Path(__file__).resolve().parent.parent
+#: The env var naming the file `WaitsOnSeed1` creates when its seed 1 starts (seed 0 has finished by then).
+MARKER_ENV = "PLACEMENT_GYM_TEST_MARKER"
+
+
+class WaitsOnSeed1(RunAgent):
+    """Measures one placement, except on seed 1, where it creates the file named by `MARKER_ENV` (so a test
+    knows seed 0's run has finished) and waits, as a long run does, until a signal stops it."""
+
+    name = "waits-on-seed-1"
+
+    def train(self, run, seed):
+        if seed == 1:
+            Path(os.environ[MARKER_ENV]).touch()
+            deadline = time.monotonic() + 60  # never outlive a test that failed to send its signal
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        run.env.reset(seed=seed)
+        run.env.step(np.zeros(run.base.graph.n_ops, dtype=np.int64))
+
+    def predict(self, obs, deterministic=True):
+        return np.zeros(len(obs["placement"]), dtype=np.int64)
+
+
+def _run_and_signal(signum: int, command: str, tmp_path: Path, *extra: str) -> tuple[int, str]:
+    """Run ``placement-gym COMMAND`` with `WaitsOnSeed1` on tiny_chain (seeds 0, 1, 2) in a subprocess, send it
+    `signum` once seed 0's run has finished, and return its exit status and stderr."""
+    marker = tmp_path / "seed1-started"
+    agent = ["--agents" if command == "compare" else "--agent", "tests.test_reliability_cli:WaitsOnSeed1"]
+    model = ["--models" if command == "compare" else "--model", "tiny_chain"]
+    argv = [sys.executable, "-m", "placement_gym.cli", command, *agent, *model, "--backend", "simulated",
+            "--budget", "3", "--seeds", "3", "--json", str(tmp_path / "partial.json"), *extra]
+    env = {**os.environ, MARKER_ENV: str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, f"the command ended before seed 1 started: {proc.communicate()}"
+            assert time.monotonic() < deadline, "seed 1 never started"
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "compare"])
+def test_sigterm_keeps_the_finished_runs(tmp_path, command):
+    rc, err = _run_and_signal(signal.SIGTERM, command, tmp_path, "--no-progress")
+    assert rc == 143  # 128 + SIGTERM, as a shell reports it
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"placement-gym {command}: interrupted by SIGTERM after 1 finished run(s) of 3" \
+        in lines[0], err
+    data = json.loads((tmp_path / "partial.json").read_text())
+    assert data["incomplete"] is True and data["interrupted"]["finished_runs"] == 1
+    assert [r["seed"] for r in data["records"]] == [0]
+    assert (tmp_path / "partial.csv").exists()
+    if command == "train":  # the finished seed's checkpoint is kept
+        assert (tmp_path / "partial.seed0.pt").exists() and not (tmp_path / "partial.seed1.pt").exists()
+
+
+def test_sigterm_keeps_the_finished_runs_of_compare_on_ray(tmp_path):
+    # Starting Ray gives the process SIGTERM handlers of Ray's own, which exit at once.
+    rc, err = _run_and_signal(signal.SIGTERM, "compare", tmp_path, "--no-progress", "--ray", "local:1")
+    assert rc == 143
+    assert err.strip().splitlines()[-1].startswith(
+        "placement-gym compare: interrupted by SIGTERM after 1 finished run(s) of 3"), err  # Ray says more before
+    data = json.loads((tmp_path / "partial.json").read_text())
+    assert data["incomplete"] is True and [r["seed"] for r in data["records"]] == [0]
+
+
+@pytest.mark.parametrize("command", ["train", "compare"])
+def test_the_interrupt_message_starts_its_own_line_after_the_progress_bar(tmp_path, command):
+    rc, err = _run_and_signal(signal.SIGINT, command, tmp_path)  # progress bars on
+    assert rc == 130
+    message = f"placement-gym {command}: interrupted after 1 finished run(s) of 3"
+    assert message in err
+    assert any(line.startswith(message) for line in err.splitlines()), err[-300:]
+
+
+# --------------------------------------------------------------------------------------- output paths
+RUN = ["--backend", "simulated", "--budget", "2", "--seeds", "1", "--no-progress"]
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_compare_refuses_a_json_path_its_curves_would_replace(tmp_path, capsys, overwrite):
+    out = tmp_path / "r.png"
+    argv = ["compare", "--models", "tiny_chain", "--agents", "random", *RUN, "--json", str(out), *overwrite]
+    assert cli.main(argv) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""  # refused before any run: no table
+    err = printed.err.strip()
+    assert "\n" not in err and "--json and the curves PNG beside --json (--plot moves it) are both" in err
+    assert str(out) in err and not out.exists()
+
+
+@pytest.mark.parametrize("command, flags, named", [
+    ("compare", ["--json", "x.json", "--csv", "x.json"], "--json and --csv are both"),
+    ("evaluate", ["--json", "x.json", "--plot", "x.json"], "--json and --plot are both"),
+    ("train", ["--json", "x.pt"], "--json and the checkpoint beside --json (--save moves it) are both"),
+    ("train", ["--json", "x.json", "--seeds", "2", "--plot", "x.seed1.placement.png"],
+     "--plot and the seed 1 best-placement picture beside --json (--save moves it) are both"),
+])
+def test_two_outputs_at_one_path_are_refused_even_with_overwrite(tmp_path, capsys, command, flags, named):
+    agent = ["--agents" if command == "compare" else "--agent", "random"]
+    model = ["--models" if command == "compare" else "--model", "tiny_chain"]
+    flags = [str(tmp_path / f) if f.startswith("x.") else f for f in flags]
+    assert cli.main([command, *agent, *model, *RUN, *flags, "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and named in err and "even with --overwrite" in err
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+
+
+def test_evaluate_refuses_to_write_over_the_agent_it_loads(tmp_path, capsys):
+    saved = tmp_path / "agent.pt"
+    saved.write_bytes(b"a checkpoint")
+    argv = ["evaluate", "--agent", "random", "--model", "tiny_chain", "--load", str(saved), *RUN,
+            "--json", str(saved), "--overwrite"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"--load and --json are both {saved}: the output would replace the input" in err
+    assert saved.read_bytes() == b"a checkpoint"
+
+
+def test_an_existing_folder_is_refused_before_the_run_even_with_overwrite(tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    argv = ["evaluate", "--agent", "random", "--model", "tiny_chain", *RUN, "--json", str(folder), "--overwrite"]
+    assert cli.main(argv) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err.strip() == f"placement-gym evaluate: error: --json: {folder} is a " \
+        "folder; give a file path"
+
+
+def test_show_refuses_to_draw_over_the_file_it_reads(tmp_path, capsys):
+    results_file = tmp_path / "r.json"
+    assert cli.main(["compare", "--models", "tiny_chain", "--agents", "random", *RUN, "--json",
+                     str(results_file)]) == 0
+    before = results_file.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["show", str(results_file), "--out", str(results_file), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"FILE and --out are both {results_file}" in err
+    assert results_file.read_bytes() == before
+
+
+def test_calibrate_refuses_to_write_its_profile_over_a_model_it_reads(tmp_path, capsys):
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"a model")
+    assert cli.main(["calibrate", "--model", str(model), "--out", str(model), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"--model {model} and --out are both {model}" in err
+    assert model.read_bytes() == b"a model"
+
+
+# --------------------------------------------------------------------------------------------- litter
+def test_ppo_training_leaves_no_sb3_folder_in_the_temp_folder(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where SB3's default logger would make its folder
+    assert cli.main(["train", "--agent", "ppo", "--model", "tiny_branch", *RUN]) == 0
+    assert [p.name for p in temp.iterdir() if p.name.startswith("SB3-")] == []

@@ -777,7 +777,8 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the one-agent commands, `train` and `evaluate`."""
     parser.add_argument("--agent", required=True,
                         help=f"registered agent ({', '.join(registry.AGENTS)}) or your own class as "
-                        "'package.module:Class'; prefix 'hybrid:' for the search layer around it (hybrid:hsdag)")
+                        "'package.module:Class' or 'path/to/file.py:Class'; prefix 'hybrid:' for the search layer "
+                        "around it (hybrid:hsdag)")
     parser.add_argument("--model", default="resnet", help="zoo name, dataset entry, synthetic:N[:SEED] or model file "
                         "(default resnet)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
@@ -816,8 +817,9 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
             bar.update(1)
 
         try:
-            records = benchmark.run_suite(args.agent, suite, out=out, resume=args.resume, options=options,
-                                          ray=args.ray, on_plan=planned, on_record=done)
+            with _signal_handlers_kept():  # --ray: Ray's start replaces this process's SIGTERM handling
+                records = benchmark.run_suite(args.agent, suite, out=out, resume=args.resume, options=options,
+                                              ray=args.ray, on_plan=planned, on_record=done)
         except KeyboardInterrupt:
             print(f"placement-gym benchmark: {_interruption()} after {len(finished)} run(s) of this session; every "
                   f"finished run is in {out}: add --resume to finish it", file=sys.stderr)

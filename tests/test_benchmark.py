@@ -3,6 +3,11 @@ agent of the user's with nothing but ``train``. Real runs on tiny graphs with th
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +284,54 @@ def test_an_agent_with_only_train_runs_through_compare_as_a_file(tmp_path, capsy
     records = {r["agent"]: r for r in json.loads(out.read_text())["records"]}
     assert set(records) == {"block-hill-climb", "random"} and records["block-hill-climb"]["ok"]
     assert records["block-hill-climb"]["predict_latency_s"] is None  # no policy of its own: no predict
+
+
+#: Set in a benchmark subprocess: `WaitsOnSeed1` announces seed 1 by creating this file, then waits for a signal.
+MARKER_ENV = "PLACEMENT_GYM_TEST_BENCH_MARKER"
+
+
+class WaitsOnSeed1(OnlyTrain):
+    """`OnlyTrain`, except that where `MARKER_ENV` is set its seed-1 run announces itself and waits (as a long
+    run does) until a signal stops the process."""
+
+    name = "waits-on-seed-1"
+
+    def train(self, run, seed) -> None:
+        if seed == 1 and MARKER_ENV in os.environ:
+            Path(os.environ[MARKER_ENV]).touch()
+            deadline = time.monotonic() + 60  # never outlive a test that failed to send its signal
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        super().train(run, seed)
+
+
+def test_a_benchmark_stopped_by_sigterm_resumes_with_the_records_of_an_uninterrupted_run(tmp_path):
+    from placement_gym import cli
+
+    suite_path = tiny_suite(tmp_path, cases=["edge:latency"], models=["tiny_branch"], seeds=[0, 1, 2])
+    agent = "tests.test_benchmark:WaitsOnSeed1"
+    out, marker = tmp_path / "bench", tmp_path / "seed1-started"
+    argv = ["benchmark", "--agent", agent, "--suite", str(suite_path), "--out", str(out), "--no-progress"]
+    repository = Path(__file__).resolve().parents[1]
+    env = {**os.environ, MARKER_ENV: str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(repository), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "placement_gym.cli", *argv], cwd=repository, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, f"the benchmark ended before seed 1 started: {proc.communicate()}"
+            assert time.monotonic() < deadline, "seed 1 never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "--resume" in err, err
+    assert [p.name for p in out.glob("runs/*/*/*/seed*.json")] == ["seed0.json"]  # the finished run, kept
+    assert cli.main(argv + ["--resume"]) == 0  # in this process: MARKER_ENV is not set, seed 1 runs
+    resumed = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/*/*/seed*.json"))]
+    whole = benchmark.run_suite(WaitsOnSeed1, benchmark.load_suite(suite_path))
+    assert without_timings(resumed) == without_timings(whole)

@@ -95,7 +95,7 @@ def test_bad_profiles_are_refused_with_what_is_accepted(tmp_path):
         Profile.load(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"devices": [{"name": "CPU"}]}))
-    with pytest.raises(ValueError, match="not a placement-gym profile"):
+    with pytest.raises(ValueError, match=r"bad.json: field devices\[0\].peak_flops: found nothing"):
         Profile.load(bad)
     with pytest.raises(ValueError, match="neither a preset"):
         Profile.resolve("nonsense")
@@ -223,5 +223,38 @@ def test_calibrate_command(tmp_path, capsys):
 def test_a_damaged_profile_file_is_named_in_the_error(tmp_path):
     path = Profile.preset("paper").save(tmp_path / "p.json")
     path.write_text(path.read_text()[:50])
-    with pytest.raises(ValueError, match=r"profile file .*p\.json is not a readable placement-gym profile"):
+    with pytest.raises(ValueError, match=r"p\.json is not valid JSON .*expected a placement-gym profile"):
+        Profile.load(path)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.update(devices=[]), "devices"),
+    (lambda d: d.update(devices="CPU"), "devices"),
+    (lambda d: d["devices"][0].update(peak_flops=-1), r"devices\[0\].peak_flops"),
+    (lambda d: d["devices"][0].update(peak_flops="fast"), r"devices\[0\].peak_flops"),
+    (lambda d: d["devices"][1].update(memory_bytes=0), r"devices\[1\].memory_bytes"),
+    (lambda d: d["devices"][0].update(efficiency={"Convolution": 0}), r"devices\[0\].efficiency"),
+    (lambda d: d["devices"][0].update(measured={"resnet50": {"conv": "1 ms"}}), r"devices\[0\].measured"),
+    (lambda d: d["devices"][0].update(unsupported_ops="Softmax"), r"devices\[0\].unsupported_ops"),
+    (lambda d: d["devices"][0].update(shell="rm -rf /"), r"devices\[0\].shell"),
+    (lambda d: d.update(schedule="random"), "schedule"),
+    (lambda d: d.update(link={"latency_s": -1.0}), r"link.latency_s"),
+    (lambda d: d.update(boundary_overhead_s=None), "boundary_overhead_s"),
+    (lambda d: d.update(devices=[d["devices"][0]] * 100), "devices"),
+])
+def test_a_malformed_profile_file_is_refused_naming_the_file_and_the_field(tmp_path, change, field):
+    path = Profile.preset("paper").save(tmp_path / "p.json")
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=rf"p\.json: field {field}\b.*expected"):
+        Profile.load(path)
+
+
+def test_a_profile_whose_fields_disagree_is_refused_naming_the_file(tmp_path):
+    path = Profile.preset("paper").save(tmp_path / "p.json")
+    data = json.loads(path.read_text())
+    data["links"] = {"CPU->TPU": {"latency_s": 0.001}}  # a device the profile does not have
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"p\.json: link 'CPU->TPU' must be written"):
         Profile.load(path)

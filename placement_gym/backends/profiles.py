@@ -28,7 +28,6 @@ to the device's roofline (`Profile.coverage` and the simulated backend's ``descr
 """
 from __future__ import annotations
 
-import json
 import weakref
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -37,6 +36,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
+from ..schema import (
+    MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, MapOf, Number, Optional, Plain, Record, Text, read_json,
+)
 
 #: ``Profile.schedule`` values.
 SCHEDULES = ("sequential", "parallel")
@@ -240,6 +242,26 @@ class DeviceProfile:
 
 
 # ============================================================================================== profile
+_LINK = Record({}, {"latency_s": Number(low=0), "bandwidth_Bps": Optional(Number(positive=True))}, others=None)
+_SECONDS = Number(low=0)
+_DEVICE = Record({"name": Text(min_len=1, max_len=500), "peak_flops": Number(positive=True),
+                  "memory_bandwidth_Bps": Number(positive=True)}, {
+    "launch_overhead_s": _SECONDS, "efficiency": MapOf(Number(positive=True), max_len=10_000),
+    "default_efficiency": Number(positive=True), "measured": MapOf(MapOf(_SECONDS, max_len=MAX_OPS), max_len=1000),
+    "measured_wall_s": MapOf(_SECONDS, max_len=1000), "virtual": Boolean(), "description": Text(max_len=10_000),
+    "memory_bytes": Optional(Number(positive=True)), "unsupported_ops": ListOf(Text(max_len=200), max_len=10_000),
+}, others=None)
+#: What a profile file (`Profile.save`) holds, as `Profile.load` checks it.
+PROFILE_FILE = Record({"devices": ListOf(_DEVICE, min_len=1, max_len=MAX_DEVICES)}, {
+    "link": _LINK, "boundary_overhead_s": _SECONDS, "split_overhead_s": _SECONDS,
+    "links": MapOf(_LINK, max_len=MAX_DEVICES * MAX_DEVICES), "schedule": Text(choices=SCHEDULES),
+    "name": Text(max_len=200), "description": Text(max_len=10_000), "sources": ListOf(Text(max_len=2000), max_len=1000),
+    "calibration": Plain(max_depth=8, max_len=100_000), "format_version": Integer(),
+}, others=None)
+#: A profile with measured per-op times of a few big models is a few MB; far bigger is not one.
+MAX_PROFILE_BYTES = 64 << 20
+
+
 @dataclass
 class Profile:
     """Everything the simulated backend needs to price a placement (see the module docstring).
@@ -360,14 +382,16 @@ class Profile:
 
     @classmethod
     def load(cls, path: "str | Path") -> "Profile":
+        """A profile written by `save` (or `placement-gym calibrate`), checked against `PROFILE_FILE` before
+        anything is built from it; errors name the file and the field."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"profile file {path} does not exist; presets: {sorted(PRESETS)}")
+        data = read_json(path, PROFILE_FILE, max_bytes=MAX_PROFILE_BYTES, what="placement-gym profile")
         try:
-            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
-            raise ValueError(f"profile file {path} is not a readable placement-gym profile ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+            return cls.from_dict(data)
+        except ValueError as exc:  # what the fields say together (a link between devices the profile lacks, ...)
+            raise ValueError(f"{path}: {str(exc).splitlines()[0][:300]}") from None
 
     @classmethod
     def preset(cls, name: str) -> "Profile":

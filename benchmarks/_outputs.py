@@ -16,14 +16,13 @@ from placement_gym import results
 
 def refuse_existing_outputs(parser: argparse.ArgumentParser, paths: Iterable["str | Path | None"],
                             overwrite: bool) -> None:
-    """``parser.error`` (exit 2, usage line) if any of `paths` (None entries skipped) exists and not `overwrite`."""
-    for path in paths:
-        if path is None:
-            continue
-        try:
-            results.refuse_existing(path, overwrite)
-        except FileExistsError as exc:
-            parser.error(str(exc))
+    """``parser.error`` (exit 2, usage line) if two of `paths` (None entries skipped) are one file, or one exists
+    and not `overwrite` (`placement_gym.results.check_outputs`, as the CLI checks its outputs)."""
+    try:
+        given = [path for path in paths if path is not None]
+        results.check_outputs({f"output {i + 1} ({path})": path for i, path in enumerate(given)}, overwrite)
+    except (ValueError, FileExistsError) as exc:
+        parser.error(str(exc))
 
 
 def pin_to_one_core(enabled: bool = True) -> bool:

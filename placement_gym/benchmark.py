@@ -179,7 +179,6 @@ def run_suite(agent: "str | type | Callable[[], Any]", suite: "Suite | str | Pat
     records: dict[BenchmarkRun, dict] = {run: done[run] for run, _ in plan if run in done}
 
     def finished(run: BenchmarkRun, record: dict) -> None:
-        record["case"] = run.case
         records[run] = record
         if out is not None:
             write_json(run.path(out), record, overwrite=True)  # atomic: a kill leaves the old file or the new one

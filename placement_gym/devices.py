@@ -55,10 +55,10 @@ def two_cpu_devices(core: ov.Core | None = None) -> list[str]:
 
     ``["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]"]`` where the CPU runs bf16 natively (OpenVINO lists ``BF16``
     in its ``OPTIMIZATION_CAPABILITIES``): f32 and bf16 kernels stay separate inside HETERO, so the two copies
-    really run at different speeds (simulator fidelity on this pair: Spearman 0.91-0.93). Elsewhere the hint
-    would silently stay f32, so the fallback is ``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``: it compiles and runs
-    true two-device placements, but HETERO does not keep the thread counts apart, so its latencies say little
-    about which copy is faster.
+    really run at different speeds (the simulator ranks this pair's placements much as they measure; see the
+    README's results). Elsewhere the hint would silently stay f32, so the fallback is
+    ``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``: it compiles and runs true two-device placements, but HETERO does
+    not keep the thread counts apart, so its latencies say little about which copy is faster.
     """
     if cpu_runs_bf16(core):
         return ["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]"]

@@ -122,10 +122,10 @@ def local_core_shares(workers: int) -> "list[list[int] | None]":
     may run on, split into `workers` disjoint runs of (nearly) equal size; None for every worker where there are
     fewer cores than workers or the OS cannot pin (``os.sched_setaffinity``, Linux).
 
-    Why: OpenVINO compiles on more than one thread (~1.3 cores per uncached `tiny_branch` measurement here, and
+    Why: OpenVINO compiles on more than one thread (an uncached measurement keeps more than one core busy, and
     the CPU plugin refuses ``COMPILATION_NUM_THREADS``), so two unpinned workers on 2 cores contend for both and
-    slow each other down; pinned, each has its core. Measured (`benchmarks/ray_farm.py`, README, 2 cores): two
-    workers measured real placements 1.22-1.29x as fast as one unpinned, 1.76x pinned (median of 6 rounds)."""
+    slow each other down; pinned, each has its core. `benchmarks/ray_farm.py` compares the two (results in the
+    README)."""
     if not hasattr(os, "sched_getaffinity"):
         return [None] * workers
     cores = sorted(os.sched_getaffinity(0))

@@ -46,7 +46,7 @@ REQUIRED_KEYS = ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_r
 def versions() -> dict[str, str]:
     """Versions of Python and of the packages that shape a result: a loaded module's ``__version__`` (OpenVINO's
     names its build), else the installed distribution's version, read without importing it (importing torch and
-    PyG only to read their versions took ~3 s of a ``compare --ray`` driver, which never loads them)."""
+    PyG only to read their versions is slow, and a ``compare --ray`` driver never loads them otherwise)."""
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
     for module in ("placement_gym", "openvino", "numpy", "gymnasium", "torch", "torch_geometric", "stable_baselines3"):
         if module in sys.modules:

@@ -23,10 +23,10 @@ array returned is fresh (the caller may keep or modify it), unless the env is bu
 (``gym.make_vec(..., copy=False)``, the name of Gymnasium's ``SyncVectorEnv`` option): then the arrays that are the
 same on every step (all but ``placement``, in the observation and in ``final_obs``) are read-only views of arrays
 the env keeps, shared between calls and sub-envs (a write raises instead of changing what later calls return),
-which saves copying them (~100 KB per ResNet-50 placement and step); ``placement`` arrays stay fresh. With one-step
-episodes the same goes for the info arrays that never change (the masks, the reset info, ``final_info``'s objective
-and model) and for ``final_info["placement"]`` (the measured placements, which `step_infos` is built from later):
-read-only instead of copied.
+which saves copying them (a graph's features and masks per placement and step); ``placement`` arrays stay fresh.
+With one-step episodes the same goes for the info arrays that never change (the masks, the reset info,
+``final_info``'s objective and model) and for ``final_info["placement"]`` (the measured placements, which
+`step_infos` is built from later): read-only instead of copied.
 Action: (K, N) int, a placement per sub-env. A batch is checked whole (shape, dtype, every row's values) before
 any sub-env steps: a bad one raises a one-line ``ValueError`` and changes nothing.
 Reward, terminated, truncated: (K,) arrays.

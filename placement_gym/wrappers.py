@@ -7,9 +7,8 @@ improvement it caused, so an episode's rewards add up to (start latency - final 
 
 Every step measures one complete placement with the wrapped env's backend (it counts in
 ``placements_measured``). On the simulated backend that costs microseconds to milliseconds; on the real
-OpenVINO backend it is a compile and a benchmark per step (about 1-4 s on the zoo models), so an episode over
-all 376 ops of BERT would take a quarter of an hour: use ``backend="simulated"``, or ``groups=`` to re-place
-groups of ops, on the real one.
+OpenVINO backend it is a compile and a benchmark per step, so an episode over all 376 ops of BERT is
+376 compiles and benchmarks: use ``backend="simulated"``, or ``groups=`` to re-place groups of ops, on the real one.
 
 >>> import gymnasium as gym, placement_gym
 >>> env = gym.make("DevicePlacementNode-v0", model="resnet", groups=16)   # 16 steps per episode

@@ -29,9 +29,10 @@ from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 __all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
 #: The learned agents' default ``distill_seconds`` (`agents.algos.reinforce.ReinforceConfig`): a cap on the final
-#: distillation of a COARSENED big graph only (`distill_cap`), where one step costs tens of milliseconds. The zoo
-#: models are never capped: on a busy machine 5 s stopped the distillation of ResNet short for hsdag and placeto
-#: (predict 3-70% above best on 9 of 15 runs), and there a step costs a few milliseconds, 1000 steps seconds.
+#: distillation of a COARSENED big graph only (`distill_cap`), where one step is a forward and backward pass over
+#: a graph of up to ~1,000 clusters. The zoo models are never capped: on a busy machine a cap of this size stopped
+#: the distillation of ResNet short for hsdag and placeto (``predict`` then fell well short of the run's best),
+#: and there a step is cheap.
 DISTILL_SECONDS = 5.0
 
 
@@ -157,8 +158,8 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         """With coarse-to-fine groups (``split_patience``): split them until the run's best placement is one the
         policy can return (`expressible`), e.g. a heuristic start's per-op placement on groups of ops; done before
         the final distillation, not at the start (splitting to one group per op at the start left Post and PPO a
-        per-op search: under throughput on `paper` 26% / 25% above the best found at budget 100, 4.7% / 5.8% with
-        the coarse groups). True if it split."""
+        per-op search: under throughput on `paper` it ended much further from the best found than with the
+        coarse groups). True if it split."""
         return self.trainer.stall is not None and split_until_expressible(run.best_action, self.expressible,
                                                                           self.policy.split)
 

@@ -49,7 +49,7 @@ Both modes use (each switchable, for ablations):
                         down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
                         GO's single-graph search); only on runs on one graph.
     distill_seconds     and, on a coarsened big graph only, for at most this many seconds (None = no limit): a
-                        step costs tens of ms on a graph of ~1,000 clusters, where hundreds of steps would
+                        step is a pass over a graph of up to ~1,000 clusters, where hundreds of steps would
                         dominate the agent's compute; stopping early only leaves ``predict`` short of the best
                         placement (the run still reports the best placement itself). The zoo models and the
                         dataset are never capped (`agents.algos.policy_gradient.distill_cap`).

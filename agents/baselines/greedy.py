@@ -102,9 +102,9 @@ class CheapestDevice(PlanningAgent):
     """Every op on the device where it alone runs fastest (the cost model's per-op times; transfers ignored).
 
     The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach: on
-    presets whose devices differ by operator (`ai_pc`) it is within 2% of the best placement known, where
-    placing a whole graph on one device is 50% behind; where transfers dominate (small graphs, `paper`) it is
-    worse than the best single device. Measures its one placement."""
+    presets whose devices differ by operator (`ai_pc`) it comes close to the best placement known, where placing
+    a whole graph on one device is far behind; where transfers dominate (small graphs, `paper`) it is worse than
+    the best single device. Measures its one placement."""
 
     name = "cheapest"
 

@@ -119,7 +119,7 @@ class _Rows:
 #: Above this many ops the schedule's pairwise ordering rows (N^2 of them) are left out of the MIP: the bound
 #: stays valid (fewer constraints, a lower minimum) but is weaker.
 MAX_OPS_FOR_PAIR_ROWS = 400
-#: Above this many ops no MIP is built at all (it would not even be built within a minute at 10,000 ops): the
+#: Above this many ops no MIP is built at all (building it alone would take longer than a planner's time limit): the
 #: result is the best start placement with a closed-form lower bound (`_quick_bound`).
 MAX_OPS_FOR_MIP = 3000
 
@@ -474,7 +474,7 @@ class ExactOptimum(PlanningAgent):
         if not cached:
             began = time.perf_counter()
             start = [topo_balance(costs), contiguous_dp(backend, graph)[0]]
-            if graph.n_ops <= MAX_OPS_FOR_MIP:  # m-ETF's list scheduling takes ~15 s at 10,000 ops
+            if graph.n_ops <= MAX_OPS_FOR_MIP:  # m-ETF's list scheduling is slow on bigger graphs
                 start.append(etf_schedule(graph.edge_index, costs)[0])
             solved[key] = solve_optimum(
                 backend.prepare(graph).op_seconds, backend.prepare(graph).edge_seconds, graph.edge_index,

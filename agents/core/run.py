@@ -661,10 +661,9 @@ class RunAgent(abc.ABC):
         device), so the run ends no worse than the zero-shot placement or the best single device. A node-by-node
         `env` (Placeto's and ppo-node's `NodePlacementWrapper`) then starts its episodes from the run's best
         placement so far instead of a random one (`NodePlacementWrapper.start_from_best`): the episodes search
-        around what the policy and the costs suggest (from random starts, Placeto and ppo-node ended 50
-        fine-tuning placements 38% / 42% above the optimum on the `paper` test graphs, worse than their
-        zero-shot 9% / 34%). Nothing here on a node-by-node env given directly (its actions are not whole
-        placements). `env` and `obs` as for `measure_starts`."""
+        around what the policy and the costs suggest (from random starts, Placeto and ppo-node ended a short
+        fine-tuning on the `paper` test graphs worse than their zero-shot placements). Nothing here on a node-by-node
+        env given directly (its actions are not whole placements). `env` and `obs` as for `measure_starts`."""
         if not isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
             return
         if self.finetune_from_predict and not run.done:

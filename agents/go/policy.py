@@ -151,12 +151,11 @@ class GOPolicy(nn.Module):
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim)
         self.attention = SegmentRecurrentAttention(hidden_channels, heads, attention_layers, segment_length, dropout)
         self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
-        # The whole-graph cost term (`agents.nn.device_head`, module docstring). Its start at -3 was measured
-        # here (paper, GO trained on dataset:train for 2000 / 8000 placements, zero-shot vs the best single device,
-        # geomean over the test graphs; DeviceScorer before its LayerNorm): from 0, +9.0% / +9.0% (every graph on the
-        # CPU); from -1, +9.0% at 8000 (untrained: +0.03%); from -3, +0.00% / +3.5%. With the LayerNorm'd head: from
-        # -3, +9.0% at 2000, +0.00% at 500, +0.03% at 200. From -10 since (the device head's docstring: at 200, on
-        # edge two training seeds of five put WaveNet and seq2seq on the accelerator from -3, +21.5%).
+        # The whole-graph cost term (`agents.nn.device_head`, module docstring). Its start was chosen with GO
+        # trained on dataset:train (paper), zero-shot against the best single device over the test graphs: from
+        # 0 or -1 every graph ended on the CPU, and -3 held only for some training lengths once the head had its
+        # LayerNorm. From -10 since (the device head's docstring: from -3 some training seeds on edge put graphs
+        # on the accelerator).
         if graph_cost:
             self.head.enable_graph_cost()
         self.refiner: OpRefiner | None = None  # `enable_refiner`
@@ -212,7 +211,7 @@ class GOPolicy(nn.Module):
 
         A group's logits are the mean of its ops'. With ``explore`` = e > 0 each of the G decisions is drawn
         from (1 - e/G) softmax + (e/G) uniform (`with_uniform_share`, returned as its log): PPO otherwise collapsed
-        GO's group distributions within ~100 placements, so after a split no sample ever moved a group boundary."""
+        GO's group distributions early in a run, so after a split no sample ever moved a group boundary."""
         groups = self.groups_for(logits.shape[0])
         decisions = logits
         if groups is not None:

@@ -29,14 +29,14 @@ mixes devices and pays for every tensor that crosses). One weight w (monotone in
 the training graphs holds on others), starting at -10: a prior of 6 logits per 6% towards the graph's fastest
 device, which the rest of the head corrects where the training graphs say so. Why that strong: the rest of the
 head learns device leads shared by the training graphs (a per-device prior, items alike across graphs), and from
--3 (1.8 logits per 6%) they outgrew it on some training seeds, 24 logits for the 64 MB accelerator of ``edge``
-against the term's 15 for the CPU on WaveNet, whose accelerator alone is 65% slower (GO, the RNN; chosen on the
-VAL split, ``benchmarks/transfer_seeds.py --test-models dataset:val``: from -10 no seed's zero-shot placement of
-the val graphs was more than 1.1% above their best single devices on ``edge`` or ``paper``, from -3 up to 38%).
+-3 (1.8 logits per 6%) they could outgrow it: a lead for the small-memory accelerator of ``edge`` beat the term's
+preference for the CPU on a graph whose accelerator alone is much slower (GO, the RNN; chosen on the VAL split,
+``benchmarks/transfer_seeds.py --test-models dataset:val``, where -10 kept the zero-shot placements of the val
+graphs near their best single devices on ``edge`` and ``paper`` and -3 did not; see the README's results).
 An untrained head's logits are the term alone, so its own first placement, the graph's fastest device by the
 summed costs, is the same from either. Without it, a policy trained on many
-graphs learned one device for all of them: on the `edge` preset the CPU (its zero-shot 18-41% above the optimum
-on the test graphs). s (``graph_cost_scale``, a buffer) switches it off where a search on one graph wants to move
+graphs learned one device for all of them (on the `edge` preset the CPU, far from the optimum zero-shot on the
+test graphs). s (``graph_cost_scale``, a buffer) switches it off where a search on one graph wants to move
 every op freely (GO's ``search_groups``). Not built for a policy that only ever learns one graph, whose runs
 stay as they were.
 """

@@ -138,7 +138,7 @@ def with_uniform_share(logits: Tensor, explore: float, decisions: int | None = N
     (`logits` unchanged when `explore` is 0). The mode stays the same while s < 1; at s = 1 (`explore` >=
     `decisions`) every row is uniform and its argmax is device 0, so a deterministic placement must not read a
     share that can reach 1 (HSDAG's boundary share, `agents.hsdag.HSDAGPolicy.explore_around`). Why: a policy
-    gradient collapses the group distributions within ~100 placements (GO's: entropy 1e-4 per decision under PPO),
+    gradient collapses the group distributions early in a run (GO's, under PPO, to nearly zero entropy per decision),
     after which no sample moves a group's device and the search stops; Post's cross-entropy step keeps a floor the
     same way (`agents.post.PostPolicy.fit`). Used by GO's single-graph search and HSDAG (``explore``)."""
     if explore <= 0:

@@ -15,8 +15,8 @@ its action mask), so the stage has no device count in its weights and never draw
 Boundary moves (``boundary=True``, our addition, default on). With sigma from the op's embedding alone, the
 stage explores by flipping ops anywhere, and one flipped op inside a group adds two device changes (two
 transfers), so almost every override is punished and sigma stays near 0: the group placer's boundaries stay
-where its groups put them (measured: HSDAG and the RNN ended 3-6% above the optimum on ResNet and Inception of
-the ``paper`` preset, with a cut one group away from the optimum's). The stage also reads, per op, which share
+where its groups put them (HSDAG and the RNN ended above the optimum on ResNet and Inception of the ``paper``
+preset, with a cut one group away from the optimum's). The stage also reads, per op, which share
 of its graph neighbours (producers and consumers) sit on another device than it (``disagree``, 0..1) and on
 each device (``share_d``):
 

@@ -14,9 +14,9 @@ run's best placement is not constant on the groups (the heuristic start's per-op
 graph are split at its device changes before the final distillation (`agents.search.node_by_node`), so
 ``predict`` on it returns the best; other graphs keep the contiguous groups.
 Episodes start from a uniformly random placement (``start="random"``; Placeto started from a reference
-placement, here everything on device 0, which made results depend on the order the devices are listed in:
-+74% above the optimum with ``devices GPU CPU`` on a CPU-optimal model, measured on the previous release), and the policy sees only the devices
-of the nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
+placement, here everything on device 0, which made results depend on the order the devices are listed in: far
+above the optimum with ``devices GPU CPU`` on a CPU-optimal model), and the policy sees only the devices of the
+nodes the episode has placed. Rewards are per-step latency improvements; the trainer's baseline is per
 step index, a moving average over earlier episodes, as in Placeto. A fine-tuning run (a trained policy on a new
 graph) starts its episodes from the best placement so far instead.
 
@@ -70,8 +70,8 @@ class PlacetoAgent(PolicyGradientAgent):
             device per node, a placement that favours no device; one extra placement measured per episode),
             ``"reference"`` (every op on device 0, Placeto's choice, which makes the result depend on the
             order the devices are listed in) or ``"best"`` (the best placement so far, a random one at first;
-            from scratch it settles early: `paper`, budget 500, seeds 0-4, ResNet / Inception 3.45% / 2.74%
-            above the optimum, median, against 0.00% / 0.92% from random starts).
+            from scratch it settles early, further above the optimum on `paper` ResNet and Inception than random
+            starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
             far, the policy's own placement or the heuristic start's
             (`agents.core.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
@@ -80,8 +80,8 @@ class PlacetoAgent(PolicyGradientAgent):
         gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
             step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
             the next moves make of it (e.g. a cut that the next group's move removes). With gamma 1 every step
-            is credited with the whole rest of the episode: on the simulated ResNet / Inception / BERT
-            (budget 500, 3 seeds) gamma 1 missed the best placement on one Inception seed, 0 and 0.5 never did.
+            is credited with the whole rest of the episode: on the simulated ResNet / Inception / BERT gamma 1
+            sometimes missed the best placement, 0 and 0.5 did not.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.algos.reinforce.ReinforceConfig`, mode "episodic").
         algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings

@@ -126,8 +126,8 @@ class PostPolicy(nn.Module):
         of `edge_index` (2, E)) on another device in `placement`. Returns how many groups that was.
 
         Why (our addition, `PostAgent`'s ``boundary_explore``): the cross-entropy steps make the distributions
-        nearly deterministic (every other device ~1e-3) long before the groups are fine, so after a split the
-        halves at the best cut can move only by a draw of ~1e-3 each, and the search stays at the coarse
+        nearly deterministic (every other device all but never drawn) long before the groups are fine, so after a
+        split the halves at the best cut can move only by such a rare draw each, and the search stays at the coarse
         groups' cut; groups at a boundary are where a finer cut, or an op joining its neighbours' device, can
         pay."""
         device = self.op_logits.device

@@ -400,15 +400,12 @@ class PPOAgent(SB3Agent):
             uses SB3's slow per-node multi-categorical, for comparison).
         action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
             order) instead of one per op (`GraphPolicy`'s ``action_groups``; None = per op, exactly
-            ``PPO(GraphPolicy, env)``). Measured on the simulated ``paper`` preset (budget 500, seeds 0-5): per op,
-            PPO on ResNet-50 ended at exactly GPU-only (11.321 ms) on 4 seeds, 11.286 ms on one and CPU-only
-            (17.809 ms) on one, because any op moved alone adds cuts and loses; with G=16 it beat GPU-only on 6/6
-            seeds of ResNet (mean 10.846 ms) and Inception-V3 (12.129 vs 12.362 ms); G=8 gave 10.831 / 12.078 ms
-            on every seed, G=32 and 64 stayed closer to GPU-only. With coarse to fine (``split_patience``) the
-            default is G=8 halved after 40 placements without a new best: over seeds 0-9 (budget 500) the median
-            best is 0.00% / 0.27% above the optimum of ResNet / Inception, within 1% on 7 / 6 of 10 seeds,
-            against 1.85% / 2.11% and 4 / 2 of 10 with G=16 and 80 (README, convergence; ``edge``: 16.6 / 16.6 /
-            1.4% above the best known on ResNet / Inception / BERT against 60.9 / 24.0 / 3.6%).
+            ``PPO(GraphPolicy, env)``). On the simulated ``paper`` preset, per op, PPO on ResNet-50 mostly
+            ended at GPU-only or even CPU-only, because any op moved alone adds cuts and loses; with G=16 or G=8
+            it found mixed placements faster than GPU-only on ResNet and Inception-V3, G=32 and 64 stayed
+            closer to GPU-only. With coarse to fine (``split_patience``) the default is G=8 halved after 40
+            placements without a new best, which came closer to the optimum of ResNet / Inception, on more
+            seeds, than G=16 and 80 (also on ``edge``; README, convergence).
             Ignored on the node-by-node env (its groups are ``node_groups``).
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups

@@ -51,10 +51,9 @@ class RNNAgent(PolicyGradientAgent):
 
     Args:
         n_groups: G, op groups (contiguous chunks of the topological order) that the decoder places. Fewer
-            groups = fewer decisions to learn from a small budget: on the simulated paper profile with 500
-            placements (3 seeds) G=8 found mixed placements faster than GPU-only on ResNet (10.83 vs 11.32 ms)
-            and Inception (12.08 vs 12.36 ms) for every seed, G=16 for 2 of 3 seeds, G=32 (the hierarchical
-            planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
+            groups = fewer decisions to learn from a small budget: on the simulated paper profile G=8 found
+            mixed placements faster than GPU-only on ResNet and Inception more reliably than G=16, and G=32 (the
+            hierarchical planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
         hidden_dim: LSTM width.
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings

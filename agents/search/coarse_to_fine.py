@@ -2,9 +2,9 @@
 
 A placer with one decision per group of contiguous ops (Post's per-group distributions) can only cut the
 topological order at its group boundaries: with 16 groups of Inception-V3's 310 ops the nearest boundary to the
-best cut of the simulated ``paper`` preset is 4 ops away, and every seed ended at that boundary, 0.9% above the
-optimum, however long it trained. Starting with fine groups instead is slow (one distribution per op ended
-60-90% above the optimum at 500 placements). Coarse to fine keeps both: search with coarse groups, and when
+best cut of the simulated ``paper`` preset is 4 ops away, and every seed ended at that boundary, above the
+optimum, however long it trained. Starting with fine groups instead is slow (one distribution per op ended far
+above the optimum within the budget). Coarse to fine keeps both: search with coarse groups, and when
 ``patience`` placements in a row found nothing faster than the run's best so far, split every group in two
 (`split_groups`, each half inheriting its parent's distribution, so the placements sampled do not change at the
 moment of the split), down to one group per op. The best cut found so far stays expressible at every level.
@@ -25,10 +25,10 @@ from placement_gym.wrappers import contiguous_groups
 __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups",
            "split_until_expressible"]
 
-#: Default ``split_patience``, measured on the simulated ``paper`` preset (budget 500, seeds 0-4; README,
-#: convergence): for Post with 16 groups 80 reached 0.08% above the optimum on Inception on 6 of seeds 0-6, 60 and
-#: 100 fewer, 20-40 split before the coarse search had converged; the RNN and GO use the same value (PPO, with 16
-#: groups: 4.44 / 4.21% above the optimum on ResNet / Inception with the groups fixed, 0.00 / 2.11% with 80).
+#: Default ``split_patience``, chosen on the simulated ``paper`` preset (README, convergence): for Post with 16
+#: groups 80 reached the optimum on Inception on more seeds than 60 or 100, and 20-40 split before the coarse
+#: search had converged; the RNN and GO use the same value (PPO with 16 groups, too, came closer to the optimum
+#: on ResNet and Inception with 80 than with the groups fixed).
 SPLIT_PATIENCE = 80
 
 #: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's

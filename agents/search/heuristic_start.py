@@ -1,28 +1,27 @@
 """Heuristic start: the placements a learned agent's run on one graph measures before its policy samples any.
 
 A near-uniform policy's first samples put ops on devices at random; on a device set where ops differ in which
-device runs them fastest (the simulated ``ai_pc`` preset) no learned agent sampled, in 500 placements, anything
-within 25% of what the observation's own per-op costs suggest (each op on its cheapest device: 1.7% above the
-best placement known on ResNet). The heuristic start measures the placements the observation suggests first:
+device runs them fastest (the simulated ``ai_pc`` preset) the learned agents' samples stayed far behind what the
+observation's own per-op costs suggest (each op on its cheapest device, close to the best placement known).
+The heuristic start measures the placements the observation suggests first:
 
     each device alone     every op on device d (where d can run it; elsewhere on the op's cheapest device)
     the cheapest devices  every op on the device where it alone runs fastest (``obs["node_device_cost"]``)
 
 D + 1 placements of the budget at most (fewer when some coincide). The run's best so far is then what a split
 of coarse groups refits (coarse to fine) and what the final distillation makes the policy's own placement if the
-search finds nothing better. It does not join the self-imitation elites (HSDAG, the RNN): measured on ``paper``
-(budget 500, seeds 0-4), imitating the best single device from the first update held HSDAG near it (Inception
-1.39% above the optimum, median; 0.35% without). A policy that decides per group of ops and cannot return that
-best (Post, PPO's action groups) splits its coarse-to-fine groups until it can before the final distillation
-(`PolicyGradientAgent.split_to_express`); Placeto and ppo-node refine their node groups on that graph instead
-(`agents.search.node_by_node`). With ``"refit"`` every policy is fitted to that best before sampling (its
-search starts around it; measured: it can trap the search there, the RNN on ``server`` stayed on the best single
-device). ``"off"`` starts from the policy's own samples, as the methods' papers do.
+search finds nothing better. It does not join the self-imitation elites (HSDAG, the RNN): imitating the best single
+device from the first update held HSDAG near it, further from the optimum than without. A policy that decides per
+group of ops and cannot return that best (Post, PPO's action groups) splits its coarse-to-fine groups until it can
+before the final distillation (`PolicyGradientAgent.split_to_express`); Placeto and ppo-node refine their node
+groups on that graph instead (`agents.search.node_by_node`). With ``"refit"`` every policy is fitted to that best
+before sampling (its search starts around it; it can trap the search there: the RNN on ``server`` stayed on the best
+single device). ``"off"`` starts from the policy's own samples, as the methods' papers do.
 
 A fine-tuning run (a trained policy continuing on one graph, e.g. a new one) measures them too, after the
 policy's own placement (`agents.core.run.RunAgent.start_fine_tuning`): a policy trained on other graphs may
 prefer a device this graph does not (on the ``paper`` test graphs, every learned agent's zero-shot placement
-was the CPU, 9% above the optimum, and 50 fine-tuning placements did not move it).
+was the CPU, above the optimum, and a short fine-tuning did not move it).
 
 Which devices are measured is decided by the observation alone (costs and the action mask), never by their
 order in the device list, so the heuristic start adds no device-order bias.
@@ -60,9 +59,9 @@ HEURISTIC_STARTS = ("off", "measure", "refit")
 HEURISTIC_START = "measure"
 #: The learned agents' default ``zero_shot_override``: an op moves when it saves more than what the move adds on
 #: links plus this many per-submodel overheads. Chosen on the TRAIN split (``benchmarks/transfer_saving_rule.py``):
-#: on ``ai_pc`` 2 is the only value where all four train graphs whose optimum mixes devices gain (-7.4 to -33.1%)
-#: and none is slower; on ``edge`` from the CPU (the trained policies' placement) no train graph is slower at 2,
-#: one is at 1 (README, transfer).
+#: on ``ai_pc`` 2 is the only value where every train graph whose optimum mixes devices gains and none is slower;
+#: on ``edge`` from the CPU (the trained policies' placement) no train graph is slower at 2, one is at 1 (README,
+#: transfer).
 ZERO_SHOT_OVERRIDE = 2.0
 #: Column of ``obs["device_features"]`` with log10 of each device's slowest link in bytes per second.
 LINK_FEATURE = DEVICE_FEATURES.index("log10_link_Bps")
@@ -152,8 +151,8 @@ def transfer_change(placement: np.ndarray, to: np.ndarray, edge_index: np.ndarra
     cross devices, less where they stop crossing) and, where it moves, the tensors live across it (produced before
     it and consumed after it in the topological order, which the ops' order is): the move splits its device's run
     of ops into two submodels with i's between them, and HETERO hands those tensors from the first to the second
-    (the simulator charges them on the link: one convolution of ``edge`` U-Net-m moved off the CPU cost 887 us of
-    transfers, 5 tensors, where its own tensors alone come to 92 us). A tensor costs bytes / the slower of the two
+    (the simulator charges them on the link: moving one convolution off the CPU of ``edge`` U-Net-m costs several
+    times more in those tensors than in its own). A tensor costs bytes / the slower of the two
     devices' slowest links (what ``obs["device_features"]`` says of them); link latencies are not observed.
 
     Args:
@@ -232,13 +231,13 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
     total time exceeds b's (each device's sum of ``node_device_cost``, what the whole-graph cost term of the
     policies' device head reads, `agents.nn.device_head.graph_cost_inputs`). The policy's base device is
     kept wherever the moves would not change which device is faster in that estimate: its device head weighs
-    every device's total, but not what the override gains from each (``ai_pc`` U-Net-l: the GPU alone is 2.8%
-    faster than the CPU, the moves from the CPU save 20%, from the GPU 0.2%; README, transfer).
+    every device's total, but not what the override gains from each (``ai_pc`` U-Net-l: the GPU alone is a little
+    faster than the CPU, but the moves from the CPU save far more than those from the GPU; README, transfer).
 
     With `consolidate`, first every run of consecutive ops the policy put off its main device (the one holding most
     ops) that does not pay for itself goes back to it (`runs_back_to_base`, at the same threshold): a policy
-    trained over many graphs split ``paper`` U-Net-s, whose two devices alone are 0.3% apart, into runs on both
-    and made it 44% slower than either."""
+    trained over many graphs split ``paper`` U-Net-s, whose two devices alone are nearly equal, into runs on both
+    and made it much slower than either."""
     overhead = float(np.asarray(obs.get("submodel_overhead", [0.0])).reshape(-1)[0])
     if overheads == 0 or overhead == 0 or "current_node" in obs:
         return placement
@@ -322,8 +321,8 @@ def fit_to_memory(placement: np.ndarray, rest: np.ndarray, cost: np.ndarray, mem
     working set of one, `placement_gym.backends.profiles.memory_need`) keeping only the window of consecutive ops
     (topological order) that saves most over their `rest` device and fits, its other ops moved to `rest` (N,).
     A window, not the ops that save most per byte: ops left out one by one would leave islands on the device, a
-    submodel and two crossings each (on ``edge`` ResNet-50 a window on the 64 MB accelerator, the rest on the GPU,
-    is 3.3% above the best known placement). `cost` (N, D) seconds (the saving of an op is its `rest` device's
+    submodel and two crossings each (on ``edge`` ResNet-50 a window on the small-memory accelerator, the rest on
+    the GPU, is close to the best known placement). `cost` (N, D) seconds (the saving of an op is its `rest` device's
     time less its time on the device), `memory` (N, 2) bytes (``obs["node_memory_bytes"]``), `capacity` (D,)
     bytes. Devices are fitted in index order, each from the placement the previous ones left."""
     placement = np.asarray(placement, dtype=np.int64).copy()

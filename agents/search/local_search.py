@@ -1,8 +1,8 @@
 """Cost-guided block moves: a local search around the best placement, for a fine-tuning run's few placements.
 
-Why. A policy trained over graphs whose optimum is one device (the ``ai_pc`` train split: 19 of 23 graphs) learns
-a device bias that is the same for every op (measured: GO's logits on U-Net-m differ by 7.25-7.51 between the
-CPU and the next device on every one of its 56 ops), so neither its samples nor a higher sampling temperature
+Why. A policy trained over graphs whose optimum is one device (most of the ``ai_pc`` train split) learns a device
+bias that is the same for every op (GO's logits on U-Net-m favour the CPU over the next device by nearly the
+same margin on every one of its ops), so neither its samples nor a higher sampling temperature
 propose the few ops a mixed optimum moves (U-Net's convolutions to the NPU); and 50 placements are three PPO
 updates, too few to learn it. The observation does say what each op costs on each device
 (``obs["node_device_cost"]``): `BlockSearch` proposes placements that differ from the best one found so far by
@@ -20,10 +20,9 @@ drawn by what the costs say the move saves.
                 applied together (fastest first) and measured first in the next batch (independent gains, e.g.
                 one convolution per U-Net stage, add up in one placement).
 
-Measured on ``ai_pc`` U-Net-l (72 ops, best known 2.862 ms, CPU alone 3.734 ms), best of 50 placements from the
-all-CPU placement over 5 seeds (a prototype without boundary moves): single-op moves drawn with probability 0.8
-and batches of 4: 1.7-4.9% above the best known; 0.5 and batches of 4: 6-9%; levels drawn uniformly: 4-15%.
-With boundary moves (0.3), in GO's fine-tuning: 1.7-3.4% (README, Transfer, for the settings' choice).
+The settings (the probability of single-op moves, batches of 4, boundary moves) were chosen on ``ai_pc`` U-Net-l,
+whose optimum mixes devices, by the best of a short fine-tuning's placements from the all-CPU placement: drawing
+single-op moves often beat drawing them less often or drawing levels uniformly (README, Transfer).
 """
 from __future__ import annotations
 
@@ -78,7 +77,7 @@ class BlockSearch:
             device, `edge_index`), the ones that save least per byte of weights first, to that neighbour's
             device, until it fits (ops the proposal moved there go last): a block moved onto a full accelerator
             is a swap with ops at its region's edge (``edge`` ResNet-50: its last stage's shortcut convolution
-            on the 64 MB accelerator in place of the main branch's last ops, 2.5% -> 1.0% above the best known).
+            on the small-memory accelerator in place of the main branch's last ops, closer to the best known).
     """
 
     def __init__(self, cost: np.ndarray, mask: np.ndarray | None = None, seed: int | None = None,
@@ -254,9 +253,9 @@ class AroundBest:
 
     Args:
         search: the proposals (`BlockSearch`) of the run's graph.
-        batch: proposals per batch (the base moves to the run's best after each batch). Measured on ``ai_pc``
-            U-Net-l (module docstring): batches of 1, 4, 8 ended 0.8-10.5%, 1.7-4.9%, 3.0-9.2% above the optimum
-            after 50 placements.
+        batch: proposals per batch (the base moves to the run's best after each batch). The default 4 was
+            chosen on ``ai_pc`` U-Net-l (module docstring): steadier across seeds than 1, closer to the optimum
+            than 8.
         cheapest_first: the first batch is led by every op on its cheapest device (`BlockSearch.cheapest`).
     """
 

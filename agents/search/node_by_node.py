@@ -5,7 +5,8 @@ A node-by-node placer re-places one *node* (a group of ops that share a device) 
 topological order cut into G contiguous chunks (`placement_gym.wrappers.contiguous_groups`). Its ``predict`` can
 only return placements constant on those groups: with G = 16 a best placement that puts neighbouring ops on
 different devices (the heuristic start's "every op on its cheapest device" on ``ai_pc``: ResNet-50's 16 groups
-split where it changes device are 112) is out of reach, and ``predict`` ended 1.5-2.4x above the run's best there.
+split where it changes device are many times more) is out of reach, and ``predict`` ended far above the run's
+best there.
 
 `NodeGroups` fixes that the way Post's coarse-to-fine groups do, once, at the end of a run: where the best is
 not constant on a group, the group is split at every op where the best changes device (`refine_groups`, the
@@ -32,9 +33,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["MAX_EPISODE_NODES", "NodeGroups", "TeacherForcing", "graph_key", "refine_groups"]
 
 #: The most (groups x ops) a refinement may give one graph: one teacher-forced forward pass holds every step's
-#: observation of the whole graph. Inception-V3's refinement on ``ai_pc`` (197 groups x 310 ops, 61k) fits: a
-#: distillation step then took 0.33 s and ~0.7 GB (measured, Placeto, 2-core machine under load); a bigger one
-#: keeps the contiguous groups (its ``predict`` is then their majority of the best, and a warning says so).
+#: observation of the whole graph. The limit leaves room for Inception-V3's refinement on ``ai_pc`` (its groups x
+#: 310 ops), whose distillation steps still take modest time and memory; a bigger one keeps the contiguous groups
+#: (its ``predict`` is then their majority of the best, and a warning says so).
 MAX_EPISODE_NODES = 65_536
 
 

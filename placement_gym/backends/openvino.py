@@ -12,8 +12,8 @@ Per measurement:
    placement* (every op on the first device that can run them all), kept compiled per graph: the latency is
    the median of the ratios run / reference run times the reference's own latency, timed once per graph (its
    *baseline*). A burst of load from other processes slows both runs of a pair, so it cancels out; the raw
-   runs are kept (`Measurement.samples`, ``raw_latency_s``). Measured on the 2-core CI machine with other jobs
-   running: fresh ResNet-50 measurements varied 7% (CV) as seconds and 1% paired, at up to twice the timing.
+   runs are kept (`Measurement.samples`, ``raw_latency_s``). On a shared machine with other jobs running the
+   paired ratios vary far less than the seconds themselves, at up to twice the timing (see the README's results).
    Under ``objective="throughput"`` instead: several asynchronous requests stay in flight (`timed_periods`), so
    HETERO can run one request's submodel on one device while another device runs another request's; the
    result is the median steady-state time between completed inferences (1 / throughput) over timed windows.
@@ -392,12 +392,11 @@ class OpenVINOBackend(Backend):
         """(N, D) float64: measured seconds of op ``i`` on device ``d``; ``inf`` where `action_mask` is False.
 
         Measured, not estimated (the real backend has no spec sheet): on the first call for a graph, the graph is
-        compiled on each device alone and profiled per op (`profiling.measure_op_times`: ``PERF_COUNT``,
-        runtime entries mapped back to the original ops, scaled to the measured whole-model latency), with this
-        backend's `warmup` and `profile_runs`. That costs two single-device compiles and 2 x (`warmup` +
-        `profile_runs`) inferences per device (ResNet-50 on a shared 2-core CPU: 3-8 s for two devices), once
-        per graph; later calls reuse it. A device on which the whole graph does not compile alone gets, for the ops it
-        supports, the mean of the other devices' times (logged).
+        compiled on each device alone and profiled per op (`profiling.measure_op_times`: ``PERF_COUNT``, runtime
+        entries mapped back to the original ops, scaled to the measured whole-model latency), with this backend's
+        `warmup` and `profile_runs`. That costs two single-device compiles and 2 x (`warmup` + `profile_runs`)
+        inferences per device, once per graph; later calls reuse it. A device on which the whole graph does not
+        compile alone gets, for the ops it supports, the mean of the other devices' times (logged).
         """
         seconds = self._profile(graph).seconds
         return np.where(self.action_mask(graph), seconds, np.inf)

@@ -8,7 +8,7 @@ A `Profile` bundles what the cost model (`placement_gym.backends.simulated`) nee
 * a `LinkProfile` (latency + bytes / bandwidth) paid by every tensor that crosses from one submodel to another;
 * ``boundary_overhead_s``, paid once per extra HETERO submodel (dispatching a sub-request, syncing, converting
   layouts at its edges), and ``split_overhead_s``, paid once by any placement cut into several submodels (the
-  HETERO request wrapping them: measured at ~0.2 ms on a 2-core CPU);
+  HETERO request wrapping them; `calibrate` fits both overheads to real split placements);
 * ``schedule``: ``"sequential"`` (HETERO's synchronous inference runs its submodels one after another, so
   latency = compute + transfers + boundaries) or ``"parallel"`` (every device has its own queue and ops on
   different devices overlap: the classic list-scheduling simulator of Placeto / Baechi).

@@ -55,8 +55,8 @@ def timed_pairs(request: ov.InferRequest, reference: ov.InferRequest, runs: int,
     seconds), one pair per run.
 
     A burst of load on a shared machine slows both runs of a pair alike, so the ratio run / reference keeps the
-    placement's latency relative to the reference while the seconds themselves jump (on the 2-core CI machine
-    with other jobs running: fresh ResNet-50 measurements 7% CV as seconds, 1% as ratios). Adaptive repeats
+    placement's latency relative to the reference while the seconds themselves jump (see the README's results
+    for how much steadier the ratios are on a shared machine). Adaptive repeats
     (`target_rel_halfwidth`, `max_runs` pairs, `max_s` seconds) as in `timed_runs`, on the median of the ratios.
 
     Warm-up: `warmup` untimed runs of `request` (the first runs after compile are slow), then one of
@@ -281,7 +281,7 @@ def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 
     2. map runtime entries to original ops (`_runtime_groups`); a fused group's time is shared among its ops in
        proportion to their work (FLOPs + bytes);
     3. scale all times so that they sum to the model's latency measured without profiling (`statistic` of
-       `runs` timed runs by `clock`; the entries' sum differs from the wall time, by up to 2x with several
+       `runs` timed runs by `clock`; the entries' sum differs from the wall time, the more so with several
        threads).
 
     Args:

@@ -70,9 +70,9 @@ logger = logging.getLogger(__name__)
 MAX_OPS_FOR_CYCLE_SPLIT = 20_000
 
 #: A batch is split over threads only when each thread's share is expected to take at least this long: handing a
-#: share to a pool thread and joining it costs ~50 us on a busy 2-core machine (thread wake-up, the GIL, Numba's
-#: dispatch), so a shorter share would lose more than it saves. The expectation is the kernel's recent seconds
-#: per placement on this graph, which depend on the placements (ResNet-50: ~2 us in runs of 16 ops, ~7 us random).
+#: share to a pool thread and joining it has a fixed cost (thread wake-up, the GIL, Numba's dispatch), so a
+#: shorter share would lose more than it saves. The expectation is the kernel's recent seconds per placement on
+#: this graph, which depend on the placements (long same-device runs are cheaper to cut than random ones).
 MIN_SECONDS_PER_THREAD = 150e-6
 
 
@@ -111,15 +111,13 @@ class HeteroCutter:
     the same-device edges, then rounds in which "downstream of an exit of my own subgraph" is read from
     precomputed descendant bitsets.
 
-    Checked against OpenVINO 2026.4: this rule is a port of ``SubgraphCollector`` in OpenVINO's sources. A
-    line-by-line Python port of that source agrees with it on 300 random, blocky and contiguous placements
-    each of tiny_branch, ResNet-50 and Inception-V3 (BERT: one submodel too many in ~2% of them), and with the
-    real ``HETERO_NUMBER_OF_SUBMODELS`` on every random (50/50), contiguous and 8-op-block placement compiled
-    (12 ResNet, 6 Inception, 4 BERT, 15 tiny_branch; and the 30 of benchmarks/simulator_fidelity.py on
-    ResNet). With only a few ops on the second device the released plugin sometimes cuts
-    where the branches fork instead of where they join, giving 1-3 submodels more (~10% of such tiny_branch
-    placements, 2 of 15 ResNet ones; per-op profiling under HETERO shows the pieces). tests/test_simulated.py
-    compiles tiny_branch placements and compares.
+    Checked against OpenVINO 2026.4: this rule is a port of ``SubgraphCollector`` in OpenVINO's sources, and
+    was compared with a line-by-line Python port of that source on random, blocky and contiguous placements of
+    the zoo models (BERT: now and then one submodel too many) and with the real ``HETERO_NUMBER_OF_SUBMODELS``
+    of compiled placements (benchmarks/simulator_fidelity.py). With only a few ops on the second device the
+    released plugin sometimes cuts where the branches fork instead of where they join, giving a few submodels
+    more (per-op profiling under HETERO shows the pieces). tests/test_simulated.py compiles tiny_branch
+    placements and compares.
     """
 
     def __init__(self, graph: ComputationGraph) -> None:

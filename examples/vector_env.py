@@ -59,7 +59,7 @@ def main(argv=None) -> None:
 
     # Part 2: an agent that samples several placements per update measures them in one vector step each.
     agent = PostAgent(seed=args.seed)
-    venv = gym.make_vec("DevicePlacement-v0", num_envs=agent.samples_per_update, model=args.model,
+    venv = gym.make_vec("DevicePlacement-v0", num_envs=agent.reinforce.samples_per_update, model=args.model,
                         backend="simulated", profile="paper")
     started = time.perf_counter()
     agent.learn(venv, budget=args.budget)

@@ -8,10 +8,11 @@ instead, with the PPO settings given in ``ppo`` (a dict of `PPOConfig` fields be
 """
 from __future__ import annotations
 
+import inspect
+import time
 from dataclasses import asdict, fields, replace
 from typing import Any, Callable, Mapping
 
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -43,14 +44,21 @@ def distill_cap(seconds: float | None, run: RunLoop) -> float | None:
 #: The trainers an agent can use.
 ALGORITHMS = ("reinforce", "ppo")
 _PPO_ONLY = tuple(f.name for f in fields(PPOConfig) if f.name not in {g.name for g in fields(ReinforceConfig)})
+#: `ReinforceConfig`'s fields an agent's constructor may take by name (``mode`` is the agent's, fixed; the search
+#: components the trainers run come from ``search``, `agents.search.config`).
+_TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode", "imitation_coef", "elites",
+                                                                         "distill_steps", "distill_seconds",
+                                                                         "split_patience", "search_proposals",
+                                                                         "fit_memory"}
 
 
 class PolicyGradientAgent(LearnedAgent, BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
     (`agents.algos.learned.LearnedAgent`).
 
-    Subclasses implement `build_policy(spec)` and `hyperparameters()` (adding `algorithm_options()` to it),
-    pass their trainer settings to this constructor, and may override `agent_env` to train on a wrapper of the
+    Subclasses implement `build_policy(spec)` and `hyperparameters()` (their own settings plus `run_options()`),
+    take their method's trainer settings in their constructor's signature under `ReinforceConfig`'s names and
+    pass ``self.trainer_settings(locals(), mode=...)`` to this constructor (each setting written once), and may override `agent_env` to train on a wrapper of the
     run's env (the node-by-node variant, another reward). Calling `learn` again continues training (same
     optimiser and baselines).
 
@@ -88,9 +96,32 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         """The trainer settings (a `PPOConfig` with ``algorithm="ppo"``)."""
         return self.trainer_config
 
+    @classmethod
+    def trainer_setting_names(cls) -> list[str]:
+        """The `ReinforceConfig` fields the class's constructor takes under their own names (its method's
+        trainer settings), in the constructor's order."""
+        return [name for name in inspect.signature(cls.__init__).parameters if name in _TRAINER_FIELDS]
+
+    @classmethod
+    def trainer_settings(cls, arguments: Mapping[str, Any], mode: str) -> ReinforceConfig:
+        """The `ReinforceConfig` of `mode` from a constructor's `arguments` (its ``locals()``): each field of
+        `trainer_setting_names` taken from the argument of the same name, so that a setting is written once,
+        in the constructor's signature."""
+        return ReinforceConfig(mode=mode, **{name: arguments[name] for name in cls.trainer_setting_names()})
+
+    def trainer_options(self) -> dict[str, Any]:
+        """The trainer settings the constructor took (`trainer_setting_names`), for `hyperparameters`."""
+        return {name: getattr(self.reinforce, name) for name in self.trainer_setting_names()}
+
     def algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""
         return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
+
+    def run_options(self) -> dict[str, Any]:
+        """Every constructor argument `hyperparameters` needs besides the agent's own network settings: the
+        trainer's (`trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
+        return {**self.trainer_options(), "seed": self.seed, "torch_threads": self.torch_threads,
+                **self.algorithm_options(), **self.coarsen_options()}
 
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""

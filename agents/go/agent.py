@@ -49,7 +49,6 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import ReinforceConfig
 from agents.core.run import RunLoop
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
@@ -130,12 +129,9 @@ class GOAgent(PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         search: "SearchConfig | dict[str, Any] | str | None" = None,
     ) -> None:
-        reinforce = ReinforceConfig(
-            mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
-            baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
-            max_grad_norm=max_grad_norm,
-        )
-        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        trainer = self.trainer_settings(locals(), mode="bandit")
+        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         unknown = sorted(set(self.search.finetune_search_options) - set(SEARCH_OPTIONS))
         if unknown:
@@ -146,14 +142,7 @@ class GOAgent(PolicyGradientAgent):
         self.whole_graph_cost = graph_cost  # built with the policy (`GOPolicy`), never added by a run
 
     def hyperparameters(self) -> dict[str, Any]:
-        r = self.reinforce
-        return {
-            **self.network,
-            "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
-            "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
-            "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
-            "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
-        }
+        return {**self.network, **self.run_options()}
 
     def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
         """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),

@@ -54,7 +54,6 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import ReinforceConfig
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -147,12 +146,9 @@ class HSDAGAgent(PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         search: "SearchConfig | dict[str, Any] | str | None" = None,
     ) -> None:
-        reinforce = ReinforceConfig(
-            mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
-            baseline_decay=baseline_decay, entropy_coef=entropy_coef, normalize_advantage=normalize_advantage,
-            max_grad_norm=max_grad_norm,
-        )
-        super().__init__(reinforce, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
+        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        trainer = self.trainer_settings(locals(), mode="bandit")
+        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
                             max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
@@ -162,14 +158,7 @@ class HSDAGAgent(PolicyGradientAgent):
         self.feature_families = hsdag_feature_families(**self.feature_switches)
 
     def hyperparameters(self) -> dict[str, Any]:
-        r = self.reinforce
-        return {
-            **self.network, **self.feature_switches,
-            "learning_rate": r.learning_rate, "samples_per_update": r.samples_per_update, "baseline": r.baseline,
-            "baseline_decay": r.baseline_decay, "entropy_coef": r.entropy_coef,
-            "normalize_advantage": r.normalize_advantage, "max_grad_norm": r.max_grad_norm, "seed": self.seed,
-            "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options(),
-        }
+        return {**self.network, **self.feature_switches, **self.run_options()}
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:
         if spec.feature_families is not None and tuple(spec.feature_families) != self.feature_families:

@@ -44,7 +44,6 @@ from agents.core.base import PolicySpec
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import ReinforceConfig
 from agents.core.run import agent_predict
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -107,10 +106,9 @@ class PlacetoAgent(PolicyGradientAgent):
                  max_nodes: int = MAX_NODES, search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
-        config = ReinforceConfig(mode="episodic", learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
-                                 episodes_per_update=episodes_per_update, baseline_decay=baseline_decay,
-                                 max_grad_norm=max_grad_norm)
-        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
+        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        trainer = self.trainer_settings(locals(), mode="episodic")
+        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
         if start not in STARTS:
@@ -118,15 +116,10 @@ class PlacetoAgent(PolicyGradientAgent):
         self.groups, self.sweeps, self.start = None if groups is None else int(groups), int(sweeps), start
         self.node_grouping = NodeGroups(self.groups)
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
-        self.learning_rate, self.entropy_coef, self.gamma = learning_rate, entropy_coef, gamma
-        self.episodes_per_update, self.baseline_decay, self.max_grad_norm = episodes_per_update, baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
         return dict(hidden_dim=self.hidden_dim, n_layers=self.n_layers, directed=self.directed, groups=self.groups,
-                    sweeps=self.sweeps, start=self.start, learning_rate=self.learning_rate, entropy_coef=self.entropy_coef, gamma=self.gamma,
-                    episodes_per_update=self.episodes_per_update, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options(), **self.coarsen_options())
+                    sweeps=self.sweeps, start=self.start, **self.run_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)

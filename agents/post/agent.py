@@ -48,7 +48,6 @@ from agents.core.base import PolicySpec
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.ppo import PPOTrainer
-from agents.algos.reinforce import ReinforceConfig
 from agents.algos.rollout import Decision, Measured
 from agents.search.config import SearchConfig
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -128,26 +127,21 @@ class PostAgent(PolicyGradientAgent):
             raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
         if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
             raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
-        config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
-                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(config, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
+        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        trainer = self.trainer_settings(locals(), mode="bandit")
+        super().__init__(trainer, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         if not 0 <= self.search.boundary_explore <= 1:
             raise ValueError(f"Post's boundary_explore is a share of the uniform distribution in [0, 1] (0: off), got "
                              f"{self.search.boundary_explore}")
         self.n_groups = n_groups
-        self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
-        self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
 
     def hyperparameters(self) -> dict[str, Any]:
-        options = self.algorithm_options()
+        options = self.run_options()
         del options["algorithm"]  # always PPO
-        return dict(n_groups=self.n_groups, learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
-                    entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
-                    ce_smoothing=self.ce_smoothing, seed=self.seed, torch_threads=self.torch_threads, **options,
-                    **self.coarsen_options())
+        return dict(n_groups=self.n_groups, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
+                    ce_smoothing=self.ce_smoothing, **options)
 
     def train(self, run, seed: int | None) -> None:
         if run.many_graphs:  # one distribution per op group of ONE graph: over many graphs it means nothing

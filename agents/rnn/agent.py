@@ -31,7 +31,6 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import ReinforceConfig
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -84,20 +83,14 @@ class RNNAgent(PolicyGradientAgent):
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        config = ReinforceConfig(mode="bandit", learning_rate=learning_rate, samples_per_update=samples_per_update,
-                                 entropy_coef=entropy_coef, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(config, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
+        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        trainer = self.trainer_settings(locals(), mode="bandit")
+        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
-        self.learning_rate, self.samples_per_update, self.entropy_coef = learning_rate, samples_per_update, entropy_coef
-        self.baseline_decay, self.max_grad_norm = baseline_decay, max_grad_norm
 
     def hyperparameters(self) -> dict[str, Any]:
-        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward,
-                    learning_rate=self.learning_rate, samples_per_update=self.samples_per_update,
-                    entropy_coef=self.entropy_coef, baseline_decay=self.baseline_decay,
-                    max_grad_norm=self.max_grad_norm, seed=self.seed, torch_threads=self.torch_threads,
-                    **self.algorithm_options(), **self.coarsen_options())
+        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward, **self.run_options())
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.search.refine, self.search.refine_boundary)

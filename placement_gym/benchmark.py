@@ -37,8 +37,9 @@ from .schema import (
     Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, mismatch, read_json,
 )
 
-__all__ = ["SUITES", "BenchmarkRun", "Suite", "check_same_versions", "leaderboard", "leaderboard_markdown",
-           "load_suite", "reference_records", "run_suite", "score"]
+__all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "check_same_versions", "estimate_seconds",
+           "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path", "reference_records",
+           "run_suite", "score", "write_results"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 #: The suites shipped with the package (``placement_gym/suites/<name>.json``).

@@ -140,6 +140,14 @@ def load_suite(suite: "str | Path") -> Suite:
     if not path.is_file():
         raise ValueError(f"unknown suite {str(suite)!r}: give one of {', '.join(SUITES)} or a suite .json file")
     data = read_json(path, _suite_file(), max_bytes=MAX_SUITE_BYTES, what="suite file")
+    from .models import dataset_names, zoo_names
+    from .models.synthetic import is_synthetic
+
+    known = set(zoo_names()) | set(dataset_names())
+    for i, model in enumerate(data["models"]):  # a wrong name would fail every one of its runs, at the end
+        if model not in known and not is_synthetic(model) and not Path(model).is_file():
+            raise mismatch(path, f"models[{i}]", model, "a zoo name (" + ", ".join(zoo_names()) + "), a dataset "
+                           "entry (`placement-gym info --dataset`), 'synthetic:N[:SEED]' or a model file")
     return Suite(name=data["suite"], version=data["version"], description=data["description"],
                  models=tuple(data["models"]), cases=tuple(tuple(c.split(":")) for c in data["cases"]),
                  budgets=tuple(data["budgets"]), seeds=tuple(data["seeds"]), metrics=tuple(data["metrics"]))

@@ -817,9 +817,13 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
             bar.update(1)
 
         try:
-            with _signal_handlers_kept():  # --ray: Ray's start replaces this process's SIGTERM handling
-                records = benchmark.run_suite(args.agent, suite, out=out, resume=args.resume, options=options,
-                                              ray=args.ray, on_plan=planned, on_record=done)
+            if args.ray:  # started here: Ray's start replaces this process's SIGTERM handling, which is put back
+                from . import distributed
+
+                with _signal_handlers_kept():
+                    distributed.connect(args.ray)
+            records = benchmark.run_suite(args.agent, suite, out=out, resume=args.resume, options=options,
+                                          ray=args.ray, on_plan=planned, on_record=done)
         except KeyboardInterrupt:
             print(f"placement-gym benchmark: {_interruption()} after {len(finished)} run(s) of this session; every "
                   f"finished run is in {out}: add --resume to finish it", file=sys.stderr)

@@ -32,7 +32,7 @@ import numpy as np
 from . import evaluation, registry
 from ._version import __version__
 from .backends.simulated import COST_MODEL_VERSION
-from .results import write_json
+from .results import MAX_RESULTS_BYTES, write_json
 from .schema import (
     Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, mismatch, read_json,
 )
@@ -352,7 +352,7 @@ def reference_records(suite: "Suite | str | Path", path: "str | Path | None" = N
 #: A benchmark results file (`write_results`): the versions and the runs' records, each checked for what
 #: `leaderboard` reads.
 _LATENCY = Optional(Number(low=0))
-RESULTS_FILE = Record({
+BENCHMARK_RESULTS = Record({
     "suite": Text(min_len=1, max_len=64), "suite_version": Integer(1, 1 << 30), "cost_model_version": Integer(0),
     "records": ListOf(Record({
         "case": Text(max_len=100), "model": Text(max_len=200), "agent": Text(max_len=500), "seed": Integer(0),
@@ -360,15 +360,14 @@ RESULTS_FILE = Record({
         "latency_s": _LATENCY, "predict_latency_s": _LATENCY,
     }, {"agent_ms_per_placement": _LATENCY, "wall_s": _LATENCY}), max_len=1_000_000),
 })
-MAX_RESULTS_BYTES = 256 << 20
 #: One run's record as `run_suite` writes it (what `leaderboard` and a resumed benchmark read of it).
-RUN_RECORD = RESULTS_FILE.required["records"].item
+RUN_RECORD = BENCHMARK_RESULTS.required["records"].item
 
 
 def read_results(path: "str | Path") -> dict:
     """A benchmark results file (`write_results`): ``{"suite", "suite_version", "cost_model_version",
-    "package_version", "records": [...]}``, checked against `RESULTS_FILE` (ValueError naming the file and field)."""
-    return read_json(path, RESULTS_FILE, max_bytes=MAX_RESULTS_BYTES, what="benchmark results file")
+    "package_version", "records": [...]}``, checked against `BENCHMARK_RESULTS` (ValueError naming the file and field)."""
+    return read_json(path, BENCHMARK_RESULTS, max_bytes=MAX_RESULTS_BYTES, what="benchmark results file")
 
 
 def write_results(path: "str | Path", suite: Suite, records: Sequence[dict], *, overwrite: bool = False) -> Path:

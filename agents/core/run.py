@@ -68,7 +68,8 @@ from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import RunSummary, check_budget
 from placement_gym.results import write_json
 from placement_gym.schema import (
-    MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, Text, mismatch, read_json,
+    MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, SchemaError, Text, check, mismatch,
+    read_json,
 )
 from placement_gym.graph import ComputationGraph
 from placement_gym.vector_env import DevicePlacementVectorEnv
@@ -94,14 +95,13 @@ MAX_AGENT_FILE_BYTES = 16 << 20
 
 
 def _is_plain(value: Any) -> bool:
-    """Whether `value` is plain data JSON keeps as it is (None, bool, int, float, str, lists and dicts of them)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_is_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
-    return False
+    """Whether `value` is a setting the default `RunAgent.load` takes back: plain data as `SETTINGS` accepts it
+    for any setting (None, bool, int, float, str, lists and dicts of them, bounded)."""
+    try:
+        check(value, SETTINGS.others, "hyperparameters")
+    except SchemaError:
+        return False
+    return True
 
 
 #: The ``predict_error`` of a run whose agent has no policy of its own (`RunAgent.has_policy`).

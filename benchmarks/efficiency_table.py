@@ -1,4 +1,4 @@
-"""Sample efficiency of the learned agents, from `placement-gym compare` results files, as README tables.
+"""Sample efficiency of the learned agents, from `placement-gym compare` results files, as markdown tables.
 
 For every (preset, model) the reference is the best latency known across ALL the given files of that preset (an
 `optimal` row's, which takes the other rows' placements as warm starts, or any agent's if faster), so files

@@ -2,8 +2,9 @@
 # The leaderboard (SIMULATED): every registered agent (the pure learned agents, the search baselines `cheapest`
 # and `local-search`, the planners `dp` and `optimal`, the other baselines) and the hybrid of every learned agent
 # (`hybrid:NAME`), on ResNet / Inception / BERT, one `placement-gym compare` per (preset, objective).
-# `python benchmarks/leaderboard_table.py OUT_DIR` turns the JSON files into docs/leaderboard.md; every budget
-# below BUDGET is read from the same runs' best-so-far curves.
+# `python benchmarks/leaderboard_table.py OUT_DIR` turns the JSON files into tables (`python
+# benchmarks/results_pages.py` writes those of benchmarks/results/leaderboard into docs/results/leaderboard.md);
+# every budget below BUDGET is read from the same runs' best-so-far curves.
 #
 # Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY]
 #   BUDGET  placements per run (default 1000)      SEEDS  seeds per (agent, model) (default 3)

@@ -1,167 +1,101 @@
-"""The README's leaderboard tables from the results of `benchmarks/leaderboard.sh` (SIMULATED figures).
+"""The leaderboard tables from the results of `benchmarks/leaderboard.sh` (SIMULATED figures).
 
-    python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard] > docs/leaderboard.md
-    python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the README's table
+    python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard]               # the per-case tables
+    python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the summary table
 
-One markdown table per (preset, objective): per model, each agent's mean seconds per inference over seeds
-(latency, or 1 / throughput) as its gap to the best placement anyone in the table found (never negative), at
-budget 100 (read from the run's best-so-far curve) and at the run's budget, and its deterministic policy's gap
-(``predict``, for agents that learn a policy, pure or hybrid); then, per model, the headroom
-(best single device / best found - 1: what placement can win), the best found and its lower bound (from the
-``optimal`` row: "proven", or a bound the time limit left).
+benchmarks/results_pages.py writes both into docs/results/leaderboard.md.
+
+Each results file is one ``placement-gym compare`` of every agent in one (preset, objective) case; its records are
+ranked by `placement_gym.benchmark.leaderboard`, the ranking `placement-gym benchmark` uses for suites: per model,
+each agent's gap to the best placement anyone in the case found (never negative), at budget 100 (read from the
+run's best-so-far curve) and at the run's budget, and its own deterministic placement's gap (``predict``). Below
+each case's table: per model, the headroom (best single device / best found - 1: what placement can win) and
+whether the ``optimal`` row proved the best found or left a lower bound.
 """
 from __future__ import annotations
 
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from placement_gym import benchmark
+
 SINGLE_SUFFIX = "-only"
-#: Agents that learn a policy: their deterministic placement (predict) is shown beside their best.
+#: The learned agents of benchmarks/leaderboard.sh (each also as ``hybrid:NAME``).
 LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")
-MODELS = ("resnet", "inception", "bert")
-#: Budgets below the run's own read from the best-so-far curves.
+#: Budgets below the run's own, read from the best-so-far curves.
 EARLY_BUDGETS = (100,)
 
 
-def is_learned(agent: str) -> bool:
-    """A learned agent, pure or hybrid (``hybrid:hsdag``)."""
-    return agent.removeprefix("hybrid:") in LEARNED
-
-
-def _best_within(record: dict, budget: int) -> float | None:
-    """The best latency `record`'s run had found after `budget` placements (its curve), None before any."""
-    found = [latency for placements, latency in record.get("curve") or [] if placements <= budget]
-    return min(found) if found else None
-
-
-def _fmt(value: float | None) -> str:
-    """A gap in %: never negative (the best found is the minimum over the table; means over seeds can round
-    a hair below it)."""
-    return "-" if value is None else f"{max(value, 0.0):+.1f}"
-
-
-def table(path: Path) -> tuple[str, list[dict]]:
+def case_rows(path: Path, budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
+    """The case ``"preset:objective"`` of one results file and its `benchmark.leaderboard` rows at `budgets`
+    (default: `EARLY_BUDGETS` below the run's budget, and the run's budget)."""
     data = json.loads(path.read_text())
     records = data["records"]
     settings = data["backend_settings"] if isinstance(data["backend_settings"], dict) else records[0]["backend_settings"]
-    preset, objective = settings.get("profile"), settings.get("objective", "latency")
-    by = defaultdict(list)
-    for r in records:
-        by[r["model"], r["agent"]].append(r)
-    agents = list(dict.fromkeys(r["agent"] for r in records))
-    models = [m for m in MODELS if any(r["model"] == m for r in records)]
-
-    def mean(values):
-        values = [v for v in values if v is not None and np.isfinite(v)]
-        return float(np.mean(values)) if values else None
-
-    best, cases = {}, []
-    for m in models:
-        found = [v for (model, _), rs in by.items() if model == m for r in rs
-                 for v in (r["latency_s"], r.get("predict_latency_s")) if v is not None and r.get("ok", True)]
-        best[m] = min(found)
-        single = min(mean([r["latency_s"] for r in by[m, a]]) for a in agents if a.endswith(SINGLE_SUFFIX)
-                     and mean([r["latency_s"] for r in by[m, a]]) is not None)
-        plan = next((r["extra"].get("plan", {}) for r in by.get((m, "optimal"), [])), {})
-        bound = plan.get("lower_bound_s")
-        cases.append({"preset": preset, "objective": objective, "model": m, "best_single_s": single,
-                      "best_found_s": best[m], "headroom_pct": 100 * (single / best[m] - 1),
-                      "lower_bound_s": bound, "proven": plan.get("status") == "optimal"})
-    budgets = [b for b in EARLY_BUDGETS if b < data["budget"]] + [data["budget"]]
-    header = "| agent | " + " | ".join(f"{m} gap % at {' / '.join(map(str, budgets))} (predict)" for m in models) + " |"
-    lines = [f"**{preset}, {objective}** (SIMULATED; seconds per inference: "
-             f"{'1 / throughput' if objective == 'throughput' else 'one inference'}; gap to the best found, "
-             f"mean over {len({r['seed'] for r in records})} seed(s); the smaller budgets read from the same runs' "
-             f"best-so-far curves)", "", header, "|" + "---|" * (len(models) + 1)]
-    for a in agents:
-        cells = []
-        for m in models:
-            rs = by.get((m, a), [])
-            lat = mean([r["latency_s"] for r in rs])
-            pred = mean([r.get("predict_latency_s") for r in rs])
-            failed = sum(not r.get("ok", True) for r in rs)
-            if lat is None:
-                cells.append("failed")
-                continue
-            early = [mean([_best_within(r, b) for r in rs]) for b in budgets[:-1]]
-            cell = " / ".join(_fmt(None if v is None else 100 * (v / best[m] - 1)) for v in early + [lat])
-            if pred is not None and is_learned(a):
-                cell += f" ({_fmt(100 * (pred / best[m] - 1))})"
-            if failed:
-                cell += f" [{failed} failed]"
-            cells.append(cell)
-        lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    lines.append(_headroom_row(cases))
-    # Sample efficiency: placements each searching agent needed to get within 5 / 2 / 1% of the best known value
-    # (the optimum where proven, else the best any record reached), and its own compute per placement.
-    summary = {(r["model"], r["agent"]): r for r in data.get("summary", [])}
-    lines += ["", "placements to within 5 / 2 / 1% of the best known (median over the seeds that got there; "
-              "never = no seed did) and agent ms per placement:", "",
-              "| agent | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
-    for a in [a for a in agents if is_learned(a) or a in ("random", "local-search")]:
-        cells = []
-        for m in models:
-            row = summary.get((m, a)) or {}
-            reached = [(row.get("to_within") or {}).get(k) for k in ("5", "2", "1")]
-            text = " / ".join("-" if not w else "never" if not w["reached"] else f"{w['median']:.0f}" for w in reached)
-            ms = row.get("agent_ms_per_placement")
-            cells.append(text + ("" if ms is None else f"; {ms:.1f} ms"))
-        lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    return "\n".join(lines), cases, {a: [_gap(by, m, a, best) for m in models] for a in agents}
+    case = f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
+    if budgets is None:
+        budgets = tuple(b for b in EARLY_BUDGETS if b < data["budget"]) + (data["budget"],)
+    return case, benchmark.leaderboard([{**r, "case": case} for r in records], budgets)
 
 
-def _gap(by: dict, model: str, agent: str, best: dict) -> float | None:
-    """Mean gap (%) of `agent`'s latency over seeds to the best found on `model`; None if it never ran."""
-    values = [r["latency_s"] for r in by.get((model, agent), []) if r["latency_s"] is not None]
-    return 100 * (float(np.mean(values)) / best[model] - 1) if values else None
+def geomean_gap(gaps: list[float | None]) -> float | None:
+    """Geometric mean of (1 + gap) over models, as a gap in %; None where any model has no gap."""
+    if not gaps or any(g is None for g in gaps):
+        return None
+    return 100 * (float(np.exp(np.mean(np.log1p(np.asarray(gaps) / 100)))) - 1)
 
 
-def summary_table(tables: list[tuple[str, list[dict], dict]]) -> str:
-    """One row per agent, one column per (preset, objective): the agent's gap to the best found, geometric mean
-    of (1 + gap) over the models, and the headroom row beneath (best single device vs best found)."""
-    def geomean(gaps: list) -> float | None:
-        gaps = [g for g in gaps if g is not None]
-        return 100 * (float(np.exp(np.mean(np.log1p(np.asarray(gaps) / 100)))) - 1) if gaps else None
+def best_single_gaps(rows: list[dict]) -> dict[str, float]:
+    """Per model, the best single device's gap (%) to the best found: the headroom placement can win."""
+    models = dict.fromkeys(r["model"] for r in rows)
+    return {m: min(r["gap_pct"][max(r["gap_pct"])] for r in rows if r["model"] == m
+                   and r["agent"].endswith(SINGLE_SUFFIX) and r["gap_pct"][max(r["gap_pct"])] is not None)
+            for m in models}
 
-    columns = [(cases[0]["preset"], cases[0]["objective"]) for _, cases, _ in tables]
-    agents = list(dict.fromkeys(a for _, _, gaps in tables for a in gaps if not a.endswith(SINGLE_SUFFIX)))
-    lines = ["| agent | " + " | ".join(f"{p} {o}" for p, o in columns) + " |", "|" + "---|" * (len(columns) + 1)]
-    lines.append("| best single device | " + " | ".join(
-        _fmt(geomean([100 * (c["best_single_s"] / c["best_found_s"] - 1) for c in cases])) for _, cases, _ in tables)
-        + " |")
-    for a in agents:
-        lines.append(f"| {a} | " + " | ".join(_fmt(geomean(gaps.get(a, []))) for _, _, gaps in tables) + " |")
+
+def table(path: Path) -> str:
+    """One case's tables (`benchmark.leaderboard_markdown`) and its headroom line."""
+    case, rows = case_rows(path)
+    headroom = best_single_gaps(rows)
+    notes = []
+    for model, gap in headroom.items():
+        row = next(r for r in rows if r["model"] == model)
+        bound = row["bound"]
+        proof = ("proven" if bound == "proven" else f"bound {bound * 1e3:.2f} ms" if bound else "no bound")
+        notes.append(f"{model} {gap:.0f}% (best found {row['best_known_s'] * 1e3:.2f} ms, {proof})")
+    return (benchmark.leaderboard_markdown(rows)
+            + f"\n**headroom** (best single device vs best found) on {case}: " + "; ".join(notes))
+
+
+def summary_table(paths: list[Path]) -> str:
+    """One row per agent, one column per case: the agent's gap at the run's budget to the best found, geometric
+    mean of (1 + gap) over the models; the headroom row (best single device vs best found) first."""
+    cases = [case_rows(p) for p in paths]
+    agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows if not r["agent"].endswith(SINGLE_SUFFIX)))
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"+{value:.1f}"
+
+    def gap(rows: list[dict], agent: str) -> float | None:
+        mine = [r for r in rows if r["agent"] == agent]
+        return geomean_gap([r["gap_pct"][max(r["gap_pct"])] for r in mine]) if mine else None
+
+    lines = ["| agent | " + " | ".join(case.replace(":", " ") for case, _ in cases) + " |",
+             "|" + "---|" * (len(cases) + 1),
+             "| best single device | " + " | ".join(fmt(geomean_gap(list(best_single_gaps(rows).values())))
+                                                   for _, rows in cases) + " |"]
+    lines += [f"| {a} | " + " | ".join(fmt(gap(rows, a)) for _, rows in cases) + " |" for a in agents]
     return "\n".join(lines)
-
-
-def _headroom_row(cases: list[dict]) -> str:
-    return ("| **headroom** (best single device vs best found) | " + " | ".join(
-        f"{c['headroom_pct']:.0f}% ({c['best_single_s'] * 1e3:.2f} -> {c['best_found_s'] * 1e3:.2f} ms; "
-        + ("proven" if c["proven"] else f"bound {c['lower_bound_s'] * 1e3:.2f} ms" if c["lower_bound_s"] else "no bound")
-        + ")" for c in cases) + " |")
 
 
 def main(argv: list[str]) -> int:
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
-    folder = Path(argv[0] if argv else "benchmarks/results/leaderboard")
-    all_cases, tables = [], []
-    for path in sorted(folder.glob("*.json")):
-        text, cases, gaps = table(path)
-        all_cases += cases
-        tables.append((text, cases, gaps))
-        if not summary:
-            print(text + "\n")
-    if summary:
-        print(summary_table(tables) + "\n")
-    big = [c for c in all_cases if c["headroom_pct"] >= 15]
-    print(f"cases with headroom >= 15%: {len(big)} of {len(all_cases)}: "
-          + ", ".join(f"{c['preset']}/{c['objective']}/{c['model']}" for c in all_cases if c["headroom_pct"] < 15)
-          + (" below" if len(big) < len(all_cases) else ""))
+    paths = sorted(Path(argv[0] if argv else "benchmarks/results/leaderboard").glob("*.json"))
+    print(summary_table(paths) if summary else "\n\n".join(table(p) for p in paths))
     return 0
 
 

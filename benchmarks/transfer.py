@@ -195,7 +195,7 @@ def _fmt_gap(gap: float | None) -> str:
 
 
 def markdown(result: dict, finetune: list[int]) -> str:
-    """The README table of one agent's run (gaps in % above the optimum)."""
+    """The markdown table of one agent's run (gaps in % above the optimum)."""
     untrained = bool(result["rows"]) and f"untrained_finetune_{max(finetune)}_s" in result["rows"][0]
     head = ["test graph", "ops", "optimum ms", "best single", "zero-shot"] + [f"fine-tuned {k}" for k in finetune] + \
         ([f"untrained, fine-tuned {max(finetune)}"] if untrained else []) + \

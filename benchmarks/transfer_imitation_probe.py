@@ -3,7 +3,7 @@
     python benchmarks/transfer_imitation_probe.py --epochs 150 --seed 0
     python benchmarks/transfer_imitation_probe.py --epochs 150 --seed 0 --agent-option graph_cost=false
 
-GO is trained as the README's transfer table trains it (``dataset:train``, 200 placements, ``--profile``), then
+GO is trained as docs/results/transfer.md's table trains it (``dataset:train``, 200 placements, ``--profile``), then
 fitted by behaviour cloning to one placement per training graph: the best of the heuristic start's placements
 (`agents.search.heuristic_start.start_placements`: each device alone, every op on its cheapest device), which on
 ``ai_pc`` is per-op mixed on the four graphs whose optimum mixes devices (encoder-m/l, gpt-m/l) and the CPU

@@ -414,9 +414,10 @@ def _best_known(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], f
     return best
 
 
-def leaderboard(records: Sequence[Mapping[str, Any]], suite: Suite) -> list[dict]:
+def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[int]") -> list[dict]:
     """One row per (case, model, agent): its gaps (%) to the best known latency of that (case, model), mean
-    over seeds.
+    over seeds, at each budget of `suite` (or at the budgets given instead of a suite: records of any
+    ``placement-gym compare`` file with a ``case`` key added rank the same way).
 
     Row keys: case, model, agent, hybrid (the search layer ran), seeds, failed (seeds without a result),
     ``gap_pct`` ({budget: gap of the best found within that budget}), ``predict_gap_pct`` (the agent's own
@@ -425,6 +426,7 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: Suite) -> list[dict
     ``agent_ms_per_placement``, ``best_known_s`` and ``bound`` ("proven" where the exact optimum proved it, else
     the optimum's lower bound in seconds or None).
     """
+    budgets = suite.budgets if isinstance(suite, Suite) else tuple(suite)
     best = _best_known(records)
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in records:
@@ -454,7 +456,7 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: Suite) -> list[dict
             "case": case, "model": model, "hybrid": hybrid,
             "agent": agent if not hybrid or registry.is_hybrid(agent) else registry.HYBRID_PREFIX + agent,
             "seeds": len(rs), "failed": len(rs) - len(ok),
-            "gap_pct": {b: gap(_mean(_best_within(r, b) for r in ok)) for b in suite.budgets},
+            "gap_pct": {b: gap(_mean(_best_within(r, b) for r in ok)) for b in budgets},
             "predict_gap_pct": gap(_mean(r.get("predict_latency_s") for r in ok)),
             "placements_to_within": within,
             "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),

@@ -101,15 +101,28 @@ def _env_factory(args: argparse.Namespace):
     """``(make_env(model, feature_families), backend)``: one backend for every env of the command, so the real
     backend's measurement cache and the reference placement are shared, and one graph object per model."""
     from .backends import make_backend
+    from .backends.published import published_backend
     from .env import DevicePlacementEnv
     from .models import load_graph
+    from .models.published import is_published
 
     options = _key_values(args.backend_option, "--backend-option")
     for key in ("warmup", "repeats", "profile", "objective"):  # given flags only: the backend's defaults otherwise
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
-    backend = make_backend(args.backend, args.devices or "auto", **options)
     graphs: dict = {}
+    models = getattr(args, "models", None) or [getattr(args, "model", None)]
+    models = [m for m in (models if isinstance(models, (list, tuple)) else [models]) if isinstance(m, str)]
+    if models and any(is_published(m) for m in models):
+        if not all(is_published(m) for m in models):
+            raise ValueError("the models mix published benchmark files (tarnawski:..., .json, .txt) with other models; "
+                             "each family is priced by its own cost model: compare them in separate commands")
+        # A published benchmark carries its costs: its authors' cost model prices it (one backend for all models,
+        # which must share the family and the device set; the backend refuses a model that does not).
+        graphs[models[0]] = load_graph(models[0])
+        backend = published_backend(graphs[models[0]], args.backend, args.devices or "auto", **options)
+    else:
+        backend = make_backend(args.backend, args.devices or "auto", **options)
 
     def make_env(model: "str | Sequence[str]", families=None):
         """An env of one model, or of several (a list, or one ``dataset:SPLIT``), one drawn per reset."""
@@ -170,7 +183,20 @@ def _check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
 # ------------------------------------------------------------------------------------------- report
 def _report(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
             extra_files: Sequence[Path] = ()) -> int:
-    """Print the tables and write the files of a finished command."""
+    """Print the tables and write the files of a finished command. A SIGINT or SIGTERM that arrives meanwhile
+    waits until every file is written (`_signals_deferred`), then ends the command with its exit status."""
+    with _signals_deferred():
+        status = _print_and_write(args, records, skipped, paths, extra_files)
+    if _stopped_by is not None:
+        print(f"placement-gym {args.command}: {_interruption()} while writing the results; they were written in "
+              "full", file=sys.stderr)
+        return _exit_status()
+    return status
+
+
+def _print_and_write(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
+                     extra_files: Sequence[Path]) -> int:
+    """`_report`'s work: the tables on stdout, the records and pictures in their files."""
     if not records:
         print(f"placement-gym {args.command}: no agent produced a result", file=sys.stderr)
         return 1
@@ -684,13 +710,8 @@ def _signals_interrupt() -> Iterator[None]:
         yield
         return
 
-    def interrupt(signum: int, frame: object) -> None:
-        global _stopped_by
-        _stopped_by = signal.Signals(signum)
-        raise KeyboardInterrupt(_stopped_by.name)
-
     defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
-    previous = {signum: signal.signal(signum, interrupt) for signum, default in defaults.items()
+    previous = {signum: signal.signal(signum, _raise_interrupt) for signum, default in defaults.items()
                 if signal.getsignal(signum) is default}
     try:
         yield
@@ -698,6 +719,36 @@ def _signals_interrupt() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         _stopped_by = None
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """`_signals_interrupt`'s handler: note the signal, raise KeyboardInterrupt."""
+    global _stopped_by
+    _stopped_by = signal.Signals(signum)
+    raise KeyboardInterrupt(_stopped_by.name)
+
+
+def _note_signal(signum: int, frame: object) -> None:
+    """`_signals_deferred`'s handler: note the signal only (the first one is kept)."""
+    global _stopped_by
+    _stopped_by = _stopped_by or signal.Signals(signum)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """While the block runs, a SIGINT or SIGTERM that `_signals_interrupt` would raise is only noted in
+    `_stopped_by`: writing the results of finished runs is never cut short (a KeyboardInterrupt there would lose
+    every record). The caller checks `_stopped_by` after the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = {signum: signal.signal(signum, _note_signal) for signum in (signal.SIGINT, signal.SIGTERM)
+             if signal.getsignal(signum) is _raise_interrupt}
+    try:
+        yield
+    finally:
+        for signum in taken:
+            signal.signal(signum, _raise_interrupt)
 
 
 @contextlib.contextmanager
@@ -913,7 +964,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--ray", metavar="ADDRESS",
                          help="run the (agent, model, seed) runs as Ray tasks: local:N (N at once on this machine) or "
                               "a Ray cluster address whose measurement nodes offer the 'placement_bench' resource "
-                              "(pip install -e '.[distributed]'; README: a measurement farm)")
+                              "(pip install -e '.[distributed]'; docs/ray.md)")
     compare.add_argument("--agent-option", action="append", metavar="[AGENT:]KEY=VALUE",
                          help="agent constructor argument (repeatable, JSON values): AGENT:KEY=VALUE for one agent "
                               "(e.g. ppo:ent_coef=0.03), KEY=VALUE for every compared agent that takes KEY (e.g. "

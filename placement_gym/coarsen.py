@@ -17,7 +17,7 @@ Everything is computed from a `DevicePlacement-v0` observation (``edge_index``, 
 ``node_device_cost``), so the same observation always gives the same clusters: an agent recomputes its
 coarsening from the full observation it is shown (`Coarsening.of`), and a saved agent needs no stored mapping.
 
-The coarse observation has the env's keys with M in place of N (`Coarsening.observation`):
+The coarse observation has the env's keys with M in place of N (`Coarsening.observation`)::
 
     node_features    (M, F)  mean over the cluster's ops (the features are encodings: one-hots become type
                              fractions, log-scaled sizes and positions their cluster average); the cluster's

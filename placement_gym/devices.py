@@ -8,8 +8,7 @@ generated name (``VCPU1``, ``VCPU2``, ...; OpenVINO refuses names with '.'), eac
 and HETERO compiles and runs true two-device placements across them.
 
 Not every property stays separate once HETERO runs both copies in one process: the precision (f32 vs bf16
-kernels) does, thread counts do not (the copies share the plugin's thread pool; README, "Which properties stay
-separate"). `two_cpu_devices` picks the pair whose latencies really differ on this machine.
+kernels) does, thread counts do not (the copies share the plugin's thread pool; docs/backends.md). `two_cpu_devices` picks the pair whose latencies really differ on this machine.
 """
 from __future__ import annotations
 
@@ -55,8 +54,8 @@ def two_cpu_devices(core: ov.Core | None = None) -> list[str]:
 
     ``["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]"]`` where the CPU runs bf16 natively (OpenVINO lists ``BF16``
     in its ``OPTIMIZATION_CAPABILITIES``): f32 and bf16 kernels stay separate inside HETERO, so the two copies
-    really run at different speeds (the simulator ranks this pair's placements much as they measure; see the
-    README's results). Elsewhere the hint would silently stay f32, so the fallback is
+    really run at different speeds (the simulator ranks this pair's placements much as they measure:
+    docs/results/simulator.md). Elsewhere the hint would silently stay f32, so the fallback is
     ``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``: it compiles and runs true two-device placements, but HETERO does
     not keep the thread counts apart, so its latencies say little about which copy is faster.
     """

@@ -3,7 +3,8 @@
 One step = one complete placement (a device per compute op), measured by a backend: the real one compiles
 the model with OpenVINO HETERO and times inference, the simulated one runs a calibrated cost model.
 
-Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines3):
+Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines3)::
+
     node_features  (N, F) float32   features of each compute op (`placement_gym.features`)
     edge_index     (2, E) int64     producer -> consumer pairs, sources before targets in topological order
     edge_features  (E, 1) float32   log10(1 + bytes) / 10 of the tensors on each edge
@@ -24,6 +25,7 @@ Observation (a `spaces.Dict` of fixed-shape arrays, accepted by Stable-Baselines
                                     devices; transfers not included): simulated: the profile's
                                     ``boundary_overhead_s``; real: the backend's ``submodel_overhead_s`` option
                                     (``placement-gym calibrate`` fits it); 0 where unknown
+
 Listing the devices in another order permutes the D axes of ``action_mask``, ``device_features`` and
 ``node_device_cost`` consistently, so a policy that reads them (rather than device indices) can follow a device
 wherever it is listed.
@@ -32,10 +34,12 @@ flattened (N * D,) bool mask sb3-contrib's ``MaskablePPO`` asks for.
 Objective (``objective=``): ``"latency"`` (one synchronous inference) or ``"throughput"`` (steady-state seconds
 per inference with several requests in flight, 1 / throughput); ``info["latency_s"]`` is the seconds per
 inference of the objective, so every reward below is relative throughput under ``"throughput"``.
-Reward (``reward=``):
+Reward (``reward=``)::
+
     ``"speedup"``      reference latency / latency - 1 (0 for the reference placement; default)
     ``"neg_latency"``  -latency in seconds
     ``"inv_latency"``  1 / latency in seconds (the paper's reward)
+
 Info (step): ``placement`` ((N,) int64, the placement measured), ``latency_s`` (as measured),
 ``latency_raw_s`` (the median of the timed runs as timed, before the OpenVINO backend's paired-reference
 correction), ``latency_interval_s`` (95% interval of the median), ``speedup`` (vs the nearest reference
@@ -61,11 +65,13 @@ Multi-graph env (``model=[spec, ...]`` or ``model="dataset:train"`` / ``"dataset
 ``reset(seed=s)`` makes the sequence reproducible); ``reset(options={"model": name})`` picks one. ``env.models``
 lists the names, ``env.graph`` is the current graph, ``info["model"]`` names it (every env sets it, on reset and
 step). Each graph keeps its own arrays (computed on its first draw), reference placement and latency, drift
-correction and measurement cache. The observation is padded to the largest graph (Nmax ops, Emax edges):
+correction and measurement cache. The observation is padded to the largest graph (Nmax ops, Emax edges)::
+
     node_features, placement, node_device_cost, node_memory_bytes   padded rows 0
     edge_index, edge_features                    padding edges (0, 0) with feature 0
     action_mask                                  padded rows allow device 0 only (their choice is ignored)
     node_mask (Nmax,) int8, edge_mask (Emax,) int8   1 = real (padding comes after the real nodes and edges)
+
 Action: ``MultiDiscrete([D] * Nmax)``; the padded positions are ignored, and an action of the current graph's
 length N (what an agent's ``predict`` returns) is accepted too. ``info["placement"]`` is (N,). A single-graph env
 has no masks and no padding. The native vector env and the node-by-node wrapper take single-graph envs only.
@@ -83,9 +89,11 @@ from gymnasium import spaces
 from .backends import Backend, Measurement, make_backend
 from .backends.base import DEVICE_FEATURES, describe_devices, submodel_overhead
 from .backends.profiles import op_memory_bytes
+from .backends.published import published_backend
 from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
+from .models.published import PublishedGraph
 from .models.dataset import DATASET_PREFIX, dataset_names
 
 logger = logging.getLogger(__name__)
@@ -128,8 +136,11 @@ class DevicePlacementEnv(gym.Env):
         model: a zoo name (``"resnet"``, ``"inception"``, ``"bert"``, ``"tiny_branch"``, ...), ``"synthetic:N"`` or
             ``"synthetic:N:SEED"`` (a DNN-like graph of N ops without an OpenVINO model: simulated backend only;
             `placement_gym.models.synthetic`), a path to an OpenVINO IR ``.xml`` or ONNX file, an ``ov.Model``, or
-            a ready `ComputationGraph`; or a multi-graph spec: a list of these, or ``"dataset:SPLIT"`` (SPLIT one of
-            ``train``, ``val``, ``test``, ``all``; see the module docstring).
+            a ready `ComputationGraph`; a published benchmark (``"tarnawski:throughput-inputs/LayerGraphs/..."``,
+            a Tarnawski et al. ``.json`` input or a DOPPLER ``.txt`` graph: `placement_gym.models.published`), which
+            is priced by its authors' cost model (`placement_gym.backends.published`, chosen automatically;
+            DOPPLER's device count is ``devices=N``, default 4); or a multi-graph spec: a list of these, or
+            ``"dataset:SPLIT"`` (SPLIT one of ``train``, ``val``, ``test``, ``all``; see the module docstring).
         devices: device specs (``["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]``) or ``"auto"``.
         backend: ``"openvino"``, ``"simulated"``, ``"auto"``, or a `Backend` instance.
         reward: one of ``REWARDS``.
@@ -198,8 +209,18 @@ class DevicePlacementEnv(gym.Env):
             if graph.name in self.graphs:
                 raise ValueError(f"two of the models given are both named {graph.name!r}; give distinct graphs")
             self.graphs[graph.name] = graph
-        self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup, repeats=repeats,
-                                objective=objective)
+        published = [g for g in graphs if isinstance(g, PublishedGraph)]
+        if published:  # a published benchmark is priced by its authors' cost model, chosen from the graph
+            if len(published) != len(graphs) or len({g.family for g in published}) > 1:
+                raise ValueError("the models mix published benchmark graphs with others (or two families); each "
+                                 "is priced by its own cost model: give them to separate envs")
+            options = dict(backend_options or {})
+            given = {"profile": profile, "warmup": warmup, "repeats": repeats, "objective": objective}
+            options.update({k: v for k, v in given.items() if v is not None})
+            self.backend = published_backend(published[0], backend, devices, **options)
+        else:
+            self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup,
+                                    repeats=repeats, objective=objective)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         self.feature_families = tuple(features)
         self.render_mode = render_mode

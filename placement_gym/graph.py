@@ -116,7 +116,7 @@ class ComputationGraph:
     def stats(self) -> dict:
         """Graph statistics in the layout of the paper's Table 1.
 
-        ``average_degree`` is 2|E|/|V| (edges counted at both ends, as the paper does). ``compute`` counts the
+        ``average_degree`` is ``2|E|/|V|`` (edges counted at both ends, as the paper does). ``compute`` counts the
         placeable ops; ``all_layers`` counts every IR layer after constant folding (the paper counts all layers).
         """
         def block(nodes: int, edges: int, types: Mapping[str, int]) -> dict:

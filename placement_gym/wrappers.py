@@ -84,10 +84,12 @@ class NodePlacementWrapper(gym.Wrapper):
     ``(previous latency - new latency) / reference latency`` (a failed placement counts as the wrapped env's
     ``failure_penalty`` x reference latency, as in the wrapped env).
 
-    Observation: the wrapped env's Dict (N = ops, its ``placement`` is the current placement) plus
+    Observation: the wrapped env's Dict (N = ops, its ``placement`` is the current placement) plus::
+
         current_node  (N,) float32  1 for the ops of the node placed by the next action, else 0
                                     (all 0 once the episode is over)
         visited       (N,) float32  1 for the ops of nodes already placed in this episode
+
     Action: ``Discrete(D)``, the device of the current node: one integer (a Python int, a numpy integer or a 0-d
     integer array); anything else, one-element lists and arrays included, is refused with a ``ValueError``.
     info: the wrapped env's step info (``placement``: the whole (N,) int64 placement measured, latency_s,
@@ -101,7 +103,8 @@ class NodePlacementWrapper(gym.Wrapper):
         groups: None (every op is a node), an int G (the topological order cut into G contiguous chunks) or
             an (N,) integer array of group labels (e.g. co-location groups).
         sweeps: how many times an episode visits every node.
-        start: ``"reference"`` (every op on device 0, already measured), ``"random"`` (a random device per
+        start: ``"reference"`` (the env's reference placement: every op on the first device that runs them all and
+            holds the model; already measured), ``"random"`` (a random device per
             node among those that can run all its ops, measured at reset: one placement; the reference where an
             agent's run has no placement left to measure it) or ``"best"`` (the best placement measured so far:
             `incumbent`, not measured again; a random start until there is one). ``reset(options={"placement":

@@ -97,6 +97,27 @@ def test_sigterm_keeps_the_finished_runs_of_compare_on_ray(tmp_path):
     assert data["incomplete"] is True and [r["seed"] for r in data["records"]] == [0]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_results_are_written_waits_until_they_are(tmp_path, capsys, monkeypatch, signum):
+    # The signal is real, sent to this process from inside the report (after the records' JSON is written,
+    # before the curves' picture is); before, its KeyboardInterrupt ended the command with "nothing saved".
+    plot_curves = cli.results.plot_curves
+
+    def signalled_midway(*args, **kwargs):
+        os.kill(os.getpid(), signum)
+        return plot_curves(*args, **kwargs)
+
+    monkeypatch.setattr(cli.results, "plot_curves", signalled_midway)
+    out = tmp_path / "r.json"
+    assert cli.main(["compare", "--models", "tiny_chain", "--agents", "random", *RUN, "--json", str(out)]) \
+        == 128 + signum
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("while writing the results; they were written in full"), err
+    assert json.loads(out.read_text())["records"] and out.with_suffix(".png").exists()
+    assert "incomplete" not in json.loads(out.read_text())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers put back after main
+
+
 @pytest.mark.parametrize("command", ["train", "compare"])
 def test_the_interrupt_message_starts_its_own_line_after_the_progress_bar(tmp_path, command):
     rc, err = _run_and_signal(signal.SIGINT, command, tmp_path)  # progress bars on

@@ -146,6 +146,23 @@ def test_the_layer_around_a_users_agent_starts_from_the_costs_and_ends_searching
     assert agent.predict(env.reset(seed=0)[0]).tolist() == inner.predict(env.reset(seed=0)[0]).tolist()
 
 
+class SearcherWithoutPolicy(RunAgent):  # a user's own agent with only `train`: no policy of its own
+    def train(self, run, seed):
+        rng = np.random.default_rng(seed)
+        run.env.reset(seed=seed)
+        while not run.done:
+            run.env.step(rng.integers(0, run.base.n_devices, run.base.graph.n_ops))
+
+
+def test_the_layer_around_an_agent_without_a_policy_runs_and_reports_no_predict():
+    agent = SearchAround(SearcherWithoutPolicy())
+    assert not agent.has_policy() and SearchAround(Proposer()).has_policy() and LocalSearch().has_policy()
+    env = ai_pc_env(agent)
+    agent.learn(env, budget=30, seed=0)  # raised "has no policy of its own" at the end of the run before
+    assert agent.run_summary.steps == 30 and agent.best_latency_s is not None
+    assert agent.run_summary.predict_latency_s is None  # tables show no predict, as for the agent alone
+
+
 def test_the_local_search_baseline_starts_from_the_cheapest_and_improves_on_it():
     cheapest = registry.make_agent("cheapest", {})
     search = registry.make_agent("local-search", {"seed": 0})

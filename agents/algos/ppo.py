@@ -94,7 +94,7 @@ def clipped_surrogate(log_prob: Tensor, old_log_prob: Tensor, advantage: Tensor,
 
     Returns:
         loss () = -mean(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A)), and ``approx_kl`` (SB3's
-        mean((rho - 1) - log rho)) and ``clip_fraction`` (share of |rho - 1| > eps).
+        mean((rho - 1) - log rho)) and ``clip_fraction`` (share of ``|rho - 1| > eps``).
     """
     log_ratio = log_prob - old_log_prob.detach()
     ratio = log_ratio.exp()

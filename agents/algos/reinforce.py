@@ -12,7 +12,8 @@ to collect experience (`ReinforceConfig.mode`, `agents.algos.rollout`):
     baseline b_t per step index (moving average over earlier episodes, as Placeto does); one gradient step per
     `episodes_per_update` episodes.
 
-Both modes use (each switchable, for ablations):
+Both modes use (each switchable, for ablations)::
+
     baseline            exponential moving average of the reward (decay `baseline_decay`); off = raw rewards,
                         as the HSDAG authors' code did;
     normalize_advantage divide advantages by a moving RMS of (r - b), so the step size does not depend on the

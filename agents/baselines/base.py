@@ -8,6 +8,7 @@ budget allowed none. Nothing is learned in the RL sense.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,7 +33,8 @@ class PlanningAgent(RunAgent):
     """Base class of the baselines (see the module docstring). Subclasses implement `candidates` and, when
     their constructor takes arguments, `hyperparameters`.
 
-    After `learn`:
+    After `learn`::
+
         plan: (N,) int64, the fastest measured candidate (the first candidate if the budget was 0).
         plan_info: what the planner reports about its plan (e.g. the optimum's bound), JSON-able; also in the
             run summary's ``details`` and in results records as ``extra["plan"]``.
@@ -125,3 +127,43 @@ class PlanningAgent(RunAgent):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+@dataclass
+class OptimumResult:
+    """Outcome of an exact solve (`agents.baselines.optimal.solve_optimum`, `agents.baselines.tarnawski_optimum`).
+
+    Attributes:
+        placement: (N,) int64, the best placement found (optimal when ``status == "optimal"``).
+        latency_s: its simulated latency (an upper bound on the optimum).
+        lower_bound_s: a proven lower bound on the optimum (equal to ``latency_s`` within `agents.baselines.optimal.REL_TOL` when optimal).
+        status: ``"optimal"``, ``"time_limit"`` or ``"size_limit"`` (too many ops for the MIP: the best start
+            placement and a closed-form bound, well within the time limit).
+        iterations: MIP solves; simulator_calls: placements simulated; solve_s: wall time.
+    """
+
+    placement: np.ndarray
+    latency_s: float
+    lower_bound_s: float
+    status: str
+    iterations: int = 0
+    simulator_calls: int = 0
+    solve_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gap(self) -> float:
+        return max(0.0, (self.latency_s - self.lower_bound_s) / self.latency_s) if self.latency_s > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        """``"proven"`` or ``"best found, bound B ms, gap G%"``: what a table prints beside the placement."""
+        if self.status == "optimal":
+            return "proven"
+        return f"best found, bound {self.lower_bound_s * 1e3:.3f} ms, gap {100 * self.gap:.1f}%"
+
+    def info(self) -> dict:
+        return {"status": self.status, "label": self.label, "latency_s": self.latency_s,
+                "lower_bound_s": self.lower_bound_s,
+                "gap": self.gap, "iterations": self.iterations, "simulator_calls": self.simulator_calls,
+                "solve_s": round(self.solve_s, 3), "notes": list(self.notes)}

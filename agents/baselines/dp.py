@@ -21,6 +21,10 @@ placement is then measured by the simulator itself, and ``plan_info`` reports bo
 program's placement overflows a device that holds several of its segments, the baseline plans again with one
 segment per device (then a segment's memory is its device's, checked exactly). Graphs with more
 than `MAX_CUT_POSITIONS` ops restrict cuts to that many positions spread evenly over the work (recorded).
+
+On Tarnawski et al.'s own inputs (`placement_gym.backends.published.TarnawskiBackend`) the baseline runs their
+program instead: the max-load DP over ideals of `agents.baselines.tarnawski_dp` (under the latency objective its
+split is then measured for latency, their "max-load DP" latency baseline).
 """
 from __future__ import annotations
 
@@ -28,10 +32,12 @@ from typing import Iterator
 
 import numpy as np
 
+from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.backends.simulated import SimulatedBackend
 
 from .base import PlanningAgent
 from .constraints import Constraints
+from .tarnawski_dp import tarnawski_dp
 
 #: Cut positions the program considers at most; larger graphs are cut only at that many evenly spread positions.
 MAX_CUT_POSITIONS = 600
@@ -181,9 +187,16 @@ class ContiguousDP(PlanningAgent):
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         backend = env.unwrapped.backend
+        if isinstance(backend, TarnawskiBackend):  # their own program on their own inputs
+            graph = env.unwrapped.graph
+            placement, info = tarnawski_dp(graph, graph.costs)
+            self.plan_info = {"method": "Tarnawski et al.'s max-load DP over ideals (throughput-dp/dp.cpp)", **info}
+            yield placement
+            return
         if not isinstance(backend, SimulatedBackend):
-            raise ValueError(f"the dp baseline plans on the simulated backend's costs; the {backend.name!r} backend "
-                             "has none (use backend='simulated', or a profile calibrated with `placement-gym calibrate`)")
+            raise ValueError(f"the dp baseline plans on the simulated backend's costs or on Tarnawski et al.'s inputs; "
+                             f"the {backend.name!r} backend is neither (use backend='simulated', or a profile "
+                             "calibrated with `placement-gym calibrate`)")
         graph = env.unwrapped.graph
         placement, info = contiguous_dp(backend, graph)
         if backend.check_feasible(graph, placement) is not None:

@@ -34,58 +34,19 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Iterator
 
 import numpy as np
 
+from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.backends.simulated import SimulatedBackend
 
-from .base import PlanningAgent
+from .base import OptimumResult, PlanningAgent
 from .constraints import Constraints
 
 #: Relative tolerance for "the bound reached the best latency" (and HiGHS's MIP gap).
 REL_TOL = 1e-6
-
-
-@dataclass
-class OptimumResult:
-    """Outcome of `solve_optimum`.
-
-    Attributes:
-        placement: (N,) int64, the best placement found (optimal when ``status == "optimal"``).
-        latency_s: its simulated latency (an upper bound on the optimum).
-        lower_bound_s: a proven lower bound on the optimum (equal to ``latency_s`` within `REL_TOL` when optimal).
-        status: ``"optimal"``, ``"time_limit"`` or ``"size_limit"`` (too many ops for the MIP: the best start
-            placement and a closed-form bound, well within the time limit).
-        iterations: MIP solves; simulator_calls: placements simulated; solve_s: wall time.
-    """
-
-    placement: np.ndarray
-    latency_s: float
-    lower_bound_s: float
-    status: str
-    iterations: int = 0
-    simulator_calls: int = 0
-    solve_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def gap(self) -> float:
-        return max(0.0, (self.latency_s - self.lower_bound_s) / self.latency_s) if self.latency_s > 0 else 0.0
-
-    @property
-    def label(self) -> str:
-        """``"proven"`` or ``"best found, bound B ms, gap G%"``: what a table prints beside the placement."""
-        if self.status == "optimal":
-            return "proven"
-        return f"best found, bound {self.lower_bound_s * 1e3:.3f} ms, gap {100 * self.gap:.1f}%"
-
-    def info(self) -> dict:
-        return {"status": self.status, "label": self.label, "latency_s": self.latency_s,
-                "lower_bound_s": self.lower_bound_s,
-                "gap": self.gap, "iterations": self.iterations, "simulator_calls": self.simulator_calls,
-                "solve_s": round(self.solve_s, 3), "notes": list(self.notes)}
 
 
 class _Rows:
@@ -459,10 +420,14 @@ class ExactOptimum(PlanningAgent):
 
         base = env.unwrapped
         backend, graph = base.backend, base.graph
+        if isinstance(backend, TarnawskiBackend):
+            yield self._tarnawski(backend, graph)
+            return
         if not isinstance(backend, SimulatedBackend):
             raise ValueError(
-                f"the exact optimum is defined on the simulated backend's cost model; the {backend.name!r} backend "
-                "measures real hardware, whose optimum no solver can certify (use backend='simulated')"
+                f"the exact optimum is defined on the simulated backend's cost model (and on Tarnawski et al.'s "
+                f"max-load); the {backend.name!r} backend has neither; the {backend.name!r} backend "
+                "on real hardware no solver can certify an optimum (use backend='simulated')"
             )
         from .dp import contiguous_dp
 
@@ -492,3 +457,25 @@ class ExactOptimum(PlanningAgent):
                           "objective": objective, **result.info(), "reused_earlier_solve": cached,
                           "warm_starts": len(self.warm_starts), "best_from": source or "solver"}
         yield result.placement.copy()
+
+    def _tarnawski(self, backend: TarnawskiBackend, graph) -> np.ndarray:
+        """Their max-load optimum over all placements (`agents.baselines.tarnawski_optimum`), started from their
+        DP's split, so it is never worse than the DP."""
+        from .tarnawski_dp import tarnawski_dp
+        from .tarnawski_optimum import tarnawski_optimum
+
+        if backend.objective != "throughput":
+            raise ValueError("on Tarnawski et al.'s inputs the exact optimum is solved for their max-load "
+                             "(objective='throughput'); for their latency model use the dp baseline")
+        solved = _SOLVED.setdefault(graph, {})
+        key = ("tarnawski", self.time_limit_s)
+        cached = key in solved
+        if not cached:
+            solved[key] = tarnawski_optimum(graph, graph.costs, self.time_limit_s,
+                                            start=tarnawski_dp(graph, graph.costs)[0])
+        result = solved[key]
+        self.plan_info = {"method": "MIP of their max-load over all placements (HiGHS), started from their DP",
+                          "schedule": "max-load", "objective": "throughput", **result.info(),
+                          "reused_earlier_solve": cached, "warm_starts": 0,
+                          "best_from": "dp" if result.notes else "solver"}
+        return result.placement.copy()

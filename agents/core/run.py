@@ -530,7 +530,8 @@ class RunAgent(abc.ABC):
             The run loop itself reads ``heuristic_start``, ``finetune_from_predict`` and ``zero_shot_override``
             (module docstring, "Zero-shot"); the trainers read the rest.
 
-    After `learn`:
+    After `learn`::
+
         best_placement, best_latency_s: the run's result: its best placement (or, if it measured none, its
             policy's own) and that placement's latency measured afresh at the end.
         run_summary: the `RunSummary` of the last `learn`; history: its per-update statistics.
@@ -727,10 +728,10 @@ class RunAgent(abc.ABC):
                              "of its last run, for that run's graph")
         return np.asarray(self.best_placement, dtype=np.int64).copy()
 
-    @classmethod
-    def has_policy(cls) -> bool:
-        """Whether the class defines its own ``predict`` (a policy that places a graph), not the default."""
-        return cls.predict is not RunAgent.predict
+    def has_policy(self) -> bool:
+        """Whether the agent has a policy that places a graph: its class defines its own ``predict``, not the
+        default."""
+        return type(self).predict is not RunAgent.predict
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this agent (plain Python values only).

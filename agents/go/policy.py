@@ -1,5 +1,7 @@
 """The GO policy network: bidirectional GraphSAGE encoder -> segment-recurrent attention -> device head.
 
+::
+
     obs --obs_to_batch-->          x (N, F), edges (2, E), ops in topological order (`ComputationGraph`)
         --DirectedGNN-->            h (N, H)   GraphSAGE-style: self + mean over producers + mean over consumers
         --SegmentRecurrentAttention--> z (N, H)   segments of L ops; each attends to itself and to the cached,

@@ -1,5 +1,7 @@
 """The HSDAG policy network: directed GNN encoder -> graph-parsing pooling -> per-group placer.
 
+::
+
     obs --obs_to_batch--> x (N, F), edges (2, E)
         --DirectedGNN-->      h (N, H)                  node embeddings (forward + backward message passing)
         --GraphParsingPool--> g (G, H), assignment (N,) groups; G decided by the learned edge scores

@@ -3,7 +3,7 @@
 A head that ends in ``Linear(H, D)`` learns "device index 1 is good": it cannot run with another number of
 devices, and it breaks when the same devices are listed in another order. `DeviceScorer` instead scores each
 (item, device) pair from what the observation says about the device, so one set of weights serves any device
-set, in any order, and any graph size:
+set, in any order, and any graph size::
 
     u_d        = MLP(device_inputs(device_features))           (D, H)   what device d is
     c_d        = (u_d - mean_d' u_d') / rms                      (D, H)   what sets it apart from the others
@@ -30,9 +30,8 @@ the training graphs holds on others), starting at -10: a prior of 6 logits per 6
 device, which the rest of the head corrects where the training graphs say so. Why that strong: the rest of the
 head learns device leads shared by the training graphs (a per-device prior, items alike across graphs), and from
 -3 (1.8 logits per 6%) they could outgrow it: a lead for the small-memory accelerator of ``edge`` beat the term's
-preference for the CPU on a graph whose accelerator alone is much slower (GO, the RNN; chosen on the VAL split,
-``benchmarks/transfer_seeds.py --test-models dataset:val``, where -10 kept the zero-shot placements of the val
-graphs near their best single devices on ``edge`` and ``paper`` and -3 did not; see the README's results).
+preference for the CPU on a graph whose accelerator alone is much slower (GO, the RNN; chosen on the VAL split with
+``benchmarks/transfer_seeds.py --test-models dataset:val``).
 An untrained head's logits are the term alone, so its own first placement, the graph's fastest device by the
 summed costs, is the same from either. Without it, a policy trained on many
 graphs learned one device for all of them (on the `edge` preset the CPU, far from the optimum zero-shot on the

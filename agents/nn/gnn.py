@@ -8,7 +8,8 @@ play different roles in a placement, so every layer here passes messages both wa
 (forward = producer -> consumer along ``edge_index``, backward = along its flip). Symmetrising the adjacency,
 as the HSDAG authors' code did, would lose which side of an edge an op is on.
 
-Blocks:
+Blocks::
+
     `MLP`               a plain multi-layer perceptron.
     `EdgeMessage`       one direction of message passing (a PyG `MessagePassing`), edge features optional.
     `DirectedConv`      forward + backward + self, summed: one directed layer.

@@ -34,7 +34,7 @@ class PolicySample:
     """What a policy's ``act`` (or ``evaluate``) returns for one observation.
 
     Attributes:
-        actions: (K, *action_shape) int64, one action per sample (K = num_samples); for DevicePlacement-v0
+        actions: ``(K, *action_shape)`` int64, one action per sample (K = num_samples); for DevicePlacement-v0
             (K, N) devices per node, for the node-by-node env (K,) devices.
         log_prob: (K,) log-probability of each action (differentiable; sum over the action's parts).
         entropy: () or (K,) entropy of the distribution, averaged per decision (differentiable).

@@ -405,7 +405,7 @@ class PPOAgent(SB3Agent):
             it found mixed placements faster than GPU-only on ResNet and Inception-V3, G=32 and 64 stayed
             closer to GPU-only. With coarse to fine (``split_patience``) the default is G=8 halved after 40
             placements without a new best, which came closer to the optimum of ResNet / Inception, on more
-            seeds, than G=16 and 80 (also on ``edge``; README, convergence).
+            seeds, than G=16 and 80 (also on ``edge``).
             Ignored on the node-by-node env (its groups are ``node_groups``).
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups

@@ -1,4 +1,4 @@
-"""The search layer: everything that chooses or changes a measured placement without being learned.
+"""The search layer: everything that chooses or changes a measured placement without being learned. ::
 
     config           `SearchConfig`, the one settings object (which components run, and how)
     heuristic_start  start placements (each device alone, every op on its cheapest device), the memory fit of a

@@ -25,7 +25,7 @@ from placement_gym.wrappers import contiguous_groups
 __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups",
            "split_until_expressible"]
 
-#: Default ``split_patience``, chosen on the simulated ``paper`` preset (README, convergence): for Post with 16
+#: Default ``split_patience``, chosen on the simulated ``paper`` preset: for Post with 16
 #: groups 80 reached the optimum on Inception on more seeds than 60 or 100, and 20-40 split before the coarse
 #: search had converged; the RNN and GO use the same value (PPO with 16 groups, too, came closer to the optimum
 #: on ResNet and Inception with 80 than with the groups fixed).

@@ -60,8 +60,7 @@ HEURISTIC_START = "measure"
 #: The learned agents' default ``zero_shot_override``: an op moves when it saves more than what the move adds on
 #: links plus this many per-submodel overheads. Chosen on the TRAIN split (``benchmarks/transfer_saving_rule.py``):
 #: on ``ai_pc`` 2 is the only value where every train graph whose optimum mixes devices gains and none is slower;
-#: on ``edge`` from the CPU (the trained policies' placement) no train graph is slower at 2, one is at 1 (README,
-#: transfer).
+#: on ``edge`` from the CPU (the trained policies' placement) no train graph is slower at 2, one is at 1.
 ZERO_SHOT_OVERRIDE = 2.0
 #: Column of ``obs["device_features"]`` with log10 of each device's slowest link in bytes per second.
 LINK_FEATURE = DEVICE_FEATURES.index("log10_link_Bps")
@@ -232,7 +231,7 @@ def override_zero_shot(placement: np.ndarray, obs: Mapping[str, Any], overheads:
     policies' device head reads, `agents.nn.device_head.graph_cost_inputs`). The policy's base device is
     kept wherever the moves would not change which device is faster in that estimate: its device head weighs
     every device's total, but not what the override gains from each (``ai_pc`` U-Net-l: the GPU alone is a little
-    faster than the CPU, but the moves from the CPU save far more than those from the GPU; README, transfer).
+    faster than the CPU, but the moves from the CPU save far more than those from the GPU).
 
     With `consolidate`, first every run of consecutive ops the policy put off its main device (the one holding most
     ops) that does not pay for itself goes back to it (`runs_back_to_base`, at the same threshold): a policy

@@ -79,13 +79,18 @@ class SearchAround(RunAgent):
             self.searched_best = np.array(run.best_action, dtype=np.int64)
 
     def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
-        """The wrapped agent's own placement (its policy, not the search's best); the search alone has no policy,
-        so its placement is the run's best (the first start placement before any run)."""
-        if self.agent is not None:
+        """The wrapped agent's own placement (its policy, not the search's best); the search alone, or around an
+        agent without a policy of its own, has none, so its placement is the run's best (the cheapest-device
+        placement before any run)."""
+        if self.agent is not None and self.agent.has_policy():
             return self.agent.predict(obs, deterministic)
         if self.searched_best is not None and len(self.searched_best) == np.shape(obs["placement"])[0]:
             return self.searched_best.copy()
         return BlockSearch.of_observation(obs).cheapest()
+
+    def has_policy(self) -> bool:
+        """The wrapped agent's policy decides; the search baseline (no agent) gives its best as its placement."""
+        return self.agent is None or self.agent.has_policy()
 
     def hyperparameters(self) -> dict[str, Any]:
         inner = {} if self.agent is None else {"agent": self.agent.name, "agent_settings": self.agent.hyperparameters()}

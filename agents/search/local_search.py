@@ -22,7 +22,7 @@ drawn by what the costs say the move saves.
 
 The settings (the probability of single-op moves, batches of 4, boundary moves) were chosen on ``ai_pc`` U-Net-l,
 whose optimum mixes devices, by the best of a short fine-tuning's placements from the all-CPU placement: drawing
-single-op moves often beat drawing them less often or drawing levels uniformly (README, Transfer).
+single-op moves often beat drawing them less often or drawing levels uniformly.
 """
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ class MeasurementBatch:
         return len(self.columns["ok"])
 
     def measurements(self) -> list[Measurement]:
-        """The B `Measurement`s, in order (built on the first call)."""
+        """The B `Measurement` objects, in order (built on the first call)."""
         if self._measurements is None:
             self._measurements = self._build()
         return self._measurements
@@ -213,7 +213,8 @@ class Backend(Protocol):
         device_names: the devices a placement indexes, in order (placement value ``d`` = ``device_names[d]``).
         virtual_devices: one bool per device: is it a virtual copy of a real device.
 
-    Optional (both shipped backends have them; `describe_devices` fills in for a backend without them):
+    Optional (both shipped backends have them; `describe_devices` fills in for a backend without them)::
+
         objective: ``"latency"`` (assumed when absent) or ``"throughput"``.
         action_mask(graph) -> (N, D) bool: ``True`` where device ``d`` can run op ``i`` (operator support;
             memory is a property of a whole placement, checked by `measure`).

@@ -1,6 +1,7 @@
 """The real backend: compile the placement with OpenVINO's HETERO plugin and time inference.
 
 Per measurement:
+
 1. every op of the model gets an ``affinity`` rt_info entry (compute ops from the placement, Constants /
    Parameters / Results from the compute op they are attached to; HETERO refuses a partial map);
 2. the model is compiled on ``HETERO:<devices used>`` (or directly on the one device a single-device placement
@@ -13,10 +14,11 @@ Per measurement:
    the median of the ratios run / reference run times the reference's own latency, timed once per graph (its
    *baseline*). A burst of load from other processes slows both runs of a pair, so it cancels out; the raw
    runs are kept (`Measurement.samples`, ``raw_latency_s``). On a shared machine with other jobs running the
-   paired ratios vary far less than the seconds themselves, at up to twice the timing (see the README's results).
+   paired ratios vary far less than the seconds themselves, at up to twice the timing (docs/results/real-measurement.md).
    Under ``objective="throughput"`` instead: several asynchronous requests stay in flight (`timed_periods`), so
    HETERO can run one request's submodel on one device while another device runs another request's; the
    result is the median steady-state time between completed inferences (1 / throughput) over timed windows.
+
 Compile time is reported on its own. Results are cached by placement.
 
 The device observations (`action_mask`, `node_device_cost`, `device_features`) come from OpenVINO itself:

@@ -55,8 +55,8 @@ def timed_pairs(request: ov.InferRequest, reference: ov.InferRequest, runs: int,
     seconds), one pair per run.
 
     A burst of load on a shared machine slows both runs of a pair alike, so the ratio run / reference keeps the
-    placement's latency relative to the reference while the seconds themselves jump (see the README's results
-    for how much steadier the ratios are on a shared machine). Adaptive repeats
+    placement's latency relative to the reference while the seconds themselves jump (docs/results/real-measurement.md
+    says how much steadier the ratios are on a shared machine). Adaptive repeats
     (`target_rel_halfwidth`, `max_runs` pairs, `max_s` seconds) as in `timed_runs`, on the median of the ratios.
 
     Warm-up: `warmup` untimed runs of `request` (the first runs after compile are slow), then one of

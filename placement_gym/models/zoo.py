@@ -454,11 +454,17 @@ def load_model(model: str | os.PathLike | ov.Model, *, rebuild: bool = False) ->
 
 def load_graph(model: "str | os.PathLike | ov.Model", name: str | None = None) -> ComputationGraph:
     """The `ComputationGraph` of a zoo name, a model file path or an ``ov.Model`` (`load_model`), named `name`
-    or by the model's friendly name; or of ``"synthetic:N[:SEED]"`` (`placement_gym.models.synthetic`: N compute
+    or by the model's friendly name; or of a published benchmark (``"tarnawski:..."``, a Tarnawski et al. ``.json``
+    input or a DOPPLER ``.txt`` graph: `placement_gym.models.published`, a graph that carries its file's costs); or of
+    ``"synthetic:N[:SEED]"`` (`placement_gym.models.synthetic`: N compute
     ops, no ``ov.Model``, so only the simulated backend can measure it), named `name` or ``synthetic:N:SEED``.
 
     A synthetic N above `placement_gym.schema.MAX_OPS` is refused (``ValueError``) before anything is built:
     model names also come from files (results, placements), and building takes time in proportion to N."""
+    from .published import is_published, load_published
+
+    if is_published(model):  # a Tarnawski et al. input or a DOPPLER graph, with the costs of its file
+        return load_published(model, name=name)
     if isinstance(model, str) and is_synthetic(model):
         n_ops, seed = parse_synthetic(model)
         if n_ops > MAX_OPS:

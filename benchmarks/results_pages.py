@@ -1,0 +1,436 @@
+"""The tables of the results pages (docs/results/*.md, docs/design-decisions.md), regenerated from the committed
+results files in benchmarks/results/.
+
+    python benchmarks/results_pages.py                  # rewrite the tables inside the committed pages
+    python benchmarks/results_pages.py --out DIR        # write the pages under DIR instead (DIR/docs/results/...)
+    python benchmarks/results_pages.py --check          # exit 1 if a committed page differs from its regeneration
+
+A page keeps its prose; each table sits between two markers that name it::
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end generated -->
+
+and is replaced by ``TABLES[NAME]()``, which reads only JSON files under benchmarks/results/ and writes, above
+the table, the command that made the file, the machine and the date (and, for a file measured before today's
+agent defaults, the commit it was measured at). The table code of the benchmark scripts is imported, not copied
+(leaderboard_table, transfer, placement_gym.results).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import leaderboard_table  # noqa: E402  (benchmarks/ is not a package)
+import transfer  # noqa: E402
+from placement_gym import results  # noqa: E402
+
+RESULTS = "benchmarks/results"
+PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
+         + ["docs/design-decisions.md"])
+MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+#: The commit that made the search a layer of its own: results measured before it ran each learned agent with the
+#: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
+SEARCH_LAYER_COMMIT = "7d979ae"
+MACHINE = "the project's {cores}-core AMD EPYC VM (KVM, shared with other jobs unless said), openvino {openvino}"
+
+
+def load(name: str) -> dict:
+    return json.loads((ROOT / RESULTS / name).read_text())
+
+
+def _machine(data: dict) -> str:
+    versions = data.get("versions") or {}
+    cores = (data.get("machine") or {}).get("cpu_count", 2)
+    openvino = str(versions.get("openvino", "2026.4.1")).split("-")[0]
+    text = MACHINE.format(cores=cores, openvino=openvino)
+    return text + (f", torch {versions['torch']}" if "torch" in versions else "")
+
+
+def source(files: list[str], command: str, *, date: str | None = None, at: str | None = None,
+           data: dict | None = None) -> str:
+    """The line above a table: its command, results files, machine and date; `at` (a commit) marks a file measured
+    with earlier defaults."""
+    data = data if data is not None else load(files[0])
+    created = sorted({load(f).get("created", "")[:10] for f in files} - {""})
+    day = date or (" to ".join(dict.fromkeys([created[0], created[-1]])) if created else "unknown")
+    cited = ", ".join(f"`{RESULTS}/{f}`" for f in files)
+    lines = [f"Command: `{command}`  ", f"Results: {cited}  ", f"Machine: {_machine(data)}; measured {day}."]
+    if at:
+        lines[-1] += (f" **Measured at commit {at}**, before {SEARCH_LAYER_COMMIT} made the search a layer of its "
+                      "own: a learned agent's defaults then are today's `hybrid:NAME`.")
+    return "\n".join(lines)
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+# --- leaderboard and sample efficiency (SIMULATED) --------------------------------------------------------------
+
+LEADERBOARD = "leaderboard"
+LEADERBOARD_COMMAND = ('bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 1 "ai_pc:latency '
+                       'ai_pc:throughput paper:latency edge:latency" local:2')
+
+
+def _leaderboard_files() -> list[str]:
+    return [f"{LEADERBOARD}/{p.name}" for p in sorted((ROOT / RESULTS / LEADERBOARD).glob("*.json"))]
+
+
+def _leaderboard_source() -> str:
+    return source(_leaderboard_files(), LEADERBOARD_COMMAND)
+
+
+def leaderboard_summary() -> str:
+    return (_leaderboard_source() + "  \nTable: `python benchmarks/leaderboard_table.py --summary "
+            "benchmarks/results/leaderboard`\n\n"
+            + leaderboard_table.summary_table([ROOT / RESULTS / f for f in _leaderboard_files()]))
+
+
+def leaderboard_cases() -> str:
+    texts = [leaderboard_table.table(ROOT / RESULTS / f) for f in _leaderboard_files()]
+    return (_leaderboard_source()
+            + "  \nTables: `python benchmarks/leaderboard_table.py benchmarks/results/leaderboard`"
+            "\n\n" + "\n\n".join(texts))
+
+
+EFFICIENCY_BUDGETS = (10, 50, 100, 200, 500, 1000)
+#: The agents that search (their best improves with the budget); the planners' rows would be flat.
+SEARCHING = ("random", "local-search")
+
+
+def sample_efficiency() -> str:
+    """Per leaderboard case: each searching agent's best-so-far gap after k placements, geometric mean of
+    (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
+    out = [_leaderboard_source()]
+    for f in _leaderboard_files():
+        budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= load(f)["budget"])
+        case, rows = leaderboard_table.case_rows(ROOT / RESULTS / f, budgets)
+        agents = [a for a in dict.fromkeys(r["agent"] for r in rows)
+                  if a.removeprefix("hybrid:") in leaderboard_table.LEARNED or a in SEARCHING]
+        table = [[a] + [leaderboard_table.geomean_gap([r["gap_pct"][b] for r in rows if r["agent"] == a])
+                        for b in budgets] for a in agents]
+        models = ", ".join(dict.fromkeys(r["model"] for r in rows))
+        out.append(f"**{case.replace(':', ', ')}** (SIMULATED; gap % of the best placement found so far to the best "
+                   f"found by any agent, geometric mean over {models}; `-`: no working placement on some model "
+                   "yet)\n\n" + md_table(["agent"] + [f"after {b}" for b in budgets],
+                                          [[row[0]] + ["-" if g is None else f"+{g:.1f}" for g in row[1:]]
+                                           for row in table]))
+    return "\n\n".join(out)
+
+
+# --- transfer (SIMULATED) ----------------------------------------------------------------------------------------
+
+TRANSFER_PRESETS = ("paper", "ai_pc", "server", "edge")
+
+
+def _transfer_rows(files: list[str]) -> list[list[str]]:
+    rows = []
+    for f in files:
+        data = load(f)
+        for result in data["results"]:
+            s, n = result["summary"], len(result["rows"])
+            rows.append([f"`{result['agent']}`", f"`{data['profile']}`",
+                         transfer._fmt_gap(s["zero_shot_gap_geomean_pct"]),
+                         "yes" if s["zero_shot_never_worse_than_worst_single"] else "no",
+                         f"{s['zero_shot_beats_best_single_there']}/"
+                         f"{s['graphs_where_optimum_beats_best_single_by_5pct']}",
+                         transfer._fmt_gap(s["finetune_10_gap_geomean_pct"]),
+                         transfer._fmt_gap(s["finetune_50_gap_geomean_pct"]),
+                         f"{s['finetune_50_within_2pct']}/{n}", f"{s['scratch_reached_finetuned']}/{n}",
+                         f"{result['train_s']:.0f}"])
+    return rows
+
+
+TRANSFER_HEADER = ["agent", "preset", "zero-shot", "never worse than worst single",
+                   "beats best single where the optimum is >= 5% better", "fine-tuned 10", "fine-tuned 50",
+                   "fine-tuned 50 within 2%", "from scratch (200) reached fine-tuned 50", "train s"]
+
+
+def transfer_today() -> str:
+    files = [f"transfer_{p}_go.json" for p in ("paper", "ai_pc")]
+    command = ("PYTHONPATH=. python benchmarks/transfer.py --agents go --train-models dataset:train --test-models "
+               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+               "benchmarks/results/transfer_P_go.json")
+    tables = [f"`{load(f)['profile']}`:\n\n" + transfer.markdown(r, [10, 50])
+              for f in files for r in load(f)["results"]]
+    return (source(files, command) + " P = paper, ai_pc.\n\n" + md_table(TRANSFER_HEADER, _transfer_rows(files))
+            + "\n\n" + "\n\n".join(tables))
+
+
+def transfer_all() -> str:
+    files = [f"transfer_{p}_consolidate{s}.json" for s in ("", "_others") for p in TRANSFER_PRESETS]
+    command = ("PYTHONPATH=. python benchmarks/transfer.py --agents go --train-models dataset:train --test-models "
+               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+               "benchmarks/results/transfer_P_consolidate.json` and `... --agents hsdag rnn placeto ppo ppo-node "
+               "--json benchmarks/results/transfer_P_consolidate_others.json")
+    return source(files, command, at="ccb5dcf") + "\n\n" + md_table(TRANSFER_HEADER, _transfer_rows(files))
+
+
+# --- simulator (SIMULATED) ---------------------------------------------------------------------------------------
+
+def simulator_speed() -> str:
+    f = "simulator_speed.json"
+    data = load(f)
+    rows = [[r["graph"], f"{r['ops']:,}", r["placements"], f"{r['steps_per_s']:,.0f}", f"{r['us_per_step']:.0f}",
+             f"{r['us_per_op']:.2f}", f"{r['mean_submodels']:.1f}"] for r in data["rows"]]
+    return (source([f], "python benchmarks/simulator_speed.py --json benchmarks/results/simulator_speed.json") + "\n\n"
+            + md_table(["graph", "ops", "placements", "env steps/s", "us/step", "us/op", "submodels (mean)"], rows))
+
+
+def simulator_batched() -> str:
+    files = ["batched_simulation_crossings.json", "batched_simulation_crossings_two_cores.json"]
+    rows = []
+    for f, cores in zip(files, ("one core", "both cores")):
+        for r in load(f)["rows"]:
+            per_s, vs = r["placements_per_s"], r["speedup_vs_env_step"]
+            step = per_s["env.step"]
+            for mode, value in per_s.items():
+                rows.append([cores, r["placements"], f"`{mode}`", f"{value:,.0f}", f"{value / step:.2f}x"])
+    command = ("python benchmarks/batched_simulation.py --repeats 21 [--no-pin] --json "
+               "benchmarks/results/batched_simulation_crossings[_two_cores].json")
+    return (source(files, command) + "\n\n"
+            + md_table(["cores", "placements", "mode", "placements/s (median)", "vs `env.step`"], rows))
+
+
+def simulator_simpy() -> str:
+    f = "simpy_reference.json"
+    data = load(f)
+    rows = [[r["graph"], f"{r['ops']:,}", r["schedule"], str(r["placements_checked"]),
+             f"{r['max_relative_difference']:.1e}", f"{r['ours_per_s']:,.0f}", f"{r['simpy_per_s']:,.1f}",
+             f"{r['ratio']:.0f}x"] for r in data["rows"]]
+    return (source([f], data["command"]) + "\n\n"
+            + md_table(["graph", "ops", "schedule", "placements checked", "max rel. difference", "ours pl/s",
+                        "SimPy pl/s", "ours / SimPy"], rows))
+
+
+def simulator_fidelity() -> str:
+    files = ([f"fidelity_{m}_precision_wall.json" for m in ("resnet", "inception", "bert")]
+             + ["fidelity_resnet_wall.json"])
+    rows = []
+    for f in files:
+        d = load(f)
+        rows.append([d["model"], " + ".join(f"`{x}`" for x in d["devices"]), str(len(d["placements"])),
+                     f"{d['spearman']:.3f}", f"{100 * d['mape']:.1f}%", f"{100 * d['submodel_count_exact']:.0f}%"])
+    command = ('python benchmarks/simulator_fidelity.py --model MODEL --placements 30 --devices CPU '
+               '"CPU[INFERENCE_PRECISION_HINT=bf16]" --json benchmarks/results/fidelity_MODEL_precision_wall.json')
+    return (source(files, command) + "\n\n"
+            + md_table(["model", "devices", "placements", "Spearman", "MAPE", "submodel count exact"], rows))
+
+
+# --- real measurement --------------------------------------------------------------------------------------------
+
+def _noise_rows(data: dict, labels: dict[str, str]) -> list[list[str]]:
+    rows = []
+    for model, settings in data["models"].items():
+        for name, s in settings.items():
+            pairs = " pairs" if name.startswith("paired") else ""
+            rows.append([model, labels.get(name, name), f"{100 * s['cv_median_mean']:.2f}%",
+                         f"+-{100 * s['interval_halfwidth_rel_mean']:.2f}%", f"{s['runs_mean']:.0f}{pairs}",
+                         f"{s['wall_s_median']:.2f}",
+                         f"{s['rank_spearman_two_passes']:.2f}" if "rank_spearman_two_passes" in s else "-"])
+    return rows
+
+
+NOISE_HEADER = ["model", "setting", "CV of fresh measurements", "95% interval of one measurement", "timed runs",
+                "s / measurement", "Spearman, two passes"]
+NOISE_LABELS = {"fixed": "fixed 20 runs", "adaptive": "adaptive, alone", "paired": "**paired (default)**",
+                "paired-fixed": "paired, exactly 20 pairs (`target_rel_halfwidth=None`)",
+                "paired-2pct": "paired, adaptive to +-2% (`target_rel_halfwidth=0.02`)"}
+
+
+def real_noise() -> str:
+    f = "real_noise_paired_quiet.json"
+    command = ("python benchmarks/real_noise.py --models resnet inception bert --fresh 5 --rank-placements 20 0 0 "
+               "--json benchmarks/results/real_noise_paired_quiet.json")
+    return (source([f], command, date="2026-11-23") + " Nothing else ran on the 2 cores.\n\n"
+            + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS)))
+
+
+def real_noise_variants() -> str:
+    f = "real_noise_resnet_paired_variants.json"
+    command = ("python benchmarks/real_noise.py --models resnet --settings fixed paired paired-fixed paired-2pct "
+               "--fresh 5 --rank-placements 20 --json benchmarks/results/real_noise_resnet_paired_variants.json")
+    return source([f], command, date="2026-11-23") + "\n\n" + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS))
+
+
+def real_step_cost() -> str:
+    f = "env_step.json"
+    rows = []
+    for r in load(f)["results"]:
+        m = r["median"]
+        rows.append([r["model"], str(r["n_ops"]), f"{m['env_wall_s']:.3f}", f"{m['raw_wall_s']:.3f}",
+                     f"{m['env_compile_s']:.2f}",
+                     f"{1e3 * m['overhead_s']:+.0f} ms ({100 * m['overhead_ratio']:+.1f}%)"])
+    command = ("python benchmarks/env_step.py --models resnet inception bert --placements 7 --json "
+               "benchmarks/results/env_step.json")
+    return (source([f], command, date="2026-11-21") + " Measured at commit 84d5e45, before adaptive repeats and "
+            "paired timing: as with `target_rel_halfwidth=None, paired_reference=False` today (warmup 3, "
+            "20 repeats).\n\n"
+            + md_table(["model", "ops", "env step s", "raw OpenVINO s", "of which compile s", "our overhead"], rows))
+
+
+def real_throughput() -> str:
+    files = ["real_throughput.json", "real_throughput_control.json"]
+    rows = []
+    for f in files:
+        d = load(f)
+        control = f.endswith("_control.json")
+        for model, entry in d["models"].items():
+            for label, s in entry["placements"].items():
+                rows.append([model + (f" (control: `{d['devices'][0]}`)" if control else ""), label,
+                             str(s["n_submodels"]), f"{s['latency_median_s'] * 1e3:.3f}"]
+                            + [f"{s['period_median_s'][k] * 1e3:.3f} ({s['ratio_to_latency_median'][k]:.2f})"
+                               for k in ("1", "2", "4")]
+                            + [f"{s['ideal_pipeline_period_s'] * 1e3:.3f}"])
+    command = ("python benchmarks/real_throughput.py --models tiny_branch tiny_chain resnet --repeats 5 --out "
+               "benchmarks/results/real_throughput.json` and, for the control, `python benchmarks/real_throughput.py "
+               "--models resnet --placements device0 --repeats 3 --devices \"CPU[PERFORMANCE_HINT=THROUGHPUT]\" "
+               "\"CPU[INFERENCE_NUM_THREADS=1]\" --out benchmarks/results/real_throughput_control.json")
+    return (source(files, command, date="2026-11-23") + " Devices `CPU` + `CPU[INFERENCE_NUM_THREADS=1]`; "
+            "another job kept one core busy.\n\n"
+            + md_table(["model", "placement", "submodels", "sync latency ms", "1 in flight ms (ratio)",
+                        "2 in flight ms (ratio)", "4 in flight ms (ratio)", "max(parts) ms"], rows))
+
+
+# --- scale (SIMULATED) -------------------------------------------------------------------------------------------
+
+def scale_env() -> str:
+    f = "big_graphs.json"
+    d = load(f)
+    rows = [[f"synthetic:{g['ops']}", "build the graph", f"{g['median_s']:.2f} s (median of {len(g['seconds'])})",
+             f"{g['peak_rss_mb']:.0f}"] for g in d["graph_build"]]
+    rows += [[f"synthetic:{g['ops']}", f"every feature family ({g['columns']} columns, structure {g['structure']})",
+              f"{g['all_families_s']:.2f} s", f"{g['peak_rss_mb']:.0f}"] for g in d["feature_build"]]
+    env = d["env"]
+    rows.append([f"synthetic:{env['ops']}", "build the env (every feature family)", f"{env['env_create_s']:.1f} s",
+                 f"{env['peak_rss_mb']:.0f}"])
+    for kind, s in env["steps"].items():
+        rows.append([f"synthetic:{env['ops']}", f"one simulated step, {kind} placements",
+                     f"{s['step_median_s'] * 1e3:.1f} ms (median of {len(s['step_s'])})", "-"])
+    return (source([f], "python benchmarks/big_graphs.py --json benchmarks/results/big_graphs.json") + "\n\n"
+            + md_table(["graph", "what", "time", "peak RSS MB"], rows))
+
+
+def scale_agents() -> str:
+    files = ["big_graphs_agents.json", "big_graphs_agents_go.json"]
+    by = {}
+    for f in files:
+        for a in load(f)["agents"]:
+            by[a["agent"]] = a  # the later, GO-only run replaces the first run's GO row
+    rows = []
+    for a in by.values():
+        rows.append([f"`{a['agent']}`", str(a.get("steps", "-")), f"{a['agent_ms_per_placement']:.1f}",
+                     f"{a['learn_s']:.1f} ({a['env_s']:.1f})",
+                     f"{a['peak_rss_mb']:.0f}" if a.get("peak_rss_mb") else "-",
+                     f"{a['latency_s']:.3f} / {a['predict_latency_s']:.3f}" if a.get("predict_latency_s")
+                     else f"{a['latency_s']:.3f}"])
+    command = ("nice -n 10 python benchmarks/big_graphs.py --only-agents --agent-budget 20 --json "
+               "benchmarks/results/big_graphs_agents.json` and, for GO, the same with `--agents go --json "
+               "benchmarks/results/big_graphs_agents_go.json")
+    return (source(files, command, at="81400d2 (GO: b133640)") + f" `synthetic:80000`, `paper` preset, seed 0, "
+            f"reference (best single device) {by['hsdag']['reference_latency_s']:.2f} s.\n\n"
+            + md_table(["agent", "placements", "agent ms / placement", "learn s (env s)", "peak RSS MB",
+                        "best / predict latency s"], rows))
+
+
+# --- Ray farm ----------------------------------------------------------------------------------------------------
+
+def ray_farm() -> str:
+    files = ["ray_farm_pinned.json", "ray_farm_pinned_2.json", "ray_farm_versions.json"]
+    rows = []
+    for f in files:
+        d = load(f)
+        m, s = d["medians"], d["summary"]
+        rows.append([f"`{f}`", f"{m['real_1_worker_s']:.2f} / {m['real_2_workers_s']:.2f}",
+                     f"**{s['real_speedup_2_vs_1']:.2f}x**", f"{m['grid_serial_s']:.1f}",
+                     f"{m['grid_local_1_s']:.1f} / {m['grid_local_2_s']:.1f}",
+                     f"**{s['grid_speedup_local2_vs_local1']:.2f}x**", f"{s['grid_speedup_local2_vs_serial']:.2f}x",
+                     "yes" if s["grid_records_identical"] else "no"])
+    return (source(files, "python benchmarks/ray_farm.py --json benchmarks/results/ray_farm_versions.json",
+                   date="2026-11-23 to 2026-11-24", at="fabedb7 / b2ed27f", data=load(files[0]))
+            + f" Medians of {load(files[0])['settings']['rounds']} interleaved rounds each.\n\n"
+            + md_table(["file", "real placements s, 1 / 2 workers", "speedup", "grid serial s",
+                        "grid s, `local:1` / `local:2`", "speedup over 1 worker", "over serial",
+                        "records identical to serial"], rows))
+
+
+# --- design decisions --------------------------------------------------------------------------------------------
+
+def algorithm_ablation() -> str:
+    f = "algorithm_ablation.json"
+    data = load(f)
+    return (source([f], "python benchmarks/algorithm_ablation.py --json benchmarks/results/algorithm_ablation.json",
+                   at="143e167") + " SIMULATED, `paper` preset, budget 500, seeds 0-4.\n\n```text\n"
+            + results.format_learning_table(data["summary"]) + "\n```")
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
+    "sample-efficiency": sample_efficiency, "transfer-today": transfer_today, "transfer-all": transfer_all,
+    "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
+    "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
+    "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,
+    "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
+}
+
+
+def render(text: str) -> str:
+    """`text` with every generated block replaced by its table."""
+    def replace(match: re.Match) -> str:
+        name = match["name"]
+        if name not in TABLES:
+            raise KeyError(f"unknown generated table {name!r}")
+        return match.group(1) + TABLES[name]().rstrip() + "\n" + match.group(4)
+
+    return MARKER.sub(replace, text)
+
+
+def cited_files(text: str) -> list[str]:
+    """Every benchmarks/results path a page names, leaving out templates (``_P_``, ``MODEL``, ``[_two_cores]``)."""
+    found = []
+    for match in re.finditer(r"benchmarks/results/[\w./-]*[\w/]", text):
+        path, after = match.group(0), text[match.end():match.end() + 1]
+        if after != "[" and not re.search(r"_P[_.]|MODEL|SETTING|NAME", path):
+            found.append(path)
+    return sorted(set(found))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="write the pages under this folder instead of in place")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed page is not up to date")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in PAGES:
+        text = (ROOT / page).read_text()
+        new = render(text)
+        if args.check:
+            if new != text:
+                stale.append(page)
+            continue
+        target = (args.out / page) if args.out else ROOT / page
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() or target.read_text() != new:
+            target.write_text(new)
+            print(f"wrote {target}")
+    if stale:
+        print("not up to date (run python benchmarks/results_pages.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

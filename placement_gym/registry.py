@@ -88,6 +88,8 @@ AGENTS: dict[str, AgentEntry] = {
     "post": AgentEntry("agents.post:PostAgent", "Post: per-group softmax placements, PPO + cross-entropy on elites"),
     "go": AgentEntry("agents.go:GOAgent", "GO: GraphSAGE + segment-recurrent attention, PPO over many graphs, "
                      "transfers to new graphs"),
+    "imitation": AgentEntry("agents.imitation:ImitationAgent", "GO's network trained by imitation of the solvers' "
+                            "best placements over many graphs (then optionally PPO); predict is one forward pass"),
     "ppo": AgentEntry("agents.ppo:PPOAgent", "Stable-Baselines3 PPO with the graph policy"),
     "ppo-node": AgentEntry("agents.ppo:PPONodeAgent", "the same on the node-by-node env"),
     "optimal": AgentEntry("agents.baselines:ExactOptimum", "exact optimum of the simulated cost model (MILP)"),

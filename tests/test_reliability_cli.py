@@ -97,8 +97,20 @@ def test_sigterm_keeps_the_finished_runs_of_compare_on_ray(tmp_path):
     assert data["incomplete"] is True and [r["seed"] for r in data["records"]] == [0]
 
 
+@pytest.fixture
+def default_signal_handlers():
+    """SIGINT and SIGTERM handled Python's default way while the test runs (as in a fresh `placement-gym`
+    process; a test before may have left Ray's SIGTERM handler in this one), the earlier handlers after."""
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in defaults.items()}
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_while_the_results_are_written_waits_until_they_are(tmp_path, capsys, monkeypatch, signum):
+def test_a_signal_while_the_results_are_written_waits_until_they_are(tmp_path, capsys, monkeypatch, signum,
+                                                                    default_signal_handlers):
     # The signal is real, sent to this process from inside the report (after the records' JSON is written,
     # before the curves' picture is); before, its KeyboardInterrupt ended the command with "nothing saved".
     plot_curves = cli.results.plot_curves

@@ -1,0 +1,99 @@
+"""`ImitationAgent` (``imitation``): GO's network trained by imitation of the solvers' labels over many graphs,
+then (optionally) by GO's PPO on measured rewards; ``predict`` on a new graph is one forward pass.
+
+    agent = ImitationAgent(seed=0)
+    agent.pretrain(examples, epochs=30)          # examples: [(env of a training graph, label placement), ...]
+    agent.learn(env_over_training_graphs, 200)   # optional: PPO on measured rewards (GO's trainer)
+    agent.predict(obs_of_a_new_graph)            # every op's most likely device: no search, no measurement
+
+The method:
+    1. labels        per training graph and case (preset, objective), the best placement of the planners and the
+                     search (`agents.imitation.labels`): the dataset's train split and synthetic graphs only.
+    2. network       GO's (`agents.go.policy.GOPolicy`): GraphSAGE encoder, segment-recurrent attention, the shared
+                     device head (`agents.nn.device_head.DeviceScorer`) that scores (op, device) pairs from the
+                     device features and per-op costs, so one checkpoint runs on any graph and device set.
+    3. imitation     cross-entropy of every op's device distribution to its label's device, averaged over the ops
+                     (``-placement_log_prob``), one gradient step per graph (`pretrain`), with the optimiser of
+                     the trainer that step 4 continues with.
+    4. RL            optional: ``learn`` over many graphs is GO's own PPO (`agents.go.GOAgent`), rewards measured.
+    5. zero-shot     ``predict``: the argmax of every op's distribution. The search layer is refused: no zero-shot
+                     override, no start placements, no distillation (`SearchConfig` must be inactive).
+
+A checkpoint belongs to one case: the device set (preset) and the objective are not inputs of the network beyond
+what the observation's device features and costs say, so each (preset, objective) gets its own checkpoint
+(`benchmarks/train_learned_placer.py` writes one per case with a JSON beside it naming the case).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from agents.algos.reinforce import apply_gradients
+from agents.core.base import PolicySpec
+from agents.core.run import torch_threads
+from agents.go import GOAgent
+
+__all__ = ["ImitationAgent"]
+
+
+class ImitationAgent(GOAgent):
+    """GO's network and PPO, pretrained by imitation of solver labels (module docstring). Takes GO's settings;
+    ``search`` must stay None (a hybrid is ``hybrid:imitation``, the generic layer around it)."""
+
+    name = "imitation"
+    #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
+    HYBRID = None
+
+    def _require_pure(self) -> None:
+        if self.search.active:
+            raise ValueError(f"the imitation agent runs without search; got search={self.search}. Use "
+                             "hybrid:imitation for the search layer around it")
+
+    def pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None = None,
+                 max_seconds: float | None = None,
+                 on_epoch: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+        """Imitation: `epochs` passes over `examples` ((env of one graph, label placement (N,)) pairs; the envs
+        must share their feature widths), in a seeded random order, one gradient step on the cross-entropy
+        ``-placement_log_prob(obs, label)`` per graph; stops early after `max_seconds`. Builds the policy on the
+        first env when there is none. `on_epoch(epoch, mean loss)` after every pass. Returns
+        ``{"epochs", "steps", "seconds", "loss"}`` (loss: the last pass's mean)."""
+        self._require_pure()
+        with torch_threads(self.torch_threads):
+            return self._pretrain(examples, epochs, seed, max_seconds, on_epoch)
+
+    def _pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None,
+                  max_seconds: float | None, on_epoch: Callable[[int, float], None] | None) -> dict[str, Any]:
+        if not examples:
+            raise ValueError("pretrain needs at least one (env, label) example")
+        seed = self.seed if seed is None else seed
+        self.setup(PolicySpec.from_env(examples[0][0], self.feature_families), seed)
+        if self.trainer is None:
+            self.trainer = self.make_trainer(self.policy)
+        observations = [env.reset(seed=0)[0] for env, _ in examples]
+        labels = [np.asarray(label, dtype=np.int64) for _, label in examples]
+        rng = np.random.default_rng(seed)
+        started, steps, loss, epoch = time.perf_counter(), 0, float("nan"), 0
+        self.policy.train()
+        for epoch in range(1, epochs + 1):
+            losses = []
+            for i in rng.permutation(len(examples)):
+                step_loss = -self.policy.placement_log_prob(observations[i], labels[i])
+                apply_gradients(self.trainer.optimizer, self.policy.parameters(), step_loss,
+                                self.trainer_config.max_grad_norm)
+                losses.append(float(step_loss.detach()))
+                steps += 1
+            loss = float(np.mean(losses))
+            if on_epoch is not None:
+                on_epoch(epoch, loss)
+            if max_seconds is not None and time.perf_counter() - started > max_seconds:
+                break
+        self.policy.eval()
+        return {"epochs": epoch, "steps": steps, "seconds": time.perf_counter() - started, "loss": loss}
+
+    def predict(self, obs, deterministic: bool = True) -> np.ndarray:
+        """Every op's most likely device (deterministic) from one forward pass of the policy: no search."""
+        self._require_pure()
+        return super().predict(obs, deterministic)

@@ -1,0 +1,264 @@
+"""Labels for imitation: the best placement the classical planners and the search find for a graph, per case.
+
+A *case* is a hardware preset and an objective (``("ai_pc", "throughput")``). For one graph and one case,
+`compute_label` runs every planner of `LabelSettings` on the simulated backend, each through the shared run loop
+(a planner's candidates are measured like any agent's placements)::
+
+    single devices   every op on one device, one candidate per device
+    cheapest, dp, topo, metis
+                     the planners of `agents.baselines` (one candidate each)
+    local-search     the search baseline (`agents.search.hybrid.LocalSearch`) for ``local_search_budget``
+                     placements
+    optimal          the exact optimum of the cost model (`agents.baselines.optimal`) within
+                     ``optimal_time_limit_s`` (0: skipped); within the limit it may only be the best found
+
+and keeps the fastest placement as measured (after the env's ``unsupported="repair"``). Every planner's latency
+and wall time is kept beside it, so the same label is the "best known" reference of a transfer table.
+
+Labels are cached on disk, one JSON file per (graph, preset, objective, cost-model version, label settings),
+written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
+(`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again.
+`labels_for` computes the missing ones in parallel (a process pool).
+
+The training graphs of a learned placer (`training_graphs`) are the dataset's train split plus synthetic graphs
+(`placement_gym.models.synthetic`): `check_training_graphs` refuses any other name (a val or test family of the
+dataset, a zoo model), so no graph the placer is tested on is ever labelled for its training.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from placement_gym.backends.simulated import COST_MODEL_VERSION
+from placement_gym.models.dataset import dataset_entry, dataset_names
+from placement_gym.models.synthetic import is_synthetic
+from placement_gym.models.zoo import model_cache_dir
+from placement_gym.results import write_json
+from placement_gym.schema import (
+    MAX_DEVICES, MAX_OPS, Integer, ListOf, MapOf, Number, Optional, Record, SchemaError, Text, read_json,
+)
+
+__all__ = ["LABEL_FILE", "LABEL_VERSION", "Label", "LabelCache", "LabelSettings", "check_training_graphs",
+           "compute_label", "label_env", "labels_for", "training_graphs"]
+
+log = logging.getLogger(__name__)
+
+#: Bump when `compute_label` changes what a label is, so cached labels of the old rule are not reused.
+LABEL_VERSION = 1
+#: The largest label file read back.
+MAX_LABEL_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """What `compute_label` runs: the planners (registry names, one candidate each), the search baseline's budget
+    (placements; 0: not run) and the exact optimum's time limit (seconds; 0: not run)."""
+
+    planners: tuple[str, ...] = ("cheapest", "dp", "topo", "metis")
+    local_search_budget: int = 50
+    optimal_time_limit_s: float = 2.0
+
+    def key(self) -> str:
+        """A short digest of the settings (part of a cached label's file name)."""
+        text = json.dumps({**asdict(self), "label_version": LABEL_VERSION}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Label:
+    """The best placement found for `graph` under (`preset`, `objective`).
+
+    Attributes:
+        placement: (N,) int64, the fastest placement as measured (device indices of the preset's devices).
+        latency_s: its latency (throughput objective: the seconds per inference of the pipeline).
+        source: the planner that found it (``"dp"``, ``"single:GPU"``, ``"optimal"``, ...).
+        planners: per planner, ``{"latency_s": ... or None (failed), "seconds": wall time}``.
+    """
+
+    graph: str
+    preset: str
+    objective: str
+    placement: np.ndarray
+    latency_s: float
+    source: str
+    planners: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+    def to_json(self, settings: LabelSettings) -> dict[str, Any]:
+        return {"graph": self.graph, "preset": self.preset, "objective": self.objective,
+                "cost_model_version": COST_MODEL_VERSION, "label_version": LABEL_VERSION,
+                "settings": asdict(settings), "placement": self.placement.tolist(), "latency_s": self.latency_s,
+                "source": self.source, "planners": self.planners}
+
+
+_PLANNER_RESULT = Record({"latency_s": Optional(Number(positive=True)), "seconds": Number(low=0)})
+#: What a cached label file holds (`LabelCache.get` checks it before using anything in it).
+LABEL_FILE = Record({
+    "graph": Text(max_len=500), "preset": Text(max_len=100), "objective": Text(choices=("latency", "throughput")),
+    "cost_model_version": Integer(0), "label_version": Integer(0),
+    "settings": Record({"planners": ListOf(Text(max_len=100), max_len=32), "local_search_budget": Integer(0),
+                        "optimal_time_limit_s": Number(low=0)}, others=None),
+    "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS),
+    "latency_s": Number(positive=True), "source": Text(max_len=100),
+    "planners": MapOf(_PLANNER_RESULT, max_len=64),
+}, others=None)
+
+
+# ------------------------------------------------------------------------------------------------ training graphs
+def training_graphs(n_synthetic: int = 0, sizes: Sequence[int] = (40, 80, 160, 320), seed: int = 0) -> list[str]:
+    """The dataset's train split, then `n_synthetic` synthetic graphs (``synthetic:N:SEED``, N cycling through
+    `sizes`, seeds from `seed` on): the graphs a learned placer may be trained on (`check_training_graphs`)."""
+    synthetic = [f"synthetic:{sizes[i % len(sizes)]}:{seed + i}" for i in range(n_synthetic)]
+    names = dataset_names("train") + synthetic
+    check_training_graphs(names)
+    return names
+
+
+def check_training_graphs(names: Sequence[str]) -> None:
+    """ValueError unless every name is a graph of the dataset's train split or a synthetic graph: a val or test
+    family of the dataset, a zoo model or a file is never trained on (the transfer table tests on those)."""
+    refused = []
+    for name in names:
+        entry = dataset_entry(name)
+        if entry is not None and entry.split == "train":
+            continue
+        if entry is None and is_synthetic(name):
+            continue
+        refused.append(name if entry is None else f"{name} ({entry.split} split, family {entry.family})")
+    if refused:
+        raise ValueError(f"not training graphs: {refused}; a learned placer trains on the dataset's train split "
+                         "and synthetic:N:SEED graphs only")
+
+
+# ------------------------------------------------------------------------------------------------ computing
+def label_env(graph: str, preset: str, objective: str, features: "Sequence[str] | None" = None):
+    """The single-graph simulated env a label is measured on (ops a device cannot run are repaired)."""
+    from placement_gym.env import DevicePlacementEnv
+    from placement_gym.features import DEFAULT_FAMILIES
+
+    return DevicePlacementEnv(graph, backend="simulated", profile=preset, objective=objective, unsupported="repair",
+                              features=tuple(features or DEFAULT_FAMILIES))
+
+
+def compute_label(graph: str, preset: str, objective: str, settings: LabelSettings = LabelSettings()) -> Label:
+    """Run every planner of `settings` on `graph` under (`preset`, `objective`) and keep the fastest placement
+    (module docstring)."""
+    from placement_gym import registry
+
+    env = label_env(graph, preset, objective)
+    base = env.unwrapped
+    candidates: dict[str, tuple[np.ndarray | None, float | None, float]] = {}
+
+    def measured(placement: np.ndarray) -> tuple[np.ndarray, float | None]:
+        placement = base.as_measured(placement)
+        m = base.measure(placement)
+        return placement, (float(m.latency_s) if m.ok else None)
+
+    for d, device in enumerate(base.device_names):
+        started = time.perf_counter()
+        placement, latency = measured(np.full(base.graph.n_ops, d, dtype=np.int64))
+        candidates[f"single:{device}"] = (placement, latency, time.perf_counter() - started)
+    runs = [(name, {}, 1) for name in settings.planners]
+    if settings.local_search_budget > 0:
+        runs.append(("local-search", {"seed": 0}, settings.local_search_budget))
+    if settings.optimal_time_limit_s > 0:
+        runs.append(("optimal", {"time_limit_s": settings.optimal_time_limit_s}, 1))
+    for name, options, budget in runs:
+        started = time.perf_counter()
+        agent = registry.make_agent(name, options)
+        agent.learn(env, budget, seed=0)
+        seconds = time.perf_counter() - started
+        if agent.best_placement is None:
+            candidates[name] = (None, None, seconds)
+        else:
+            candidates[name] = (*measured(np.asarray(agent.best_placement)), seconds)
+    feasible = {name: c for name, c in candidates.items() if c[1] is not None}
+    if not feasible:
+        raise RuntimeError(f"no planner found a feasible placement of {graph!r} under {preset}/{objective}")
+    source = min(feasible, key=lambda name: feasible[name][1])
+    placement, latency, _ = feasible[source]
+    planners = {name: {"latency_s": c[1], "seconds": c[2]} for name, c in candidates.items()}
+    return Label(graph, preset, objective, np.asarray(placement, dtype=np.int64), float(latency), source, planners)
+
+
+def _compute(job: tuple[str, str, str, LabelSettings]) -> Label:
+    return compute_label(*job)
+
+
+# ------------------------------------------------------------------------------------------------ the cache
+class LabelCache:
+    """Labels on disk under `directory` (default: ``<model cache>/labels``), one JSON file per key."""
+
+    def __init__(self, directory: "str | Path | None" = None) -> None:
+        self.directory = Path(directory) if directory is not None else model_cache_dir() / "labels"
+
+    def path(self, graph: str, preset: str, objective: str, settings: LabelSettings) -> Path:
+        """Where the label of this key lives: the graph's name made file-safe, the case, the cost model's and the
+        settings' versions."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", graph)
+        digest = hashlib.sha256(graph.encode()).hexdigest()[:8]  # two names that map to one safe name stay apart
+        return self.directory / (f"{safe}-{digest}-{preset}-{objective}-cm{COST_MODEL_VERSION}-"
+                                 f"{settings.key()}.json")
+
+    def get(self, graph: str, preset: str, objective: str, settings: LabelSettings) -> Label | None:
+        """The cached label, or None when there is none or the file is damaged or belongs to another key (said
+        in the log; the caller computes it again and `put` replaces the file)."""
+        path = self.path(graph, preset, objective, settings)
+        try:
+            data = read_json(path, LABEL_FILE, max_bytes=MAX_LABEL_BYTES, what="placement label")
+        except FileNotFoundError:
+            return None
+        except SchemaError as exc:
+            log.warning("refusing a damaged label, computing it again: %s", exc)
+            return None
+        expected = {"graph": graph, "preset": preset, "objective": objective,
+                    "cost_model_version": COST_MODEL_VERSION, "label_version": LABEL_VERSION,
+                    "settings": json.loads(json.dumps(asdict(settings)))}
+        wrong = [key for key, value in expected.items() if data[key] != value]
+        if wrong:
+            log.warning("refusing the label %s: its %s do not match the key; computing it again", path, wrong)
+            return None
+        return Label(graph, preset, objective, np.asarray(data["placement"], dtype=np.int64), data["latency_s"],
+                     data["source"], data["planners"])
+
+    def put(self, label: Label, settings: LabelSettings) -> Path:
+        """Write `label` atomically (replacing a damaged file of the same key)."""
+        return write_json(self.path(label.graph, label.preset, label.objective, settings), label.to_json(settings),
+                          overwrite=True)
+
+
+def labels_for(graphs: Sequence[str], preset: str, objective: str, settings: LabelSettings = LabelSettings(),
+               cache: LabelCache | None = None, workers: int = 2) -> list[Label]:
+    """The label of every graph of `graphs` (in order): read from `cache`, the missing ones computed by `workers`
+    processes (1: in this process) and cached. Call `check_training_graphs` first when they are training data."""
+    cache = cache or LabelCache()
+    labels: dict[str, Label] = {}
+    missing = []
+    for graph in graphs:
+        label = cache.get(graph, preset, objective, settings)
+        if label is None:
+            missing.append(graph)
+        else:
+            labels[graph] = label
+    jobs = [(graph, preset, objective, settings) for graph in missing]
+
+    def keep(label: Label) -> None:  # cached as soon as it is computed: an interrupted run keeps what it made
+        cache.put(label, settings)
+        labels[label.graph] = label
+
+    if workers > 1 and len(jobs) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+            for label in pool.imap_unordered(_compute, jobs):
+                keep(label)
+    else:
+        for job in jobs:
+            keep(_compute(job))
+    return [labels[graph] for graph in graphs]

@@ -1,0 +1,59 @@
+"""One case's training of the imitation placer: label the training graphs, imitate the labels, optionally PPO.
+
+`train_case` is what `benchmarks/train_learned_placer.py` runs per (preset, objective) and what
+`benchmarks/learned_transfer.py` runs when a case has no checkpoint yet; it returns the agent and a report of
+what ran and how long each phase took (labelling, imitation, RL).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any, Callable, Sequence
+
+from placement_gym.env import DevicePlacementEnv
+
+from .agent import ImitationAgent
+from .labels import LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
+
+__all__ = ["train_case"]
+
+
+def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: int, seed: int = 0,
+               rl_budget: int = 0, settings: LabelSettings = LabelSettings(), cache: LabelCache | None = None,
+               workers: int = 2, max_seconds: float | None = None, agent_options: "dict[str, Any] | None" = None,
+               log: Callable[[str], None] = print) -> tuple[ImitationAgent, dict[str, Any]]:
+    """Train an `ImitationAgent` for (`preset`, `objective`) on `graphs` (checked: train split and synthetic only).
+
+    Phases: labels (`labels_for`, cached, `workers` processes), imitation (`ImitationAgent.pretrain`, `epochs`
+    passes, at most `max_seconds`), then `rl_budget` placements of GO's PPO over the same graphs (0: none).
+    Returns the agent and ``{"preset", "objective", "seed", "graphs", "label_settings", "label_s", "label_sources",
+    "imitation", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases)."""
+    check_training_graphs(graphs)
+    started = time.perf_counter()
+    labels = labels_for(graphs, preset, objective, settings, cache, workers)
+    label_s = time.perf_counter() - started
+    log(f"{preset}/{objective}: {len(labels)} labels in {label_s:.1f} s")
+
+    agent = ImitationAgent(**{"seed": seed, **dict(agent_options or {})})
+    features = agent.feature_families
+    examples = [(label_env(label.graph, preset, objective, features), label.placement) for label in labels]
+    imitation = agent.pretrain(examples, epochs, seed=seed, max_seconds=max_seconds,
+                               on_epoch=lambda e, loss: log(f"  epoch {e}: cross-entropy {loss:.4f}")
+                               if e == 1 or e % 10 == 0 else None)
+    log(f"{preset}/{objective}: imitation {imitation['epochs']} epochs in {imitation['seconds']:.1f} s")
+
+    rl_s = 0.0
+    if rl_budget > 0:
+        rl_started = time.perf_counter()
+        env = DevicePlacementEnv(list(graphs), backend="simulated", profile=preset, objective=objective,
+                                 unsupported="repair", features=features)
+        agent.learn(env, rl_budget, seed=seed)
+        rl_s = time.perf_counter() - rl_started
+        log(f"{preset}/{objective}: PPO {rl_budget} placements in {rl_s:.1f} s")
+    sources: dict[str, int] = {}
+    for label in labels:
+        sources[label.source] = sources.get(label.source, 0) + 1
+    return agent, {"preset": preset, "objective": objective, "seed": seed, "graphs": list(graphs),
+                   "label_settings": asdict(settings), "label_s": label_s, "label_sources": sources,
+                   "imitation": imitation, "rl_budget": rl_budget, "rl_s": rl_s,
+                   "train_s": time.perf_counter() - started}

@@ -1,0 +1,76 @@
+"""Rebuild the imitation placer's checkpoints (``imitation``, `agents.imitation`), one per preset x objective x seed.
+
+    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency \\
+        --synthetic 32 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
+
+For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
+a val or test family: `agents.imitation.labels.check_training_graphs`), cached on disk and computed by
+``--workers`` processes; imitate the labels for ``--epochs`` passes; then ``--rl-budget`` placements of GO's PPO
+(0: none). Writes ``imitation-PRESET-OBJECTIVE-sSEED.pt`` and, beside it, ``.json`` naming the case, the training
+graphs, the label settings and the wall time of each phase. All figures SIMULATED.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from _outputs import run_metadata
+from agents.imitation.labels import LabelSettings, training_graphs
+from agents.imitation.training import train_case
+from placement_gym.results import write_json
+
+#: The network the checkpoints use: GO's, narrower (the labels are few and the machine has 2 cores), with its
+#: whole-graph cost term (chosen on the val split against graph_cost=False).
+NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": True}
+
+
+def checkpoint_path(out: "str | Path", preset: str, objective: str, seed: int) -> Path:
+    """Where the checkpoint of (`preset`, `objective`, `seed`) lives under `out`."""
+    return Path(out) / f"imitation-{preset}-{objective}-s{seed}.pt"
+
+
+def parse_case(text: str) -> tuple[str, str]:
+    """``"PRESET:OBJECTIVE"`` -> (preset, objective)."""
+    preset, _, objective = text.partition(":")
+    if objective not in ("latency", "throughput"):
+        raise argparse.ArgumentTypeError(f"a case is PRESET:OBJECTIVE with OBJECTIVE latency or throughput, "
+                                         f"got {text!r}")
+    return preset, objective
+
+
+def main(argv: "list[str] | None" = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", type=parse_case, default=[("ai_pc", "latency")])
+    parser.add_argument("--synthetic", type=int, default=32, help="synthetic training graphs beside dataset:train")
+    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--max-seconds", type=float, default=None, help="cap on each case's imitation wall time")
+    parser.add_argument("--rl-budget", type=int, default=0, help="placements of PPO after imitation (0: none)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--workers", type=int, default=2, help="processes that compute missing labels")
+    parser.add_argument("--label-optimal-s", type=float, default=LabelSettings.optimal_time_limit_s)
+    parser.add_argument("--label-search-budget", type=int, default=LabelSettings.local_search_budget)
+    parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=JSON",
+                        help="a setting of the network over NETWORK's, e.g. graph_cost=true")
+    parser.add_argument("--out", default="runs/learned_placer")
+    args = parser.parse_args(argv)
+    network = {**NETWORK, **{k: json.loads(v) for k, v in (o.split("=", 1) for o in args.agent_option)}}
+    settings = LabelSettings(local_search_budget=args.label_search_budget, optimal_time_limit_s=args.label_optimal_s)
+    graphs = training_graphs(args.synthetic)
+    for preset, objective in args.cases:
+        for seed in args.seeds:
+            agent, report = train_case(preset, objective, graphs, epochs=args.epochs, seed=seed,
+                                       rl_budget=args.rl_budget, settings=settings, workers=args.workers,
+                                       max_seconds=args.max_seconds, agent_options=network)
+            path = checkpoint_path(args.out, preset, objective, seed)
+            agent.save(path, overwrite=True)
+            write_json(path.with_suffix(".json"), {**run_metadata(argv, "SIMULATED; one imitation checkpoint"),
+                                                   "checkpoint": path.name, "network": network, **report},
+                       overwrite=True)
+            print(json.dumps({"checkpoint": str(path), "label_s": round(report["label_s"], 1),
+                              "imitation_s": round(report["imitation"]["seconds"], 1),
+                              "rl_s": round(report["rl_s"], 1), "train_s": round(report["train_s"], 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

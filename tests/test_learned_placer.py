@@ -1,0 +1,98 @@
+"""The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, and a zero-shot
+placement of an unseen tiny graph that beats every single device (which an untrained policy's does not)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.imitation import ImitationAgent
+from agents.imitation.labels import (
+    LabelCache, LabelSettings, check_training_graphs, compute_label, label_env, labels_for, training_graphs,
+)
+from placement_gym.models.dataset import dataset_entries
+
+#: Labels of tiny graphs: the one-candidate planners only (no search, no MILP), so a label takes milliseconds.
+FAST = LabelSettings(planners=("cheapest", "dp", "topo"), local_search_budget=0, optimal_time_limit_s=0.0)
+#: A case where the tiny synthetic graphs' best placements mix devices.
+PRESET, OBJECTIVE = "ai_pc", "latency"
+TRAIN = [f"synthetic:{n}:{seed}" for n in (16, 24, 32) for seed in range(2)]
+UNSEEN = "synthetic:28:100"  # a size no training graph has
+SMALL = {"hidden_channels": 16, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": False}
+
+
+def zero_shot_latency(agent: ImitationAgent, graph: str) -> float:
+    env = label_env(graph, PRESET, OBJECTIVE, agent.feature_families).unwrapped
+    m = env.measure(agent.predict(env.reset(seed=0)[0]))
+    return float(m.latency_s) if m.ok else float("inf")
+
+
+def test_split_no_val_or_test_family_is_a_training_graph():
+    held_out = [e for e in dataset_entries() if e.split != "train"]
+    assert held_out
+    names = training_graphs(n_synthetic=4)
+    assert not {e.name for e in held_out} & set(names)
+    for entry in held_out:
+        with pytest.raises(ValueError, match="not training graphs"):
+            check_training_graphs([*names[:2], entry.name])
+    for zoo in ("resnet", "inception", "bert"):
+        with pytest.raises(ValueError, match="not training graphs"):
+            check_training_graphs([zoo])
+
+
+def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(tmp_path, caplog):
+    cache = LabelCache(tmp_path)
+    label = labels_for(["synthetic:12:0"], PRESET, OBJECTIVE, FAST, cache, workers=1)[0]
+    latencies = [r["latency_s"] for r in label.planners.values() if r["latency_s"] is not None]
+    assert label.latency_s == min(latencies) and label.placement.shape == (12,)
+    path = cache.path("synthetic:12:0", PRESET, OBJECTIVE, FAST)
+    assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST).source == label.source
+
+    damaged = json.loads(path.read_text())
+    damaged["placement"][0] = "GPU"
+    path.write_text(json.dumps(damaged))
+    assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
+    assert "damaged label" in caplog.text
+    again = labels_for(["synthetic:12:0"], PRESET, OBJECTIVE, FAST, cache, workers=1)[0]
+    assert np.array_equal(again.placement, label.placement)
+    assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is not None  # the file was written again
+
+    path.write_text('{"graph": ')  # truncated
+    assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
+
+
+def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device():
+    reference = compute_label(UNSEEN, PRESET, OBJECTIVE, FAST)
+    best_single = min(r["latency_s"] for name, r in reference.planners.items()
+                      if name.startswith("single:") and r["latency_s"] is not None)
+    assert reference.latency_s < 0.95 * best_single  # the graph's best placement mixes devices
+
+    labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN]
+    untrained = ImitationAgent(seed=0, **SMALL)
+    trained = ImitationAgent(seed=0, **SMALL)
+    examples = [(label_env(label.graph, PRESET, OBJECTIVE, trained.feature_families), label.placement)
+                for label in labels]
+    untrained.pretrain(examples, epochs=0)  # builds the same initial policy, fits nothing
+    report = trained.pretrain(examples, epochs=40)
+    assert report["steps"] == 40 * len(TRAIN)
+
+    assert zero_shot_latency(untrained, UNSEEN) >= best_single  # the check below has teeth
+    assert zero_shot_latency(trained, UNSEEN) < best_single
+
+
+def test_predict_is_the_policy_argmax_and_refuses_any_search():
+    graph = "synthetic:12:1"
+    label = compute_label(graph, PRESET, OBJECTIVE, FAST)
+    agent = ImitationAgent(seed=0, **SMALL)
+    env = label_env(graph, PRESET, OBJECTIVE, agent.feature_families)
+    agent.pretrain([(env, label.placement)], epochs=2)
+    obs = env.reset(seed=0)[0]
+    logits, _ = agent.policy.logits(obs)
+    assert np.array_equal(agent.predict(obs), logits.argmax(-1).numpy())
+    other = label_env(graph, "paper", OBJECTIVE, agent.feature_families)  # another device set, 2 devices not 3
+    assert agent.predict(other.reset(seed=0)[0]).max() < other.unwrapped.n_devices
+
+    searching = ImitationAgent(seed=0, search={"zero_shot_override": 1.0}, **SMALL)
+    with pytest.raises(ValueError, match="without search"):
+        searching.pretrain([(env, label.placement)], epochs=1)

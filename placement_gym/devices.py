@@ -63,8 +63,8 @@ def two_cpu_devices(core: ov.Core | None = None) -> list[str]:
         return ["CPU", "CPU[INFERENCE_PRECISION_HINT=bf16]"]
     logger.warning(
         "this processor has no native bf16, so two_cpu_devices() returns the one-thread pair, which compiles and "
-        "runs split placements but cannot tell them apart (HETERO does not keep thread counts separate; measured "
-        "on ResNet: Spearman -0.05 between simulated and measured latencies): use backend='simulated' or two real "
+        "runs split placements but cannot tell them apart (HETERO does not keep thread counts separate; see "
+        "docs/backends.md): use backend='simulated' or two real "
         "devices to compare placements")
     return ["CPU", "CPU[INFERENCE_NUM_THREADS=1]"]
 

@@ -57,6 +57,9 @@ DP_MAX_LOAD_MS = {
 }
 #: The inputs whose DP takes more than a few seconds here (GNMT: 17,914 ideals, 15.5 million pairs; marked slow).
 SLOW_DP = {"LayerGraphs/gnmt_inference", "LayerGraphs/gnmt_training"}
+#: Left out of the test suite for its time (~40 s; the suite stays under ~10 minutes): GNMT training walks the
+#: same ideals as GNMT inference, which runs. Empty this set to check its value above too.
+NOT_IN_SUITE = {"LayerGraphs/gnmt_training"}
 
 
 def _layer(name: str) -> PublishedGraph:
@@ -88,7 +91,7 @@ def test_expert_split_prices_as_their_program_prices_it(model):
 
 
 @pytest.mark.parametrize("model", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_DP else m
-                                   for m in sorted(DP_MAX_LOAD_MS)])
+                                   for m in sorted(set(DP_MAX_LOAD_MS) - NOT_IN_SUITE)])
 def test_dp_baseline_finds_their_dp_optimum(model):
     from agents.baselines import ContiguousDP
     from placement_gym.evaluation import evaluate

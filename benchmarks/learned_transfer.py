@@ -18,8 +18,6 @@ worse than the best single device on, and the wall times of predict, dp and opti
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 import time
 from pathlib import Path
 
@@ -29,7 +27,8 @@ import torch
 from _outputs import refuse_existing_outputs, run_metadata
 from agents.imitation import ImitationAgent
 from agents.imitation.labels import LabelCache, LabelSettings, label_env, labels_for
-from placement_gym.env import DevicePlacementEnv
+from leaderboard_table import geomean_gap
+from placement_gym.env import model_list
 from placement_gym.results import write_json
 from train_learned_placer import checkpoint_path, parse_case
 
@@ -40,15 +39,7 @@ TIE = 1e-6
 
 def test_graph_names(specs: list[str]) -> list[str]:
     """Graph names of `specs` (``dataset:SPLIT`` stands for each graph of the split)."""
-    names: list[str] = []
-    for spec in specs:
-        names += list(DevicePlacementEnv(spec, backend="simulated").graphs) if spec.startswith("dataset:") else [spec]
-    return names
-
-
-def geomean_gap(gaps: list[float]) -> float:
-    """Geometric mean of (1 + gap/100), as a % gap."""
-    return 100.0 * (math.exp(np.mean([math.log1p(g / 100.0) for g in gaps])) - 1.0)
+    return [name for spec in specs for name in (model_list(spec) or [spec])]
 
 
 def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], args) -> dict:

@@ -398,16 +398,6 @@ def render(text: str) -> str:
     return MARKER.sub(replace, text)
 
 
-def cited_files(text: str) -> list[str]:
-    """Every benchmarks/results path a page names, leaving out templates (``_P_``, ``MODEL``, ``[_two_cores]``)."""
-    found = []
-    for match in re.finditer(r"benchmarks/results/[\w./-]*[\w/]", text):
-        path, after = match.group(0), text[match.end():match.end() + 1]
-        if after != "[" and not re.search(r"_P[_.]|MODEL|SETTING|NAME", path):
-            found.append(path)
-    return sorted(set(found))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the pages under this folder instead of in place")

@@ -57,8 +57,8 @@ DP_MAX_LOAD_MS = {
 }
 #: The inputs whose DP takes more than a few seconds here (GNMT: 17,914 ideals, 15.5 million pairs; marked slow).
 SLOW_DP = {"LayerGraphs/gnmt_inference", "LayerGraphs/gnmt_training"}
-#: Left out of the test suite for its time (~40 s; the suite stays under ~10 minutes): GNMT training walks the
-#: same ideals as GNMT inference, which runs. Empty this set to check its value above too.
+#: Left out of the test suite for its time (the slowest DP here; the suite stays under ~10 minutes): GNMT
+#: training walks the same ideals as GNMT inference, which runs. Empty this set to check its value above too.
 NOT_IN_SUITE = {"LayerGraphs/gnmt_training"}
 
 

@@ -406,6 +406,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _check_outputs(args, paths)
     make_env, backend = _env_factory(args)
     if args.load:
+        if args.agent_option or registry.is_hybrid(args.agent):
+            given = "--agent-option" if args.agent_option else f"the {registry.HYBRID_PREFIX!r} prefix"
+            raise ValueError(f"evaluate --load runs the saved agent with the settings it was saved with; {given} "
+                             "applies only to an agent built here (train it with them, or leave --load out)")
         cls = registry.load_agent_class(args.agent)
         label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
         factories = {label: lambda: cls.load(args.load)}  # loaded afresh for every seed: seeds share nothing

@@ -145,7 +145,8 @@ class DevicePlacementEnv(gym.Env):
         backend: ``"openvino"``, ``"simulated"``, ``"auto"``, or a `Backend` instance.
         reward: one of ``REWARDS``.
         horizon: placements per episode.
-        features: node-feature families (`placement_gym.features.FEATURE_FAMILIES`).
+        features: node-feature families (`placement_gym.features.FEATURE_FAMILIES`; None: the default ones, so
+            ``features=agent.feature_families`` serves an agent that asks for none).
         failure_penalty: a failed placement counts as this many times the reference latency.
         warmup, repeats: shorthands for the real backend's untimed and timed inferences per placement (its
             defaults, 3 and 20, apply when not given; with ``backend="auto"`` they are dropped if it simulates).
@@ -177,7 +178,7 @@ class DevicePlacementEnv(gym.Env):
         backend: "str | Backend" = "auto",
         reward: str = "speedup",
         horizon: int = 1,
-        features: Sequence[str] = DEFAULT_FAMILIES,
+        features: Sequence[str] | None = DEFAULT_FAMILIES,
         failure_penalty: float = 10.0,
         warmup: int | None = None,
         repeats: int | None = None,
@@ -222,7 +223,8 @@ class DevicePlacementEnv(gym.Env):
             self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup,
                                     repeats=repeats, objective=objective)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
-        self.feature_families = tuple(features)
+        # None: the default families (what an agent without feature needs, ``feature_families = None``, asks for)
+        self.feature_families = DEFAULT_FAMILIES if features is None else tuple(features)
         self.render_mode = render_mode
         if reference_every is not None and (not isinstance(reference_every, int) or reference_every < 0):
             raise ValueError(f"reference_every must be None (automatic), 0 (never) or a number of placements, "

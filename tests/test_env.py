@@ -68,6 +68,17 @@ def test_horizon_and_observation_copies():
     assert obs2["placement"] is not env.step(ones)[0]["placement"]
 
 
+def test_features_none_is_the_default_families():
+    """``features=agent.feature_families`` for an agent that asks for no particular features (None)."""
+    from placement_gym.features import DEFAULT_FAMILIES
+    from agents.baselines.simple import RandomSearch
+
+    env = DevicePlacementEnv("tiny_chain", backend="simulated", features=RandomSearch.feature_families)
+    assert RandomSearch.feature_families is None and env.feature_families == tuple(DEFAULT_FAMILIES)
+    assert env.reset(seed=0)[0]["node_features"].shape[1] == \
+        DevicePlacementEnv("tiny_chain", backend="simulated").reset(seed=0)[0]["node_features"].shape[1]
+
+
 def test_checkers_pass(env):
     gym_check_env(env.unwrapped, skip_render_check=False)
     sb3_check_env(env.unwrapped, warn=False)

@@ -183,6 +183,21 @@ def test_evaluate_refuses_to_write_over_the_agent_it_loads(tmp_path, capsys):
     assert saved.read_bytes() == b"a checkpoint"
 
 
+@pytest.mark.parametrize("agent, extra, named", [
+    ("hsdag", ["--agent-option", "hidden_channels=8"], "--agent-option applies only to an agent built here"),
+    ("hybrid:hsdag", [], "the 'hybrid:' prefix applies only to an agent built here"),
+])
+def test_evaluate_load_refuses_settings_it_would_ignore(tmp_path, capsys, agent, extra, named):
+    """A saved agent runs with its saved settings: options it would not use are refused, not silently dropped."""
+    saved = tmp_path / "agent.pt"
+    saved.write_bytes(b"a checkpoint")
+    argv = ["evaluate", "--agent", agent, "--model", "tiny_chain", "--load", str(saved), *RUN, *extra]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "evaluate --load runs the saved agent with the settings it was saved with" in err
+    assert named in err and list(tmp_path.iterdir()) == [saved]
+
+
 def test_an_existing_folder_is_refused_before_the_run_even_with_overwrite(tmp_path, capsys):
     folder = tmp_path / "results"
     folder.mkdir()

@@ -56,11 +56,12 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
     (`agents.algos.learned.LearnedAgent`).
 
-    Subclasses implement `build_policy(spec)` and `hyperparameters()` (their own settings plus `run_options()`),
-    take their method's trainer settings in their constructor's signature under `ReinforceConfig`'s names and
-    pass ``self.trainer_settings(locals(), mode=...)`` to this constructor (each setting written once), and may override `agent_env` to train on a wrapper of the
-    run's env (the node-by-node variant, another reward). Calling `learn` again continues training (same
-    optimiser and baselines).
+    Subclasses implement `build_policy(spec)`, take their method's trainer settings in their constructor's
+    signature under `ReinforceConfig`'s names and pass ``self.trainer_settings(locals(), mode=...)`` to this
+    constructor, keep their own settings with ``self.keep_settings(locals())`` (so each setting is written once,
+    in the signature, and `hyperparameters` needs no override), and may override `agent_env` to train on a
+    wrapper of the run's env (the node-by-node variant, another reward). Calling `learn` again continues
+    training (same optimiser and baselines).
 
     Args:
         reinforce: `ReinforceConfig` or a dict of its fields: the method's settings (mode, step size, ...).
@@ -70,6 +71,9 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         seed, torch_threads, device, coarsen_above, max_nodes, search: see `BaseAgent` (the search components
             the trainers run, ``search.imitation_coef`` ... ``search.fit_memory``, join the trainer's settings).
     """
+
+    #: Kept by this class: the trainer's settings, the algorithm and its PPO settings.
+    BASE_SETTINGS = BaseAgent.BASE_SETTINGS | _TRAINER_FIELDS | {"algorithm", "ppo"}
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
                  ppo: Mapping[str, Any] | None = None, seed: int | None = None,
@@ -118,10 +122,14 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
 
     def run_options(self) -> dict[str, Any]:
-        """Every constructor argument `hyperparameters` needs besides the agent's own network settings: the
-        trainer's (`trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
+        """Every constructor argument `hyperparameters` needs besides the agent's own settings: the trainer's
+        (`trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
         return {**self.trainer_options(), "seed": self.seed, "torch_threads": self.torch_threads,
                 **self.algorithm_options(), **self.coarsen_options()}
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The agent's own settings (`keep_settings`), then `run_options`."""
+        return {**self.own_settings(), **self.run_options()}
 
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""

@@ -550,6 +550,13 @@ class RunAgent(abc.ABC):
     #: ``--agent-option KEY=VALUE`` given to every agent that takes KEY.
     SEARCH_OPTIONS: ClassVar[frozenset[str]] = SEARCH_OPTION_NAMES
 
+    #: The constructor keywords that the base classes keep themselves (subclasses add theirs): everything else
+    #: in an agent's signature is its own setting (`keep_settings`).
+    BASE_SETTINGS: ClassVar[frozenset[str]] = frozenset({"seed", "torch_threads", "device", "coarsen_above",
+                                                          "max_nodes", "search"})
+    #: The names of the agent's own settings, kept as attributes of the same name (`keep_settings`).
+    own_setting_names: tuple[str, ...] = ()
+
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
                  max_nodes: int = MAX_NODES,
                  search: "SearchConfig | Mapping[str, Any] | str | None" = None) -> None:
@@ -732,6 +739,24 @@ class RunAgent(abc.ABC):
         """Whether the agent has a policy that places a graph: its class defines its own ``predict``, not the
         default."""
         return type(self).predict is not RunAgent.predict
+
+    def keep_settings(self, arguments: Mapping[str, Any]) -> None:
+        """Keep the agent's own settings: every constructor keyword in `arguments` (the constructor's ``locals()``,
+        taken before it defines anything else) that is not one of ``BASE_SETTINGS``, as an attribute of the same
+        name, named in ``own_setting_names``; `own_settings` and `hyperparameters` read them back. So each
+        setting is written once, in the constructor's signature."""
+        self.own_setting_names = tuple(name for name in arguments
+                                       if name not in ("self", "__class__") and name not in self.BASE_SETTINGS)
+        for name in self.own_setting_names:
+            setattr(self, name, arguments[name])
+
+    def own_settings(self, target: "Callable[..., Any] | None" = None) -> dict[str, Any]:
+        """The agent's own settings (`keep_settings`) by name: all of them, or those that `target` (a class or
+        function: a policy, a trainer) takes as keywords."""
+        names = self.own_setting_names
+        if target is not None:
+            names = [name for name in names if name in inspect.signature(target).parameters]
+        return {name: getattr(self, name) for name in names}
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this agent (plain Python values only).

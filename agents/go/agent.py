@@ -129,20 +129,16 @@ class GOAgent(PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         search: "SearchConfig | dict[str, Any] | str | None" = None,
     ) -> None:
-        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
+        # `PolicyGradientAgent.trainer_settings`)
+        self.keep_settings(locals())
         trainer = self.trainer_settings(locals(), mode="bandit")
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         unknown = sorted(set(self.search.finetune_search_options) - set(SEARCH_OPTIONS))
         if unknown:
             raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(SEARCH_OPTIONS)}")
-        self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, attention_layers=attention_layers,
-                            heads=heads, segment_length=segment_length, use_edge_features=use_edge_features,
-                            graph_cost=graph_cost)
         self.whole_graph_cost = graph_cost  # built with the policy (`GOPolicy`), never added by a run
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {**self.network, **self.run_options()}
 
     def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
         """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
@@ -176,4 +172,4 @@ class GOAgent(PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:
             raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return GOPolicy(spec, **self.network)
+        return GOPolicy(spec, **self.own_settings(GOPolicy))

@@ -146,26 +146,21 @@ class HSDAGAgent(PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         search: "SearchConfig | dict[str, Any] | str | None" = None,
     ) -> None:
-        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
+        # `PolicyGradientAgent.trainer_settings`)
+        self.keep_settings(locals())
         trainer = self.trainer_settings(locals(), mode="bandit")
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        self.network = dict(hidden_channels=hidden_channels, num_layers=num_layers, pooling=pooling,
-                            max_levels=max_levels, stochastic_parsing=stochastic_parsing, stay_bias=stay_bias,
-                            directed=directed, use_edge_features=use_edge_features)
-        self.feature_switches = dict(output_shape=output_shape, node_id=node_id, structure=structure, cost=cost)
         #: The env's node features for this agent (instance attribute: the ablation switches change it).
-        self.feature_families = hsdag_feature_families(**self.feature_switches)
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return {**self.network, **self.feature_switches, **self.run_options()}
+        self.feature_families = hsdag_feature_families(**self.own_settings(hsdag_feature_families))
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:
         if spec.feature_families is not None and tuple(spec.feature_families) != self.feature_families:
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         s = self.search  # the policy's own search hooks: refinement stage, uniform and boundary exploration
-        return HSDAGPolicy(spec, **self.network, refine=s.refine, refine_boundary=s.refine_boundary,
+        return HSDAGPolicy(spec, **self.own_settings(HSDAGPolicy), refine=s.refine, refine_boundary=s.refine_boundary,
                            explore=s.explore, boundary_explore=s.boundary_explore)
 
     def start_run(self, run, env, seed, trained) -> None:

@@ -106,20 +106,17 @@ class PlacetoAgent(PolicyGradientAgent):
                  max_nodes: int = MAX_NODES, search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
         if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
-        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
+        # `PolicyGradientAgent.trainer_settings`)
+        self.keep_settings(locals())
         trainer = self.trainer_settings(locals(), mode="episodic")
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        self.hidden_dim, self.n_layers, self.directed = hidden_dim, n_layers, directed
-        if start not in STARTS:
-            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
-        self.groups, self.sweeps, self.start = None if groups is None else int(groups), int(sweeps), start
+        self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)
         self.node_grouping = NodeGroups(self.groups)
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return dict(hidden_dim=self.hidden_dim, n_layers=self.n_layers, directed=self.directed, groups=self.groups,
-                    sweeps=self.sweeps, start=self.start, **self.run_options())
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)

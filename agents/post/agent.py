@@ -127,21 +127,21 @@ class PostAgent(PolicyGradientAgent):
             raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
         if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
             raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
-        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
+        # `PolicyGradientAgent.trainer_settings`)
+        self.keep_settings(locals())
         trainer = self.trainer_settings(locals(), mode="bandit")
         super().__init__(trainer, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         if not 0 <= self.search.boundary_explore <= 1:
             raise ValueError(f"Post's boundary_explore is a share of the uniform distribution in [0, 1] (0: off), got "
                              f"{self.search.boundary_explore}")
-        self.n_groups = n_groups
-        self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
 
-    def hyperparameters(self) -> dict[str, Any]:
-        options = self.run_options()
-        del options["algorithm"]  # always PPO
-        return dict(n_groups=self.n_groups, ce_every=self.ce_every, elite_fraction=self.elite_fraction,
-                    ce_smoothing=self.ce_smoothing, **options)
+    def algorithm_options(self) -> dict[str, Any]:
+        """The PPO settings and the search (no ``algorithm``: Post always trains with PPO)."""
+        options = super().algorithm_options()
+        del options["algorithm"]
+        return options
 
     def train(self, run, seed: int | None) -> None:
         if run.many_graphs:  # one distribution per op group of ONE graph: over many graphs it means nothing

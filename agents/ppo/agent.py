@@ -20,6 +20,7 @@ SB3 policy (``MultiInputPolicy``) has N and D in its weights: it says so.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -253,8 +254,9 @@ class SB3Agent(LearnedAgent, RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"seed": self.seed, "torch_threads": self.torch_threads, **self.coarsen_options(),
-                **self.search_options()}
+        """A subclass's own settings (`keep_settings`), the seed and threads, the coarsening and the search."""
+        return {**self.own_settings(), "seed": self.seed, "torch_threads": self.torch_threads,
+                **self.coarsen_options(), **self.search_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -439,15 +441,13 @@ class PPOAgent(SB3Agent):
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
                  coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
                  search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`): SB3's PPO takes
+        # those named as its keywords (`algorithm_kwargs`), `GraphPolicy` those named as its own
+        self.keep_settings(locals())
         super().__init__(seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes,
                          search=search)
         if n_steps < 1 or batch_size < 1:
             raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
-        self.ppo_kwargs = dict(learning_rate=learning_rate, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
-                               clip_range=clip_range, target_kl=target_kl, ent_coef=ent_coef, vf_coef=vf_coef,
-                               max_grad_norm=max_grad_norm, gamma=gamma, gae_lambda=gae_lambda)
-        self.policy_kwargs = dict(hidden_dim=hidden_dim, n_layers=n_layers, distribution=distribution,
-                                  entropy_per_node=entropy_per_node, action_groups=action_groups)
         if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
             raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
         self.node_groups = None if node_groups is None else int(node_groups)
@@ -458,25 +458,20 @@ class PPOAgent(SB3Agent):
         self.start = start
         self.device = torch.device(device)
 
-    def hyperparameters(self) -> dict[str, Any]:
-        return dict(**self.ppo_kwargs, **self.policy_kwargs, node_groups=self.node_groups, start=self.start,
-                    seed=self.seed, torch_threads=self.torch_threads, **self.coarsen_options(),
-                    **self.search_options())
-
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return {**hyperparameters, "device": device}
 
     def algorithm_kwargs(self) -> dict[str, Any]:
-        return dict(self.ppo_kwargs, verbose=0)
+        return dict(self.own_settings(PPO), verbose=0)
 
     # ------------------------------------------------------------------ learning
     def make_model(self, env: gym.Env, seed: int | None) -> PPO:
-        policy_kwargs = dict(self.policy_kwargs)
+        policy_kwargs = self.own_settings(GraphPolicy)
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
             policy_kwargs["action_groups"] = None
-        return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device, verbose=0,
-                   **self.ppo_kwargs)
+        return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
+                   **self.algorithm_kwargs())
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
@@ -490,10 +485,10 @@ class PPOAgent(SB3Agent):
         masks the padding); with action groups or node by node (both built for one graph), one graph at a
         time, a rollout per turn (`agents.core.run.train_in_turns`): ``n_steps`` placements, node by node
         plus the random start each episode measures (the last one's start is not measured: the turn is over)."""
-        n_steps = self.ppo_kwargs["n_steps"]
+        n_steps = self.n_steps
         if self.node_groups is not None:
             return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start != "reference" else 0)
-        return None if self.policy_kwargs["action_groups"] is None else n_steps
+        return None if self.action_groups is None else n_steps
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
@@ -587,6 +582,8 @@ class PPONodeAgent(PPOAgent):
     per step, as Placeto does, instead of sampling every op's device independently at once."""
 
     name = "ppo-node"
+    #: `PPOAgent`'s hybrid search without coarse to fine, which splits action groups: node by node has none.
+    HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
 
     def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
         super().__init__(*args, node_groups=node_groups, **kwargs)

@@ -83,14 +83,13 @@ class RNNAgent(PolicyGradientAgent):
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        # the trainer settings of the signature above, by name (`PolicyGradientAgent.trainer_settings`)
+        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
+        # `PolicyGradientAgent.trainer_settings`)
+        self.keep_settings(locals())
         trainer = self.trainer_settings(locals(), mode="bandit")
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        self.n_groups, self.hidden_dim, self.reward = int(n_groups), hidden_dim, reward
-
-    def hyperparameters(self) -> dict[str, Any]:
-        return dict(n_groups=self.n_groups, hidden_dim=self.hidden_dim, reward=self.reward, **self.run_options())
+        self.n_groups = int(n_groups)
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.search.refine, self.search.refine_boundary)

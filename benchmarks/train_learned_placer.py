@@ -4,8 +4,9 @@
         --synthetic 32 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
 
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
-a val or test family: `agents.imitation.labels.check_training_graphs`), cached on disk and computed by
-``--workers`` processes; imitate the labels for ``--epochs`` passes; then ``--rl-budget`` placements of GO's PPO
+a val or test family: `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
+labels shipped in ``benchmarks/results/learned_placer_labels``, so the checkpoints come out the same on any
+machine), the missing ones computed by ``--workers`` processes and written there; imitate the labels for ``--epochs`` passes; then ``--rl-budget`` placements of GO's PPO
 (0: none). Writes ``imitation-PRESET-OBJECTIVE-sSEED.pt`` and, beside it, ``.json`` naming the case, the training
 graphs, the label settings and the wall time of each phase. All figures SIMULATED.
 """
@@ -16,9 +17,14 @@ import json
 from pathlib import Path
 
 from _outputs import run_metadata
-from agents.imitation.labels import LabelSettings, training_graphs
+from agents.imitation.labels import LabelCache, LabelSettings, training_graphs
 from agents.imitation.training import train_case
 from placement_gym.results import write_json
+
+#: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
+#: Shipped because a label whose optimum stopped at its time limit depends on the machine's speed and load:
+#: from these the training is deterministic. A label missing here is computed and written here.
+SHIPPED_LABELS = Path(__file__).resolve().parent / "results" / "learned_placer_labels"
 
 #: The network the checkpoints use: GO's, narrower (the labels are few and the machine has 2 cores), with its
 #: whole-graph cost term (chosen on the val split against graph_cost=False).
@@ -52,6 +58,8 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--label-search-budget", type=int, default=LabelSettings.local_search_budget)
     parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=JSON",
                         help="a setting of the network over NETWORK's, e.g. graph_cost=true")
+    parser.add_argument("--labels", default=str(SHIPPED_LABELS),
+                        help="folder of label files, read and completed (default: the labels shipped in the repo)")
     parser.add_argument("--out", default="runs/learned_placer")
     args = parser.parse_args(argv)
     network = {**NETWORK, **{k: json.loads(v) for k, v in (o.split("=", 1) for o in args.agent_option)}}
@@ -60,7 +68,8 @@ def main(argv: "list[str] | None" = None) -> None:
     for preset, objective in args.cases:
         for seed in args.seeds:
             agent, report = train_case(preset, objective, graphs, epochs=args.epochs, seed=seed,
-                                       rl_budget=args.rl_budget, settings=settings, workers=args.workers,
+                                       rl_budget=args.rl_budget, settings=settings, cache=LabelCache(args.labels),
+                                       workers=args.workers,
                                        max_seconds=args.max_seconds, agent_options=network)
             path = checkpoint_path(args.out, preset, objective, seed)
             agent.save(path, overwrite=True)

@@ -37,8 +37,8 @@ from .schema import (
     Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, mismatch, read_json,
 )
 
-__all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "check_same_versions", "estimate_seconds",
-           "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path", "reference_records",
+__all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
+           "estimate_seconds", "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path", "reference_records",
            "run_suite", "score", "write_results"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
@@ -391,7 +391,7 @@ def check_same_versions(expected: Mapping[str, Any], found: Mapping[str, Any], w
 
 
 # ------------------------------------------------------------------------------------------------ scoring
-def _best_within(record: Mapping[str, Any], budget: int) -> float | None:
+def best_within(record: Mapping[str, Any], budget: int) -> float | None:
     """The best latency `record`'s run had found after `budget` placements (its curve); None before any."""
     found = [v for s, v in record.get("curve") or [] if s <= budget]
     return min(found) if found else None
@@ -456,7 +456,7 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
             "case": case, "model": model, "hybrid": hybrid,
             "agent": agent if not hybrid or registry.is_hybrid(agent) else registry.HYBRID_PREFIX + agent,
             "seeds": len(rs), "failed": len(rs) - len(ok),
-            "gap_pct": {b: gap(_mean(_best_within(r, b) for r in ok)) for b in budgets},
+            "gap_pct": {b: gap(_mean(best_within(r, b) for r in ok)) for b in budgets},
             "predict_gap_pct": gap(_mean(r.get("predict_latency_s") for r in ok)),
             "placements_to_within": within,
             "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),

@@ -1,7 +1,9 @@
-"""The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, and a zero-shot
-placement of an unseen tiny graph that beats every single device (which an untrained policy's does not)."""
+"""The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, a zero-shot
+placement of an unseen tiny graph that beats every single device (which an untrained policy's does not), and the
+fine-tuning rows of its transfer benchmark (`benchmarks/learned_transfer.py --finetune`)."""
 from __future__ import annotations
 
+import argparse
 import json
 
 import numpy as np
@@ -11,7 +13,10 @@ from agents.imitation import ImitationAgent
 from agents.imitation.labels import (
     LabelCache, LabelSettings, check_training_graphs, compute_label, label_env, labels_for, training_graphs,
 )
+from placement_gym import registry
 from placement_gym.models.dataset import dataset_entries
+
+from .conftest import load_benchmark
 
 #: Labels of tiny graphs: the one-candidate planners only (no search, no MILP), so a label takes milliseconds.
 FAST = LabelSettings(planners=("cheapest", "dp", "topo"), local_search_budget=0, optimal_time_limit_s=0.0)
@@ -96,3 +101,57 @@ def test_predict_is_the_policy_argmax_and_refuses_any_search():
     searching = ImitationAgent(seed=0, search={"zero_shot_override": 1.0}, **SMALL)
     with pytest.raises(ValueError, match="without search"):
         searching.pretrain([(env, label.placement)], epochs=1)
+
+
+def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
+    transfer = load_benchmark("learned_transfer")
+    labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN[:3]]
+    agent = ImitationAgent(seed=0, **SMALL)
+    agent.pretrain([(label_env(label.graph, PRESET, OBJECTIVE, agent.feature_families), label.placement)
+                    for label in labels], epochs=5)
+    path = agent.save(transfer.checkpoint_path(tmp_path, PRESET, OBJECTIVE, 0))
+
+    args = argparse.Namespace(checkpoints=tmp_path, search_budget=5, optimal_s=1.0, workers=1, finetune=[10, 4],
+                              labels=tmp_path / "labels")  # the reference label, computed and written there
+    result = transfer.evaluate_case(PRESET, OBJECTIVE, 0, [UNSEEN], args)
+    row, tuned = result["rows"][0], result["summary"]["finetune"]
+    assert row["best_known_s"] <= row["best_known_reference_s"] and len(list((tmp_path / "labels").iterdir())) == 1
+    for mode in ("pure", "hybrid"):
+        run = row["finetune"][mode]
+        assert run["budget"] == 10 and run["steps"] == 10 and run["seed"] == 0
+        assert [n for n, _ in run["curve"]] == sorted(n for n, _ in run["curve"]) and run["curve"][-1][0] <= 10
+        assert run["best_s"]["10"] == min(v for _, v in run["curve"])  # the run's best, read off its curve
+        assert run["best_s"]["4"] >= run["best_s"]["10"]
+        assert all(g >= 0 for g in run["gap"].values())
+        assert row["best_known_s"] <= min(v for _, v in run["curve"])  # the best known takes the runs in
+        within = int(run["gap"]["10"] <= transfer.WITHIN_PCT + 1e-9)
+        assert tuned[mode]["within"]["10"] == within and tuned[mode]["graphs"] == 1
+        assert tuned[mode]["geomean_gap"]["10"] == pytest.approx(run["gap"]["10"])
+    pure, hybrid = row["finetune"]["pure"], row["finetune"]["hybrid"]
+    assert pure["agent"] == "imitation" and pure["search"] == []  # the agent's own PPO, no search
+    assert hybrid["agent"] == registry.make_agent("hybrid:imitation").name and hybrid["search"]
+    assert hybrid["gap"]["4"] <= row["best_single_gap"] + 1e-9  # the hybrid measures each device alone first
+
+    table = transfer.format_case(result)
+    assert "| pure RL @4 | pure RL @10 | hybrid @4 | hybrid @10 |" in table
+    assert "within 1% of the best known" in table.lower()
+    assert "pure RL @10 within 1%" in transfer.format_seeds([result])
+    # seeded: the same checkpoint fine-tuned again with the same seed gives the same run
+    again = transfer.finetune(path, "pure", UNSEEN, PRESET, OBJECTIVE, [10], seed=0)
+    assert again["curve"] == pure["curve"]
+
+
+def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
+    """The labels the committed checkpoints and results come from (`SHIPPED_LABELS`) are read back, checked, for
+    every graph and case of the documented commands: a change of what a label is (its version, the cost model, the
+    settings, the training graphs) makes them stale, and this says so instead of a silent recomputation."""
+    train = load_benchmark("train_learned_placer")
+    transfer = load_benchmark("learned_transfer")
+    shipped = LabelCache(train.SHIPPED_LABELS)
+    reference = LabelSettings(local_search_budget=100, optimal_time_limit_s=10.0)  # learned_transfer's defaults
+    tests = transfer.test_graph_names(["dataset:test", "resnet", "inception", "bert"])
+    missing = [(graph, preset, objective)
+               for preset, objective in (("ai_pc", "latency"), ("ai_pc", "throughput"), ("edge", "latency"))
+               for graphs, settings in ((training_graphs(32), LabelSettings()), (tests, reference))
+               for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
+    assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"

@@ -1,8 +1,7 @@
 """One case's training of the imitation placer: label the training graphs, imitate the labels, optionally PPO.
 
-`train_case` is what `benchmarks/train_learned_placer.py` runs per (preset, objective) and what
-`benchmarks/learned_transfer.py` runs when a case has no checkpoint yet; it returns the agent and a report of
-what ran and how long each phase took (labelling, imitation, RL).
+`train_case` is what `benchmarks/train_learned_placer.py` runs per (preset, objective); it returns the agent and a
+report of what ran and how long each phase took (labelling, imitation, RL).
 """
 from __future__ import annotations
 

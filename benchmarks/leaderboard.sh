@@ -6,10 +6,12 @@
 # benchmarks/results_pages.py` writes those of benchmarks/results/leaderboard into docs/results/leaderboard.md);
 # every budget below BUDGET is read from the same runs' best-so-far curves.
 #
-# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY]
+# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY] [AGENTS]
 #   BUDGET  placements per run (default 1000)      SEEDS  seeds per (agent, model) (default 3)
 #   CASES   space-separated preset:objective pairs (default: every preset x both objectives)
 #   RAY     a `--ray` address, e.g. local:2 (default: none, one process)
+#   AGENTS  space-separated agent names (default: all of the above), e.g. "hsdag placeto rnn post go" for the
+#           pure learned agents' long runs
 # Existing results are kept (delete them to re-run); a .running marker keeps a second copy off a case.
 set -euo pipefail
 budget="${1:-1000}"
@@ -21,6 +23,7 @@ learned=(hsdag placeto rnn post go ppo ppo-node)
 agents=(single-device openvino random cheapest greedy topo metis dp local-search "${learned[@]}")
 for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
 agents+=(optimal)
+if [ -n "${6:-}" ]; then read -r -a agents <<< "$6"; fi
 mkdir -p "$out"
 for case in "${cases[@]}"; do
   preset="${case%%:*}"; objective="${case##*:}"

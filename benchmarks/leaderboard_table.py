@@ -2,6 +2,8 @@
 
     python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard]               # the per-case tables
     python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the summary table
+    python benchmarks/leaderboard_table.py --long benchmarks/results/leaderboard LONG_DIR [LONG_DIR ...]
+                                      # long runs of some agents (per case), against the leaderboard's best known
 
 benchmarks/results_pages.py writes both into docs/results/leaderboard.md.
 
@@ -56,6 +58,47 @@ def best_single_gaps(rows: list[dict]) -> dict[str, float]:
             for m in models}
 
 
+def long_run_rows(paths: list[Path], reference: Path) -> tuple[str, list[dict]]:
+    """The rows of long runs' results files (some agents of the leaderboard, a larger budget, in the same case as
+    `reference`, a leaderboard file) at budgets 100, 1,000 and their own, ranked against the best known of all the
+    files: the reference's records of the other agents join the ranking (``optimal`` and the search among them, so
+    a gap is to the best anyone found), and only the long runs' agents are returned."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    long = [r for run in runs for r in run["records"]]
+    case, _ = case_rows(reference)
+    agents = {r["agent"] for r in long}
+    others = [r for r in json.loads(reference.read_text())["records"] if r["agent"] not in agents]
+    budget = max(run["budget"] for run in runs)
+    budgets = tuple(b for b in (100, 1000) if b < budget) + (budget,)
+    rows = benchmark.leaderboard([{**r, "case": case} for r in long + others], budgets)
+    return case, [r for r in rows if r["agent"] in agents]
+
+
+def long_run_table(paths: list[Path], reference: Path) -> str:
+    """One case's long-run tables (`long_run_rows`, `benchmark.leaderboard_markdown`) and, per model, which of its
+    agents got within 2% of the best known and after how many placements."""
+    case, rows = long_run_rows(paths, reference)
+    notes = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        reached = sorted((r["placements_to_within"]["2"], r["agent"]) for r in rows
+                         if r["model"] == model and r["placements_to_within"]["2"] is not None)
+        bound = next(r["bound"] for r in rows if r["model"] == model)
+        known = "the proven optimum" if bound == "proven" else "optimum not proven"
+        notes.append(f"{model} ({known}): " + (", ".join(f"{agent} after {n:.0f}" for n, agent in reached)
+                                                 if reached else "none"))
+    return (benchmark.leaderboard_markdown(rows)
+            + f"\n**within 2% of the best known** on {case}: " + "; ".join(notes))
+
+
+def long_run_table_files(folders: list[Path]) -> dict[str, list[Path]]:
+    """Results file name (one per case) -> the files of that name in `folders` (long runs of different agents)."""
+    files: dict[str, list[Path]] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.json")):
+            files.setdefault(path.name, []).append(path)
+    return dict(sorted(files.items()))
+
+
 def table(path: Path) -> str:
     """One case's tables (`benchmark.leaderboard_markdown`) and its headroom line."""
     case, rows = case_rows(path)
@@ -92,6 +135,10 @@ def summary_table(paths: list[Path]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--long"]:
+        reference, folders = Path(argv[1]), [Path(a) for a in argv[2:]]
+        print("\n\n".join(long_run_table(paths, reference / name) for name, paths in long_run_table_files(folders).items()))
+        return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
     paths = sorted(Path(argv[0] if argv else "benchmarks/results/leaderboard").glob("*.json"))

@@ -106,6 +106,25 @@ def leaderboard_cases() -> str:
             "\n\n" + "\n\n".join(texts))
 
 
+#: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard.sh` each).
+LONG_RUNS = {"leaderboard_10k": "hsdag placeto rnn post go", "leaderboard_10k_sb3": "ppo ppo-node"}
+LONG_CASES = "ai_pc:latency ai_pc:throughput paper:latency edge:latency"
+
+
+def leaderboard_long() -> str:
+    """The pure learned agents' long runs, against the leaderboard's best known of the same case."""
+    folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
+    groups = leaderboard_table.long_run_table_files(folders)
+    files = [str(p.relative_to(ROOT / RESULTS)) for paths in groups.values() for p in paths]
+    commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{name} 1 "{LONG_CASES}" local:2 "{agents}"'
+                            for name, agents in LONG_RUNS.items() if (ROOT / RESULTS / name).is_dir())
+    texts = [leaderboard_table.long_run_table(paths, ROOT / RESULTS / LEADERBOARD / name)
+             for name, paths in groups.items()]
+    return (source(files, commands) + "  \nTables: `python benchmarks/leaderboard_table.py --long "
+            f"{RESULTS}/{LEADERBOARD} " + " ".join(f"{RESULTS}/{f.name}" for f in folders) + "`\n\n"
+            + "\n\n".join(texts))
+
+
 EFFICIENCY_BUDGETS = (10, 50, 100, 200, 500, 1000)
 #: The agents that search (their best improves with the budget); the planners' rows would be flat.
 SEARCHING = ("random", "local-search")
@@ -379,6 +398,7 @@ def algorithm_ablation() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
+    "leaderboard-long": leaderboard_long,
     "sample-efficiency": sample_efficiency, "transfer-today": transfer_today, "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

@@ -160,8 +160,8 @@ class HSDAGAgent(PolicyGradientAgent):
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         s = self.search  # the policy's own search hooks: refinement stage, uniform and boundary exploration
-        return HSDAGPolicy(spec, **self.own_settings(HSDAGPolicy), refine=s.refine, refine_boundary=s.refine_boundary,
-                           explore=s.explore, boundary_explore=s.boundary_explore)
+        return HSDAGPolicy(spec, **self.own_settings(HSDAGPolicy), refine=s.refine,
+                           refine_boundary=s.refine_boundary, explore=s.explore, boundary_explore=s.boundary_explore)
 
     def start_run(self, run, env, seed, trained) -> None:
         """A run starts with no placement to sample around (a previous run's best belongs to its graph)."""

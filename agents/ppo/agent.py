@@ -455,7 +455,6 @@ class PPOAgent(SB3Agent):
         self.teacher = TeacherForcing(self._node_logits)
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
-        self.start = start
         self.device = torch.device(device)
 
     @classmethod

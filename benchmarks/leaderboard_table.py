@@ -137,7 +137,8 @@ def summary_table(paths: list[Path]) -> str:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--long"]:
         reference, folders = Path(argv[1]), [Path(a) for a in argv[2:]]
-        print("\n\n".join(long_run_table(paths, reference / name) for name, paths in long_run_table_files(folders).items()))
+        groups = long_run_table_files(folders)
+        print("\n\n".join(long_run_table(paths, reference / name) for name, paths in groups.items()))
         return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]

@@ -116,8 +116,8 @@ def leaderboard_long() -> str:
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
     files = [str(p.relative_to(ROOT / RESULTS)) for paths in groups.values() for p in paths]
-    commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{name} 1 "{LONG_CASES}" local:2 "{agents}"'
-                            for name, agents in LONG_RUNS.items() if (ROOT / RESULTS / name).is_dir())
+    commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 "{LONG_CASES}" '
+                              f'local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
     texts = [leaderboard_table.long_run_table(paths, ROOT / RESULTS / LEADERBOARD / name)
              for name, paths in groups.items()]
     return (source(files, commands) + "  \nTables: `python benchmarks/leaderboard_table.py --long "

@@ -6,9 +6,10 @@
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
 a val or test family: `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
 labels shipped in ``benchmarks/results/learned_placer_labels``, so the checkpoints come out the same on any
-machine), the missing ones computed by ``--workers`` processes and written there; imitate the labels for ``--epochs`` passes; then ``--rl-budget`` placements of GO's PPO
-(0: none). Writes ``imitation-PRESET-OBJECTIVE-sSEED.pt`` and, beside it, ``.json`` naming the case, the training
-graphs, the label settings and the wall time of each phase. All figures SIMULATED.
+machine), the missing ones computed by ``--workers`` processes and written there; imitate the labels for
+``--epochs`` passes; then ``--rl-budget`` placements of GO's PPO (0: none). Writes
+``imitation-PRESET-OBJECTIVE-sSEED.pt`` and, beside it, ``.json`` naming the case, the training graphs, the label
+settings and the wall time of each phase. All figures SIMULATED.
 """
 from __future__ import annotations
 

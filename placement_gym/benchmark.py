@@ -38,8 +38,8 @@ from .schema import (
 )
 
 __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
-           "estimate_seconds", "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path", "reference_records",
-           "run_suite", "score", "write_results"]
+           "estimate_seconds", "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path",
+           "reference_records", "run_suite", "score", "write_results"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 #: The suites shipped with the package (``placement_gym/suites/<name>.json``).

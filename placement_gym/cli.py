@@ -101,7 +101,7 @@ def _env_factory(args: argparse.Namespace):
     """``(make_env(model, feature_families), backend)``: one backend for every env of the command, so the real
     backend's measurement cache and the reference placement are shared, and one graph object per model."""
     from .backends import make_backend
-    from .backends.published import published_backend
+    from .backends.published import published_backend_of
     from .env import DevicePlacementEnv
     from .models import load_graph
     from .models.published import is_published
@@ -113,16 +113,11 @@ def _env_factory(args: argparse.Namespace):
     graphs: dict = {}
     models = getattr(args, "models", None) or [getattr(args, "model", None)]
     models = [m for m in (models if isinstance(models, (list, tuple)) else [models]) if isinstance(m, str)]
-    if models and any(is_published(m) for m in models):
-        if not all(is_published(m) for m in models):
-            raise ValueError("the models mix published benchmark files (tarnawski:..., .json, .txt) with other models; "
-                             "each family is priced by its own cost model: compare them in separate commands")
-        # A published benchmark carries its costs: its authors' cost model prices it (one backend for all models,
-        # which must share the family and the device set; the backend refuses a model that does not).
-        graphs[models[0]] = load_graph(models[0])
-        backend = published_backend(graphs[models[0]], args.backend, args.devices or "auto", **options)
-    else:
-        backend = make_backend(args.backend, args.devices or "auto", **options)
+    # A published benchmark carries its costs: its authors' cost model prices it (one backend for all models,
+    # which must share the family and the device set; the backend refuses a model that does not).
+    graphs.update({m: load_graph(m) for m in models if is_published(m)})
+    backend = published_backend_of([graphs.get(m, m) for m in models], args.backend, args.devices or "auto",
+                                   **options) or make_backend(args.backend, args.devices or "auto", **options)
 
     def make_env(model: "str | Sequence[str]", families=None):
         """An env of one model, or of several (a list, or one ``dataset:SPLIT``), one drawn per reset."""

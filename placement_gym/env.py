@@ -89,11 +89,10 @@ from gymnasium import spaces
 from .backends import Backend, Measurement, make_backend
 from .backends.base import DEVICE_FEATURES, describe_devices, submodel_overhead
 from .backends.profiles import op_memory_bytes
-from .backends.published import published_backend
+from .backends.published import published_backend_of
 from .features import DEFAULT_FAMILIES, edge_features, node_features
 from .graph import ComputationGraph
 from .models import load_graph
-from .models.published import PublishedGraph
 from .models.dataset import DATASET_PREFIX, dataset_names
 
 logger = logging.getLogger(__name__)
@@ -210,18 +209,11 @@ class DevicePlacementEnv(gym.Env):
             if graph.name in self.graphs:
                 raise ValueError(f"two of the models given are both named {graph.name!r}; give distinct graphs")
             self.graphs[graph.name] = graph
-        published = [g for g in graphs if isinstance(g, PublishedGraph)]
-        if published:  # a published benchmark is priced by its authors' cost model, chosen from the graph
-            if len(published) != len(graphs) or len({g.family for g in published}) > 1:
-                raise ValueError("the models mix published benchmark graphs with others (or two families); each "
-                                 "is priced by its own cost model: give them to separate envs")
-            options = dict(backend_options or {})
-            given = {"profile": profile, "warmup": warmup, "repeats": repeats, "objective": objective}
-            options.update({k: v for k, v in given.items() if v is not None})
-            self.backend = published_backend(published[0], backend, devices, **options)
-        else:
-            self.backend = _backend(backend, devices, backend_options, profile=profile, warmup=warmup,
-                                    repeats=repeats, objective=objective)
+        # A published benchmark is priced by its authors' cost model, chosen from the graph.
+        given = {k: v for k, v in dict(profile=profile, warmup=warmup, repeats=repeats, objective=objective).items()
+                 if v is not None}
+        self.backend = published_backend_of(graphs, backend, devices, **{**(backend_options or {}), **given}) or \
+            _backend(backend, devices, backend_options, **given)
         self.reward_name, self.horizon, self.failure_penalty = reward, horizon, failure_penalty
         # None: the default families (what an agent without feature needs, ``feature_families = None``, asks for)
         self.feature_families = DEFAULT_FAMILIES if features is None else tuple(features)

@@ -378,6 +378,21 @@ class DopplerBackend(Backend):
 PUBLISHED_BACKEND_NAMES = ("auto", "simulated", "tarnawski", "doppler")
 
 
+def published_backend_of(models: Sequence, backend: "str | Backend" = "auto",
+                         devices: "str | int | Sequence[str]" = "auto", **options) -> Backend | None:
+    """The backend that prices `models` (graphs, or names of models not loaded) when they are published benchmark
+    graphs: `published_backend` of the first; None when none of them is one (their backend is built as usual).
+    ValueError when they mix published graphs with other models, or two families: each is priced by its own
+    cost model."""
+    published = [m for m in models if isinstance(m, PublishedGraph)]
+    if not published:
+        return None
+    if len(published) != len(models) or len({g.family for g in published}) > 1:
+        raise ValueError("the models mix published benchmark graphs (tarnawski:..., .json, .txt) with other models "
+                         "(or two families); each is priced by its own cost model: give them separately")
+    return published_backend(published[0], backend, devices, **options)
+
+
 def published_backend(graph: PublishedGraph, backend: "str | Backend" = "auto",
                       devices: "str | int | Sequence[str]" = "auto", **options) -> Backend:
     """The backend that prices published graph `graph` with its authors' cost model.
@@ -434,5 +449,5 @@ def planning_tables(backend: Backend, graph) -> tuple[np.ndarray, np.ndarray] | 
     return op_seconds, edge
 
 
-__all__ = ["DopplerBackend", "TarnawskiBackend", "published_backend", "planning_tables", "PUBLISHED_BACKEND_NAMES",
+__all__ = ["DopplerBackend", "TarnawskiBackend", "published_backend", "published_backend_of", "planning_tables", "PUBLISHED_BACKEND_NAMES",
            "DOPPLER_DEFAULT_DEVICES"]

@@ -129,6 +129,35 @@ class PlanningAgent(RunAgent):
         return f"{type(self).__name__}({args})"
 
 
+class ConstraintRows:
+    """Sparse constraint rows ``lower <= A x <= upper`` of a MIP, collected one at a time (the exact optima,
+    `agents.baselines.optimal` and `agents.baselines.tarnawski_optimum`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+
+    def add(self, coefficients: dict[int, float], lower: float = -np.inf, upper: float = np.inf) -> None:
+        r = len(self.lower)
+        for c, v in coefficients.items():
+            if v != 0.0:
+                self.rows.append(r)
+                self.cols.append(c)
+                self.vals.append(float(v))
+        self.lower.append(lower)
+        self.upper.append(upper)
+
+    def constraint(self, n_vars: int):
+        from scipy.optimize import LinearConstraint
+        from scipy.sparse import csr_array
+
+        matrix = csr_array((self.vals, (self.rows, self.cols)), shape=(len(self.lower), n_vars))
+        return LinearConstraint(matrix, np.array(self.lower), np.array(self.upper))
+
+
 @dataclass
 class OptimumResult:
     """Outcome of an exact solve (`agents.baselines.optimal.solve_optimum`, `agents.baselines.tarnawski_optimum`).

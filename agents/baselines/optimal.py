@@ -42,39 +42,11 @@ import numpy as np
 from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.backends.simulated import SimulatedBackend
 
-from .base import OptimumResult, PlanningAgent
+from .base import ConstraintRows, OptimumResult, PlanningAgent
 from .constraints import Constraints
 
 #: Relative tolerance for "the bound reached the best latency" (and HiGHS's MIP gap).
 REL_TOL = 1e-6
-
-
-class _Rows:
-    """Sparse constraint rows ``lower <= A x <= upper`` collected one at a time."""
-
-    def __init__(self) -> None:
-        self.rows: list[int] = []
-        self.cols: list[int] = []
-        self.vals: list[float] = []
-        self.lower: list[float] = []
-        self.upper: list[float] = []
-
-    def add(self, coefficients: dict[int, float], lower: float = -np.inf, upper: float = np.inf) -> None:
-        r = len(self.lower)
-        for c, v in coefficients.items():
-            if v != 0.0:
-                self.rows.append(r)
-                self.cols.append(c)
-                self.vals.append(float(v))
-        self.lower.append(lower)
-        self.upper.append(upper)
-
-    def constraint(self, n_vars: int):
-        from scipy.optimize import LinearConstraint
-        from scipy.sparse import csr_array
-
-        matrix = csr_array((self.vals, (self.rows, self.cols)), shape=(len(self.lower), n_vars))
-        return LinearConstraint(matrix, np.array(self.lower), np.array(self.upper))
 
 
 #: Above this many ops the schedule's pairwise ordering rows (N^2 of them) are left out of the MIP: the bound
@@ -122,7 +94,7 @@ def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: n
     f0 = block(2 * e_count)
     x = lambda i, dev: x0 + i * d + dev  # noqa: E731
     cost: dict[int, float] = {}
-    rows = _Rows()
+    rows = ConstraintRows()
     integer = [(x0, n * d), (r0, n)]
 
     for i in range(n):
@@ -232,7 +204,7 @@ def _lower_bound_model(op_time: np.ndarray, edge_time: np.ndarray, edge_index: n
     return _finish_model(count, cost, constant, rows, integer, upper, x0, n, d, constraints)
 
 
-def _finish_model(count: int, cost: dict, constant: float, rows: "_Rows", integer: list, upper_of: dict,
+def _finish_model(count: int, cost: dict, constant: float, rows: "ConstraintRows", integer: list, upper_of: dict,
                   x0: int, n: int, d: int, constraints: "Constraints"):
     """Objective vector, integrality and upper bounds of the MIP (``x[i, d]`` fixed to 0 where unsupported)."""
     c = np.zeros(count)
@@ -348,14 +320,14 @@ def solve_optimum(
                    options={"time_limit": max(0.1, min(0.1 * time_limit_s, left))})
     if relaxed.status == 0:
         result.lower_bound_s = max(result.lower_bound_s, min(result.latency_s, float(relaxed.fun) + constant))
-    cuts = _Rows()
+    cuts = ConstraintRows()
     while True:
         remaining = time_limit_s - (time.perf_counter() - began)
         if remaining <= 0:
             result.notes.append("time limit reached before the bound met the best latency")
             break
         # Cutoff: only placements that could beat the best one found (L(p) <= sim(p) < U) are of interest.
-        cutoff = _Rows()
+        cutoff = ConstraintRows()
         cutoff.add({i: v for i, v in enumerate(c) if v != 0.0}, upper=result.latency_s - constant)
         constraints = [rows.constraint(n_vars), cutoff.constraint(n_vars)]
         if cuts.lower:
@@ -426,8 +398,8 @@ class ExactOptimum(PlanningAgent):
         if not isinstance(backend, SimulatedBackend):
             raise ValueError(
                 f"the exact optimum is defined on the simulated backend's cost model (and on Tarnawski et al.'s "
-                f"max-load); the {backend.name!r} backend has neither; the {backend.name!r} backend "
-                "on real hardware no solver can certify an optimum (use backend='simulated')"
+                f"max-load); the {backend.name!r} backend has neither, and on real hardware no solver can certify "
+                "an optimum (use backend='simulated')"
             )
         from .dp import contiguous_dp
 

@@ -34,7 +34,6 @@ def _contract(graph, costs: TarnawskiCosts) -> np.ndarray:
     """(N,) int64 the contracted node of each op: colour classes, then strongly connected components of the
     forward quotient graph, then zero-cost forward nodes with one forward neighbour merged into it (their
     ``contractColorClasses``, ``fuseStronglyConnectedComponentsInForward``, ``performTrivialNodeOptimizations``)."""
-    n = graph.n_ops
     _, group = np.unique(costs.color_class, return_inverse=True)
     src, dst = graph.edge_index
     while True:  # fuse cycles among the groups' forward parts

@@ -20,12 +20,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
+from scipy.optimize import Bounds, milp
 
 from placement_gym.models.published import TarnawskiCosts
 
-from .base import OptimumResult
+from .base import ConstraintRows, OptimumResult
 
 
 def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
@@ -47,18 +46,9 @@ def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
     def x(c: int, dev: int) -> int:
         return c * d + dev
 
-    rows, cols, vals, lo, hi = [], [], [], [], []
-    r = 0
-
-    def add(entries: list[tuple[int, float]], lower: float, upper: float) -> None:
-        nonlocal r
-        for col, val in entries:
-            rows.append(r), cols.append(col), vals.append(val)
-        lo.append(lower), hi.append(upper)
-        r += 1
-
+    rows = ConstraintRows()
     for c in range(k):
-        add([(x(c, dev), 1.0) for dev in range(d)], 1.0, 1.0)
+        rows.add({x(c, dev): 1.0 for dev in range(d)}, 1.0, 1.0)
     acc_work = np.bincount(cls, weights=costs.accelerator_ms, minlength=k)
     cpu_work = np.bincount(cls, weights=costs.cpu_ms, minlength=k)
     size = np.bincount(cls, weights=costs.size_bytes, minlength=k)
@@ -69,22 +59,22 @@ def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
         for dev in range(a):
             send = n_x + p_index[u] * a + dev
             recv = n_x + n_p + p_index[u] * a + dev
-            add([(send, 1.0), (x(cls[u], dev), -1.0), (x(cls[v], dev), 1.0)], 0.0, np.inf)
-            add([(recv, 1.0), (x(cls[v], dev), -1.0), (x(cls[u], dev), 1.0)], 0.0, np.inf)
+            rows.add({send: 1.0, x(cls[u], dev): -1.0, x(cls[v], dev): 1.0}, 0.0, np.inf)
+            rows.add({recv: 1.0, x(cls[v], dev): -1.0, x(cls[u], dev): 1.0}, 0.0, np.inf)
     cost = costs.out_cost_ms[producers]
     for dev in range(a):
-        entries = [(x(c, dev), float(acc_work[c])) for c in range(k)]
-        entries += [(n_x + i * a + dev, float(cost[i])) for i in range(producers.size)]
-        entries += [(n_x + n_p + i * a + dev, float(cost[i])) for i in range(producers.size)]
-        add(entries + [(L, -1.0)], -np.inf, 0.0)
+        load = {x(c, dev): float(acc_work[c]) for c in range(k)}
+        load.update({n_x + i * a + dev: float(cost[i]) for i in range(producers.size)})
+        load.update({n_x + n_p + i * a + dev: float(cost[i]) for i in range(producers.size)})
+        rows.add({**load, L: -1.0}, -np.inf, 0.0)
         if np.isfinite(costs.memory_bytes):
-            add([(x(c, dev), float(size[c])) for c in range(k)], -np.inf, costs.memory_bytes)
+            rows.add({x(c, dev): float(size[c]) for c in range(k)}, -np.inf, costs.memory_bytes)
     for dev in range(a, d):
-        add([(x(c, dev), float(cpu_work[c])) for c in range(k)] + [(L, -1.0)], -np.inf, 0.0)
+        rows.add({**{x(c, dev): float(cpu_work[c]) for c in range(k)}, L: -1.0}, -np.inf, 0.0)
     # Symmetry: class c may open accelerator j only if some earlier class uses accelerator j - 1.
     for c in range(k):
         for dev in range(1, a):
-            add([(x(c, dev), 1.0)] + [(x(e, dev - 1), -1.0) for e in range(c)], -np.inf, 0.0)
+            rows.add({x(c, dev): 1.0, **{x(e, dev - 1): -1.0 for e in range(c)}}, -np.inf, 0.0)
     upper = np.ones(n_var)
     upper[L] = np.inf
     for c in np.flatnonzero(forbidden):
@@ -94,11 +84,11 @@ def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
     integrality[:n_x] = 1
     objective = np.zeros(n_var)
     objective[L] = 1.0
-    matrix = coo_matrix((vals, (rows, cols)), shape=(r, n_var)).tocsr()
     result = milp(objective, integrality=integrality, bounds=Bounds(np.zeros(n_var), upper),
-                  constraints=LinearConstraint(matrix, lo, hi),
+                  constraints=rows.constraint(n_var),
                   options={"time_limit": max(1.0, time_limit_s), "mip_rel_gap": 1e-9})
-    bound_ms = float(getattr(result, "mip_dual_bound", np.nan) or 0.0)
+    bound = getattr(result, "mip_dual_bound", None)  # none, or nan, when the solver stopped without one
+    bound_ms = float(bound) if bound is not None and np.isfinite(bound) else 0.0
     placement = None
     if result.x is not None:
         chosen = result.x[:n_x].reshape(k, d).argmax(axis=1)
@@ -117,6 +107,7 @@ def _result(graph, costs, placement, start, result, bound_ms: float, solve_s: fl
         return m.latency_s if m is not None and m.ok else np.inf
 
     found, shown = price(placement), price(start)
+    calls = (placement is not None) + (start is not None)
     notes = []
     if shown < found:
         placement, found = start.copy(), shown
@@ -124,5 +115,5 @@ def _result(graph, costs, placement, start, result, bound_ms: float, solve_s: fl
     proven = result.status == 0
     lower = found if proven else max(0.0, bound_ms / 1e3)
     return OptimumResult(placement=placement, latency_s=found, lower_bound_s=min(lower, found),
-                         status="optimal" if proven else "time_limit", iterations=1, simulator_calls=2,
+                         status="optimal" if proven else "time_limit", iterations=1, simulator_calls=calls,
                          solve_s=solve_s, notes=notes)

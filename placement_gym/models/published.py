@@ -40,7 +40,7 @@ from ..schema import MAX_OPS, Boolean, Integer, ListOf, Number, OneOf, Record, T
 TARNAWSKI_PREFIX = "tarnawski:"
 #: Where the shipped Tarnawski inputs are (`ATTRIBUTION.md` there says what and from where).
 TARNAWSKI_DIR = Path(__file__).resolve().parent.parent / "data" / "tarnawski"
-#: The largest input file read (bytes): their largest input is 0.6 MB.
+#: The largest input file read (bytes), far above any of their inputs.
 MAX_FILE_BYTES = 64 << 20
 #: The most edges an input may have.
 MAX_EDGES = 2_000_000
@@ -99,10 +99,6 @@ class TarnawskiCosts:
     source: str
 
     family = "tarnawski"
-
-    def device_names(self) -> list[str]:
-        """Accelerators first (``ACC0``...), then the CPUs (``CPU0``...): the devices a placement indexes."""
-        return [f"ACC{i}" for i in range(self.n_accelerators)] + [f"CPU{i}" for i in range(self.n_cpus)]
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from _outputs import run_metadata
+from _outputs import refuse_existing_outputs, run_metadata
 from agents.imitation.labels import LabelCache, LabelSettings, training_graphs
 from agents.imitation.training import train_case
 from placement_gym.results import write_json
@@ -62,7 +62,11 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
                         help="folder of label files, read and completed (default: the labels shipped in the repo)")
     parser.add_argument("--out", default="runs/learned_placer")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing checkpoints of these cases")
     args = parser.parse_args(argv)
+    outputs = [checkpoint_path(args.out, preset, objective, seed) for preset, objective in args.cases
+               for seed in args.seeds]
+    refuse_existing_outputs(parser, outputs + [path.with_suffix(".json") for path in outputs], args.overwrite)
     network = {**NETWORK, **{k: json.loads(v) for k, v in (o.split("=", 1) for o in args.agent_option)}}
     settings = LabelSettings(local_search_budget=args.label_search_budget, optimal_time_limit_s=args.label_optimal_s)
     graphs = training_graphs(args.synthetic)
@@ -73,10 +77,10 @@ def main(argv: "list[str] | None" = None) -> None:
                                        workers=args.workers,
                                        max_seconds=args.max_seconds, agent_options=network)
             path = checkpoint_path(args.out, preset, objective, seed)
-            agent.save(path, overwrite=True)
+            agent.save(path, overwrite=args.overwrite)
             write_json(path.with_suffix(".json"), {**run_metadata(argv, "SIMULATED; one imitation checkpoint"),
                                                    "checkpoint": path.name, "network": network, **report},
-                       overwrite=True)
+                       overwrite=args.overwrite)
             print(json.dumps({"checkpoint": str(path), "label_s": round(report["label_s"], 1),
                               "imitation_s": round(report["imitation"]["seconds"], 1),
                               "rl_s": round(report["rl_s"], 1), "train_s": round(report["train_s"], 1)}), flush=True)

@@ -155,3 +155,13 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
                for graphs, settings in ((training_graphs(32), LabelSettings()), (tests, reference))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
+
+
+def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
+    """Nothing is trained, and the existing checkpoint is kept, unless --overwrite."""
+    train = load_benchmark("train_learned_placer")
+    existing = train.checkpoint_path(tmp_path, PRESET, OBJECTIVE, 0)
+    existing.write_bytes(b"a checkpoint")
+    with pytest.raises(SystemExit) as stopped:
+        train.main(["--cases", f"{PRESET}:{OBJECTIVE}", "--seeds", "0", "--out", str(tmp_path)])
+    assert stopped.value.code == 2 and existing.read_bytes() == b"a checkpoint"

@@ -31,13 +31,19 @@ LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")
 EARLY_BUDGETS = (100,)
 
 
+def case_of(data: dict) -> str:
+    """The case ``"preset:objective"`` of a results file's contents."""
+    settings = data["backend_settings"]
+    settings = settings if isinstance(settings, dict) else data["records"][0]["backend_settings"]
+    return f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
+
+
 def case_rows(path: Path, budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
     """The case ``"preset:objective"`` of one results file and its `benchmark.leaderboard` rows at `budgets`
     (default: `EARLY_BUDGETS` below the run's budget, and the run's budget)."""
     data = json.loads(path.read_text())
     records = data["records"]
-    settings = data["backend_settings"] if isinstance(data["backend_settings"], dict) else records[0]["backend_settings"]
-    case = f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
+    case = case_of(data)
     if budgets is None:
         budgets = tuple(b for b in EARLY_BUDGETS if b < data["budget"]) + (data["budget"],)
     return case, benchmark.leaderboard([{**r, "case": case} for r in records], budgets)
@@ -65,9 +71,10 @@ def long_run_rows(paths: list[Path], reference: Path) -> tuple[str, list[dict]]:
     a gap is to the best anyone found), and only the long runs' agents are returned."""
     runs = [json.loads(path.read_text()) for path in paths]
     long = [r for run in runs for r in run["records"]]
-    case, _ = case_rows(reference)
+    reference_data = json.loads(reference.read_text())
+    case = case_of(reference_data)
     agents = {r["agent"] for r in long}
-    others = [r for r in json.loads(reference.read_text())["records"] if r["agent"] not in agents]
+    others = [r for r in reference_data["records"] if r["agent"] not in agents]
     budget = max(run["budget"] for run in runs)
     budgets = tuple(b for b in (100, 1000) if b < budget) + (budget,)
     rows = benchmark.leaderboard([{**r, "case": case} for r in long + others], budgets)

@@ -20,6 +20,7 @@ from pathlib import Path
 from _outputs import refuse_existing_outputs, run_metadata
 from agents.imitation.labels import LabelCache, LabelSettings, training_graphs
 from agents.imitation.training import train_case
+from placement_gym.cli import _key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
 from placement_gym.results import write_json
 
 #: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
@@ -67,7 +68,7 @@ def main(argv: "list[str] | None" = None) -> None:
     outputs = [checkpoint_path(args.out, preset, objective, seed) for preset, objective in args.cases
                for seed in args.seeds]
     refuse_existing_outputs(parser, outputs + [path.with_suffix(".json") for path in outputs], args.overwrite)
-    network = {**NETWORK, **{k: json.loads(v) for k, v in (o.split("=", 1) for o in args.agent_option)}}
+    network = {**NETWORK, **_key_values(args.agent_option, "--agent-option")}
     settings = LabelSettings(local_search_budget=args.label_search_budget, optimal_time_limit_s=args.label_optimal_s)
     graphs = training_graphs(args.synthetic)
     for preset, objective in args.cases:

@@ -139,13 +139,13 @@ def check_training_graphs(names: Sequence[str]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ computing
-def label_env(graph: str, preset: str, objective: str, features: "Sequence[str] | None" = None):
-    """The single-graph simulated env a label is measured on (ops a device cannot run are repaired)."""
+def label_env(graph: "str | Sequence[str]", preset: str, objective: str, features: "Sequence[str] | None" = None):
+    """The simulated env a label is measured on (ops a device cannot run are repaired); a list of graphs gives the
+    multi-graph env the RL phase trains on. `features`: None (or empty) for the default families."""
     from placement_gym.env import DevicePlacementEnv
-    from placement_gym.features import DEFAULT_FAMILIES
 
-    return DevicePlacementEnv(graph, backend="simulated", profile=preset, objective=objective, unsupported="repair",
-                              features=tuple(features or DEFAULT_FAMILIES))
+    return DevicePlacementEnv(graph if isinstance(graph, str) else list(graph), backend="simulated", profile=preset,
+                              objective=objective, unsupported="repair", features=features or None)
 
 
 def compute_label(graph: str, preset: str, objective: str, settings: LabelSettings = LabelSettings()) -> Label:

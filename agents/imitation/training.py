@@ -9,8 +9,6 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
-from placement_gym.env import DevicePlacementEnv
-
 from .agent import ImitationAgent
 from .labels import LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
 
@@ -44,9 +42,7 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
     rl_s = 0.0
     if rl_budget > 0:
         rl_started = time.perf_counter()
-        env = DevicePlacementEnv(list(graphs), backend="simulated", profile=preset, objective=objective,
-                                 unsupported="repair", features=features)
-        agent.learn(env, rl_budget, seed=seed)
+        agent.learn(label_env(graphs, preset, objective, features), rl_budget, seed=seed)
         rl_s = time.perf_counter() - rl_started
         log(f"{preset}/{objective}: PPO {rl_budget} placements in {rl_s:.1f} s")
     sources: dict[str, int] = {}

@@ -31,6 +31,10 @@ from placement_gym.wrappers import contiguous_groups
 
 __all__ = ["RNNPolicy", "group_inputs"]
 
+#: Most (K x steps x G x H) entries of one block of the teacher-forced attention (`RNNPolicy._decode`): 4M floats,
+#: 16 MB.
+ATTENTION_BLOCK = 1 << 22
+
 
 def group_inputs(x: Tensor, edge_index: Tensor, groups: Tensor, n_groups: int, max_groups: int,
                  columns: Tensor | None = None) -> Tensor:
@@ -201,35 +205,50 @@ class RNNPolicy(nn.Module):
         fed_back = self.device_embedding(device_inputs(features))  # (D, H): what each device is, to feed back
         h, c = h.expand(k, -1).contiguous(), c.expand(k, -1).contiguous()
         keys = self.attn_enc(enc)  # (G, H), computed once for every decoding step
+
+        def log_probs_at(states: Tensor, first: int) -> Tensor:
+            """(K, T, H) decoder states of steps first..first+T-1 -> (K, T, D) log-probabilities of the devices."""
+            t = states.shape[1]
+            scores = self.attn_v(torch.tanh(keys + self.attn_dec(states).unsqueeze(2))).squeeze(-1)  # (K, T, G)
+            context = torch.softmax(scores, dim=-1) @ enc  # (K, T, H)
+            steps = slice(first, first + t)
+            per_item = [None if x is None else x[steps].expand(k, -1, -1).reshape(k * t, d)  # (K x T, D)
+                        for x in (chunks.mask, cost_logits)]
+            logits = self.out(torch.cat([states, context], dim=-1).reshape(k * t, -1), chunks.features, None,
+                              per_item[0], n_devices=d, cost_logits=per_item[1], graph_total=total)
+            return torch.log_softmax(logits, dim=-1).view(k, t, d)
+
         previous = self.no_device.expand(k, -1)
-        choices, log_probs, entropies = [], [], []
-        for t in range(g):
-            step_input = torch.cat([enc[t].expand(k, -1), previous], dim=-1)
-            h, c = self.decoder(step_input, (h, c))
-            scores = self.attn_v(torch.tanh(keys.unsqueeze(0) + self.attn_dec(h).unsqueeze(1))).squeeze(-1)  # (K, G)
-            context = torch.softmax(scores, dim=-1) @ enc  # (K, H)
-            logits = self.out(torch.cat([h, context], dim=-1), chunks.features, None,
-                              None if chunks.mask is None else chunks.mask[t].expand(k, -1), n_devices=d,
-                              cost_logits=None if cost_logits is None else cost_logits[t].expand(k, -1),
-                              graph_total=total)
-            log_p = torch.log_softmax(logits, dim=-1)  # (K, D)
-            if forced is not None:
-                device_t = forced[:, t]
-            elif deterministic:
-                device_t = log_p.argmax(-1)
-            else:
-                device_t = torch.multinomial(log_p.exp(), 1).squeeze(-1)
-            choices.append(device_t)
-            log_probs.append(log_p.gather(1, device_t.unsqueeze(1)).squeeze(1))
-            entropies.append(-(log_p.exp() * log_p).sum(-1))
-            previous = fed_back[device_t]
-        group_devices = torch.stack(choices, dim=1)  # (K, G)
+        if forced is None:  # each step feeds back the device it drew: one step at a time
+            choices, step_log_probs = [], []
+            for t in range(g):
+                h, c = self.decoder(torch.cat([enc[t].expand(k, -1), previous], dim=-1), (h, c))
+                log_p = log_probs_at(h.unsqueeze(1), t)[:, 0]  # (K, D)
+                device_t = log_p.argmax(-1) if deterministic else torch.multinomial(log_p.exp(), 1).squeeze(-1)
+                choices.append(device_t)
+                step_log_probs.append(log_p)
+                previous = fed_back[device_t]
+            group_devices = torch.stack(choices, dim=1)  # (K, G)
+            log_p = torch.stack(step_log_probs, dim=1)  # (K, G, D)
+        else:  # teacher-forced: every step's input is known, so only the LSTM recurrence runs step by step and
+            # the attention and the device head score all G steps at once (in blocks that bound the memory)
+            group_devices = forced
+            states = []
+            for t in range(g):
+                h, c = self.decoder(torch.cat([enc[t].expand(k, -1), previous], dim=-1), (h, c))
+                states.append(h)
+                previous = fed_back[forced[:, t]]
+            states = torch.stack(states, dim=1)  # (K, G, H)
+            block = max(1, ATTENTION_BLOCK // (k * g * keys.shape[1]))
+            log_p = torch.cat([log_probs_at(states[:, i:i + block], i) for i in range(0, g, block)], dim=1)
+        taken_log_p = log_p.gather(2, group_devices.unsqueeze(2)).squeeze(2)  # (K, G)
+        entropy = -(log_p.exp() * log_p).sum(-1).mean()
         actions = group_devices[:, groups]  # (K, N): every op takes its group's device ...
-        log_prob = torch.stack(log_probs, dim=1).sum(1)
+        log_prob = taken_log_p.sum(1)
         replay = {"group_actions": group_devices, "ops": ops, "devices": op_devices, "edge_index": edge_index}
         if self.refiner is not None and refined:  # ... unless it overrides it
             actions, op_log_prob, replay["refine_path"] = self.refiner(ops, actions, op_devices, deterministic,
                                                                        taken_path, edge_index)
             log_prob = log_prob + op_log_prob
-        return PolicySample(actions=actions, log_prob=log_prob, entropy=torch.stack(entropies).mean(),
+        return PolicySample(actions=actions, log_prob=log_prob, entropy=entropy,
                             info={"n_groups": float(g)}, replay=replay, embedding=embedding)

@@ -52,7 +52,8 @@ from placement_gym.env import model_list
 from placement_gym.results import write_json
 from train_learned_placer import SHIPPED_LABELS, checkpoint_path, parse_case
 
-CLASSICAL = ("cheapest", "dp", "topo", "metis")
+#: The classical planners of a label (`LabelSettings.planners`, the one list of them): a column each.
+CLASSICAL = LabelSettings().planners
 #: A placement "beats" another when it is faster by more than this fraction (equal plans are not wins).
 TIE = 1e-6
 #: The issue's fine-tuning target: within this % of the best known placement.
@@ -202,20 +203,20 @@ def format_case(result: dict) -> str:
     columns = _finetune_columns(s)
     extra = "".join(f" {FINETUNE_LABELS[mode]} @{b} |" for mode, b in columns)
     lines = [f"### {s['preset']} {s['objective']} (seed {s['seed']})", "",
-             "| graph | ops | zero-shot |" + extra + " cheapest | dp | topo | metis | best classical | best single "
-             "| beats classical |",
-             "|---|---:|---:|" + "---:|" * len(columns) + "---:|---:|---:|---:|---:|---:|:-:|"]
+             "| graph | ops | zero-shot |" + extra + "".join(f" {k} |" for k in CLASSICAL)
+             + " best classical | best single | beats classical |",
+             "|---|---:|---:|" + "---:|" * (len(columns) + len(CLASSICAL) + 2) + ":-:|"]
     for r in result["rows"]:
         tuned = "".join(f" {_pct(r['finetune'][mode]['gap'][b])} |" for mode, b in columns)
-        lines.append(f"| {r['model']} | {r['n_ops']} | {_pct(r['zero_shot_gap'])} |{tuned} {_pct(r['cheapest_gap'])} | "
-                     f"{_pct(r['dp_gap'])} | {_pct(r['topo_gap'])} | {_pct(r['metis_gap'])} | "
+        classical = "".join(f" {_pct(r[f'{k}_gap'])} |" for k in CLASSICAL)
+        lines.append(f"| {r['model']} | {r['n_ops']} | {_pct(r['zero_shot_gap'])} |{tuned}{classical} "
                      f"{_pct(r['best_classical_gap'])} | {_pct(r['best_single_gap'])} | "
                      f"{'yes' if r['beats_best_classical'] else 'no'} |")
     g = s["geomean_gap"]
     tuned = "".join(f" {_pct(s['finetune'][mode]['geomean_gap'][b])} |" for mode, b in columns)
-    lines.append(f"| **geomean** | | **{_pct(g['zero_shot'])}** |{tuned} {_pct(g['cheapest'])} | {_pct(g['dp'])} | "
-                 f"{_pct(g['topo'])} | {_pct(g['metis'])} | {_pct(g['best_classical'])} | {_pct(g['best_single'])} | "
-                 f"{s['beats_best_classical']}/{s['graphs']} |")
+    classical = "".join(f" {_pct(g[k])} |" for k in CLASSICAL)
+    lines.append(f"| **geomean** | | **{_pct(g['zero_shot'])}** |{tuned}{classical} {_pct(g['best_classical'])} | "
+                 f"{_pct(g['best_single'])} | {s['beats_best_classical']}/{s['graphs']} |")
     lines += ["", f"Geometric means over the {s['graphs'] - s['zero_shot_failed']} graphs whose zero-shot placement "
               f"ran ({s['zero_shot_failed']} failed: out of memory or unsupported). "
               f"Worse than the best single device on {s['worse_than_best_single']}/{s['graphs']} graphs (a failure "

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 __all__ = [
     "HEX64", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf", "Integer", "ListOf", "MapOf",
     "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged", "Text", "Where", "check",
-    "describe", "join", "mismatch", "read_json",
+    "describe", "join", "mismatch", "read_json", "read_text",
 ]
 
 #: The most ops a graph named in a file may have (``synthetic:N``, a placement's length): above the largest graphs
@@ -123,14 +123,14 @@ def check(value: Any, spec: "Spec", source: "str | os.PathLike", *, at: str = ""
     return value
 
 
-def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: str = "file",
-              error: type[ValueError] = SchemaError) -> Any:
-    """The JSON file at `path`, checked against `spec`.
+def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
+              error: type[ValueError] = SchemaError) -> str:
+    """The UTF-8 text of the file at `path`, read bounded (the file's own parser then reads it; nothing is run).
 
-    The size is checked before the file is read, so an oversized file costs nothing; strict JSON only (no
-    ``NaN`` or ``Infinity``). ``FileNotFoundError`` when nothing is at `path`; every other problem (a folder,
-    too big, not UTF-8, not JSON, not fitting `spec`) is one `error` naming the file (`what` says what kind of
-    file was expected).
+    The size is checked before the file is read, so an oversized file costs nothing, and again on what was read
+    (the file may have grown since). ``FileNotFoundError`` when nothing is at `path`; every other problem (a
+    folder, too big, not UTF-8, unreadable) is one `error` naming the file (`what` says what kind of file was
+    expected).
     """
     path = Path(path)
     if not path.exists():
@@ -138,18 +138,36 @@ def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: 
     if not path.is_file():
         raise error(f"{path} is not a file; expected a {what}")
     size = path.stat().st_size
-    if size > max_bytes:
-        raise error(f"{path}: {size} bytes; expected a {what} of at most {max_bytes} bytes")
+    try:
+        if size <= max_bytes:
+            with open(path, "rb") as f:
+                data = f.read(max_bytes + 1)
+            size = len(data)
+        if size > max_bytes:
+            raise error(f"{path}: {size} bytes; expected a {what} of at most {max_bytes} bytes")
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{path} is not UTF-8 text; expected a {what}") from None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: str = "file",
+              error: type[ValueError] = SchemaError) -> Any:
+    """The JSON file at `path` (read by `read_text`), checked against `spec`.
+
+    Strict JSON only (no ``NaN`` or ``Infinity``). ``FileNotFoundError`` when nothing is at `path`; every other
+    problem (a folder, too big, not UTF-8, not JSON, not fitting `spec`) is one `error` naming the file (`what`
+    says what kind of file was expected).
+    """
+    path = Path(path)
+    text = read_text(path, max_bytes=max_bytes, what=what, error=error)
 
     def refuse_constant(name: str) -> None:
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        with open(path, "rb") as f:
-            text = f.read(max_bytes + 1).decode("utf-8")  # bounded even if the file grew since the check
         data = json.loads(text, parse_constant=refuse_constant)
-    except UnicodeDecodeError:
-        raise error(f"{path} is not UTF-8 text; expected a {what} (JSON)") from None
     except json.JSONDecodeError as exc:
         raise error(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); expected a "
                     f"{what}") from None
@@ -157,8 +175,6 @@ def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: 
         raise error(f"{path} is not strict JSON ({exc}); expected a {what}") from None
     except RecursionError:
         raise error(f"{path} is nested too deeply; expected a {what}") from None
-    except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     return check(data, spec, path, error=error)
 
 

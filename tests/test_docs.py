@@ -98,19 +98,28 @@ def _walk(text: str, offset: int) -> Iterator[Block]:
         yield Block(token, start, end, (info or [""])[0].lower())
 
 
-def snippets(path: Path) -> Iterator[Snippet]:
-    """Every fenced / indented code block and every inline code span of a page."""
+def _shown(path: Path, inline: tuple[str, ...], html: bool = False) -> Iterator[tuple[Block, int, str, bool]]:
+    """``(block, line, text, code block)`` of a page: every fenced / indented code block (its content, from the line
+    it starts on), every child of an inline token whose type is in `inline` (``"code_inline"``, ``"text"``) and,
+    if `html`, every HTML block."""
     lines = path.read_text(encoding="utf-8").splitlines()
     for block in blocks(path):
         token = block.token
         if token.type in ("fence", "code_block"):
             # a fence's content starts on the line after its opening line
-            first = block.start + (2 if token.type == "fence" else 1)
-            yield Snippet(path, first, token.content, True, block.language)
+            yield block, block.start + (2 if token.type == "fence" else 1), token.content, True
         elif token.type == "inline":
             for child in token.children or []:
-                if child.type == "code_inline":
-                    yield Snippet(path, _line_of(lines, block, child.content), child.content, False, "")
+                if child.type in inline:
+                    yield block, _line_of(lines, block, child.content), child.content, False
+        elif html and token.type == "html_block":
+            yield block, block.start + 1, token.content, False
+
+
+def snippets(path: Path) -> Iterator[Snippet]:
+    """Every fenced / indented code block and every inline code span of a page."""
+    for block, line, text, code in _shown(path, ("code_inline",)):
+        yield Snippet(path, line, text, code, block.language if code else "")
 
 
 def _line_of(lines: list[str], block: Block, content: str) -> int:
@@ -307,19 +316,11 @@ _PLACEHOLDER = re.compile(r"(?<![A-Za-z0-9])[A-Z][A-Z0-9]*(?![a-z0-9])")
 def _texts(path: Path) -> Iterator[tuple[int, str]]:
     """(line, text) of everything a page shows: prose, inline code and code blocks, link targets left out (the
     link test checks them) and MyST directives that name pages or modules (a toctree: the build checks it)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for block in blocks(path):
-        token = block.token
-        if token.type in ("fence", "code_block"):
-            first = block.start + (2 if token.type == "fence" else 1)
-            for i, text in enumerate(token.content.splitlines()):
-                yield first + i, text
-        elif token.type == "inline":
-            for child in token.children or []:
-                if child.type in ("text", "code_inline"):
-                    yield _line_of(lines, block, child.content), child.content
-        elif token.type == "html_block":
-            yield block.start + 1, token.content
+    for _, line, text, code in _shown(path, ("text", "code_inline"), html=True):
+        if code:
+            yield from ((line + i, row) for i, row in enumerate(text.splitlines()))
+        else:
+            yield line, text
 
 
 def cited_paths(path: Path) -> Iterator[tuple[int, str]]:

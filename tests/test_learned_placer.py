@@ -98,9 +98,14 @@ def test_predict_is_the_policy_argmax_and_refuses_any_search():
     other = label_env(graph, "paper", OBJECTIVE, agent.feature_families)  # another device set, 2 devices not 3
     assert agent.predict(other.reset(seed=0)[0]).max() < other.unwrapped.n_devices
 
-    searching = ImitationAgent(seed=0, search={"zero_shot_override": 1.0}, **SMALL)
+    # refused once, when built (so neither pretrain, learn nor predict can run with a search), and when set later
+    for search in ({"zero_shot_override": 1.0}, {"heuristic_start": "measure"}, registry.load_agent_class("go").HYBRID):
+        with pytest.raises(ValueError, match=r"without search; got search components \[.+\]; accepted: "):
+            ImitationAgent(seed=0, search=search, **SMALL)
     with pytest.raises(ValueError, match="without search"):
-        searching.pretrain([(env, label.placement)], epochs=1)
+        agent.search = registry.load_agent_class("go").HYBRID
+    assert not agent.search.active and agent.learn(env, 1, seed=0).run_summary.steps == 1
+    assert ImitationAgent(seed=0, search="off", **SMALL).search_components() == []
 
 
 def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):

@@ -115,6 +115,41 @@ def test_optimal_is_never_worse_than_the_dp():
     assert record["latency_s"] * 1e3 <= dp_ms * (1 + 1e-9)
 
 
+def test_optimal_records_its_warm_starts_and_reuses_the_dp_and_the_backend(tmp_path, monkeypatch):
+    """On their inputs the optimum records the warm starts it was given (it said 0), starts from the DP solved once
+    per graph (the dp baseline's), and prices placements with the env's backend."""
+    import importlib
+    import json
+
+    from agents.baselines import ContiguousDP, ExactOptimum
+    from agents.baselines.tarnawski_optimum import tarnawski_optimum
+    from placement_gym.evaluation import evaluate
+
+    nodes = [{"id": i, "supportedOnFpga": True, "cpuLatency": 4.0 + i, "fpgaLatency": 1.0 + i % 2,
+              "isBackwardNode": False, "size": 1.0} for i in range(5)]
+    edges = [{"sourceId": u, "destId": v, "cost": 0.5} for u, v in ((0, 1), (1, 2), (1, 3), (2, 4), (3, 4))]
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"maxSizePerFPGA": 10, "maxFPGAs": 2, "maxCPUs": 1, "nodes": nodes, "edges": edges}))
+    env = DevicePlacementEnv(str(path), objective="throughput")
+    graph, backend = env.unwrapped.graph, env.unwrapped.backend
+    dp_module = importlib.import_module("agents.baselines.tarnawski_dp")
+    solves = []
+    solve = dp_module._solve
+    monkeypatch.setattr(dp_module, "_solve", lambda *args: solves.append(1) or solve(*args))
+    dp = ContiguousDP().learn(env, 1, seed=0).learn(env, 1, seed=1)
+    optimum = ExactOptimum(time_limit_s=5)
+    optimum.warm_start([("dp", dp.best_placement), ("cpu", np.full(graph.n_ops, 2))])
+    record = evaluate(optimum, env, budget=1, seeds=[0])[0]
+    assert optimum.plan_info["warm_starts"] == 2 and optimum.plan_info["status"] == "optimal"
+    assert len(solves) == 1  # the dp baseline's two seeds and the optimum's start: one DP
+    assert record["latency_s"] <= backend.measure(graph, dp.best_placement).latency_s
+    mine = tarnawski_optimum(graph, graph.costs, 5, start=dp.best_placement, backend=backend)
+    built = tarnawski_optimum(graph, graph.costs, 5, start=dp.best_placement)
+    assert mine.latency_s == built.latency_s and np.array_equal(mine.placement, built.placement)
+    with pytest.raises(ValueError, match="expected the max-load"):
+        tarnawski_optimum(graph, graph.costs, 5, backend=TarnawskiBackend(2, 1, "latency"))
+
+
 def test_max_load_counts_communication_once_per_producer_and_receiving_device():
     graph = _layer("bert24_inference")
     c = graph.costs
@@ -262,13 +297,23 @@ def test_doppler_device_count_is_a_setting_and_agents_see_equal_devices(tmp_path
     assert published_backend(env.unwrapped.graph, "auto", 3).device_names == ["GPU0", "GPU1", "GPU2"]
 
 
-def test_bad_doppler_file_is_one_line_error(tmp_path):
+def test_bad_doppler_file_is_one_line_error(tmp_path, monkeypatch):
     bad = tmp_path / "bad.txt"
     bad.write_text("5\n0,\n0, 1,\n1,\n10,1\n")
     with pytest.raises(ValueError, match="line 3 has 2 edge sources and line 4 1 targets"):
         load_graph(str(bad))
     bad.write_text("3\n0,\n0,\n1,\n10,1\n")
     with pytest.raises(ValueError, match="1 cost lines; expected one per node \\(2\\)"):
+        load_graph(str(bad))
+    # the shared bounded reader (`placement_gym.schema.read_text`): one-line errors naming the file
+    bad.write_bytes(b"\xff\xfe3\n")
+    with pytest.raises(ValueError, match="bad.txt is not UTF-8 text; expected a DOPPLER graph"):
+        load_graph(str(bad))
+    with pytest.raises(FileNotFoundError, match="no DOPPLER graph"):
+        load_graph(str(tmp_path / "missing.txt"))
+    bad.write_text("3\n0,\n0,\n1,\n10,1\n2,2\n")
+    monkeypatch.setattr("placement_gym.models.published.MAX_FILE_BYTES", 8)
+    with pytest.raises(ValueError, match="bad.txt: 20 bytes; expected a DOPPLER graph \\(.txt\\) of at most 8 bytes"):
         load_graph(str(bad))
 
 

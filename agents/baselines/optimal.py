@@ -406,48 +406,58 @@ class ExactOptimum(PlanningAgent):
         costs = cost_model(env)
         schedule, objective = backend.profile.schedule, backend.objective
         key = (json.dumps(backend.profile.to_dict(), sort_keys=True, default=str), objective, self.time_limit_s)
-        solved = _SOLVED.setdefault(graph, {})
-        cached = key in solved
-        if not cached:
+
+        def solve() -> OptimumResult:
             began = time.perf_counter()
             start = [topo_balance(costs), contiguous_dp(backend, graph)[0]]
             if graph.n_ops <= MAX_OPS_FOR_MIP:  # m-ETF's list scheduling is slow on bigger graphs
                 start.append(etf_schedule(graph.edge_index, costs)[0])
-            solved[key] = solve_optimum(
+            return solve_optimum(
                 backend.prepare(graph).op_seconds, backend.prepare(graph).edge_seconds, graph.edge_index,
                 costs.submodel_overhead_s, schedule, lambda p: backend.measure(graph, p).latency_s, start=start,
                 time_limit_s=self.time_limit_s - (time.perf_counter() - began),
                 constraints=Constraints.of(backend, graph), objective=objective,
             )
-        result, source = solved[key], None
-        if result.status != "optimal":
-            for label, placement in self.warm_starts:
-                m = backend.measure(graph, placement)
-                if m.ok and m.latency_s < result.latency_s * (1 - REL_TOL):
-                    result, source = replace(result, placement=placement.copy(), latency_s=m.latency_s), label
-        self.plan_info = {"method": "MIP lower bound (HiGHS) + no-good certificate loop", "schedule": schedule,
-                          "objective": objective, **result.info(), "reused_earlier_solve": cached,
-                          "warm_starts": len(self.warm_starts), "best_from": source or "solver"}
-        yield result.placement.copy()
+
+        yield self._plan(backend, graph, key, solve, lambda result: "solver",
+                         {"method": "MIP lower bound (HiGHS) + no-good certificate loop", "schedule": schedule,
+                          "objective": objective})
 
     def _tarnawski(self, backend: TarnawskiBackend, graph) -> np.ndarray:
         """Their max-load optimum over all placements (`agents.baselines.tarnawski_optimum`), started from their
-        DP's split, so it is never worse than the DP."""
+        DP's split (solved once per graph, `agents.baselines.tarnawski_dp`), so it is never worse than the DP."""
         from .tarnawski_dp import tarnawski_dp
         from .tarnawski_optimum import tarnawski_optimum
 
         if backend.objective != "throughput":
             raise ValueError("on Tarnawski et al.'s inputs the exact optimum is solved for their max-load "
                              "(objective='throughput'); for their latency model use the dp baseline")
+
+        def solve() -> OptimumResult:
+            return tarnawski_optimum(graph, graph.costs, self.time_limit_s, start=tarnawski_dp(graph, graph.costs)[0],
+                                     backend=backend)
+
+        return self._plan(backend, graph, ("tarnawski", self.time_limit_s), solve,
+                          lambda result: "dp" if result.notes else "solver",
+                          {"method": "MIP of their max-load over all placements (HiGHS), started from their DP",
+                           "schedule": "max-load", "objective": "throughput"})
+
+    def _plan(self, backend, graph, key: tuple, solve: Callable[[], OptimumResult],
+              solver_source: Callable[[OptimumResult], str], method: dict) -> np.ndarray:
+        """The placement of `solve()` (run once per graph and `key`: `_SOLVED`) or, when the solver did not prove
+        it optimal, of a faster warm start (`warm_start`); records `plan_info`: `method`, the result, whether the
+        solve was reused, how many warm starts were given and where the placement came from (a warm start's
+        label, else `solver_source` of the result)."""
         solved = _SOLVED.setdefault(graph, {})
-        key = ("tarnawski", self.time_limit_s)
         cached = key in solved
         if not cached:
-            solved[key] = tarnawski_optimum(graph, graph.costs, self.time_limit_s,
-                                            start=tarnawski_dp(graph, graph.costs)[0])
-        result = solved[key]
-        self.plan_info = {"method": "MIP of their max-load over all placements (HiGHS), started from their DP",
-                          "schedule": "max-load", "objective": "throughput", **result.info(),
-                          "reused_earlier_solve": cached, "warm_starts": 0,
-                          "best_from": "dp" if result.notes else "solver"}
+            solved[key] = solve()
+        result, source = solved[key], None
+        if result.status != "optimal":
+            for label, placement in self.warm_starts:
+                m = backend.measure(graph, placement)
+                if m.ok and m.latency_s < result.latency_s * (1 - REL_TOL):
+                    result, source = replace(result, placement=placement.copy(), latency_s=m.latency_s), label
+        self.plan_info = {**method, **result.info(), "reused_earlier_solve": cached,
+                          "warm_starts": len(self.warm_starts), "best_from": source or solver_source(result)}
         return result.placement.copy()

@@ -22,15 +22,24 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, milp
 
+from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.models.published import TarnawskiCosts
 
 from .base import ConstraintRows, OptimumResult
 
 
 def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
-                      start: np.ndarray | None = None) -> OptimumResult:
+                      start: np.ndarray | None = None, backend: "TarnawskiBackend | None" = None) -> OptimumResult:
     """The max-load optimum (ms converted to seconds in the result) of `graph`; `start` ((N,) placement, e.g. the
-    DP's) is returned instead when the solver stops with nothing better."""
+    DP's) is returned instead when the solver stops with nothing better. Placements are priced by `backend` (the
+    caller's max-load backend of `costs`' devices; None: one is built)."""
+    devices = (costs.n_accelerators, costs.n_cpus)
+    if backend is None:
+        backend = TarnawskiBackend(*devices, "throughput")
+    elif backend.objective != "throughput" or (backend.n_accelerators, backend.n_cpus) != devices:
+        raise ValueError(f"backend prices {backend.objective!r} on {backend.n_accelerators} accelerators and "
+                         f"{backend.n_cpus} CPUs; expected the max-load ('throughput') backend of {devices[0]} and "
+                         f"{devices[1]}, the input's devices")
     began = time.perf_counter()
     n, a, c_cpu = graph.n_ops, costs.n_accelerators, costs.n_cpus
     d = a + c_cpu
@@ -93,14 +102,12 @@ def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
     if result.x is not None:
         chosen = result.x[:n_x].reshape(k, d).argmax(axis=1)
         placement = chosen[cls].astype(np.int64)
-    return _result(graph, costs, placement, start, result, bound_ms, time.perf_counter() - began)
+    return _result(graph, backend, placement, start, result, bound_ms, time.perf_counter() - began)
 
 
-def _result(graph, costs, placement, start, result, bound_ms: float, solve_s: float) -> OptimumResult:
-    """The `OptimumResult` of the solve: the better of its placement and `start`, priced by the backend."""
-    from placement_gym.backends.published import TarnawskiBackend
-
-    backend = TarnawskiBackend(costs.n_accelerators, costs.n_cpus, "throughput")
+def _result(graph, backend: TarnawskiBackend, placement, start, result, bound_ms: float,
+            solve_s: float) -> OptimumResult:
+    """The `OptimumResult` of the solve: the better of its placement and `start`, priced by `backend`."""
 
     def price(p):
         m = backend.measure(graph, p) if p is not None else None

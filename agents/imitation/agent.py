@@ -35,6 +35,7 @@ from agents.algos.reinforce import apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.run import torch_threads
 from agents.go import GOAgent
+from agents.search.config import SearchConfig
 
 __all__ = ["ImitationAgent"]
 
@@ -47,10 +48,22 @@ class ImitationAgent(GOAgent):
     #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
     HYBRID = None
 
-    def _require_pure(self) -> None:
-        if self.search.active:
-            raise ValueError(f"the imitation agent runs without search; got search={self.search}. Use "
-                             "hybrid:imitation for the search layer around it")
+    #: No search settings either: ``--agent-option`` search keys are not handed to it (`placement_gym.cli`).
+    SEARCH_OPTIONS = frozenset()
+
+    @property
+    def search(self) -> SearchConfig:
+        """No search (`SearchConfig` with no component on). Checked once, when it is set (the constructor sets it),
+        so `pretrain`, ``learn`` and `predict` never run with one and need not check again."""
+        return self._search
+
+    @search.setter
+    def search(self, config: SearchConfig) -> None:
+        if config.active:
+            raise ValueError(f"the imitation agent runs without search; got search components "
+                             f"{config.components()}; accepted: search=None, 'off' or SearchConfig() (use "
+                             "hybrid:imitation for the search layer around it)")
+        self._search = config
 
     def pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None = None,
                  max_seconds: float | None = None,
@@ -60,7 +73,6 @@ class ImitationAgent(GOAgent):
         ``-placement_log_prob(obs, label)`` per graph; stops early after `max_seconds`. Builds the policy on the
         first env when there is none. `on_epoch(epoch, mean loss)` after every pass. Returns
         ``{"epochs", "steps", "seconds", "loss"}`` (loss: the last pass's mean)."""
-        self._require_pure()
         with torch_threads(self.torch_threads):
             return self._pretrain(examples, epochs, seed, max_seconds, on_epoch)
 
@@ -92,8 +104,3 @@ class ImitationAgent(GOAgent):
                 break
         self.policy.eval()
         return {"epochs": epoch, "steps": steps, "seconds": time.perf_counter() - started, "loss": loss}
-
-    def predict(self, obs, deterministic: bool = True) -> np.ndarray:
-        """Every op's most likely device (deterministic) from one forward pass of the policy: no search."""
-        self._require_pure()
-        return super().predict(obs, deterministic)

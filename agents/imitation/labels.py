@@ -4,7 +4,7 @@ A *case* is a hardware preset and an objective (``("ai_pc", "throughput")``). Fo
 `compute_label` runs every planner of `LabelSettings` on the simulated backend, each through the shared run loop
 (a planner's candidates are measured like any agent's placements)::
 
-    single devices   every op on one device, one candidate per device
+    single devices   every op on one device (``single-device``), one run per device
     cheapest, dp, topo, metis
                      the planners of `agents.baselines` (one candidate each)
     local-search     the search baseline (`agents.search.hybrid.LocalSearch`) for ``local_search_budget``
@@ -154,32 +154,20 @@ def compute_label(graph: str, preset: str, objective: str, settings: LabelSettin
     from placement_gym import registry
 
     env = label_env(graph, preset, objective)
-    base = env.unwrapped
-    candidates: dict[str, tuple[np.ndarray | None, float | None, float]] = {}
-
-    def measured(placement: np.ndarray) -> tuple[np.ndarray, float | None]:
-        placement = base.as_measured(placement)
-        m = base.measure(placement)
-        return placement, (float(m.latency_s) if m.ok else None)
-
-    for d, device in enumerate(base.device_names):
-        started = time.perf_counter()
-        placement, latency = measured(np.full(base.graph.n_ops, d, dtype=np.int64))
-        candidates[f"single:{device}"] = (placement, latency, time.perf_counter() - started)
-    runs = [(name, {}, 1) for name in settings.planners]
+    runs = [(f"single:{device}", "single-device", {"device": d}, 1)
+            for d, device in enumerate(env.unwrapped.device_names)]
+    runs += [(name, name, {}, 1) for name in settings.planners]
     if settings.local_search_budget > 0:
-        runs.append(("local-search", {"seed": 0}, settings.local_search_budget))
+        runs.append(("local-search", "local-search", {"seed": 0}, settings.local_search_budget))
     if settings.optimal_time_limit_s > 0:
-        runs.append(("optimal", {"time_limit_s": settings.optimal_time_limit_s}, 1))
-    for name, options, budget in runs:
+        runs.append(("optimal", "optimal", {"time_limit_s": settings.optimal_time_limit_s}, 1))
+    candidates: dict[str, tuple[np.ndarray, float | None, float]] = {}
+    for key, name, options, budget in runs:
         started = time.perf_counter()
-        agent = registry.make_agent(name, options)
-        agent.learn(env, budget, seed=0)
-        seconds = time.perf_counter() - started
-        if agent.best_placement is None:
-            candidates[name] = (None, None, seconds)
-        else:
-            candidates[name] = (*measured(np.asarray(agent.best_placement)), seconds)
+        agent = registry.make_agent(name, options).learn(env, budget, seed=0)
+        # the run's result: its best placement as the env measured it (repaired) and its latency measured at the
+        # end of the run (None: it failed)
+        candidates[key] = (agent.best_placement, agent.best_latency_s, time.perf_counter() - started)
     feasible = {name: c for name, c in candidates.items() if c[1] is not None}
     if not feasible:
         raise RuntimeError(f"no planner found a feasible placement of {graph!r} under {preset}/{objective}")

@@ -28,7 +28,8 @@ processes events, so the makespan is theirs exactly.
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+import weakref
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -60,6 +61,18 @@ def _as_placement(graph, placement, n_devices: int) -> np.ndarray | str:
     return p.astype(np.int64)
 
 
+class _TarnawskiLists(NamedTuple):
+    """What `TarnawskiBackend` reads of a graph on every measurement, built once per graph: its edges as pairs,
+    each op's producers and consumers, and its ops ordered by colour class (``class_order``) with, per neighbour
+    pair of that order, whether the two share a class (``same_class``)."""
+
+    edges: tuple[tuple[int, int], ...]
+    preds: tuple[tuple[int, ...], ...]
+    succs: tuple[tuple[int, ...], ...]
+    class_order: np.ndarray
+    same_class: np.ndarray
+
+
 class TarnawskiBackend(Backend):
     """Tarnawski et al.'s cost model (module docstring) for inputs with `n_accelerators` and `n_cpus`."""
 
@@ -72,6 +85,7 @@ class TarnawskiBackend(Backend):
         self.device_names = [f"ACC{i}" for i in range(self.n_accelerators)] + \
                             [f"CPU{i}" for i in range(self.n_cpus)]
         self.virtual_devices = [False] * len(self.device_names)
+        self._lists: "weakref.WeakKeyDictionary[PublishedGraph, _TarnawskiLists]" = weakref.WeakKeyDictionary()
 
     @classmethod
     def for_graph(cls, graph: PublishedGraph, objective: str = "latency") -> "TarnawskiBackend":
@@ -86,6 +100,24 @@ class TarnawskiBackend(Backend):
                              f"CPUs, this backend for {self.n_accelerators} and {self.n_cpus}; price inputs with "
                              "different device counts with separate backends (separate commands)")
         return costs
+
+    def _lists_of(self, graph, costs: TarnawskiCosts) -> _TarnawskiLists:
+        """`graph`'s `_TarnawskiLists`, built on first use and kept while the graph lives."""
+        lists = self._lists.get(graph)
+        if lists is None:
+            n = graph.n_ops
+            edges = tuple(zip(graph.edge_index[0].tolist(), graph.edge_index[1].tolist()))
+            preds: list[list[int]] = [[] for _ in range(n)]
+            succs: list[list[int]] = [[] for _ in range(n)]
+            for u, v in edges:
+                preds[v].append(u)
+                succs[u].append(v)
+            order = np.argsort(costs.color_class, kind="stable")
+            classes = costs.color_class[order]
+            lists = _TarnawskiLists(edges, tuple(map(tuple, preds)), tuple(map(tuple, succs)), order,
+                                    classes[1:] == classes[:-1])
+            self._lists[graph] = lists
+        return lists
 
     # ------------------------------------------------------------------ what a placement must respect
     def action_mask(self, graph) -> np.ndarray:
@@ -109,11 +141,12 @@ class TarnawskiBackend(Backend):
         if over.size:
             return (f"out of memory: {self.device_names[over[0]]} holds {used[over[0]]:.6g} bytes, more than its "
                     f"{costs.memory_bytes:.6g} (maxSizePerFPGA)")
-        order = np.argsort(costs.color_class, kind="stable")
-        classes, devices = costs.color_class[order], placement[order]
-        split = np.flatnonzero((classes[1:] == classes[:-1]) & (devices[1:] != devices[:-1]))
+        lists = self._lists_of(graph, costs)
+        order = lists.class_order
+        devices = placement[order]
+        split = np.flatnonzero(lists.same_class & (devices[1:] != devices[:-1]))
         if split.size:
-            return (f"colour class {int(classes[split[0]])} is split over devices (ops "
+            return (f"colour class {int(costs.color_class[order[split[0]]])} is split over devices (ops "
                     f"{graph.op_names[order[split[0]]]!r} and {graph.op_names[order[split[0] + 1]]!r}); its ops "
                     "must share one device")
         return None
@@ -145,12 +178,8 @@ class TarnawskiBackend(Backend):
         acyclic"), and so does this one."""
         costs = self._checked(graph)
         n = graph.n_ops
-        src, dst = graph.edge_index
-        preds: list[list[int]] = [[] for _ in range(n)]
-        succs: list[list[int]] = [[] for _ in range(n)]
-        for u, v in zip(src.tolist(), dst.tolist()):
-            preds[v].append(u)
-            succs[u].append(v)
+        lists = self._lists_of(graph, costs)
+        preds, succs = lists.preds, lists.succs
         # Blocks: each CPU op alone; each accelerator's ops cut into contiguous pieces (their longest-path rule: an
         # op's piece is 1 + the number of times a path into it leaves and re-enters the accelerator's set).
         block = np.arange(n, dtype=np.int64) + n * (len(self.device_names) + 1)  # CPU ops: a block each
@@ -173,7 +202,7 @@ class TarnawskiBackend(Backend):
         block_ids = list(members)
         indeg = {b: 0 for b in block_ids}
         feeds: dict[int, set[int]] = {b: set() for b in block_ids}
-        for u, v in zip(src.tolist(), dst.tolist()):
+        for u, v in lists.edges:
             bu, bv = int(block[u]), int(block[v])
             if bu != bv and bv not in feeds[bu]:
                 feeds[bu].add(bv)

@@ -34,7 +34,8 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
-from ..schema import MAX_OPS, Boolean, Integer, ListOf, Number, OneOf, Record, Text, check, mismatch, read_json
+from ..schema import (MAX_OPS, Boolean, Integer, ListOf, Number, OneOf, Record, Text, check, mismatch, read_json,
+                      read_text)
 
 #: ``model`` names of a shipped Tarnawski input start with this.
 TARNAWSKI_PREFIX = "tarnawski:"
@@ -326,16 +327,7 @@ def load_doppler(path: "str | os.PathLike", name: str | None = None) -> Publishe
     before anything is built: a bounded size, the node count, edge lists of equal length between known nodes, and
     two non-negative costs per node."""
     source = os.fspath(path)
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no DOPPLER graph (.txt) at {source}")
-    if file.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{source}: {file.stat().st_size} bytes; expected a DOPPLER graph of at most "
-                         f"{MAX_FILE_BYTES} bytes")
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise ValueError(f"{source} is not UTF-8 text; expected a DOPPLER graph (.txt)") from None
+    lines = read_text(path, max_bytes=MAX_FILE_BYTES, what="DOPPLER graph (.txt)").splitlines()
 
     def numbers(k: int) -> list[int]:
         return [int(x) for x in re.findall(r"\d+", lines[k])] if k < len(lines) else []

@@ -16,6 +16,7 @@ whether the ``optimal`` row proved the best found or left a lower bound.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -23,12 +24,24 @@ from pathlib import Path
 import numpy as np
 
 from placement_gym import benchmark
+from placement_gym.results import markdown_table
 
 SINGLE_SUFFIX = "-only"
 #: The learned agents of benchmarks/leaderboard.sh (each also as ``hybrid:NAME``).
 LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")
 #: Budgets below the run's own, read from the best-so-far curves.
 EARLY_BUDGETS = (100,)
+
+
+def read(path: Path) -> dict:
+    """A results file's contents, read once per process (the tables and benchmarks/results_pages.py read each file
+    many times): shared between the callers, so they must not change it."""
+    return _read(Path(path).resolve())
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text())
 
 
 def case_of(data: dict) -> str:
@@ -41,7 +54,7 @@ def case_of(data: dict) -> str:
 def case_rows(path: Path, budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
     """The case ``"preset:objective"`` of one results file and its `benchmark.leaderboard` rows at `budgets`
     (default: `EARLY_BUDGETS` below the run's budget, and the run's budget)."""
-    data = json.loads(path.read_text())
+    data = read(path)
     records = data["records"]
     case = case_of(data)
     if budgets is None:
@@ -69,9 +82,9 @@ def long_run_rows(paths: list[Path], reference: Path) -> tuple[str, list[dict]]:
     `reference`, a leaderboard file) at budgets 100, 1,000 and their own, ranked against the best known of all the
     files: the reference's records of the other agents join the ranking (``optimal`` and the search among them, so
     a gap is to the best anyone found), and only the long runs' agents are returned."""
-    runs = [json.loads(path.read_text()) for path in paths]
+    runs = [read(path) for path in paths]
     long = [r for run in runs for r in run["records"]]
-    reference_data = json.loads(reference.read_text())
+    reference_data = read(reference)
     case = case_of(reference_data)
     agents = {r["agent"] for r in long}
     others = [r for r in reference_data["records"] if r["agent"] not in agents]
@@ -126,19 +139,14 @@ def summary_table(paths: list[Path]) -> str:
     cases = [case_rows(p) for p in paths]
     agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows if not r["agent"].endswith(SINGLE_SUFFIX)))
 
-    def fmt(value: float | None) -> str:
-        return "-" if value is None else f"+{value:.1f}"
-
     def gap(rows: list[dict], agent: str) -> float | None:
         mine = [r for r in rows if r["agent"] == agent]
         return geomean_gap([r["gap_pct"][max(r["gap_pct"])] for r in mine]) if mine else None
 
-    lines = ["| agent | " + " | ".join(case.replace(":", " ") for case, _ in cases) + " |",
-             "|" + "---|" * (len(cases) + 1),
-             "| best single device | " + " | ".join(fmt(geomean_gap(list(best_single_gaps(rows).values())))
-                                                   for _, rows in cases) + " |"]
-    lines += [f"| {a} | " + " | ".join(fmt(gap(rows, a)) for _, rows in cases) + " |" for a in agents]
-    return "\n".join(lines)
+    table = [["best single device"] + [benchmark.format_gap(geomean_gap(list(best_single_gaps(rows).values())))
+                                       for _, rows in cases]]
+    table += [[a] + [benchmark.format_gap(gap(rows, a)) for _, rows in cases] for a in agents]
+    return markdown_table(["agent"] + [case.replace(":", " ") for case, _ in cases], table)
 
 
 def main(argv: list[str]) -> int:

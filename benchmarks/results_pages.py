@@ -1,5 +1,5 @@
-"""The tables of the results pages (docs/results/*.md, docs/design-decisions.md), regenerated from the committed
-results files in benchmarks/results/.
+"""The tables of the results pages (docs/results/*.md, docs/design-decisions.md, docs/published-benchmarks.md),
+regenerated from the committed results files in benchmarks/results/.
 
     python benchmarks/results_pages.py                  # rewrite the tables inside the committed pages
     python benchmarks/results_pages.py --out DIR        # write the pages under DIR instead (DIR/docs/results/...)
@@ -14,13 +14,15 @@ A page keeps its prose; each table sits between two markers that name it::
 and is replaced by ``TABLES[NAME]()``, which reads only JSON files under benchmarks/results/ and writes, above
 the table, the command that made the file, the machine and the date (and, for a file measured before today's
 agent defaults, the commit it was measured at). The table code of the benchmark scripts is imported, not copied
-(leaderboard_table, transfer, placement_gym.results).
+(leaderboard_table, transfer, placement_gym.results, placement_gym.benchmark). Each results file is read once
+(`load`, cached): a table must not change what it reads.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable
@@ -33,28 +35,35 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import leaderboard_table  # noqa: E402  (benchmarks/ is not a package)
+import published_benchmarks  # noqa: E402
 import transfer  # noqa: E402
 from placement_gym import results  # noqa: E402
+from placement_gym.benchmark import format_gap  # noqa: E402
+from placement_gym.results import markdown_table as md_table  # noqa: E402
 
 RESULTS = "benchmarks/results"
 PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
-         + ["docs/design-decisions.md"])
+         + ["docs/design-decisions.md", "docs/published-benchmarks.md"])
 MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 #: The commit that made the search a layer of its own: results measured before it ran each learned agent with the
 #: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
 SEARCH_LAYER_COMMIT = "7d979ae"
-MACHINE = "the project's {cores}-core AMD EPYC VM (KVM, shared with other jobs unless said), openvino {openvino}"
+MACHINE = "the project's {cores}-core AMD EPYC VM (KVM, shared with other jobs unless said)"
 
 
 def load(name: str) -> dict:
-    return json.loads((ROOT / RESULTS / name).read_text())
+    """The contents of results file `name` (under benchmarks/results/), read once (`leaderboard_table.read`)."""
+    return leaderboard_table.read(ROOT / RESULTS / name)
 
 
 def _machine(data: dict) -> str:
+    """The machine line of a results file: its core count, and the openvino and torch versions it recorded (a
+    file that recorded none, such as the Ray farm's, gets none)."""
     versions = data.get("versions") or {}
     cores = (data.get("machine") or {}).get("cpu_count", 2)
-    openvino = str(versions.get("openvino", "2026.4.1")).split("-")[0]
-    text = MACHINE.format(cores=cores, openvino=openvino)
+    text = MACHINE.format(cores=cores)
+    if "openvino" in versions:
+        text += f", openvino {str(versions['openvino']).split('-')[0]}"
     return text + (f", torch {versions['torch']}" if "torch" in versions else "")
 
 
@@ -71,11 +80,6 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
         lines[-1] += (f" **Measured at commit {at}**, before {SEARCH_LAYER_COMMIT} made the search a layer of its "
                       "own: a learned agent's defaults then are today's `hybrid:NAME`.")
     return "\n".join(lines)
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 # --- leaderboard and sample efficiency (SIMULATED) --------------------------------------------------------------
@@ -145,8 +149,7 @@ def sample_efficiency() -> str:
         out.append(f"**{case.replace(':', ', ')}** (SIMULATED; gap % of the best placement found so far to the best "
                    f"found by any agent, geometric mean over {models}; `-`: no working placement on some model "
                    "yet)\n\n" + md_table(["agent"] + [f"after {b}" for b in budgets],
-                                          [[row[0]] + ["-" if g is None else f"+{g:.1f}" for g in row[1:]]
-                                           for row in table]))
+                                          [[row[0]] + [format_gap(g) for g in row[1:]] for row in table]))
     return "\n\n".join(out)
 
 
@@ -243,8 +246,7 @@ def simulator_fidelity() -> str:
         d = load(f)
         rows.append([d["model"], " + ".join(f"`{x}`" for x in d["devices"]), str(len(d["placements"])),
                      f"{d['spearman']:.3f}", f"{100 * d['mape']:.1f}%", f"{100 * d['submodel_count_exact']:.0f}%"])
-    command = ('python benchmarks/simulator_fidelity.py --model MODEL --placements 30 --devices CPU '
-               '"CPU[INFERENCE_PRECISION_HINT=bf16]" --json benchmarks/results/fidelity_MODEL_precision_wall.json')
+    command = "` and `".join(shlex.join(shlex.split(load(f)["command"])) for f in files)  # as each file records it
     return (source(files, command) + "\n\n"
             + md_table(["model", "devices", "placements", "Spearman", "MAPE", "submodel count exact"], rows))
 
@@ -386,6 +388,104 @@ def ray_farm() -> str:
                         "records identical to serial"], rows))
 
 
+# --- published benchmarks (SIMULATED by the peers' cost models) -------------------------------------------------
+
+PUBLISHED = "published_benchmarks.json"
+TARNAWSKI_CLAIM = ("Tarnawski et al. (NeurIPS 2020) report their IP 1.46x better than the human expert on average "
+                   "and 1.10x better than PipeDream (their claim; not reproduced here)")
+#: DOPPLER's published claim, quoted as theirs (not reproduced here).
+DOPPLER_CLAIM = ("DOPPLER (Yao et al., ICLR 2026) reports up to 52.7% lower execution time than the best baseline "
+                 "(Placeto, GDP, critical path) on its graphs (their claim, on their system; not reproduced here)")
+
+
+def _published_mean(records: list[dict], model: str, agent: str) -> float | None:
+    """`agent`'s latency on `model`, mean over its seeds; None where it found no placement their cost model
+    accepts (or did not run)."""
+    values = [r["latency_s"] for r in records if r["model"] == model and r["agent"] == agent
+              and r.get("latency_s") is not None and math.isfinite(r["latency_s"])]
+    return float(np.mean(values)) if values else None
+
+
+def _published_failed(records: list[dict], model: str, agent: str) -> bool:
+    """Whether `agent` ran on `model` and found no placement that their cost model accepts."""
+    ran = any(r["model"] == model and r["agent"] == agent and "skipped" not in r for r in records)
+    return ran and _published_mean(records, model, agent) is None
+
+
+def _published_rows(records: list[dict]) -> list[str]:
+    """The table's rows: the best single device first, then every agent in the order it ran (not the X-only
+    rows the best single device is chosen from)."""
+    first = sorted(records, key=lambda r: r["agent"] != published_benchmarks.BEST_SINGLE)
+    return [a for a in dict.fromkeys(r["agent"] for r in first) if not a.endswith("-only")]
+
+
+def tarnawski_table(records: list[dict], theirs: dict, experts: dict[str, float]) -> str:
+    """Per Tarnawski input, their programs' numbers (`theirs`), the human expert's split (`experts`, ms) and each
+    row's max-load (ms, mean over seeds), each with its ratio to their DP optimum."""
+    models = list(dict.fromkeys(r["model"] for r in records))
+    short = [m.split("throughput-inputs/", 1)[1] for m in models]
+
+    def cell(ms: float | None, model_short: str) -> str:
+        if ms is None:
+            return "—"
+        dp = (theirs.get(model_short) or {}).get("dp")
+        return f"{ms:.3f}" + (f" ({ms / dp:.3f}x)" if dp else "")
+
+    theirs_rows = (("their DP optimum (dp.cpp)", "dp"), ("their PipeDream (dp.cpp -pipeDream)", "pipedream"))
+    rows = [[label] + [cell((theirs.get(s) or {}).get(key), s) for s in short] for label, key in theirs_rows]
+    rows.append(["human expert (their split, priced here = their -expert)"]
+                + [cell(experts.get(m), s) for m, s in zip(models, short)])
+    for row in _published_rows(records):
+        values = [_published_mean(records, m, row) for m in models]
+        rows.append([row] + ["failed" if _published_failed(records, m, row) else cell(None if v is None else v * 1e3, s)
+                             for m, v, s in zip(models, values, short)])
+    return md_table(["agent"] + short, rows)
+
+
+def doppler_table(records: list[dict]) -> str:
+    """Per DOPPLER graph, each row's makespan (s, mean over seeds) and its reduction vs the best single device."""
+    models = list(dict.fromkeys(r["model"] for r in records))
+    singles = {m: _published_mean(records, m, published_benchmarks.BEST_SINGLE) for m in models}
+    rows = []
+    for row in _published_rows(records):
+        cells = []
+        for m in models:
+            v, base = _published_mean(records, m, row), singles[m]
+            if v is None:
+                cells.append("failed" if _published_failed(records, m, row) else "—")
+            else:
+                cells.append(f"{v:.1f}" + (f" ({100 * (1 - v / base):+.1f}%)" if base else ""))
+        rows.append([row] + cells)
+    return md_table(["agent"] + [Path(m).stem for m in models], rows)
+
+
+def published() -> str:
+    """The tables of docs/published-benchmarks.md: Tarnawski et al.'s inputs, then DOPPLER's graphs (a ``.txt``
+    model, as `placement_gym.models.published.load_published` reads it) where the file has them; the command,
+    date and machine under them."""
+    data = load(PUBLISHED)
+    records = data["records"]
+    doppler = [r for r in records if r["model"].lower().endswith(".txt")]
+    tarnawski = [r for r in records if not r["model"].lower().endswith(".txt")]
+    out = ["### Tarnawski et al.'s throughput inputs (max-load, ms per sample; x = ratio to their DP optimum)", "",
+           TARNAWSKI_CLAIM + ".", "", tarnawski_table(tarnawski, data["theirs"], data["experts_ms"])]
+    if doppler:
+        out += ["", "### DOPPLER's graphs (makespan, seconds = their cost / 1e10; % = reduction vs the best single "
+                "device)", "", DOPPLER_CLAIM + ".", "", doppler_table(doppler)]
+    skipped = [r for r in records if "skipped" in r]
+    if skipped:
+        out += ["", "Not run: " + "; ".join(sorted({f"{r['agent']} ({r['skipped']})" for r in skipped})) + "."]
+    # The command that made the JSON, less the --markdown PATH it took while it wrote this page itself.
+    words = shlex.split(data["command"])
+    if "--markdown" in words:
+        del words[words.index("--markdown"):words.index("--markdown") + 2]
+    machine = data.get("machine") or {}
+    out += ["", f"Made by `{shlex.join(words)}` on {data['created']} ({machine.get('processor') or ''} "
+            f"{machine.get('cpu_count', '')} cores); budget {data['budget']} placements, {len(data['seeds'])} "
+            "seed(s). All numbers SIMULATED."]
+    return "\n".join(out)
+
+
 # --- design decisions --------------------------------------------------------------------------------------------
 
 def algorithm_ablation() -> str:
@@ -404,6 +504,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
     "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
+    "published-benchmarks": published,
 }
 
 

@@ -32,14 +32,14 @@ import numpy as np
 from . import evaluation, registry
 from ._version import __version__
 from .backends.simulated import COST_MODEL_VERSION
-from .results import MAX_RESULTS_BYTES, write_json
+from .results import MAX_RESULTS_BYTES, markdown_table, write_json
 from .schema import (
     Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, mismatch, read_json,
 )
 
 __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
-           "estimate_seconds", "leaderboard", "leaderboard_markdown", "load_suite", "read_results", "reference_path",
-           "reference_records", "run_suite", "score", "write_results"]
+           "estimate_seconds", "format_gap", "has_own_predict", "leaderboard", "leaderboard_markdown", "load_suite",
+           "read_results", "reference_path", "reference_records", "run_suite", "score", "write_results"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 #: The suites shipped with the package (``placement_gym/suites/<name>.json``).
@@ -414,6 +414,20 @@ def _best_known(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], f
     return best
 
 
+def has_own_predict(record: Mapping[str, Any]) -> bool:
+    """Whether `record`'s ``predict`` is a learned policy's own placement, a figure of another kind than the run's
+    best: its run made parameter updates (``extra["run"]["updates"]``). A planner's ``predict`` is its plan and a
+    search's its best (they learn nothing), and an agent without a ``predict`` has ``predict_latency_s`` None. A
+    record without its run's summary (the suites' reference results keep no ``extra``) tells by the value: a
+    predict that differs from the best (a planner's is the same measurement)."""
+    if record.get("predict_latency_s") is None:
+        return False
+    run = (record.get("extra") or {}).get("run") or {}
+    if "updates" in run:
+        return bool(run["updates"])
+    return record["predict_latency_s"] != record.get("latency_s")
+
+
 def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[int]") -> list[dict]:
     """One row per (case, model, agent): its gaps (%) to the best known latency of that (case, model), mean
     over seeds, at each budget of `suite` (or at the budgets given instead of a suite: records of any
@@ -421,16 +435,17 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
 
     Row keys: case, model, agent, hybrid (the search layer ran), seeds, failed (seeds without a result),
     ``gap_pct`` ({budget: gap of the best found within that budget}), ``predict_gap_pct`` (the agent's own
-    deterministic placement; None without a policy of its own), ``placements_to_within`` ({"5"|"2"|"1": median
-    placements over the seeds that got within that % of the best known, None if none did}),
-    ``agent_ms_per_placement``, ``best_known_s`` and ``bound`` ("proven" where the exact optimum proved it, else
-    the optimum's lower bound in seconds or None).
+    deterministic placement; None without a policy of its own: where none of the agent's records in the case
+    `has_own_predict`), ``placements_to_within`` ({"5"|"2"|"1": median placements over the seeds that got within
+    that % of the best known, None if none did}), ``agent_ms_per_placement``, ``best_known_s`` and ``bound``
+    ("proven" where the exact optimum proved it, else the optimum's lower bound in seconds or None).
     """
     budgets = suite.budgets if isinstance(suite, Suite) else tuple(suite)
     best = _best_known(records)
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in records:
         groups.setdefault((r["case"], r["model"], r["agent"]), []).append(r)
+    policies = {(r["case"], r["agent"]) for r in records if has_own_predict(r)}
     plans = {(r["case"], r["model"]): r["plan"] for r in records if r.get("plan")}
     for r in records:
         plan = (r.get("extra") or {}).get("plan")
@@ -457,7 +472,8 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
             "agent": agent if not hybrid or registry.is_hybrid(agent) else registry.HYBRID_PREFIX + agent,
             "seeds": len(rs), "failed": len(rs) - len(ok),
             "gap_pct": {b: gap(_mean(best_within(r, b) for r in ok)) for b in budgets},
-            "predict_gap_pct": gap(_mean(r.get("predict_latency_s") for r in ok)),
+            "predict_gap_pct": (gap(_mean(r.get("predict_latency_s") for r in ok)) if (case, agent) in policies
+                                else None),
             "placements_to_within": within,
             "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),
             "best_known_s": known,
@@ -503,13 +519,16 @@ def score(placements: Mapping[str, Any], suite: "Suite | str | Path", case: str 
     return scores
 
 
+def format_gap(value: float | None) -> str:
+    """A gap (%) as the leaderboard tables show it: ``+1.2``, or ``-`` where there is none."""
+    return "-" if value is None else f"+{value:.1f}"
+
+
 def leaderboard_markdown(rows: Sequence[Mapping[str, Any]], *, highlight: Sequence[str] = ()) -> str:
     """`leaderboard` rows as markdown: one table per case, a row per agent, a column per model; each cell the
-    gaps at the suite's budgets, ``(predict)`` where the agent has a policy, ``[n failed]``; `highlight` rows
-    (your own agents) in bold. Then placements to within 5 / 2 / 1% and agent ms per placement."""
-    def fmt(value: float | None) -> str:
-        return "-" if value is None else f"+{value:.1f}"
-
+    gaps at the suite's budgets, ``(predict)`` where the agent has a policy (``predict_gap_pct`` not None),
+    ``[n failed]``; `highlight` rows (your own agents) in bold. Then placements to within 5 / 2 / 1% and agent ms
+    per placement."""
     lines: list[str] = []
     for case in dict.fromkeys(r["case"] for r in rows):
         in_case = [r for r in rows if r["case"] == case]
@@ -520,18 +539,17 @@ def leaderboard_markdown(rows: Sequence[Mapping[str, Any]], *, highlight: Sequen
 
         def grid(title: str, text: Callable[[Mapping[str, Any]], str]) -> None:
             """One markdown table under `title`: a row per agent, a column per model, ``text(row)`` in each cell."""
-            lines.extend([title, "", "| agent | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)])
-            for agent in agents:
-                cells = ["" if (model, agent) not in cell else text(cell[model, agent]) for model in models]
-                lines.append(f"| {f'**{agent}**' if agent in highlight else agent} | " + " | ".join(cells) + " |")
-            lines.append("")
+            table = [[f"**{agent}**" if agent in highlight else agent]
+                     + ["" if (model, agent) not in cell else text(cell[model, agent]) for model in models]
+                     for agent in agents]
+            lines.extend([title, "", markdown_table(["agent"] + models, table), ""])
 
         def gaps(r: Mapping[str, Any]) -> str:
             if r["failed"] == r["seeds"]:
                 return "failed"
-            text = " / ".join(fmt(r["gap_pct"][b]) for b in budgets)
+            text = " / ".join(format_gap(r["gap_pct"][b]) for b in budgets)
             if r["predict_gap_pct"] is not None:
-                text += f" ({fmt(r['predict_gap_pct'])})"
+                text += f" ({format_gap(r['predict_gap_pct'])})"
             return text + (f" [{r['failed']} failed]" if r["failed"] else "")
 
         def reach(r: Mapping[str, Any]) -> str:

@@ -372,6 +372,12 @@ def _to_within(records: Sequence[Mapping[str, Any]]) -> dict[str, dict]:
     return summary
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table: the `header` cells, a separator and one line per row of cells (strings, as shown)."""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(row) + " |" for row in rows])
+
+
 def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """How the agents that measured more than one placement learned: the best placement found next to the
     agent's own deterministic placement (``predict``), the placements needed to get within 5/2/1 % of the
@@ -581,7 +587,8 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 __all__ = [
     "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "check_outputs", "format_learning_table",
     "format_table",
-    "machine", "plot_curves", "plot_summary", "read_placements", "records_to_json", "refuse_existing", "save_figure",
+    "machine", "markdown_table",
+    "plot_curves", "plot_summary", "read_placements", "records_to_json", "refuse_existing", "save_figure",
     "summarize", "MAX_RECORDS", "MAX_RESULTS_BYTES", "PLACEMENT_RECORD", "Placements", "RESULTS_FILE",
     "versions",
     "write_atomically", "write_csv",

@@ -126,6 +126,8 @@ def test_an_agent_with_only_train_runs_through_the_suite_and_onto_the_leaderboar
         assert set(row["gap_pct"]) == {4, 12} and all(g is None or g >= 0 for g in row["gap_pct"].values())
         assert row["gap_pct"][12] <= row["gap_pct"][4] + 1e-9  # more placements never find worse
     assert all(r["predict_gap_pct"] is None for r in rows if r["agent"] == "only-train")
+    # planners: their predict is their plan, the best they measured; not shown as a policy's own placement
+    assert all(r["predict_gap_pct"] is None for r in rows if r["agent"] in ("random", "dp"))
     assert min(r["gap_pct"][12] for r in rows if r["model"] == "tiny_branch" and r["case"] == "ai_pc:latency") == 0
     table = benchmark.leaderboard_markdown(rows, highlight=["only-train"])
     assert "| **only-train** |" in table and "**paper:throughput**" in table and "SIMULATED" in table
@@ -338,3 +340,19 @@ def test_a_benchmark_stopped_by_sigterm_resumes_with_the_records_of_an_uninterru
     resumed = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/*/*/seed*.json"))]
     whole = benchmark.run_suite(WaitsOnSeed1, benchmark.load_suite(suite_path))
     assert without_timings(resumed) == without_timings(whole)
+
+
+def test_only_a_learned_policys_predict_is_its_own():
+    """`benchmark.has_own_predict`: a run that made parameter updates has a policy of its own; a planner's predict
+    is its plan; a record without its run's summary (reference results) tells by the value."""
+    run = {"latency_s": 1.0, "predict_latency_s": 1.5}
+    assert benchmark.has_own_predict({**run, "extra": {"run": {"updates": 3}}})
+    assert not benchmark.has_own_predict({**run, "extra": {"run": {"updates": 0}}})
+    assert not benchmark.has_own_predict({**run, "predict_latency_s": None, "extra": {"run": {"updates": 3}}})
+    assert benchmark.has_own_predict(run) and not benchmark.has_own_predict({**run, "predict_latency_s": 1.0})
+    rows = benchmark.leaderboard([{**run, "case": "c", "model": "m", "agent": a, "seed": 0, "curve": [[1, 1.0]],
+                                   "extra": {"run": {"updates": n}}} for a, n in (("learned", 5), ("planner", 0))],
+                                 [1])
+    assert {r["agent"]: r["predict_gap_pct"] for r in rows} == {"learned": 50.0, "planner": None}
+    table = benchmark.leaderboard_markdown(rows)
+    assert "| learned | +0.0 (+50.0) |" in table and "| planner | +0.0 |" in table

@@ -45,3 +45,42 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
         assert row["gap_pct"][1000] >= mine["gap_pct"][1000]
     assert any(row["gap_pct"][1000] > 0 for row in rows)
     assert "within 2% of the best known** on paper:latency" in table.long_run_table([long], reference)
+
+
+def test_the_published_benchmarks_run_through_compare_and_render_as_the_page_does(tmp_path, monkeypatch):
+    """benchmarks/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its JSON;
+    results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split priced)."""
+    import json
+
+    script = load_benchmark("published_benchmarks")
+    out = tmp_path / "published.json"
+    model = "tarnawski:throughput-inputs/LayerGraphs/bert24_inference"
+    assert script.main(["--inputs", model, "--agents", "single-device", "dp", "--budget", "1", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    agents = [r["agent"] for r in data["records"]]
+    assert agents[-1] == script.BEST_SINGLE and "dp" in agents and all("skipped" not in r for r in data["records"])
+    monkeypatch.setattr(pages, "load", lambda name: data)
+    text = pages.published()
+    assert "| dp | 17.790 (1.000x) |" in text and "### DOPPLER" not in text
+    assert "| human expert (their split, priced here = their -expert) | 20.084 (1.129x) |" in text
+    assert text.index("| best single device |") < text.index("| dp |") and "-only |" not in text
+
+
+def test_the_machine_line_names_only_the_versions_a_file_recorded():
+    assert "openvino" not in pages._machine({"machine": {"cpu_count": 2}})
+    line = pages._machine({"versions": {"openvino": "2026.4.1-22982-e2", "torch": "2.13.0+cpu"}})
+    assert line.endswith(", openvino 2026.4.1, torch 2.13.0+cpu")
+
+
+def test_each_results_file_is_read_once(monkeypatch):
+    """`load` (`leaderboard_table.read`) caches: regenerating every page reads each file once."""
+    reads: list[str] = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(str(self)) or read_text(self, *a, **k))
+    table = load_benchmark("leaderboard_table")
+    monkeypatch.setattr(pages, "leaderboard_table", table)  # a fresh cache
+    for name in pages.TABLES:
+        if name.startswith(("leaderboard", "sample")):
+            pages.TABLES[name]()
+    results = [r for r in reads if r.endswith(".json")]
+    assert results and len(results) == len(set(results))

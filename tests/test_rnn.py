@@ -45,6 +45,29 @@ def test_policy_decodes_k_placements_one_device_per_group(env):
     assert tiny.act(obs, num_samples=1).info["n_groups"] == n
 
 
+def test_teacher_forced_scoring_equals_the_sampling_decoder_in_any_block_size(tiny_branch_graph, monkeypatch):
+    # evaluate() scores all steps at once (in blocks); it must give the log-probabilities and entropy that the
+    # step-by-step decoder drew the samples with, whatever the block size (1 step, several, all). The simulated
+    # ai_pc preset gives every group its own costs, so a block that read another block's steps would differ.
+    import agents.rnn.policy as rnn_policy
+
+    torch.manual_seed(0)
+    env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="ai_pc")
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=6, hidden_dim=8)
+    with torch.no_grad():  # away from the near-uniform start, whose cost term is zero
+        for parameter in policy.parameters():
+            parameter.normal_(0.0, 0.5)
+    obs, _ = env.reset(seed=0)
+    sample = policy.act(obs, num_samples=4)
+    steps = int(sample.info["n_groups"])
+    for block_steps in (1, 2, steps):
+        monkeypatch.setattr(rnn_policy, "ATTENTION_BLOCK", 4 * steps * 8 * block_steps)  # K x G x H x steps
+        scored = policy.evaluate(obs, sample)
+        torch.testing.assert_close(scored.log_prob, sample.log_prob)
+        torch.testing.assert_close(scored.entropy, sample.entropy)
+        assert torch.equal(scored.actions, sample.actions)
+
+
 def test_sqrt_latency_reward_prefers_faster_placements(env):
     wrapped = SqrtLatencyReward(env)
     wrapped.reset(seed=0)

@@ -479,10 +479,8 @@ def published() -> str:
     words = shlex.split(data["command"])
     if "--markdown" in words:
         del words[words.index("--markdown"):words.index("--markdown") + 2]
-    machine = data.get("machine") or {}
-    out += ["", f"Made by `{shlex.join(words)}` on {data['created']} ({machine.get('processor') or ''} "
-            f"{machine.get('cpu_count', '')} cores); budget {data['budget']} placements, {len(data['seeds'])} "
-            "seed(s). All numbers SIMULATED."]
+    out += ["", source([PUBLISHED], shlex.join(words), data=data)
+            + f" Budget {data['budget']} placements, {len(data['seeds'])} seed(s). All numbers SIMULATED."]
     return "\n".join(out)
 
 

@@ -478,5 +478,5 @@ def planning_tables(backend: Backend, graph) -> tuple[np.ndarray, np.ndarray] | 
     return op_seconds, edge
 
 
-__all__ = ["DopplerBackend", "TarnawskiBackend", "published_backend", "published_backend_of", "planning_tables", "PUBLISHED_BACKEND_NAMES",
-           "DOPPLER_DEFAULT_DEVICES"]
+__all__ = ["DopplerBackend", "TarnawskiBackend", "published_backend", "published_backend_of", "planning_tables",
+           "PUBLISHED_BACKEND_NAMES", "DOPPLER_DEFAULT_DEVICES"]

@@ -7,18 +7,21 @@
 
 benchmarks/results_pages.py writes both into docs/results/leaderboard.md.
 
-Each results file is one ``placement-gym compare`` of every agent in one (preset, objective) case; its records are
-ranked by `placement_gym.benchmark.leaderboard`, the ranking `placement-gym benchmark` uses for suites: per model,
-each agent's gap to the best placement anyone in the case found (never negative), at budget 100 (read from the
-run's best-so-far curve) and at the run's budget, and its own deterministic placement's gap (``predict``). Below
-each case's table: per model, the headroom (best single device / best found - 1: what placement can win) and
-whether the ``optimal`` row proved the best found or left a lower bound.
+Each results file is one ``placement-gym compare`` of every agent in one (preset, objective) case and one seed
+(``ai_pc_latency_seed0.json``); the files of a case are read together, and their records ranked by
+`placement_gym.benchmark.leaderboard`, the ranking `placement-gym benchmark` uses for suites: per model, each
+agent's gap to the best placement anyone in the case found (never negative), mean over seeds, at budget 100 (read
+from the runs' best-so-far curves) and at the runs' budget, and its own deterministic placement's gap
+(``predict``). Below each case's table: per model, the headroom (best single device / best found - 1: what
+placement can win) and whether the ``optimal`` row proved the best found or left a lower bound.
 """
 from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,15 +54,41 @@ def case_of(data: dict) -> str:
     return f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
 
 
-def case_rows(path: Path, budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
-    """The case ``"preset:objective"`` of one results file and its `benchmark.leaderboard` rows at `budgets`
-    (default: `EARLY_BUDGETS` below the run's budget, and the run's budget)."""
-    data = read(path)
-    records = data["records"]
-    case = case_of(data)
+#: ``ai_pc_latency_seed2`` -> ``ai_pc_latency``: benchmarks/leaderboard.sh writes one file per (case, seed).
+SEED_SUFFIX = re.compile(r"_seed\d+$")
+
+
+def case_files(paths: Sequence[Path]) -> dict[str, list[Path]]:
+    """Results files grouped by case: ``{"ai_pc_latency": [..._seed0.json, ..._seed1.json], ...}``, in name order."""
+    groups: dict[str, list[Path]] = {}
+    for path in sorted(paths, key=lambda p: p.name):
+        groups.setdefault(SEED_SUFFIX.sub("", path.stem), []).append(path)
+    return groups
+
+
+def folder_cases(folder: Path) -> list[list[Path]]:
+    """The results files of a leaderboard folder, one list per case (`case_files`)."""
+    return list(case_files(list(Path(folder).glob("*.json"))).values())
+
+
+def case_records(paths: "Path | Sequence[Path]") -> tuple[str, int, list[dict]]:
+    """The case ``"preset:objective"``, the budget and the records (``case`` added) of one case's results files
+    (one per seed); refuses files of different cases or budgets."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    found = {(case_of(read(p)), read(p)["budget"]) for p in paths}
+    if len(found) != 1:
+        raise ValueError(f"{', '.join(map(str, paths))}: results of different cases or budgets {sorted(found)}")
+    (case, budget), = found
+    return case, budget, [{**r, "case": case} for p in paths for r in read(p)["records"]]
+
+
+def case_rows(paths: "Path | Sequence[Path]", budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
+    """The case ``"preset:objective"`` of one case's results files and their `benchmark.leaderboard` rows at
+    `budgets` (default: `EARLY_BUDGETS` below the runs' budget, and the runs' budget)."""
+    case, budget, records = case_records(paths)
     if budgets is None:
-        budgets = tuple(b for b in EARLY_BUDGETS if b < data["budget"]) + (data["budget"],)
-    return case, benchmark.leaderboard([{**r, "case": case} for r in records], budgets)
+        budgets = tuple(b for b in EARLY_BUDGETS if b < budget) + (budget,)
+    return case, benchmark.leaderboard(records, budgets)
 
 
 def geomean_gap(gaps: list[float | None]) -> float | None:
@@ -77,24 +106,22 @@ def best_single_gaps(rows: list[dict]) -> dict[str, float]:
             for m in models}
 
 
-def long_run_rows(paths: list[Path], reference: Path) -> tuple[str, list[dict]]:
+def long_run_rows(paths: Sequence[Path], reference: Sequence[Path]) -> tuple[str, list[dict]]:
     """The rows of long runs' results files (some agents of the leaderboard, a larger budget, in the same case as
-    `reference`, a leaderboard file) at budgets 100, 1,000 and their own, ranked against the best known of all the
-    files: the reference's records of the other agents join the ranking (``optimal`` and the search among them, so
-    a gap is to the best anyone found), and only the long runs' agents are returned."""
-    runs = [read(path) for path in paths]
-    long = [r for run in runs for r in run["records"]]
-    reference_data = read(reference)
-    case = case_of(reference_data)
+    `reference`, a leaderboard case's files) at budgets 100, 1,000 and their own, ranked against the best known of
+    all the files: the reference's records of the other agents join the ranking (``optimal`` and the search among
+    them, so a gap is to the best anyone found), and only the long runs' agents are returned."""
+    long = [r for path in paths for r in read(path)["records"]]
+    case, _, reference_records = case_records(reference)
     agents = {r["agent"] for r in long}
-    others = [r for r in reference_data["records"] if r["agent"] not in agents]
-    budget = max(run["budget"] for run in runs)
-    budgets = tuple(b for b in (100, 1000) if b < budget) + (budget,)
-    rows = benchmark.leaderboard([{**r, "case": case} for r in long + others], budgets)
+    others = [r for r in reference_records if r["agent"] not in agents]
+    budget = max(read(path)["budget"] for path in paths)
+    budgets = tuple(b for b in EARLY_BUDGETS + (1000,) if b < budget) + (budget,)
+    rows = benchmark.leaderboard([{**r, "case": case} for r in long] + others, budgets)
     return case, [r for r in rows if r["agent"] in agents]
 
 
-def long_run_table(paths: list[Path], reference: Path) -> str:
+def long_run_table(paths: Sequence[Path], reference: Sequence[Path]) -> str:
     """One case's long-run tables (`long_run_rows`, `benchmark.leaderboard_markdown`) and, per model, which of its
     agents got within 2% of the best known and after how many placements."""
     case, rows = long_run_rows(paths, reference)
@@ -111,17 +138,13 @@ def long_run_table(paths: list[Path], reference: Path) -> str:
 
 
 def long_run_table_files(folders: list[Path]) -> dict[str, list[Path]]:
-    """Results file name (one per case) -> the files of that name in `folders` (long runs of different agents)."""
-    files: dict[str, list[Path]] = {}
-    for folder in folders:
-        for path in sorted(folder.glob("*.json")):
-            files.setdefault(path.name, []).append(path)
-    return dict(sorted(files.items()))
+    """Case (``ai_pc_latency``) -> its files in `folders` (long runs of different agents, `case_files`)."""
+    return case_files([path for folder in folders for path in folder.glob("*.json")])
 
 
-def table(path: Path) -> str:
+def table(paths: "Path | Sequence[Path]") -> str:
     """One case's tables (`benchmark.leaderboard_markdown`) and its headroom line."""
-    case, rows = case_rows(path)
+    case, rows = case_rows(paths)
     headroom = best_single_gaps(rows)
     notes = []
     for model, gap in headroom.items():
@@ -133,11 +156,13 @@ def table(path: Path) -> str:
             + f"\n**headroom** (best single device vs best found) on {case}: " + "; ".join(notes))
 
 
-def summary_table(paths: list[Path]) -> str:
-    """One row per agent, one column per case: the agent's gap at the run's budget to the best found, geometric
-    mean of (1 + gap) over the models; the headroom row (best single device vs best found) first."""
-    cases = [case_rows(p) for p in paths]
-    agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows if not r["agent"].endswith(SINGLE_SUFFIX)))
+def summary_table(cases_files: Sequence[Sequence[Path]]) -> str:
+    """One row per agent, one column per case (`cases_files`: each case's files): the agent's gap at the runs'
+    budget to the best found, mean over seeds, geometric mean of (1 + gap) over the models; the headroom row (best
+    single device vs best found) first."""
+    cases = [case_rows(paths) for paths in cases_files]
+    agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows
+                                if not r["agent"].endswith(SINGLE_SUFFIX)))
 
     def gap(rows: list[dict], agent: str) -> float | None:
         mine = [r for r in rows if r["agent"] == agent]
@@ -153,12 +178,13 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--long"]:
         reference, folders = Path(argv[1]), [Path(a) for a in argv[2:]]
         groups = long_run_table_files(folders)
-        print("\n\n".join(long_run_table(paths, reference / name) for name, paths in groups.items()))
+        references = case_files(list(reference.glob("*.json")))
+        print("\n\n".join(long_run_table(paths, references[case]) for case, paths in groups.items()))
         return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
-    paths = sorted(Path(argv[0] if argv else "benchmarks/results/leaderboard").glob("*.json"))
-    print(summary_table(paths) if summary else "\n\n".join(table(p) for p in paths))
+    cases = folder_cases(Path(argv[0] if argv else "benchmarks/results/leaderboard"))
+    print(summary_table(cases) if summary else "\n\n".join(table(paths) for paths in cases))
     return 0
 
 

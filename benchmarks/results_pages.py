@@ -85,26 +85,30 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
 # --- leaderboard and sample efficiency (SIMULATED) --------------------------------------------------------------
 
 LEADERBOARD = "leaderboard"
-#: Every preset under both objectives (the empty CASES argument: the script's default).
-LEADERBOARD_COMMAND = 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 1 "" local:2'
+#: Every preset under both objectives (the empty CASES argument: the script's default), 3 seeds.
+LEADERBOARD_COMMAND = 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2'
 
 
-def _leaderboard_files() -> list[str]:
-    return [f"{LEADERBOARD}/{p.name}" for p in sorted((ROOT / RESULTS / LEADERBOARD).glob("*.json"))]
+def _leaderboard_cases() -> list[list[Path]]:
+    """The leaderboard's results files, one list (its seeds) per case."""
+    return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD)
+
+
+def _cited(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(ROOT / RESULTS)) for p in paths]
 
 
 def _leaderboard_source() -> str:
-    return source(_leaderboard_files(), LEADERBOARD_COMMAND)
+    return source(_cited([p for paths in _leaderboard_cases() for p in paths]), LEADERBOARD_COMMAND)
 
 
 def leaderboard_summary() -> str:
     return (_leaderboard_source() + "  \nTable: `python benchmarks/leaderboard_table.py --summary "
-            "benchmarks/results/leaderboard`\n\n"
-            + leaderboard_table.summary_table([ROOT / RESULTS / f for f in _leaderboard_files()]))
+            "benchmarks/results/leaderboard`\n\n" + leaderboard_table.summary_table(_leaderboard_cases()))
 
 
 def leaderboard_cases() -> str:
-    texts = [leaderboard_table.table(ROOT / RESULTS / f) for f in _leaderboard_files()]
+    texts = [leaderboard_table.table(paths) for paths in _leaderboard_cases()]
     return (_leaderboard_source()
             + "  \nTables: `python benchmarks/leaderboard_table.py benchmarks/results/leaderboard`"
             "\n\n" + "\n\n".join(texts))
@@ -119,12 +123,12 @@ def leaderboard_long() -> str:
     """The pure learned agents' long runs, against the leaderboard's best known of the same case."""
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
-    files = [str(p.relative_to(ROOT / RESULTS)) for paths in groups.values() for p in paths]
+    references = leaderboard_table.case_files([p for paths in _leaderboard_cases() for p in paths])
     commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 "{LONG_CASES}" '
                               f'local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
-    texts = [leaderboard_table.long_run_table(paths, ROOT / RESULTS / LEADERBOARD / name)
-             for name, paths in groups.items()]
-    return (source(files, commands) + "  \nTables: `python benchmarks/leaderboard_table.py --long "
+    texts = [leaderboard_table.long_run_table(paths, references[case]) for case, paths in groups.items()]
+    return (source(_cited([p for paths in groups.values() for p in paths]), commands)
+            + "  \nTables: `python benchmarks/leaderboard_table.py --long "
             f"{RESULTS}/{LEADERBOARD} " + " ".join(f"{RESULTS}/{f.name}" for f in folders) + "`\n\n"
             + "\n\n".join(texts))
 
@@ -138,9 +142,10 @@ def sample_efficiency() -> str:
     """Per leaderboard case: each searching agent's best-so-far gap after k placements, geometric mean of
     (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
     out = [_leaderboard_source()]
-    for f in _leaderboard_files():
-        budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= load(f)["budget"])
-        case, rows = leaderboard_table.case_rows(ROOT / RESULTS / f, budgets)
+    for paths in _leaderboard_cases():
+        budget = leaderboard_table.case_records(paths)[1]
+        budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= budget)
+        case, rows = leaderboard_table.case_rows(paths, budgets)
         agents = [a for a in dict.fromkeys(r["agent"] for r in rows)
                   if a.removeprefix("hybrid:") in leaderboard_table.LEARNED or a in SEARCHING]
         table = [[a] + [leaderboard_table.geomean_gap([r["gap_pct"][b] for r in rows if r["agent"] == a])

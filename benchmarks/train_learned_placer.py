@@ -1,7 +1,7 @@
 """Rebuild the imitation placer's checkpoints (``imitation``, `agents.imitation`), one per preset x objective x seed.
 
     python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency \\
-        --synthetic 32 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
+        --synthetic 128 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
 
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
 a val or test family: `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
@@ -28,9 +28,13 @@ from placement_gym.results import write_json
 #: from these the training is deterministic. A label missing here is computed and written here.
 SHIPPED_LABELS = Path(__file__).resolve().parent / "results" / "learned_placer_labels"
 
-#: The network the checkpoints use: GO's, narrower (the labels are few and the machine has 2 cores), with its
-#: whole-graph cost term (chosen on the val split against graph_cost=False).
-NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": True}
+#: The network the checkpoints use: GO's, narrower (the labels are few and the machine has 2 cores), deciding the
+#: ops in topological order with the placement state (`agents.imitation.policy.SequentialGOPolicy`), without
+#: GO's whole-graph cost term (chosen on the val split: docs/agents/learned-placer.md).
+NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": False,
+           "sequential": True}
+#: Synthetic training graphs beside dataset:train (chosen on the val split with the network above).
+SYNTHETIC = 128
 
 
 def checkpoint_path(out: "str | Path", preset: str, objective: str, seed: int) -> Path:
@@ -50,7 +54,8 @@ def parse_case(text: str) -> tuple[str, str]:
 def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", type=parse_case, default=[("ai_pc", "latency")])
-    parser.add_argument("--synthetic", type=int, default=32, help="synthetic training graphs beside dataset:train")
+    parser.add_argument("--synthetic", type=int, default=SYNTHETIC,
+                        help="synthetic training graphs beside dataset:train (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--max-seconds", type=float, default=None, help="cap on each case's imitation wall time")
     parser.add_argument("--rl-budget", type=int, default=0, help="placements of PPO after imitation (0: none)")

@@ -67,15 +67,16 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
 
 
-def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device():
+@pytest.mark.parametrize("sequential", [False, True])
+def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device(sequential):
     reference = compute_label(UNSEEN, PRESET, OBJECTIVE, FAST)
     best_single = min(r["latency_s"] for name, r in reference.planners.items()
                       if name.startswith("single:") and r["latency_s"] is not None)
     assert reference.latency_s < 0.95 * best_single  # the graph's best placement mixes devices
 
     labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN]
-    untrained = ImitationAgent(seed=0, **SMALL)
-    trained = ImitationAgent(seed=0, **SMALL)
+    untrained = ImitationAgent(seed=0, sequential=sequential, **SMALL)
+    trained = ImitationAgent(seed=0, sequential=sequential, **SMALL)
     examples = [(label_env(label.graph, PRESET, OBJECTIVE, trained.feature_families), label.placement)
                 for label in labels]
     untrained.pretrain(examples, epochs=0)  # builds the same initial policy, fits nothing
@@ -170,3 +171,66 @@ def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
     with pytest.raises(SystemExit) as stopped:
         train.main(["--cases", f"{PRESET}:{OBJECTIVE}", "--seeds", "0", "--out", str(tmp_path)])
     assert stopped.value.code == 2 and existing.read_bytes() == b"a checkpoint"
+
+
+def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_earlier_ops():
+    """`SequentialGOPolicy`: the log-probabilities of placements drawn op by op equal those of the teacher-forced
+    pass (``evaluate``, ``placement_log_prob``) that imitation and PPO train with; and an op's logits depend on
+    where the ops before it went (the state term is wired in: the check above has teeth)."""
+    import torch
+
+    from agents.core.base import PolicySpec
+    from agents.imitation.policy import SequentialGOPolicy
+
+    env = label_env("synthetic:24:0", "edge", "throughput")
+    agent = ImitationAgent(seed=0, sequential=True, **SMALL)
+    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    assert isinstance(policy, SequentialGOPolicy)
+    torch.manual_seed(1)
+    for weight in policy.state.out.parameters():  # starts at zero: give the state term a say
+        torch.nn.init.normal_(weight)
+    obs = env.reset(seed=0)[0]
+    drawn = policy.act(obs, num_samples=8)
+    assert len({tuple(p) for p in drawn.actions.tolist()}) > 1
+    scored = policy.evaluate(obs, drawn)
+    assert torch.allclose(drawn.log_prob, scored.log_prob, atol=1e-4)
+    assert torch.allclose(drawn.entropy, scored.entropy, atol=1e-6)
+    n = drawn.actions.shape[1]
+    first = policy.placement_log_prob(obs, drawn.actions[0].numpy())
+    assert torch.allclose(first * n, drawn.log_prob[0], atol=1e-4)
+
+    base, z, costs = policy._base(obs)
+    placements = drawn.actions[:1].repeat(3, 1)
+    placements[:, 0] = torch.arange(3)  # only op 0's device differs
+    logits = policy.state.teacher_forced(z, costs, base, placements)
+    assert torch.equal(logits[0, 0], logits[1, 0])  # op 0 sees no earlier op
+    assert not torch.allclose(logits[0, 1:], logits[1, 1:])  # the later ops see op 0 move
+
+    # GO's PPO over several graphs: the env pads its observations to the largest graph, the state reads the real ops
+    many = label_env(["synthetic:16:0", "synthetic:32:1"], "edge", "throughput")
+    assert agent.learn(many, 32, seed=0).run_summary.steps == 32
+
+
+def test_the_sequential_policy_keeps_every_device_within_its_memory():
+    """The placement state masks a device that an op would overflow (as the simulator counts memory: weights plus
+    the largest working set), so no drawn placement overflows one, while the unmasked policy would."""
+    import torch
+
+    from agents.core.base import PolicySpec
+    from placement_gym.backends.profiles import memory_need
+
+    env = label_env("synthetic:40:0", "edge", "latency")
+    agent = ImitationAgent(seed=0, sequential=True, **SMALL)
+    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    obs = dict(env.reset(seed=0)[0])
+    capacity = 10.0 ** obs["device_features"][:, 2].astype(np.float64)
+    memory = obs["node_memory_bytes"]
+    capacity[2] = 0.5 * memory[:, 1].max()  # the accelerator now holds only some of the ops
+    obs["device_features"] = obs["device_features"].copy()
+    obs["device_features"][2, 2] = np.log10(capacity[2])
+    too_big = memory[:, 1] > capacity[2]
+    assert too_big.any() and not too_big.all()
+    drawn = policy.act(obs, num_samples=32).actions.numpy()
+    assert (memory_need(memory, drawn, 3) <= capacity * (1 + 1e-6)).all()
+    base = policy._base(obs)[0]
+    assert torch.softmax(base, -1)[torch.as_tensor(too_big), 2].min() > 0.05  # unmasked, they would go there

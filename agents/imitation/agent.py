@@ -11,13 +11,16 @@ The method:
                      search (`agents.imitation.labels`): the dataset's train split and synthetic graphs only.
     2. network       GO's (`agents.go.policy.GOPolicy`): GraphSAGE encoder, segment-recurrent attention, the shared
                      device head (`agents.nn.device_head.DeviceScorer`) that scores (op, device) pairs from the
-                     device features and per-op costs, so one checkpoint runs on any graph and device set.
+                     device features and per-op costs, so one checkpoint runs on any graph and device set; with
+                     ``sequential=True`` the ops are decided in topological order, each reading where the ops
+                     before it went (`agents.imitation.policy.SequentialGOPolicy`: load, memory, producers).
     3. imitation     cross-entropy of every op's device distribution to its label's device, averaged over the ops
                      (``-placement_log_prob``), one gradient step per graph (`pretrain`), with the optimiser of
                      the trainer that step 4 continues with.
     4. RL            optional: ``learn`` over many graphs is GO's own PPO (`agents.go.GOAgent`), rewards measured.
-    5. zero-shot     ``predict``: the argmax of every op's distribution. The search layer is refused: no zero-shot
-                     override, no start placements, no distillation (`SearchConfig` must be inactive).
+    5. zero-shot     ``predict``: the argmax of every op's distribution (in topological order given the ops before
+                     it, with ``sequential``). The search layer is refused: no zero-shot override, no start
+                     placements, no distillation (`SearchConfig` must be inactive).
 
 A checkpoint belongs to one case: the device set (preset) and the objective are not inputs of the network beyond
 what the observation's device features and costs say, so each (preset, objective) gets its own checkpoint
@@ -35,7 +38,10 @@ from agents.algos.reinforce import apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.run import torch_threads
 from agents.go import GOAgent
+from agents.go.policy import GOPolicy
 from agents.search.config import SearchConfig
+
+from .policy import SequentialGOPolicy
 
 __all__ = ["ImitationAgent"]
 
@@ -50,6 +56,20 @@ class ImitationAgent(GOAgent):
 
     #: No search settings either: ``--agent-option`` search keys are not handed to it (`placement_gym.cli`).
     SEARCH_OPTIONS = frozenset()
+
+    def __init__(self, *, sequential: bool = False, **go_settings: Any) -> None:
+        """`sequential`: decide the ops in topological order, each seeing where the ops before it went
+        (`agents.imitation.policy.SequentialGOPolicy`); False: GO's network as it is. The rest: `GOAgent`'s."""
+        super().__init__(**go_settings)
+        self.sequential = sequential
+        self.own_setting_names += ("sequential",)
+
+    def build_policy(self, spec: PolicySpec):
+        if not self.sequential:
+            return super().build_policy(spec)
+        if spec.device_features == 0:
+            raise ValueError("the imitation placer reads obs['device_features']; this env's observation has none")
+        return SequentialGOPolicy(spec, **self.own_settings(GOPolicy))
 
     @property
     def search(self) -> SearchConfig:

@@ -1,12 +1,10 @@
 """Zero-shot transfer of the imitation placer (``imitation``) against the classical planners, per preset x objective.
 
-    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency \\
-        --synthetic 32 --epochs 100 --rl-budget 3000 --seeds 0 1 2
-    python benchmarks/learned_transfer.py --cases ai_pc:latency ai_pc:throughput edge:latency --seeds 0 1 2 \\
-        --test-models dataset:test resnet inception bert --json benchmarks/results/learned_transfer.json
-    python benchmarks/learned_transfer.py --cases ai_pc:latency ai_pc:throughput edge:latency --seeds 0 1 2 \\
-        --test-models dataset:test resnet inception bert --finetune 50 200 \\
-        --json benchmarks/results/learned_transfer_finetune.json
+    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
+        --synthetic 128 --epochs 100 --rl-budget 3000 --seeds 0 1 2
+    python benchmarks/learned_transfer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
+        --seeds 0 1 2 --test-models dataset:test resnet inception bert --finetune 50 200 \\
+        --json benchmarks/results/learned_transfer.json
 
 For each case and each checkpoint seed (``runs/learned_placer/imitation-PRESET-OBJECTIVE-sSEED.pt``, written by
 `benchmarks/train_learned_placer.py`), every test graph (families never trained on) is placed by ``predict``:

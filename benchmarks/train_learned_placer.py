@@ -1,6 +1,6 @@
 """Rebuild the imitation placer's checkpoints (``imitation``, `agents.imitation`), one per preset x objective x seed.
 
-    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency \\
+    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
         --synthetic 128 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
 
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never

@@ -66,9 +66,9 @@ def case_files(paths: Sequence[Path]) -> dict[str, list[Path]]:
     return groups
 
 
-def folder_cases(folder: Path) -> list[list[Path]]:
-    """The results files of a leaderboard folder, one list per case (`case_files`)."""
-    return list(case_files(list(Path(folder).glob("*.json"))).values())
+def folder_cases(folder: Path) -> dict[str, list[Path]]:
+    """The results files of a leaderboard folder by case (`case_files`)."""
+    return case_files(list(Path(folder).glob("*.json")))
 
 
 def case_records(paths: "Path | Sequence[Path]") -> tuple[str, int, list[dict]]:
@@ -178,13 +178,13 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--long"]:
         reference, folders = Path(argv[1]), [Path(a) for a in argv[2:]]
         groups = long_run_table_files(folders)
-        references = case_files(list(reference.glob("*.json")))
+        references = folder_cases(reference)
         print("\n\n".join(long_run_table(paths, references[case]) for case, paths in groups.items()))
         return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
     cases = folder_cases(Path(argv[0] if argv else "benchmarks/results/leaderboard"))
-    print(summary_table(cases) if summary else "\n\n".join(table(paths) for paths in cases))
+    print(summary_table(list(cases.values())) if summary else "\n\n".join(table(paths) for paths in cases.values()))
     return 0
 
 

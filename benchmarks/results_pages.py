@@ -89,8 +89,8 @@ LEADERBOARD = "leaderboard"
 LEADERBOARD_COMMAND = 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2'
 
 
-def _leaderboard_cases() -> list[list[Path]]:
-    """The leaderboard's results files, one list (its seeds) per case."""
+def _leaderboard_cases() -> dict[str, list[Path]]:
+    """The leaderboard's results files by case (``ai_pc_latency``: its seeds' files)."""
     return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD)
 
 
@@ -99,16 +99,17 @@ def _cited(paths: list[Path]) -> list[str]:
 
 
 def _leaderboard_source() -> str:
-    return source(_cited([p for paths in _leaderboard_cases() for p in paths]), LEADERBOARD_COMMAND)
+    return source(_cited([p for paths in _leaderboard_cases().values() for p in paths]), LEADERBOARD_COMMAND)
 
 
 def leaderboard_summary() -> str:
     return (_leaderboard_source() + "  \nTable: `python benchmarks/leaderboard_table.py --summary "
-            "benchmarks/results/leaderboard`\n\n" + leaderboard_table.summary_table(_leaderboard_cases()))
+            "benchmarks/results/leaderboard`\n\n"
+            + leaderboard_table.summary_table(list(_leaderboard_cases().values())))
 
 
 def leaderboard_cases() -> str:
-    texts = [leaderboard_table.table(paths) for paths in _leaderboard_cases()]
+    texts = [leaderboard_table.table(paths) for paths in _leaderboard_cases().values()]
     return (_leaderboard_source()
             + "  \nTables: `python benchmarks/leaderboard_table.py benchmarks/results/leaderboard`"
             "\n\n" + "\n\n".join(texts))
@@ -123,7 +124,7 @@ def leaderboard_long() -> str:
     """The pure learned agents' long runs, against the leaderboard's best known of the same case."""
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
-    references = leaderboard_table.case_files([p for paths in _leaderboard_cases() for p in paths])
+    references = _leaderboard_cases()
     commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 "{LONG_CASES}" '
                               f'local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
     texts = [leaderboard_table.long_run_table(paths, references[case]) for case, paths in groups.items()]
@@ -142,7 +143,7 @@ def sample_efficiency() -> str:
     """Per leaderboard case: each searching agent's best-so-far gap after k placements, geometric mean of
     (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
     out = [_leaderboard_source()]
-    for paths in _leaderboard_cases():
+    for paths in _leaderboard_cases().values():
         budget = leaderboard_table.case_records(paths)[1]
         budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= budget)
         case, rows = leaderboard_table.case_rows(paths, budgets)

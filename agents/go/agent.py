@@ -169,7 +169,10 @@ class GOAgent(PolicyGradientAgent):
         if s.refine:
             self.policy.enable_refiner()
 
+    #: The network `build_policy` builds (a subclass of `GOPolicy`; the imitation placer picks another).
+    policy_class: type[GOPolicy] = GOPolicy
+
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:
             raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return GOPolicy(spec, **self.own_settings(GOPolicy))
+        return self.policy_class(spec, **self.own_settings(GOPolicy))

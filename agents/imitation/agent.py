@@ -64,12 +64,10 @@ class ImitationAgent(GOAgent):
         self.sequential = sequential
         self.own_setting_names += ("sequential",)
 
-    def build_policy(self, spec: PolicySpec):
-        if not self.sequential:
-            return super().build_policy(spec)
-        if spec.device_features == 0:
-            raise ValueError("the imitation placer reads obs['device_features']; this env's observation has none")
-        return SequentialGOPolicy(spec, **self.own_settings(GOPolicy))
+    @property
+    def policy_class(self) -> type[GOPolicy]:
+        """The network `GOAgent.build_policy` builds: `SequentialGOPolicy` with ``sequential``, else GO's."""
+        return SequentialGOPolicy if self.sequential else GOPolicy
 
     @property
     def search(self) -> SearchConfig:

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # The leaderboard (SIMULATED): every registered agent (the pure learned agents, the search baselines `cheapest`
 # and `local-search`, the planners `dp` and `optimal`, the other baselines) and the hybrid of every learned agent
-# (`hybrid:NAME`), on ResNet / Inception / BERT, one `placement-gym compare` per (preset, objective, seed), written
-# to OUT_DIR/PRESET_OBJECTIVE_seedN.json. `python benchmarks/leaderboard_table.py OUT_DIR` reads a case's files
-# together and turns them into tables (`python benchmarks/results_pages.py` writes those of
-# benchmarks/results/leaderboard into docs/results/leaderboard.md); every budget below BUDGET is read from the same
-# runs' best-so-far curves.
+# (`hybrid:NAME`), on ResNet / Inception / BERT (GRAPHS zoo) or on the dataset's test split (GRAPHS test: its nine
+# graphs, of families never trained on), one `placement-gym compare` per (preset, objective, seed), written to
+# OUT_DIR/PRESET_OBJECTIVE_seedN.json (zoo) or OUT_DIR/PRESET_OBJECTIVE_test_seedN.json (test).
+# `python benchmarks/leaderboard_table.py OUT_DIR` reads a case's files (both graph sets, every seed) together and
+# turns them into tables (`python benchmarks/results_pages.py` writes those of benchmarks/results/leaderboard into
+# docs/results/leaderboard.md); every budget below BUDGET is read from the same runs' best-so-far curves.
 #
 # Seeds run one after another, every case of a seed before the next seed: a run cut short leaves whole seeds.
 # `optimal` runs with seed 0 only: its solve does not depend on the seed (it is warm-started with the best
 # placements of seed 0's other runs), and it is the run's most expensive row (a 60-second solve per model).
 #
-# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY] [AGENTS]
+# Usage: bash benchmarks/leaderboard.sh [BUDGET] [OUT_DIR] [SEEDS] [CASES] [RAY] [AGENTS] [GRAPHS]
 #   BUDGET  placements per run (default 1000)      SEEDS  seeds 0..SEEDS-1 per (agent, model) (default 3)
 #   CASES   space-separated preset:objective pairs (default: every preset x both objectives)
 #   RAY     a `--ray` address, e.g. local:2 (default: none, one process)
 #   AGENTS  space-separated agent names (default: all of the above), e.g. "hsdag placeto rnn post go" for the
 #           pure learned agents' long runs
-# Existing results are kept (delete them to re-run); a .running marker keeps a second copy off a (case, seed).
+#   GRAPHS  zoo (default: ResNet / Inception / BERT) or test (the dataset's test split)
+# Existing results are kept (delete them to re-run); a .running marker keeps a second copy off a (case, seed). A
+# compare that fails or is stopped leaves NAME.partial.json (the runs it finished) and stops the script; the case
+# is skipped until that file is deleted.
 set -euo pipefail
 budget="${1:-1000}"
 out="${2:-benchmarks/results/leaderboard}"
@@ -29,18 +33,35 @@ agents=(single-device openvino random cheapest greedy topo metis dp local-search
 for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
 agents+=(optimal)
 if [ -n "${6:-}" ]; then read -r -a agents <<< "$6"; fi
+case "${7:-zoo}" in
+  zoo) models=(resnet inception bert); tag="";;
+  test) read -r -a models <<< "$(python -c 'from placement_gym.models.dataset import dataset_names as d
+print(*d("test"))')"; tag="_test";;
+  *) echo "leaderboard.sh: GRAPHS is zoo or test, got '$7'" >&2; exit 2;;
+esac
 mkdir -p "$out"
 for seed in $(seq 0 $((seeds - 1))); do
   run=(); for a in "${agents[@]}"; do if [ "$seed" = 0 ] || [ "$a" != optimal ]; then run+=("$a"); fi; done
   for case in "${cases[@]}"; do
     preset="${case%%:*}"; objective="${case##*:}"
-    file="$out/${preset}_${objective}_seed${seed}.json"
+    name="$out/${preset}_${objective}${tag}_seed${seed}"; file="$name.json"; part="$name.partial"
     if [ -e "$file" ] || [ -e "$file.running" ]; then echo "skipped $file"; continue; fi
-    touch "$file.running"
-    placement-gym compare --models resnet inception bert --agents "${run[@]}" --budget "$budget" --seed "$seed" \
-      --profile "$preset" --objective "$objective" --unsupported repair --json "$file" --no-progress "${ray[@]}" \
-      > "${file%.json}.txt" 2>&1
-    rm -f "$file.running"
+    if [ -e "$part.json" ]; then
+      echo "skipped $file: $part.json holds an interrupted run (delete it to re-run)"; continue
+    fi
+    marker="$file.running"; touch "$marker"; trap 'rm -f "$marker"' EXIT
+    # compare writes to NAME.partial.* and the files take their names only once it succeeded: an interrupted
+    # compare (which writes the runs it finished) never passes for a finished case
+    status=0
+    placement-gym compare --models "${models[@]}" --agents "${run[@]}" --budget "$budget" --seed "$seed" \
+      --profile "$preset" --objective "$objective" --unsupported repair --json "$part.json" --no-progress \
+      "${ray[@]}" > "$name.txt" 2>&1 || status=$?
+    rm -f "$marker"
+    if [ "$status" != 0 ]; then
+      echo "compare exited $status for $file: see $name.txt; the runs it finished are in $part.json" >&2
+      exit "$status"
+    fi
+    for ext in json csv png bars.png; do if [ -e "$part.$ext" ]; then mv "$part.$ext" "$name.$ext"; fi; done
     echo "wrote $file"
   done
 done

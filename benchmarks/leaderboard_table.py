@@ -7,8 +7,9 @@
 
 benchmarks/results_pages.py writes both into docs/results/leaderboard.md.
 
-Each results file is one ``placement-gym compare`` of every agent in one (preset, objective) case and one seed
-(``ai_pc_latency_seed0.json``); the files of a case are read together, and their records ranked by
+Each results file is one ``placement-gym compare`` of every agent in one (preset, objective) case, on one graph set
+and with one seed (``ai_pc_latency_seed0.json``: ResNet / Inception / BERT; ``ai_pc_latency_test_seed0.json``: the
+dataset's test split); the files of a case are read together, and their records ranked by
 `placement_gym.benchmark.leaderboard`, the ranking `placement-gym benchmark` uses for suites: per model, each
 agent's gap to the best placement anyone in the case found (never negative), mean over seeds, at budget 100 (read
 from the runs' best-so-far curves) and at the runs' budget, and its own deterministic placement's gap
@@ -37,13 +38,15 @@ EARLY_BUDGETS = (100,)
 
 
 def read(path: Path) -> dict:
-    """A results file's contents, read once per process (the tables and benchmarks/results_pages.py read each file
-    many times): shared between the callers, so they must not change it."""
-    return _read(Path(path).resolve())
+    """A results file's contents, read once per process while the file stays the same (the tables and
+    benchmarks/results_pages.py read each file many times): shared between the callers, so they must not change it."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return _read(path, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=None)
-def _read(path: Path) -> dict:
+def _read(path: Path, mtime_ns: int, size: int) -> dict:
     return json.loads(path.read_text())
 
 
@@ -54,21 +57,29 @@ def case_of(data: dict) -> str:
     return f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
 
 
-#: ``ai_pc_latency_seed2`` -> ``ai_pc_latency``: benchmarks/leaderboard.sh writes one file per (case, seed).
-SEED_SUFFIX = re.compile(r"_seed\d+$")
+#: ``ai_pc_latency_seed2`` and ``ai_pc_latency_test_seed2`` -> ``ai_pc_latency``: benchmarks/leaderboard.sh writes
+#: one file per (case, graph set, seed), the zoo's untagged and the dataset's test split's tagged ``_test``.
+FILE_SUFFIX = re.compile(r"(_test)?_seed\d+$")
 
 
 def case_files(paths: Sequence[Path]) -> dict[str, list[Path]]:
-    """Results files grouped by case: ``{"ai_pc_latency": [..._seed0.json, ..._seed1.json], ...}``, in name order."""
+    """Results files grouped by case: ``{"ai_pc_latency": [..._seed0.json, ..._test_seed0.json, ...], ...}``, in name
+    order (both graph sets and every seed of a case are read together: each model has its own rows)."""
     groups: dict[str, list[Path]] = {}
     for path in sorted(paths, key=lambda p: p.name):
-        groups.setdefault(SEED_SUFFIX.sub("", path.stem), []).append(path)
+        groups.setdefault(FILE_SUFFIX.sub("", path.stem), []).append(path)
     return groups
+
+
+def results_files(folder: Path) -> list[Path]:
+    """The finished results files of a leaderboard folder (an interrupted run's ``*.partial.json``, which
+    benchmarks/leaderboard.sh leaves, is not one)."""
+    return [p for p in Path(folder).glob("*.json") if not p.name.endswith(".partial.json")]
 
 
 def folder_cases(folder: Path) -> dict[str, list[Path]]:
     """The results files of a leaderboard folder by case (`case_files`)."""
-    return case_files(list(Path(folder).glob("*.json")))
+    return case_files(results_files(folder))
 
 
 def case_records(paths: "Path | Sequence[Path]") -> tuple[str, int, list[dict]]:
@@ -139,7 +150,7 @@ def long_run_table(paths: Sequence[Path], reference: Sequence[Path]) -> str:
 
 def long_run_table_files(folders: list[Path]) -> dict[str, list[Path]]:
     """Case (``ai_pc_latency``) -> its files in `folders` (long runs of different agents, `case_files`)."""
-    return case_files([path for folder in folders for path in folder.glob("*.json")])
+    return case_files([path for folder in folders for path in results_files(folder)])
 
 
 def table(paths: "Path | Sequence[Path]") -> str:

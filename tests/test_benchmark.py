@@ -16,7 +16,9 @@ import pytest
 from agents.core.run import RunAgent
 from placement_gym import benchmark
 from placement_gym.backends.simulated import COST_MODEL_VERSION
+from placement_gym.cli import main as cli
 from placement_gym.models import dataset_names
+from .conftest import load_benchmark
 
 #: Timing fields: the only ones two runs of the same seeded benchmark may differ in.
 TIMINGS = {"wall_s", "env_s", "agent_s", "finish_s", "agent_ms_per_placement"}
@@ -208,6 +210,46 @@ def test_an_unknown_agent_is_refused_before_any_run(tmp_path):
     with pytest.raises(ValueError, match="could not be imported"):
         benchmark.run_suite("no_such_module_here:Agent", suite, out=tmp_path / "never")
     assert not (tmp_path / "never").exists()
+
+
+def test_a_suites_reference_is_read_from_the_leaderboards_runs_as_run_suite_runs_them(tmp_path):
+    """`benchmarks/reference_results.py --from-leaderboard`: the leaderboard's `compare` files (one per case, graph
+    set and seed, as benchmarks/leaderboard.sh names them) hold the records `run_suite` makes of the same runs; a
+    missing run, another budget or another cost model is refused, naming it."""
+    reference = load_benchmark("reference_results")
+    suite = benchmark.load_suite(tiny_suite(tmp_path, cases=["paper:throughput"], budgets=[12]))
+    board, agents = tmp_path / "board", ["single-device", "dp", "hsdag", "hybrid:post"]
+    for seed in suite.seeds:
+        for tag, model in (("", "tiny_branch"), ("_test", "synthetic:24:1")):
+            assert cli(["compare", "--models", model, "--agents", *agents, "--budget", "12", "--seed", str(seed),
+                        "--profile", "paper", "--objective", "throughput", "--unsupported", "repair", "--no-progress",
+                        "--json", str(board / f"paper_throughput{tag}_seed{seed}.json")]) == 0
+
+    def slim(records):
+        rows = [without_timings({k: r.get(k) for k in benchmark.REFERENCE_KEYS}) for r in records]
+        return sorted(rows, key=lambda r: (r["agent"], r["model"], int(r["seed"])))
+
+    expected = [r for agent in agents for r in benchmark.run_suite(agent, suite)]
+    assert len(expected) == (2 + 3) * 2 * 2  # a single-device row per paper device, 3 agents, 2 models, 2 seeds
+    assert slim(reference.leaderboard_records(board, suite)) == slim(expected)
+    out = tmp_path / "reference.json"
+    assert reference.main(["--suite", str(tmp_path / "suite-0.json"), "--from-leaderboard", str(board),
+                           "--out", str(out)]) == 0
+    assert slim(benchmark.reference_records(suite, out)) == slim(expected)
+
+    (board / "paper_throughput_test_seed1.json").rename(tmp_path / "aside.json")
+    with pytest.raises(ValueError, match=r"5 runs of the suite tiny missing, e.g. paper:throughput CPU-only "
+                                         r"synthetic:24:1 seed 1;.*run benchmarks/leaderboard.sh"):
+        reference.leaderboard_records(board, suite)
+    longer = benchmark.load_suite(tiny_suite(tmp_path, cases=["paper:throughput"], budgets=[40]))
+    with pytest.raises(ValueError, match="budget 12, not the suite's 40"):
+        reference.leaderboard_records(board, longer)
+    data = json.loads((tmp_path / "aside.json").read_text())
+    data["backend_settings"]["cost_model_version"] = COST_MODEL_VERSION + 1
+    (board / "paper_throughput_test_seed1.json").write_text(json.dumps(data))
+    older = f"test_seed1.json: measured with cost model version {COST_MODEL_VERSION + 1}"
+    with pytest.raises(ValueError, match=older):
+        reference.leaderboard_records(board, suite)
 
 
 def test_score_measures_placements_against_the_best_known(tmp_path):

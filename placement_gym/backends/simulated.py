@@ -272,6 +272,7 @@ class SimulatedBackend(Backend):
             "backend": self.name,
             "simulated": True,
             "note": "latencies are SIMULATED by a cost model (per-op times + transfers + submodel boundaries), not measured",
+            "cost_model_version": COST_MODEL_VERSION,
             "devices": self.device_names,
             **self.profile.describe(),
             "objective": self.objective,

@@ -1,10 +1,10 @@
 """Zero-shot transfer of the imitation placer (``imitation``) against the classical planners, per preset x objective.
 
-    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
-        --synthetic 128 --epochs 100 --rl-budget 3000 --seeds 0 1 2
-    python benchmarks/learned_transfer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
-        --seeds 0 1 2 --test-models dataset:test resnet inception bert --finetune 50 200 \\
-        --json benchmarks/results/learned_transfer.json
+    python benchmarks/train_learned_placer.py
+    python benchmarks/learned_transfer.py --finetune 50 200 --json benchmarks/results/learned_transfer.json
+
+(By default every case of `train_learned_placer.CASES`, its seeds, on `TEST_MODELS`; each shipped JSON file
+names the command that made it.)
 
 For each case and each checkpoint seed (``runs/learned_placer/imitation-PRESET-OBJECTIVE-sSEED.pt``, written by
 `benchmarks/train_learned_placer.py`), every test graph (families never trained on) is placed by ``predict``:
@@ -48,8 +48,10 @@ from leaderboard_table import geomean_gap
 from placement_gym.benchmark import best_within
 from placement_gym.env import model_list
 from placement_gym.results import write_json
-from train_learned_placer import SHIPPED_LABELS, checkpoint_path, parse_case
+from train_learned_placer import CASES, SEEDS, SHIPPED_LABELS, checkpoint_path, parse_case
 
+#: The unseen graphs: the dataset's test split (families never trained on) and the zoo.
+TEST_MODELS = ["dataset:test", "resnet", "inception", "bert"]
 #: The classical planners of a label (`LabelSettings.planners`, the one list of them): a column each.
 CLASSICAL = LabelSettings().planners
 #: A placement "beats" another when it is faster by more than this fraction (equal plans are not wins).
@@ -274,9 +276,10 @@ def format_seeds(results: list[dict]) -> str:
 
 def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", type=parse_case, default=[("ai_pc", "latency")])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--test-models", nargs="+", default=["dataset:test"])
+    parser.add_argument("--cases", nargs="+", type=parse_case, default=CASES,
+                        help="PRESET:OBJECTIVE pairs (default: all eight)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS, help="(default: %(default)s)")
+    parser.add_argument("--test-models", nargs="+", default=TEST_MODELS, help="(default: %(default)s)")
     parser.add_argument("--checkpoints", default="runs/learned_placer")
     parser.add_argument("--optimal-s", type=float, default=10.0, help="the reference optimum's time limit")
     parser.add_argument("--search-budget", type=int, default=100, help="the reference local search's placements")

@@ -1,5 +1,5 @@
-"""The tables of the results pages (docs/results/*.md, docs/design-decisions.md, docs/published-benchmarks.md),
-regenerated from the committed results files in benchmarks/results/.
+"""The tables of the results pages (docs/results/*.md, docs/design-decisions.md, docs/published-benchmarks.md,
+docs/agents/learned-placer.md), regenerated from the committed results files in benchmarks/results/.
 
     python benchmarks/results_pages.py                  # rewrite the tables inside the committed pages
     python benchmarks/results_pages.py --out DIR        # write the pages under DIR instead (DIR/docs/results/...)
@@ -35,6 +35,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import leaderboard_table  # noqa: E402  (benchmarks/ is not a package)
+import learned_transfer  # noqa: E402
 import published_benchmarks  # noqa: E402
 import transfer  # noqa: E402
 from placement_gym import results  # noqa: E402
@@ -43,7 +44,7 @@ from placement_gym.results import markdown_table as md_table  # noqa: E402
 
 RESULTS = "benchmarks/results"
 PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
-         + ["docs/design-decisions.md", "docs/published-benchmarks.md"])
+         + ["docs/design-decisions.md", "docs/published-benchmarks.md", "docs/agents/learned-placer.md"])
 MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 #: The commit that made the search a layer of its own: results measured before it ran each learned agent with the
 #: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
@@ -205,6 +206,32 @@ def transfer_all() -> str:
                "benchmarks/results/transfer_P_consolidate.json` and `... --agents hsdag rnn placeto ppo ppo-node "
                "--json benchmarks/results/transfer_P_consolidate_others.json")
     return source(files, command, at="ccb5dcf") + "\n\n" + md_table(TRANSFER_HEADER, _transfer_rows(files))
+
+
+# --- the imitation placer on unseen graphs (SIMULATED) ----------------------------------------------------------
+
+#: The imitation placer's transfer runs (benchmarks/learned_transfer.py), each file with the command that made it.
+LEARNED_TRANSFER = ("learned_transfer.json", "learned_transfer_paper_server.json")
+
+
+def _learned_source() -> str:
+    commands = "` and `".join(load(f)["command"] for f in LEARNED_TRANSFER)
+    return source(list(LEARNED_TRANSFER), commands)
+
+
+def _learned_results() -> list[dict]:
+    return [result for f in LEARNED_TRANSFER for result in load(f)["cases"]]
+
+
+def learned_transfer_seeds() -> str:
+    """Per case, every seed's zero-shot and fine-tuning geometric means (`learned_transfer.format_seeds`)."""
+    return _learned_source() + "\n\n" + learned_transfer.format_seeds(_learned_results())
+
+
+def learned_transfer_cases() -> str:
+    """Per case, seed 0's table per graph (`learned_transfer.format_case`)."""
+    return (_learned_source() + "\n\n"
+            + "\n".join(learned_transfer.format_case(r) for r in _learned_results() if r["summary"]["seed"] == 0))
 
 
 # --- simulator (SIMULATED) ---------------------------------------------------------------------------------------
@@ -508,7 +535,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
     "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
-    "published-benchmarks": published,
+    "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
+    "learned-transfer-cases": learned_transfer_cases,
 }
 
 

@@ -1,7 +1,9 @@
 """Rebuild the imitation placer's checkpoints (``imitation``, `agents.imitation`), one per preset x objective x seed.
 
-    python benchmarks/train_learned_placer.py --cases ai_pc:latency ai_pc:throughput edge:latency edge:throughput \\
-        --synthetic 128 --epochs 100 --rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer
+    python benchmarks/train_learned_placer.py
+
+Its defaults are the shipped results' settings: every case of `CASES`, ``--synthetic 128 --epochs 100
+--rl-budget 3000 --seeds 0 1 2 --out runs/learned_placer``.
 
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
 a val or test family: `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
@@ -35,6 +37,13 @@ NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads
            "sequential": True}
 #: Synthetic training graphs beside dataset:train (chosen on the val split with the network above).
 SYNTHETIC = 128
+#: The cases the shipped labels and results cover: every preset under both objectives (the default of --cases).
+CASES = [(preset, objective) for preset in ("ai_pc", "edge", "paper", "server")
+         for objective in ("latency", "throughput")]
+#: PPO placements after imitation in the shipped checkpoints (chosen on the val split).
+RL_BUDGET = 3000
+#: The training seeds of the shipped results.
+SEEDS = [0, 1, 2]
 
 
 def checkpoint_path(out: "str | Path", preset: str, objective: str, seed: int) -> Path:
@@ -53,13 +62,15 @@ def parse_case(text: str) -> tuple[str, str]:
 
 def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", type=parse_case, default=[("ai_pc", "latency")])
+    parser.add_argument("--cases", nargs="+", type=parse_case, default=CASES,
+                        help="PRESET:OBJECTIVE pairs (default: all eight)")
     parser.add_argument("--synthetic", type=int, default=SYNTHETIC,
                         help="synthetic training graphs beside dataset:train (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--max-seconds", type=float, default=None, help="cap on each case's imitation wall time")
-    parser.add_argument("--rl-budget", type=int, default=0, help="placements of PPO after imitation (0: none)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--rl-budget", type=int, default=RL_BUDGET,
+                        help="placements of PPO after imitation (0: none; default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS, help="(default: %(default)s)")
     parser.add_argument("--workers", type=int, default=2, help="processes that compute missing labels")
     parser.add_argument("--label-optimal-s", type=float, default=LabelSettings.optimal_time_limit_s)
     parser.add_argument("--label-search-budget", type=int, default=LabelSettings.local_search_budget)

@@ -40,6 +40,7 @@ print(*d("test"))')"; tag="_test";;
   *) echo "leaderboard.sh: GRAPHS is zoo or test, got '$7'" >&2; exit 2;;
 esac
 mkdir -p "$out"
+marker=""; trap 'rm -f "$marker"' EXIT  # the (case, seed) being run, when the script stops
 for seed in $(seq 0 $((seeds - 1))); do
   run=(); for a in "${agents[@]}"; do if [ "$seed" = 0 ] || [ "$a" != optimal ]; then run+=("$a"); fi; done
   for case in "${cases[@]}"; do
@@ -49,7 +50,7 @@ for seed in $(seq 0 $((seeds - 1))); do
     if [ -e "$part.json" ]; then
       echo "skipped $file: $part.json holds an interrupted run (delete it to re-run)"; continue
     fi
-    marker="$file.running"; touch "$marker"; trap 'rm -f "$marker"' EXIT
+    marker="$file.running"; touch "$marker"
     # compare writes to NAME.partial.* and the files take their names only once it succeeded: an interrupted
     # compare (which writes the runs it finished) never passes for a finished case
     status=0

@@ -52,6 +52,9 @@ from train_learned_placer import CASES, SEEDS, SHIPPED_LABELS, checkpoint_path, 
 
 #: The unseen graphs: the dataset's test split (families never trained on) and the zoo.
 TEST_MODELS = ["dataset:test", "resnet", "inception", "bert"]
+#: How a test graph's reference label is made (the defaults of --search-budget and --optimal-s): `local-search`
+#: with 100 placements, `optimal` within 10 s.
+REFERENCE = LabelSettings(local_search_budget=100, optimal_time_limit_s=10.0)
 #: The classical planners of a label (`LabelSettings.planners`, the one list of them): a column each.
 CLASSICAL = LabelSettings().planners
 #: A placement "beats" another when it is faster by more than this fraction (equal plans are not wins).
@@ -281,8 +284,10 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS, help="(default: %(default)s)")
     parser.add_argument("--test-models", nargs="+", default=TEST_MODELS, help="(default: %(default)s)")
     parser.add_argument("--checkpoints", default="runs/learned_placer")
-    parser.add_argument("--optimal-s", type=float, default=10.0, help="the reference optimum's time limit")
-    parser.add_argument("--search-budget", type=int, default=100, help="the reference local search's placements")
+    parser.add_argument("--optimal-s", type=float, default=REFERENCE.optimal_time_limit_s,
+                        help="the reference optimum's time limit (default: %(default)s)")
+    parser.add_argument("--search-budget", type=int, default=REFERENCE.local_search_budget,
+                        help="the reference local search's placements (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
                         help="folder of label files, read and completed (default: the labels shipped in the repo)")

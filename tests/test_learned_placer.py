@@ -154,10 +154,10 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
     train = load_benchmark("train_learned_placer")
     transfer = load_benchmark("learned_transfer")
     shipped = LabelCache(train.SHIPPED_LABELS)
-    reference = LabelSettings(local_search_budget=100, optimal_time_limit_s=10.0)  # learned_transfer's defaults
     tests = transfer.test_graph_names(transfer.TEST_MODELS)
     missing = [(graph, preset, objective) for preset, objective in train.CASES
-               for graphs, settings in ((training_graphs(train.SYNTHETIC), LabelSettings()), (tests, reference))
+               for graphs, settings in ((training_graphs(train.SYNTHETIC), LabelSettings()),
+                                        (tests, transfer.REFERENCE))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
 

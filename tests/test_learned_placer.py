@@ -233,30 +233,3 @@ def test_the_sequential_policy_keeps_every_device_within_its_memory():
     assert (memory_need(memory, drawn, 3) <= capacity * (1 + 1e-6)).all()
     base = policy._base(obs)[0]
     assert torch.softmax(base, -1)[torch.as_tensor(too_big), 2].min() > 0.05  # unmasked, they would go there
-
-
-def test_the_placement_state_says_each_device_s_load_against_its_balanced_share():
-    """The state's `share` and `pace` columns (`agents.nn.placement_state`), computed by hand: a device's load with
-    the op, over the load every device would carry if the graph were spread so that all finish together
-    (1 / sum_d 1/whole_d), and that over the share of the graph (its cheapest cost) placed so far."""
-    import torch
-
-    from agents.core.base import PolicySpec
-    from agents.nn.placement_state import PLACED, GraphCosts
-
-    env = label_env("synthetic:24:0", "edge", "throughput")
-    agent = ImitationAgent(seed=0, sequential=True, **SMALL)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
-    obs = env.reset(seed=0)[0]
-    costs = GraphCosts.of_observation(obs, policy._forward(obs)[2], env.unwrapped.n_devices)
-    cost = costs.cost.numpy()  # (N, D) seconds / S, S = the summed cheapest cost
-    balanced = 1.0 / (1.0 / cost.sum(0)).sum()
-    assert float(costs.balanced) == pytest.approx(balanced)
-    placement = np.random.default_rng(0).integers(0, cost.shape[1], cost.shape[0])
-    columns = costs.teacher_forced(torch.as_tensor(placement)[None])[0].numpy()  # (N, D, PLACED)
-    assert columns.shape[-1] == PLACED
-    onehot = np.eye(cost.shape[1])[placement]
-    after = np.cumsum(onehot * cost, 0) - onehot * cost + cost  # each device's load with op i on it
-    done = np.cumsum(cost.min(1))
-    np.testing.assert_allclose(columns[..., -2], np.clip(after / balanced, -8, 8), rtol=1e-5)
-    np.testing.assert_allclose(columns[..., -1], np.clip(after / balanced / done[:, None], -8, 8), rtol=1e-5)

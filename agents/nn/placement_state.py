@@ -20,11 +20,6 @@ the earlier ops' devices::
     transfer      seconds to bring op i's inputs made elsewhere to d (bytes / d's link bandwidth) / S
     previous      whether op i - 1 is on d           (a device change starts a submodel)
     memory_rest   memory_after with every op after i on d too   (does the rest of the graph still fit on d)
-    share         load_after / balanced, balanced = 1 / sum_d' 1/whole_d'   (> 1: d is past its share of a load
-                  spread so that every device finishes together; the same for every device, which a score that
-                  sees one device's columns cannot compute from whole alone)
-    pace          load_after / (balanced * done), done = sum_{j<=i} min_d' c_jd'   (> 1: d is ahead of its share
-                  of what is placed so far)
 
 then the columns that are the same for every placement::
 
@@ -60,8 +55,8 @@ __all__ = ["GraphCosts", "PlacementState", "STATE_FEATURES"]
 
 #: Numbers per (op, device) in the state (module docstring), and how many of them (the first) depend on the
 #: placement of the earlier ops; the others are the graph's own.
-STATE_FEATURES = 14
-PLACED = 10
+STATE_FEATURES = 12
+PLACED = 8
 #: The placed column memory_after: above 1, the op would overflow the device.
 MEMORY_AFTER = 3
 #: Where memory_after and the cost ratios are clipped: beyond it "much too large" is all they need to say.
@@ -81,9 +76,6 @@ class GraphCosts:
         rest: (N, D) the same summed over the ops after each op.
         weights, working: (N,) bytes of each op's weights and working set.
         weights_rest, working_rest: (N,) the weights summed, and the largest working set, of the ops after each.
-        balanced: () the load of each device when the whole graph is spread so that every device finishes
-            together (1 / sum_d 1/whole_d).
-        done: (N,) the cheapest costs of the ops up to each, summed (the last is 1).
         capacity: (D,) bytes of each device's memory.
         link_s: (D,) seconds per byte into each device, divided by S.
         src, dst, nbytes: (E,) the edges (producer, consumer) and the bytes of their tensors.
@@ -97,8 +89,6 @@ class GraphCosts:
     working: Tensor
     weights_rest: Tensor
     working_rest: Tensor
-    balanced: Tensor
-    done: Tensor
     capacity: Tensor
     link_s: Tensor
     src: Tensor
@@ -127,11 +117,8 @@ class GraphCosts:
         in_bytes = torch.zeros(cost.shape[0], dtype=torch.float64).index_add_(0, edges[1], nbytes)
         after = lambda x: x.flip(0).cumsum(0).flip(0) - x  # noqa: E731  sums over the ops after each
         working_rest = torch.cat([torch.cummax(memory[:, 1].flip(0), 0).values.flip(0)[1:], memory.new_zeros(1)])
-        whole = cost.sum(0) / scale
-        return cls(cost=cost / scale, whole=whole, rest=after(cost) / scale, weights=memory[:, 0],
+        return cls(cost=cost / scale, whole=cost.sum(0) / scale, rest=after(cost) / scale, weights=memory[:, 0],
                    working=memory[:, 1], weights_rest=after(memory[:, 0]), working_rest=working_rest,
-                   balanced=1.0 / (1.0 / whole.clamp_min(1e-12)).sum(),
-                   done=cost.min(1).values.cumsum(0) / scale,
                    capacity=10.0 ** devices[:, MEMORY_COLUMN], link_s=10.0 ** -devices[:, LINK_COLUMN] / scale,
                    src=edges[0], dst=edges[1], nbytes=nbytes, in_bytes=torch.where(in_bytes > 0, in_bytes, 1.0))
 
@@ -147,10 +134,8 @@ class GraphCosts:
         need_rest = need + self.weights_rest[i, None] + (self.working_rest[i, None] - working).clamp_min(0.0)
         in_bytes = self.in_bytes[i, None]
         elsewhere = (in_bytes - produced_on).clamp_min(0.0)
-        share = after / self.balanced
         columns = [load, after, after - busiest, need / self.capacity, produced_on / in_bytes,
-                   elsewhere * self.link_s, previous, need_rest / self.capacity, share,
-                   share / self.done[i, None].clamp_min(1e-12)]
+                   elsewhere * self.link_s, previous, need_rest / self.capacity]
         return torch.stack(columns, -1).clamp(-CLIP, CLIP).float()
 
     def fixed(self) -> Tensor:

@@ -156,10 +156,22 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
     shipped = LabelCache(train.SHIPPED_LABELS)
     tests = transfer.test_graph_names(transfer.TEST_MODELS)
     missing = [(graph, preset, objective) for preset, objective in train.CASES
-               for graphs, settings in ((training_graphs(train.SYNTHETIC), LabelSettings()),
+               for graphs, settings in ((training_graphs(train.RECIPES[preset, objective].synthetic), LabelSettings()),
                                         (tests, transfer.REFERENCE))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
+
+
+def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_sets_it():
+    """`RECIPES` differ per case; ``--synthetic``, ``--epochs`` or ``--rl-budget`` replace that field only."""
+    import argparse
+
+    train = load_benchmark("train_learned_placer")
+    unset = argparse.Namespace(synthetic=None, epochs=None, rl_budget=None)
+    more, fewer = ("ai_pc", "throughput"), ("paper", "throughput")
+    assert train.recipe_of(more, unset) == train.RECIPES[more] != train.RECIPES[fewer]
+    given = argparse.Namespace(synthetic=None, epochs=3, rl_budget=0)
+    assert train.recipe_of(fewer, given) == (train.RECIPES[fewer].synthetic, 3, 0)
 
 
 def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):

@@ -210,22 +210,17 @@ def transfer_all() -> str:
 
 # --- the imitation placer on unseen graphs (SIMULATED) ----------------------------------------------------------
 
-#: The imitation placer's transfer runs (benchmarks/learned_transfer.py), each file with the command that made it,
-#: and the cases the pages take from it: ai_pc and edge throughput of the first file are the previous recipe's
-#: (128 synthetic graphs), kept for comparison and superseded by the third file.
-LEARNED_TRANSFER = (("learned_transfer.json", ("latency",)),
-                    ("learned_transfer_paper_server.json", ("latency", "throughput")),
-                    ("learned_transfer_throughput.json", ("throughput",)))
+#: The imitation placer's transfer runs (benchmarks/learned_transfer.py), each file with the command that made it:
+#: the ai_pc and edge cases, then the paper and server cases (two commands run side by side).
+LEARNED_TRANSFER = ("learned_transfer.json", "learned_transfer_paper_server.json")
 
 
 def _learned_source() -> str:
-    files = [f for f, _ in LEARNED_TRANSFER]
-    return source(files, "` and `".join(load(f)["command"] for f in files))
+    return source(list(LEARNED_TRANSFER), "` and `".join(load(f)["command"] for f in LEARNED_TRANSFER))
 
 
 def _learned_results() -> list[dict]:
-    return [result for f, objectives in LEARNED_TRANSFER for result in load(f)["cases"]
-            if result["summary"]["objective"] in objectives]
+    return [result for f in LEARNED_TRANSFER for result in load(f)["cases"]]
 
 
 def learned_transfer_seeds() -> str:

@@ -66,6 +66,13 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     path.write_text('{"graph": ')  # truncated
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
 
+    # the digest a training records of its labels: the same for the same placements, another for another
+    from dataclasses import replace
+
+    from agents.imitation.training import labels_digest
+    moved = replace(label, placement=(label.placement + 1) % 3)
+    assert labels_digest([again]) == labels_digest([label]) != labels_digest([moved])
+
 
 @pytest.mark.parametrize("sequential", [False, True])
 def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device(sequential):
@@ -171,7 +178,7 @@ def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_set
     more, fewer = ("ai_pc", "throughput"), ("paper", "throughput")
     assert train.recipe_of(more, unset) == train.RECIPES[more] != train.RECIPES[fewer]
     given = argparse.Namespace(synthetic=None, epochs=3, rl_budget=0)
-    assert train.recipe_of(fewer, given) == (train.RECIPES[fewer].synthetic, 3, 0)
+    assert train.recipe_of(fewer, given) == train.RECIPES[fewer]._replace(epochs=3, rl_budget=0)
 
 
 def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
@@ -184,17 +191,19 @@ def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
     assert stopped.value.code == 2 and existing.read_bytes() == b"a checkpoint"
 
 
-def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_earlier_ops():
+@pytest.mark.parametrize("balance", [False, True])
+def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_earlier_ops(balance):
     """`SequentialGOPolicy`: the log-probabilities of placements drawn op by op equal those of the teacher-forced
     pass (``evaluate``, ``placement_log_prob``) that imitation and PPO train with; and an op's logits depend on
-    where the ops before it went (the state term is wired in: the check above has teeth)."""
+    where the ops before it went (the state term is wired in: the check above has teeth). With and without the
+    balance columns."""
     import torch
 
     from agents.core.base import PolicySpec
     from agents.imitation.policy import SequentialGOPolicy
 
     env = label_env("synthetic:24:0", "edge", "throughput")
-    agent = ImitationAgent(seed=0, sequential=True, **SMALL)
+    agent = ImitationAgent(seed=0, sequential=True, balance=balance, **SMALL)
     policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     assert isinstance(policy, SequentialGOPolicy)
     torch.manual_seed(1)
@@ -245,3 +254,39 @@ def test_the_sequential_policy_keeps_every_device_within_its_memory():
     assert (memory_need(memory, drawn, 3) <= capacity * (1 + 1e-6)).all()
     base = policy._base(obs)[0]
     assert torch.softmax(base, -1)[torch.as_tensor(too_big), 2].min() > 0.05  # unmasked, they would go there
+
+
+def test_the_balance_columns_say_each_device_s_load_against_its_balanced_share(tmp_path):
+    """The state's `share` and `pace` columns (``balance=True``, `agents.nn.placement_state`), computed by hand: a
+    device's load with the op, over the load every device would carry if the graph were spread so that all finish
+    together (1 / sum_d 1/whole_d), and that over the share of the graph (its cheapest cost) placed so far. The
+    setting survives a save and load; without the sequential policy it is refused."""
+    import torch
+
+    from agents.core.base import PolicySpec
+    from agents.nn.placement_state import BALANCE_COLUMNS, CLIP, PLACED, GraphCosts
+
+    env = label_env("synthetic:24:0", "edge", "throughput")
+    agent = ImitationAgent(seed=0, sequential=True, balance=True, **SMALL)
+    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    obs = env.reset(seed=0)[0]
+    costs = GraphCosts.of_observation(obs, policy._forward(obs)[2], env.unwrapped.n_devices)
+    cost = costs.cost.numpy()  # (N, D) seconds / S, S = the summed cheapest cost
+    balanced = 1.0 / (1.0 / cost.sum(0)).sum()
+    placement = np.random.default_rng(0).integers(0, cost.shape[1], cost.shape[0])
+    columns = costs.teacher_forced(torch.as_tensor(placement)[None], balance=True)[0].numpy()  # (N, D, P)
+    assert columns.shape[-1] == PLACED + BALANCE_COLUMNS == policy.state.n_placed
+    onehot = np.eye(cost.shape[1])[placement]
+    after = np.cumsum(onehot * cost, 0) - onehot * cost + cost  # each device's load with op i on it
+    done = np.cumsum(cost.min(1))
+    np.testing.assert_allclose(columns[..., -2], np.clip(after / balanced, -CLIP, CLIP), rtol=1e-5)
+    np.testing.assert_allclose(columns[..., -1], np.clip(after / balanced / done[:, None], -CLIP, CLIP), rtol=1e-5)
+    without = costs.teacher_forced(torch.as_tensor(placement)[None])[0].numpy()
+    np.testing.assert_array_equal(without, columns[..., :PLACED])
+
+    path = agent.save(tmp_path / "balance.pt")
+    loaded = ImitationAgent.load(path)
+    assert loaded.balance and loaded.policy.state.n_placed == PLACED + BALANCE_COLUMNS
+    assert np.array_equal(loaded.predict(obs), agent.predict(obs))
+    with pytest.raises(ValueError, match="balance=True .* only the sequential policy"):
+        ImitationAgent(seed=0, balance=True)

@@ -175,4 +175,8 @@ class GOAgent(PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:
             raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return self.policy_class(spec, **self.own_settings(GOPolicy))
+        return self.policy_class(spec, **self.policy_settings())
+
+    def policy_settings(self) -> dict[str, Any]:
+        """The keywords `build_policy` hands the network: the agent's own settings that `GOPolicy` takes."""
+        return self.own_settings(GOPolicy)

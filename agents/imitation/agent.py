@@ -57,17 +57,27 @@ class ImitationAgent(GOAgent):
     #: No search settings either: ``--agent-option`` search keys are not handed to it (`placement_gym.cli`).
     SEARCH_OPTIONS = frozenset()
 
-    def __init__(self, *, sequential: bool = False, **go_settings: Any) -> None:
+    def __init__(self, *, sequential: bool = False, balance: bool = False, **go_settings: Any) -> None:
         """`sequential`: decide the ops in topological order, each seeing where the ops before it went
-        (`agents.imitation.policy.SequentialGOPolicy`); False: GO's network as it is. The rest: `GOAgent`'s."""
+        (`agents.imitation.policy.SequentialGOPolicy`); False: GO's network as it is. `balance` (with
+        `sequential` only): the placement state's share and pace columns (`agents.nn.placement_state`). The rest:
+        `GOAgent`'s."""
+        if balance and not sequential:
+            raise ValueError("balance=True adds columns to the placement state, which only the sequential policy "
+                             "has; accepted: balance=True with sequential=True, or balance=False")
         super().__init__(**go_settings)
         self.sequential = sequential
-        self.own_setting_names += ("sequential",)
+        self.balance = balance
+        self.own_setting_names += ("sequential", "balance")
 
     @property
     def policy_class(self) -> type[GOPolicy]:
         """The network `GOAgent.build_policy` builds: `SequentialGOPolicy` with ``sequential``, else GO's."""
         return SequentialGOPolicy if self.sequential else GOPolicy
+
+    def policy_settings(self) -> dict[str, Any]:
+        """GO's network settings, plus ``balance`` for the sequential policy."""
+        return {**super().policy_settings(), **({"balance": self.balance} if self.sequential else {})}
 
     @property
     def search(self) -> SearchConfig:

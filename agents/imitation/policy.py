@@ -29,11 +29,12 @@ __all__ = ["SequentialGOPolicy"]
 
 
 class SequentialGOPolicy(GOPolicy):
-    """GO's network plus the placement-state term (module docstring). Takes `GOPolicy`'s arguments."""
+    """GO's network plus the placement-state term (module docstring). `balance`: the state's share and pace
+    columns (`agents.nn.placement_state`); the rest: `GOPolicy`'s arguments."""
 
-    def __init__(self, spec: PolicySpec, **go_settings: Any) -> None:
+    def __init__(self, spec: PolicySpec, balance: bool = False, **go_settings: Any) -> None:
         super().__init__(spec, **go_settings)
-        self.state = PlacementState(self.hidden_channels)
+        self.state = PlacementState(self.hidden_channels, balance=balance)
 
     def _check_per_op(self) -> None:
         if int(self.n_groups) or self.refiner is not None:

@@ -5,14 +5,24 @@ report of what ran and how long each phase took (labelling, imitation, RL).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
 from .agent import ImitationAgent
-from .labels import LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
+from .labels import Label, LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
 
-__all__ = ["train_case"]
+__all__ = ["labels_digest", "train_case"]
+
+
+def labels_digest(labels: Sequence[Label]) -> str:
+    """SHA-256 of the (graph, placement) pairs of `labels`, in order: two trainings that imitated the same
+    placements of the same graphs have the same digest (a label computed afresh may differ from a cached one: the
+    time-limited `optimal` among its planners finds what the machine's speed allows)."""
+    pairs = [[label.graph, [int(device) for device in label.placement]] for label in labels]
+    return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
 
 def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: int, seed: int = 0,
@@ -24,7 +34,8 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
     Phases: labels (`labels_for`, cached, `workers` processes), imitation (`ImitationAgent.pretrain`, `epochs`
     passes, at most `max_seconds`), then `rl_budget` placements of GO's PPO over the same graphs (0: none).
     Returns the agent and ``{"preset", "objective", "seed", "graphs", "label_settings", "label_s", "label_sources",
-    "imitation", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases)."""
+    "labels_sha256", "imitation", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases;
+    ``labels_sha256``: `labels_digest` of the labels imitated, so a rebuild shows whether it had the same ones)."""
     check_training_graphs(graphs)
     started = time.perf_counter()
     labels = labels_for(graphs, preset, objective, settings, cache, workers)
@@ -50,5 +61,6 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
         sources[label.source] = sources.get(label.source, 0) + 1
     return agent, {"preset": preset, "objective": objective, "seed": seed, "graphs": list(graphs),
                    "label_settings": asdict(settings), "label_s": label_s, "label_sources": sources,
+                   "labels_sha256": labels_digest(labels),
                    "imitation": imitation, "rl_budget": rl_budget, "rl_s": rl_s,
                    "train_s": time.perf_counter() - started}

@@ -21,6 +21,15 @@ the earlier ops' devices::
     previous      whether op i - 1 is on d           (a device change starts a submodel)
     memory_rest   memory_after with every op after i on d too   (does the rest of the graph still fit on d)
 
+and, with ``balance`` (`BALANCE_COLUMNS` more columns; off by default, on for the throughput checkpoints that
+the val split chose it for: docs/agents/learned-placer.md)::
+
+    share         load_after / balanced, balanced = 1 / sum_d' 1/whole_d'   (> 1: d is past its share of a load
+                  spread so that every device finishes together; the same for every device, which a score that
+                  sees one device's columns cannot compute from whole alone)
+    pace          share / done, done = sum_{j<=i} min_d' c_jd'   (> 1: d is ahead of its share of what is placed
+                  so far)
+
 then the columns that are the same for every placement::
 
     progress      i / N
@@ -54,9 +63,11 @@ from .graph_batch import GraphBatch
 __all__ = ["GraphCosts", "PlacementState", "STATE_FEATURES"]
 
 #: Numbers per (op, device) in the state (module docstring), and how many of them (the first) depend on the
-#: placement of the earlier ops; the others are the graph's own.
+#: placement of the earlier ops; the others are the graph's own. ``balance`` adds `BALANCE_COLUMNS` placed
+#: columns.
 STATE_FEATURES = 12
 PLACED = 8
+BALANCE_COLUMNS = 2
 #: The placed column memory_after: above 1, the op would overflow the device.
 MEMORY_AFTER = 3
 #: Where memory_after and the cost ratios are clipped: beyond it "much too large" is all they need to say.
@@ -76,6 +87,9 @@ class GraphCosts:
         rest: (N, D) the same summed over the ops after each op.
         weights, working: (N,) bytes of each op's weights and working set.
         weights_rest, working_rest: (N,) the weights summed, and the largest working set, of the ops after each.
+        balanced: () the load of each device when the whole graph is spread so that every device finishes
+            together (1 / sum_d 1/whole_d).
+        done: (N,) the cheapest costs of the ops up to each, summed (the last is 1).
         capacity: (D,) bytes of each device's memory.
         link_s: (D,) seconds per byte into each device, divided by S.
         src, dst, nbytes: (E,) the edges (producer, consumer) and the bytes of their tensors.
@@ -89,6 +103,8 @@ class GraphCosts:
     working: Tensor
     weights_rest: Tensor
     working_rest: Tensor
+    balanced: Tensor
+    done: Tensor
     capacity: Tensor
     link_s: Tensor
     src: Tensor
@@ -117,16 +133,19 @@ class GraphCosts:
         in_bytes = torch.zeros(cost.shape[0], dtype=torch.float64).index_add_(0, edges[1], nbytes)
         after = lambda x: x.flip(0).cumsum(0).flip(0) - x  # noqa: E731  sums over the ops after each
         working_rest = torch.cat([torch.cummax(memory[:, 1].flip(0), 0).values.flip(0)[1:], memory.new_zeros(1)])
-        return cls(cost=cost / scale, whole=cost.sum(0) / scale, rest=after(cost) / scale, weights=memory[:, 0],
+        whole = cost.sum(0) / scale
+        return cls(cost=cost / scale, whole=whole, rest=after(cost) / scale, weights=memory[:, 0],
                    working=memory[:, 1], weights_rest=after(memory[:, 0]), working_rest=working_rest,
+                   balanced=1.0 / (1.0 / whole.clamp_min(1e-12)).sum(), done=cost.min(1).values.cumsum(0) / scale,
                    capacity=10.0 ** devices[:, MEMORY_COLUMN], link_s=10.0 ** -devices[:, LINK_COLUMN] / scale,
                    src=edges[0], dst=edges[1], nbytes=nbytes, in_bytes=torch.where(in_bytes > 0, in_bytes, 1.0))
 
     def placed(self, i: "Tensor | slice", load: Tensor, weights_on: Tensor, working_on: Tensor,
-               produced_on: Tensor, previous: Tensor) -> Tensor:
-        """(K, M, D, `PLACED`) the columns of ops `i` (M of them) that depend on the ops before each: from their
+               produced_on: Tensor, previous: Tensor, balance: bool = False) -> Tensor:
+        """(K, M, D, P) the columns of ops `i` (M of them) that depend on the ops before each: from their
         sums load, weights_on, working_on (largest working set), produced_on (input bytes made on each device)
-        and previous (one-hot of the op before), all (K, M, D)."""
+        and previous (one-hot of the op before), all (K, M, D). P: `PLACED`, plus `BALANCE_COLUMNS` with
+        `balance`."""
         after = load + self.cost[i]
         busiest = load.amax(-1, keepdim=True)
         working = torch.maximum(working_on, self.working[i, None])
@@ -136,6 +155,9 @@ class GraphCosts:
         elsewhere = (in_bytes - produced_on).clamp_min(0.0)
         columns = [load, after, after - busiest, need / self.capacity, produced_on / in_bytes,
                    elsewhere * self.link_s, previous, need_rest / self.capacity]
+        if balance:
+            share = after / self.balanced
+            columns += [share, share / self.done[i, None].clamp_min(1e-12)]
         return torch.stack(columns, -1).clamp(-CLIP, CLIP).float()
 
     def fixed(self) -> Tensor:
@@ -147,8 +169,9 @@ class GraphCosts:
         columns = [progress, whole, whole / self.whole.min() - 1, self.rest]
         return torch.stack(columns, -1).clamp(-CLIP, CLIP).float()
 
-    def teacher_forced(self, placements: Tensor) -> Tensor:
-        """(K, N, D, `PLACED`) every op's placed columns under `placements` (K, N), each from the ops before it."""
+    def teacher_forced(self, placements: Tensor, balance: bool = False) -> Tensor:
+        """(K, N, D, P) every op's placed columns under `placements` (K, N), each from the ops before it (P:
+        `placed`'s)."""
         k, n = placements.shape
         d = self.cost.shape[1]
         onehot = torch.nn.functional.one_hot(placements, d).to(torch.float64)  # (K, N, D)
@@ -159,7 +182,7 @@ class GraphCosts:
         working_on = torch.cat([working.new_zeros(k, 1, d), torch.cummax(working, 1).values[:, :-1]], 1)
         produced_on = torch.zeros_like(onehot).index_add_(1, self.dst, onehot[:, self.src] * self.nbytes[:, None])
         previous = torch.cat([onehot.new_zeros(k, 1, d), onehot[:, :-1]], 1)
-        return self.placed(slice(None), load, weights_on, working_on, produced_on, previous)
+        return self.placed(slice(None), load, weights_on, working_on, produced_on, previous, balance)
 
 
 class PlacementState(nn.Module):
@@ -168,12 +191,16 @@ class PlacementState(nn.Module):
     Args:
         channels: H, the width of the op embeddings z.
         hidden: width of the MLP.
+        balance: add the columns share and pace (`BALANCE_COLUMNS`, module docstring).
     """
 
-    def __init__(self, channels: int, hidden: int = 32) -> None:
+    def __init__(self, channels: int, hidden: int = 32, balance: bool = False) -> None:
         super().__init__()
+        self.balance = balance
+        #: How many of the state's columns (the first) depend on the placement.
+        self.n_placed = PLACED + BALANCE_COLUMNS * balance
         self.embed = nn.Linear(channels, hidden)
-        self.state = nn.Linear(STATE_FEATURES, hidden, bias=False)
+        self.state = nn.Linear(STATE_FEATURES + BALANCE_COLUMNS * balance, hidden, bias=False)
         self.out = nn.Linear(hidden, 1)
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
@@ -182,13 +209,13 @@ class PlacementState(nn.Module):
         """(N, D, hidden) the first layer's share that no placement changes: the op embeddings and the fixed
         columns."""
         fixed = costs.fixed()
-        return self.embed(z)[:, None, :] + fixed @ self.state.weight[:, PLACED:].T
+        return self.embed(z)[:, None, :] + fixed @ self.state.weight[:, self.n_placed:].T
 
     def forward(self, base: Tensor, fixed_part: Tensor, placed: Tensor) -> Tensor:
         """Some ops' logits: their `base` logits (M, D), `fixed_part` (M, D, hidden) and placed columns
-        (K, M, D, `PLACED`) -> (K, M, D) logits, with a device the op would overflow masked out (``-inf``: its
+        (K, M, D, `n_placed`) -> (K, M, D) logits, with a device the op would overflow masked out (``-inf``: its
         memory_after column above 1, as the simulator counts memory) unless every device would overflow."""
-        hidden = placed @ self.state.weight[:, :PLACED].T + fixed_part
+        hidden = placed @ self.state.weight[:, :self.n_placed].T + fixed_part
         logits = base + self.out(torch.relu(hidden)).squeeze(-1)
         overflows = placed[..., MEMORY_AFTER] > 1.0
         overflows &= ~overflows.all(-1, keepdim=True)
@@ -196,7 +223,7 @@ class PlacementState(nn.Module):
 
     def teacher_forced(self, z: Tensor, costs: GraphCosts, base: Tensor, placements: Tensor) -> Tensor:
         """(K, N, D) every op's logits under `placements` (K, N): `base` (N, D) plus the state term, masked."""
-        return self(base, self.fixed_part(z, costs), costs.teacher_forced(placements))
+        return self(base, self.fixed_part(z, costs), costs.teacher_forced(placements, self.balance))
 
     def decode(self, z: Tensor, costs: GraphCosts, base: Tensor, num_samples: int, deterministic: bool
                ) -> tuple[Tensor, Tensor]:
@@ -215,7 +242,8 @@ class PlacementState(nn.Module):
         consumers = _consumers(costs, n)
         rows = torch.arange(k)
         for i in range(n):
-            placed = costs.placed(slice(i, i + 1), load, weights_on, working_on, produced[:, i:i + 1], previous)
+            placed = costs.placed(slice(i, i + 1), load, weights_on, working_on, produced[:, i:i + 1], previous,
+                                  self.balance)
             step = self(base[i:i + 1], fixed_part[i:i + 1], placed)[:, 0]  # (K, D)
             logits.append(step)
             with torch.no_grad():

@@ -49,7 +49,9 @@ MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!--
 #: The commit that made the search a layer of its own: results measured before it ran each learned agent with the
 #: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
 SEARCH_LAYER_COMMIT = "7d979ae"
-MACHINE = "the project's {cores}-core AMD EPYC VM (KVM, shared with other jobs unless said)"
+MACHINE = "the project's {cores}-core {cpu} VM (KVM, shared with other jobs unless said)"
+#: The CPU of the files written before results recorded its model (`placement_gym.results.machine`).
+EARLIER_CPU = "AMD EPYC"
 
 
 def load(name: str) -> dict:
@@ -58,11 +60,13 @@ def load(name: str) -> dict:
 
 
 def _machine(data: dict) -> str:
-    """The machine line of a results file: its core count, and the openvino and torch versions it recorded (a
-    file that recorded none, such as the Ray farm's, gets none)."""
+    """The machine line of a results file: its core count and CPU, and the openvino and torch versions it recorded
+    (a file that recorded none, such as the Ray farm's, gets none)."""
     versions = data.get("versions") or {}
-    cores = (data.get("machine") or {}).get("cpu_count", 2)
-    text = MACHINE.format(cores=cores)
+    host = data.get("machine") or {}
+    cpu = " ".join(host["cpu_model"].replace("(R)", "").replace("(TM)", "").split()) if "cpu_model" in host \
+        else EARLIER_CPU
+    text = MACHINE.format(cores=host.get("cpu_count", 2), cpu=cpu)
     if "openvino" in versions:
         text += f", openvino {str(versions['openvino']).split('-')[0]}"
     return text + (f", torch {versions['torch']}" if "torch" in versions else "")

@@ -60,8 +60,22 @@ def versions() -> dict[str, str]:
 
 
 def machine() -> dict[str, Any]:
-    """The host: processor and core count (what the measured latencies depend on)."""
-    return {"processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count()}
+    """The host: processor, its model and core count (what the measured latencies depend on; the model also
+    decides the float rounding of torch's kernels, so a seeded training can differ between two CPU models)."""
+    return {"processor": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+            "cpu_count": os.cpu_count()}
+
+
+def cpu_model() -> str:
+    """The CPU's model name as the OS reports it (Linux: /proc/cpuinfo), else `platform.processor()`."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 # ------------------------------------------------------------------------------------- the safe writer

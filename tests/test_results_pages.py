@@ -72,6 +72,18 @@ def test_the_machine_line_names_only_the_versions_a_file_recorded():
     assert line.endswith(", openvino 2026.4.1, torch 2.13.0+cpu")
 
 
+def test_the_machine_line_names_the_cpu_model_a_file_recorded():
+    """A file names its CPU model (`results.machine`, which reads this machine's); one written before it did is
+    from the earlier machines."""
+    from placement_gym import results
+
+    host = results.machine()
+    assert host["cpu_model"] and host["cpu_count"] >= 1
+    recorded = pages._machine({"machine": {"cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor"}})
+    assert recorded.startswith("the project's 2-core Intel Xeon Processor VM")
+    assert pages.EARLIER_CPU in pages._machine({"machine": {"cpu_count": 2}})
+
+
 def test_each_results_file_is_read_once(monkeypatch):
     """`load` (`leaderboard_table.read`) caches: regenerating every page reads each file once."""
     reads: list[str] = []

@@ -122,7 +122,7 @@ def leaderboard_cases() -> str:
 
 #: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard.sh` each).
 LONG_RUNS = {"leaderboard_10k": "hsdag placeto rnn post go", "leaderboard_10k_sb3": "ppo ppo-node"}
-LONG_CASES = "ai_pc:latency ai_pc:throughput paper:latency edge:latency server:latency"
+LONG_CASES = ""  # every case (the script's default)
 
 
 def leaderboard_long() -> str:

@@ -64,8 +64,9 @@ def _machine(data: dict) -> str:
     (a file that recorded none, such as the Ray farm's, gets none)."""
     versions = data.get("versions") or {}
     host = data.get("machine") or {}
-    cpu = " ".join(host["cpu_model"].replace("(R)", "").replace("(TM)", "").split()) if "cpu_model" in host \
-        else EARLIER_CPU
+    cpu = EARLIER_CPU
+    if "cpu_model" in host:  # "Intel(R) Xeon(R) Processor" -> "Intel Xeon Processor"
+        cpu = " ".join(host["cpu_model"].replace("(R)", "").replace("(TM)", "").split())
     text = MACHINE.format(cores=host.get("cpu_count", 2), cpu=cpu)
     if "openvino" in versions:
         text += f", openvino {str(versions['openvino']).split('-')[0]}"

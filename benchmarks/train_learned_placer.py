@@ -57,9 +57,9 @@ CASES = [(preset, objective) for preset in ("ai_pc", "edge", "paper", "server")
          for objective in ("latency", "throughput")]
 #: Per case, chosen on the val split with the network above (docs/agents/learned-placer.md). ai_pc and edge
 #: throughput imitate five times the synthetic graphs for a quarter of the passes (about the same number of
-#: gradient steps): with 128, ai_pc's val gap swung between +20 and +41% from one epoch to the next, the labels
-#: learnt by heart. On paper and server throughput the same did worse on val, so they keep 128. The balance
-#: columns did better on val for ai_pc and paper throughput on both seeds tried, worse or even elsewhere.
+#: gradient steps): with 128, ai_pc's val gap swung widely from one epoch to the next, the labels learnt by heart.
+#: On paper and server throughput the same did worse on val, so they keep 128. The balance columns did better on
+#: val for ai_pc and paper throughput on both seeds tried, worse or even elsewhere (the tables: the docs above).
 MORE_GRAPHS = {("ai_pc", "throughput"), ("edge", "throughput")}
 WITH_BALANCE = {("ai_pc", "throughput"), ("paper", "throughput")}
 RECIPES = {case: (Recipe(synthetic=640, epochs=25, rl_budget=3000) if case in MORE_GRAPHS

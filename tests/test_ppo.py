@@ -162,9 +162,9 @@ def test_ppo_learns_a_known_mixed_optimum_node_by_node(value):
     if value == "baseline":
         assert predicted.tolist() == optimum(12)
     else:
-        # With the critic the policy's own placement is mixed, well ahead of either device alone (1.49x the
-        # optimum), but where it lands depends on the CPU's float rounding: the optimum itself on an AMD EPYC,
-        # 1.08x it on an Intel Xeon for this seed (1.0-1.26x over seeds 0-4 there).
+        # With the critic the policy's own placement is mixed, well ahead of either device alone, but where it
+        # lands depends on the CPU's float rounding: the optimum itself on the AMD EPYC machines, a neighbour of it
+        # on an Intel Xeon (the closing note of 2026-11-26 has the measurements).
         single = min(env.backend.measure(env.graph, np.full(12, d)).latency_s for d in (0, 1))
         assert env.backend.measure(env.graph, predicted).latency_s < 0.9 * single
     assert (agent.trainer.critic is not None) == (value == "critic")

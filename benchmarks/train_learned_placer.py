@@ -104,6 +104,8 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes that compute missing labels")
     parser.add_argument("--label-optimal-s", type=float, default=LabelSettings.optimal_time_limit_s)
     parser.add_argument("--label-search-budget", type=int, default=LabelSettings.local_search_budget)
+    parser.add_argument("--label-search-from-best", type=int, default=LabelSettings.search_from_best,
+                        help="placements of block moves around each label's best planner placement (0: none)")
     parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=JSON",
                         help="a setting of the network over NETWORK's, e.g. graph_cost=true")
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
@@ -115,7 +117,11 @@ def main(argv: "list[str] | None" = None) -> None:
                for seed in args.seeds]
     refuse_existing_outputs(parser, outputs + [path.with_suffix(".json") for path in outputs], args.overwrite)
     options = _key_values(args.agent_option, "--agent-option")
-    settings = LabelSettings(local_search_budget=args.label_search_budget, optimal_time_limit_s=args.label_optimal_s)
+    try:
+        settings = LabelSettings(local_search_budget=args.label_search_budget,
+                                 optimal_time_limit_s=args.label_optimal_s, search_from_best=args.label_search_from_best)
+    except ValueError as exc:
+        parser.error(f"--label-search-from-best: {exc}")
     for preset, objective in args.cases:
         recipe = recipe_of((preset, objective), args)
         network = {**NETWORK, "balance": recipe.balance, **options}

@@ -74,6 +74,23 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     assert labels_digest([again]) == labels_digest([label]) != labels_digest([moved])
 
 
+def test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart(tmp_path):
+    """``search_from_best``: block moves around the best planner's placement (the label of the same settings
+    without it, read from the cache), measured after every planner; the label is faster here, its file records
+    the setting, and the settings without it keep their key (the shipped labels were written before it existed)."""
+    cache = LabelCache(tmp_path)
+    searched = LabelSettings(planners=FAST.planners, local_search_budget=0, optimal_time_limit_s=0.0,
+                             search_from_best=30)
+    plain, better = (labels_for(["synthetic:24:0"], PRESET, OBJECTIVE, s, cache, workers=1)[0] for s in (FAST, searched))
+    assert better.latency_s < plain.latency_s and better.source == "search-from-best"
+    assert "search-from-best" in better.planners and "search-from-best" not in plain.planners
+    assert better.planners["dp"]["latency_s"] == plain.planners["dp"]["latency_s"]
+    assert searched.key() != FAST.key() and "search_from_best" not in FAST.as_dict()
+    saved = json.loads(cache.path("synthetic:24:0", PRESET, OBJECTIVE, searched).read_text())
+    assert saved["settings"]["search_from_best"] == 30
+    assert cache.get("synthetic:24:0", PRESET, OBJECTIVE, searched).latency_s == better.latency_s
+
+
 @pytest.mark.parametrize("sequential", [False, True])
 def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device(sequential):
     reference = compute_label(UNSEEN, PRESET, OBJECTIVE, FAST)

@@ -11,6 +11,8 @@ A *case* is a hardware preset and an objective (``("ai_pc", "throughput")``). Fo
                      placements
     optimal          the exact optimum of the cost model (`agents.baselines.optimal`) within
                      ``optimal_time_limit_s`` (0: skipped); within the limit it may only be the best found
+    search-from-best after all of those, ``search_from_best`` placements of the local search's block moves
+                     around the best of them (`agents.search.hybrid.SearchFrom`; 0, the default: skipped)
 
 and keeps the fastest placement as measured (after the env's ``unsupported="repair"``). Every planner's latency
 and wall time is kept beside it, so the same label is the "best known" reference of a transfer table.
@@ -32,12 +34,13 @@ import logging
 import multiprocessing
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from agents.search.hybrid import SearchFrom
 from placement_gym.backends.simulated import COST_MODEL_VERSION
 from placement_gym.models.dataset import dataset_entry, dataset_names
 from placement_gym.models.synthetic import is_synthetic
@@ -61,15 +64,29 @@ MAX_LABEL_BYTES = 8 << 20
 @dataclass(frozen=True)
 class LabelSettings:
     """What `compute_label` runs: the planners (registry names, one candidate each), the search baseline's budget
-    (placements; 0: not run) and the exact optimum's time limit (seconds; 0: not run)."""
+    (placements; 0: not run), the exact optimum's time limit (seconds; 0: not run) and the placements of the
+    search around the best of them all (0: not run)."""
 
     planners: tuple[str, ...] = ("cheapest", "dp", "topo", "metis")
     local_search_budget: int = 50
     optimal_time_limit_s: float = 2.0
+    search_from_best: int = 0
+
+    def __post_init__(self) -> None:
+        if self.search_from_best < 0:
+            raise ValueError(f"search_from_best is a number of placements, 0 or more, got {self.search_from_best}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a label file records them (and its key digests them): ``search_from_best`` only when
+        it runs, so the labels written before it existed keep their key."""
+        fields = asdict(self)
+        if not self.search_from_best:
+            del fields["search_from_best"]
+        return fields
 
     def key(self) -> str:
         """A short digest of the settings (part of a cached label's file name)."""
-        text = json.dumps({**asdict(self), "label_version": LABEL_VERSION}, sort_keys=True)
+        text = json.dumps({**self.as_dict(), "label_version": LABEL_VERSION}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -95,7 +112,7 @@ class Label:
     def to_json(self, settings: LabelSettings) -> dict[str, Any]:
         return {"graph": self.graph, "preset": self.preset, "objective": self.objective,
                 "cost_model_version": COST_MODEL_VERSION, "label_version": LABEL_VERSION,
-                "settings": asdict(settings), "placement": self.placement.tolist(), "latency_s": self.latency_s,
+                "settings": settings.as_dict(), "placement": self.placement.tolist(), "latency_s": self.latency_s,
                 "source": self.source, "planners": self.planners}
 
 
@@ -105,7 +122,7 @@ LABEL_FILE = Record({
     "graph": Text(max_len=500), "preset": Text(max_len=100), "objective": Text(choices=("latency", "throughput")),
     "cost_model_version": Integer(0), "label_version": Integer(0),
     "settings": Record({"planners": ListOf(Text(max_len=100), max_len=32), "local_search_budget": Integer(0),
-                        "optimal_time_limit_s": Number(low=0)}, others=None),
+                        "optimal_time_limit_s": Number(low=0)}, {"search_from_best": Integer(1)}, others=None),
     "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS),
     "latency_s": Number(positive=True), "source": Text(max_len=100),
     "planners": MapOf(_PLANNER_RESULT, max_len=64),
@@ -148,12 +165,24 @@ def label_env(graph: "str | Sequence[str]", preset: str, objective: str, feature
                               objective=objective, unsupported="repair", features=features or None)
 
 
-def compute_label(graph: str, preset: str, objective: str, settings: LabelSettings = LabelSettings()) -> Label:
+def compute_label(graph: str, preset: str, objective: str, settings: LabelSettings = LabelSettings(),
+                  base: "Label | None" = None) -> Label:
     """Run every planner of `settings` on `graph` under (`preset`, `objective`) and keep the fastest placement
-    (module docstring)."""
+    (module docstring). With ``settings.search_from_best``: the planners' label (`base`, the label of the same
+    settings without the search; computed here when not given), then the search from its placement."""
     from placement_gym import registry
 
     env = label_env(graph, preset, objective)
+    if settings.search_from_best:
+        base = base or compute_label(graph, preset, objective, replace(settings, search_from_best=0))
+        started = time.perf_counter()
+        agent = SearchFrom(base.placement).learn(env, settings.search_from_best, seed=0)
+        planners = {**base.planners, "search-from-best": {"latency_s": agent.best_latency_s,
+                                                          "seconds": time.perf_counter() - started}}
+        if agent.best_latency_s is not None and agent.best_latency_s < base.latency_s:
+            return Label(graph, preset, objective, np.asarray(agent.best_placement, dtype=np.int64),
+                         float(agent.best_latency_s), "search-from-best", planners)
+        return replace(base, planners=planners)
     runs = [(f"single:{device}", "single-device", {"device": d}, 1)
             for d, device in enumerate(env.unwrapped.device_names)]
     runs += [(name, name, {}, 1) for name in settings.planners]
@@ -177,7 +206,7 @@ def compute_label(graph: str, preset: str, objective: str, settings: LabelSettin
     return Label(graph, preset, objective, np.asarray(placement, dtype=np.int64), float(latency), source, planners)
 
 
-def _compute(job: tuple[str, str, str, LabelSettings]) -> Label:
+def _compute(job: "tuple[str, str, str, LabelSettings, Label | None]") -> Label:
     return compute_label(*job)
 
 
@@ -209,7 +238,7 @@ class LabelCache:
             return None
         expected = {"graph": graph, "preset": preset, "objective": objective,
                     "cost_model_version": COST_MODEL_VERSION, "label_version": LABEL_VERSION,
-                    "settings": json.loads(json.dumps(asdict(settings)))}
+                    "settings": json.loads(json.dumps(settings.as_dict()))}
         wrong = [key for key, value in expected.items() if data[key] != value]
         if wrong:
             log.warning("refusing the label %s: its %s do not match the key; computing it again", path, wrong)
@@ -236,7 +265,11 @@ def labels_for(graphs: Sequence[str], preset: str, objective: str, settings: Lab
             missing.append(graph)
         else:
             labels[graph] = label
-    jobs = [(graph, preset, objective, settings) for graph in missing]
+    bases: dict[str, Label] = {}
+    if settings.search_from_best and missing:  # the planners' labels first (cached, so reused), then the search
+        planners_only = replace(settings, search_from_best=0)
+        bases = dict(zip(missing, labels_for(missing, preset, objective, planners_only, cache, workers)))
+    jobs = [(graph, preset, objective, settings, bases.get(graph)) for graph in missing]
 
     def keep(label: Label) -> None:  # cached as soon as it is computed: an interrupted run keeps what it made
         cache.put(label, settings)

@@ -29,7 +29,7 @@ from .config import SearchConfig, split_search_options
 from .heuristic_start import measure_start_placements
 from .local_search import BlockSearch, search_around_best
 
-__all__ = ["LocalSearch", "SearchAround", "build_agent"]
+__all__ = ["LocalSearch", "SearchAround", "SearchFrom", "build_agent"]
 
 
 class SearchAround(RunAgent):
@@ -126,6 +126,37 @@ class LocalSearch(SearchAround):
 
     def search_components(self) -> list[str]:
         """None around a method: the search is this baseline's method (its record's ``search`` is empty)."""
+        return []
+
+
+class SearchFrom(SearchAround):
+    """The local search from a given placement: `start` (N,) measured first, then cost-guided block moves around
+    the run's best for the rest of the budget. Learns nothing. The imitation placer's labels run it around the best
+    planner's placement (`agents.imitation.labels.LabelSettings.search_from_best`)."""
+
+    name = "search-from"
+
+    def __init__(self, start: np.ndarray, seed: int | None = None) -> None:
+        super().__init__(None, SearchConfig(local_search=1.0), seed=seed)
+        self.start = np.asarray(start, dtype=np.int64)
+        self.name = "search-from"
+
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        if run.many_graphs:
+            raise ValueError("the search works on one graph (its placements are one graph's)")
+        run.env.reset(seed=seed)
+        run.env.step(self.start)
+        if not run.done:
+            search_around_best(run, BlockSearch.of_observation(run.predict_observation(), seed), run.remaining,
+                               start=self.start)
+        if run.best_action is not None:
+            self.searched_best = np.array(run.best_action, dtype=np.int64)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+    def search_components(self) -> list[str]:
+        """None around a method: the search is this agent's method."""
         return []
 
 

@@ -2,6 +2,7 @@
 
     python benchmarks/leaderboard_table.py [benchmarks/results/leaderboard]               # the per-case tables
     python benchmarks/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the summary table
+    python benchmarks/leaderboard_table.py --graphs test [--summary] [FOLDER]   # one graph set's files only
     python benchmarks/leaderboard_table.py --long benchmarks/results/leaderboard LONG_DIR [LONG_DIR ...]
                                       # long runs of some agents (per case), against the leaderboard's best known
 
@@ -77,9 +78,20 @@ def results_files(folder: Path) -> list[Path]:
     return [p for p in Path(folder).glob("*.json") if not p.name.endswith(".partial.json")]
 
 
-def folder_cases(folder: Path) -> dict[str, list[Path]]:
-    """The results files of a leaderboard folder by case (`case_files`)."""
-    return case_files(results_files(folder))
+#: The graph sets of benchmarks/leaderboard.sh's GRAPHS argument.
+GRAPH_SETS = ("zoo", "test")
+
+
+def graph_set(path: Path) -> str:
+    """``"test"`` for a file of the dataset's test split (``..._test_seedN.json``), else ``"zoo"``."""
+    match = FILE_SUFFIX.search(path.stem)
+    return "test" if match and match.group(1) else "zoo"
+
+
+def folder_cases(folder: Path, graphs: str | None = None) -> dict[str, list[Path]]:
+    """The results files of a leaderboard folder by case (`case_files`): of one graph set of `GRAPH_SETS`, or of
+    both (None)."""
+    return case_files([p for p in results_files(folder) if graphs is None or graph_set(p) == graphs])
 
 
 def case_records(paths: "Path | Sequence[Path]") -> tuple[str, int, list[dict]]:
@@ -189,12 +201,18 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--long"]:
         reference, folders = Path(argv[1]), [Path(a) for a in argv[2:]]
         groups = long_run_table_files(folders)
-        references = folder_cases(reference)
+        references = folder_cases(reference, "zoo")
         print("\n\n".join(long_run_table(paths, references[case]) for case, paths in groups.items()))
         return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
-    cases = folder_cases(Path(argv[0] if argv else "benchmarks/results/leaderboard"))
+    graphs = None
+    if argv[:1] == ["--graphs"]:
+        if argv[1:2] not in ([g] for g in GRAPH_SETS):
+            print(f"leaderboard_table.py: --graphs is one of {', '.join(GRAPH_SETS)}", file=sys.stderr)
+            return 2
+        graphs, argv = argv[1], argv[2:]
+    cases = folder_cases(Path(argv[0] if argv else "benchmarks/results/leaderboard"), graphs)
     print(summary_table(list(cases.values())) if summary else "\n\n".join(table(paths) for paths in cases.values()))
     return 0
 

@@ -91,34 +91,62 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
 # --- leaderboard and sample efficiency (SIMULATED) --------------------------------------------------------------
 
 LEADERBOARD = "leaderboard"
-#: Every preset under both objectives (the empty CASES argument: the script's default), 3 seeds.
-LEADERBOARD_COMMAND = 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2'
+#: Per graph set (`leaderboard_table.GRAPH_SETS`), the command of its files: every preset under both objectives
+#: (the empty CASES argument: the script's default); the zoo with 3 seeds, the dataset's test split with 1.
+LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2',
+                        "test": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 1 "" local:2 "" '
+                                'test'}
 
 
-def _leaderboard_cases() -> dict[str, list[Path]]:
-    """The leaderboard's results files by case (``ai_pc_latency``: its seeds' files)."""
-    return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD)
+def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
+    """The leaderboard's results files of one graph set by case (``ai_pc_latency``: its seeds' files)."""
+    return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD, graphs)
 
 
 def _cited(paths: list[Path]) -> list[str]:
     return [str(p.relative_to(ROOT / RESULTS)) for p in paths]
 
 
-def _leaderboard_source() -> str:
-    return source(_cited([p for paths in _leaderboard_cases().values() for p in paths]), LEADERBOARD_COMMAND)
+def _leaderboard_source(graphs: str = "zoo") -> str:
+    return source(_cited([p for paths in _leaderboard_cases(graphs).values() for p in paths]),
+                  LEADERBOARD_COMMANDS[graphs])
+
+
+def _table_command(graphs: str, summary: bool) -> str:
+    words = ["python benchmarks/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
+    return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
+
+
+def _leaderboard_summary(graphs: str) -> str:
+    cases = _leaderboard_cases(graphs)
+    if not cases:
+        return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
+    return (_leaderboard_source(graphs) + f"  \nTable: `{_table_command(graphs, True)}`\n\n"
+            + leaderboard_table.summary_table(list(cases.values())))
+
+
+def _leaderboard_cases_tables(graphs: str) -> str:
+    cases = _leaderboard_cases(graphs)
+    if not cases:
+        return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
+    texts = [leaderboard_table.table(paths) for paths in cases.values()]
+    return _leaderboard_source(graphs) + f"  \nTables: `{_table_command(graphs, False)}`\n\n" + "\n\n".join(texts)
 
 
 def leaderboard_summary() -> str:
-    return (_leaderboard_source() + "  \nTable: `python benchmarks/leaderboard_table.py --summary "
-            "benchmarks/results/leaderboard`\n\n"
-            + leaderboard_table.summary_table(list(_leaderboard_cases().values())))
+    return _leaderboard_summary("zoo")
 
 
 def leaderboard_cases() -> str:
-    texts = [leaderboard_table.table(paths) for paths in _leaderboard_cases().values()]
-    return (_leaderboard_source()
-            + "  \nTables: `python benchmarks/leaderboard_table.py benchmarks/results/leaderboard`"
-            "\n\n" + "\n\n".join(texts))
+    return _leaderboard_cases_tables("zoo")
+
+
+def leaderboard_test_summary() -> str:
+    return _leaderboard_summary("test")
+
+
+def leaderboard_test_cases() -> str:
+    return _leaderboard_cases_tables("test")
 
 
 #: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard.sh` each).
@@ -534,7 +562,8 @@ def algorithm_ablation() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
-    "leaderboard-long": leaderboard_long,
+    "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,
+    "leaderboard-test-cases": leaderboard_test_cases,
     "sample-efficiency": sample_efficiency, "transfer-today": transfer_today, "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

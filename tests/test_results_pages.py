@@ -47,6 +47,20 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
     assert "within 2% of the best known** on paper:latency" in table.long_run_table([long], reference)
 
 
+def test_the_test_splits_files_are_a_graph_set_of_their_own(tmp_path):
+    """`leaderboard_table.folder_cases`: a case's zoo and test-split files are read apart when a graph set is
+    named (the zoo's tables keep their three models; the test split gets tables of its own), together when not."""
+    table = load_benchmark("leaderboard_table")
+    names = ("paper_latency_seed0", "paper_latency_seed1", "paper_latency_test_seed0", "paper_latency_seed0.partial")
+    for name in names:
+        (tmp_path / f"{name}.json").write_text("{}")
+    assert [p.name for p in table.folder_cases(tmp_path, "zoo")["paper_latency"]] == [
+        "paper_latency_seed0.json", "paper_latency_seed1.json"]
+    assert [p.name for p in table.folder_cases(tmp_path, "test")["paper_latency"]] == ["paper_latency_test_seed0.json"]
+    assert len(table.folder_cases(tmp_path)["paper_latency"]) == 3
+    assert table.main(["--graphs", "tset", str(tmp_path)]) == 2
+
+
 def test_the_published_benchmarks_run_through_compare_and_render_as_the_page_does(tmp_path, monkeypatch):
     """benchmarks/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its JSON;
     results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split priced)."""

@@ -76,6 +76,10 @@ class LabelSettings:
         if self.search_from_best < 0:
             raise ValueError(f"search_from_best is a number of placements, 0 or more, got {self.search_from_best}")
 
+    def planners_only(self) -> "LabelSettings":
+        """The same settings without the search from the best (the label that search starts from)."""
+        return replace(self, search_from_best=0)
+
     def as_dict(self) -> dict[str, Any]:
         """The settings as a label file records them (and its key digests them): ``search_from_best`` only when
         it runs, so the labels written before it existed keep their key."""
@@ -172,17 +176,17 @@ def compute_label(graph: str, preset: str, objective: str, settings: LabelSettin
     settings without the search; computed here when not given), then the search from its placement."""
     from placement_gym import registry
 
-    env = label_env(graph, preset, objective)
     if settings.search_from_best:
-        base = base or compute_label(graph, preset, objective, replace(settings, search_from_best=0))
+        base = base or compute_label(graph, preset, objective, settings.planners_only())
         started = time.perf_counter()
-        agent = SearchFrom(base.placement).learn(env, settings.search_from_best, seed=0)
+        agent = SearchFrom(base.placement).learn(label_env(graph, preset, objective), settings.search_from_best, seed=0)
         planners = {**base.planners, "search-from-best": {"latency_s": agent.best_latency_s,
                                                           "seconds": time.perf_counter() - started}}
         if agent.best_latency_s is not None and agent.best_latency_s < base.latency_s:
             return Label(graph, preset, objective, np.asarray(agent.best_placement, dtype=np.int64),
                          float(agent.best_latency_s), "search-from-best", planners)
         return replace(base, planners=planners)
+    env = label_env(graph, preset, objective)
     runs = [(f"single:{device}", "single-device", {"device": d}, 1)
             for d, device in enumerate(env.unwrapped.device_names)]
     runs += [(name, name, {}, 1) for name in settings.planners]
@@ -267,8 +271,7 @@ def labels_for(graphs: Sequence[str], preset: str, objective: str, settings: Lab
             labels[graph] = label
     bases: dict[str, Label] = {}
     if settings.search_from_best and missing:  # the planners' labels first (cached, so reused), then the search
-        planners_only = replace(settings, search_from_best=0)
-        bases = dict(zip(missing, labels_for(missing, preset, objective, planners_only, cache, workers)))
+        bases = dict(zip(missing, labels_for(missing, preset, objective, settings.planners_only(), cache, workers)))
     jobs = [(graph, preset, objective, settings, bases.get(graph)) for graph in missing]
 
     def keep(label: Label) -> None:  # cached as soon as it is computed: an interrupted run keeps what it made

@@ -142,15 +142,10 @@ class SearchFrom(SearchAround):
         self.name = "search-from"
 
     def train(self, run: RunLoop, seed: int | None) -> None:
-        if run.many_graphs:
-            raise ValueError("the search works on one graph (its placements are one graph's)")
-        run.env.reset(seed=seed)
-        run.env.step(self.start)
-        if not run.done:
-            search_around_best(run, BlockSearch.of_observation(run.predict_observation(), seed), run.remaining,
-                               start=self.start)
-        if run.best_action is not None:
-            self.searched_best = np.array(run.best_action, dtype=np.int64)
+        if not run.many_graphs:  # (the layer refuses a run over many graphs)
+            run.env.reset(seed=seed)
+            run.env.step(self.start)  # the run's best so far: the layer's local search moves around it
+        super().train(run, seed)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"seed": self.seed}

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from agents.imitation import ImitationAgent
 from agents.imitation.labels import (
@@ -81,7 +82,8 @@ def test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart(tmp_
     cache = LabelCache(tmp_path)
     searched = LabelSettings(planners=FAST.planners, local_search_budget=0, optimal_time_limit_s=0.0,
                              search_from_best=30)
-    plain, better = (labels_for(["synthetic:24:0"], PRESET, OBJECTIVE, s, cache, workers=1)[0] for s in (FAST, searched))
+    plain, better = (labels_for(["synthetic:24:0"], PRESET, OBJECTIVE, s, cache, workers=1)[0]
+                     for s in (FAST, searched))
     assert better.latency_s < plain.latency_s and better.source == "search-from-best"
     assert "search-from-best" in better.planners and "search-from-best" not in plain.planners
     assert better.planners["dp"]["latency_s"] == plain.planners["dp"]["latency_s"]
@@ -109,6 +111,41 @@ def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single
 
     assert zero_shot_latency(untrained, UNSEEN) >= best_single  # the check below has teeth
     assert zero_shot_latency(trained, UNSEEN) < best_single
+
+
+def test_weight_averaging_ends_with_the_mean_of_the_passes_weights():
+    """``average_from=2`` of 3 passes: the policy ends with the mean of the weights after passes 2 and 3 of the
+    same (seeded) training without averaging, which the loop itself never saw."""
+    graph = "synthetic:12:1"
+    label = compute_label(graph, PRESET, OBJECTIVE, FAST)
+    passes = []
+    plain, averaged = (ImitationAgent(seed=0, **SMALL) for _ in range(2))
+    for agent, options in ((plain, {"on_epoch": lambda e, loss: passes.append(
+            [p.detach().clone() for p in plain.policy.parameters()])}), (averaged, {"average_from": 2})):
+        env = label_env(graph, PRESET, OBJECTIVE, agent.feature_families)
+        report = agent.pretrain([(env, label.placement), (env, label.placement)], epochs=3, **options)
+    assert report["averaged"] == 2 and len(passes) == 3
+    assert not torch.equal(passes[1][0], passes[2][0])  # the passes moved the weights: the mean is not either
+    for mean, second, third in zip(averaged.policy.parameters(), passes[1], passes[2]):
+        torch.testing.assert_close(mean.detach(), (second + third) / 2)
+    with pytest.raises(ValueError, match="average_from is a pass number"):
+        plain.pretrain([(env, label.placement)], epochs=1, average_from=-1)
+
+
+def test_training_reports_each_pass_to_a_hook_that_can_score_the_val_graphs(tmp_path):
+    """`train_case`'s ``on_epoch`` hook sees the agent after every pass (what ``--val-labels`` of the training script
+    scores), and `zero_shot_gap` is the gap of the agent's measured zero-shot placement to the reference label."""
+    from agents.imitation.training import train_case, zero_shot_gap
+
+    reference = compute_label(UNSEEN, PRESET, OBJECTIVE, FAST)
+    seen = []
+    agent, report = train_case(PRESET, OBJECTIVE, TRAIN[:2], epochs=3, settings=FAST, cache=LabelCache(tmp_path),
+                               workers=1, agent_options=SMALL, log=lambda line: None,
+                               on_epoch=lambda a, epoch, loss: seen.append((a, epoch, zero_shot_gap(a, [reference]))))
+    assert [(a is agent, epoch) for a, epoch, _ in seen] == [(True, 1), (True, 2), (True, 3)]
+    expected = 100.0 * (zero_shot_latency(agent, UNSEEN) / reference.latency_s - 1.0)
+    assert zero_shot_gap(agent, [reference]) == pytest.approx(expected) == pytest.approx(seen[-1][2])
+    assert report["imitation"]["averaged"] == 0 and report["average_from"] == 0
 
 
 def test_predict_is_the_policy_argmax_and_refuses_any_search():
@@ -187,15 +224,16 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
 
 
 def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_sets_it():
-    """`RECIPES` differ per case; ``--synthetic``, ``--epochs`` or ``--rl-budget`` replace that field only."""
+    """`RECIPES` differ per case; ``--synthetic``, ``--epochs``, ``--rl-budget`` or ``--average-from`` replace
+    that field only."""
     import argparse
 
     train = load_benchmark("train_learned_placer")
-    unset = argparse.Namespace(synthetic=None, epochs=None, rl_budget=None)
+    unset = argparse.Namespace(synthetic=None, epochs=None, rl_budget=None, average_from=None)
     more, fewer = ("ai_pc", "throughput"), ("paper", "throughput")
     assert train.recipe_of(more, unset) == train.RECIPES[more] != train.RECIPES[fewer]
-    given = argparse.Namespace(synthetic=None, epochs=3, rl_budget=0)
-    assert train.recipe_of(fewer, given) == train.RECIPES[fewer]._replace(epochs=3, rl_budget=0)
+    given = argparse.Namespace(synthetic=None, epochs=3, rl_budget=0, average_from=2)
+    assert train.recipe_of(fewer, given) == train.RECIPES[fewer]._replace(epochs=3, rl_budget=0, average_from=2)
 
 
 def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
@@ -214,8 +252,6 @@ def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_ea
     pass (``evaluate``, ``placement_log_prob``) that imitation and PPO train with; and an op's logits depend on
     where the ops before it went (the state term is wired in: the check above has teeth). With and without the
     balance columns."""
-    import torch
-
     from agents.core.base import PolicySpec
     from agents.imitation.policy import SequentialGOPolicy
 
@@ -251,8 +287,6 @@ def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_ea
 def test_the_sequential_policy_keeps_every_device_within_its_memory():
     """The placement state masks a device that an op would overflow (as the simulator counts memory: weights plus
     the largest working set), so no drawn placement overflows one, while the unmasked policy would."""
-    import torch
-
     from agents.core.base import PolicySpec
     from placement_gym.backends.profiles import memory_need
 
@@ -278,8 +312,6 @@ def test_the_balance_columns_say_each_device_s_load_against_its_balanced_share(t
     device's load with the op, over the load every device would carry if the graph were spread so that all finish
     together (1 / sum_d 1/whole_d), and that over the share of the graph (its cheapest cost) placed so far. The
     setting survives a save and load; without the sequential policy it is refused."""
-    import torch
-
     from agents.core.base import PolicySpec
     from agents.nn.placement_state import BALANCE_COLUMNS, CLIP, PLACED, GraphCosts
 

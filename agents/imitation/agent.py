@@ -16,7 +16,8 @@ The method:
                      before it went (`agents.imitation.policy.SequentialGOPolicy`: load, memory, producers).
     3. imitation     cross-entropy of every op's device distribution to its label's device, averaged over the ops
                      (``-placement_log_prob``), one gradient step per graph (`pretrain`), with the optimiser of
-                     the trainer that step 4 continues with.
+                     the trainer that step 4 continues with; optionally ending with the mean of the weights over
+                     the last passes (``average_from``).
     4. RL            optional: ``learn`` over many graphs is GO's own PPO (`agents.go.GOAgent`), rewards measured.
     5. zero-shot     ``predict``: the argmax of every op's distribution (in topological order given the ops before
                      it, with ``sequential``). The search layer is refused: no zero-shot override, no start
@@ -33,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from agents.algos.reinforce import apply_gradients
 from agents.core.base import PolicySpec
@@ -94,18 +96,24 @@ class ImitationAgent(GOAgent):
         self._search = config
 
     def pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None = None,
-                 max_seconds: float | None = None,
-                 on_epoch: Callable[[int, float], None] | None = None) -> dict[str, Any]:
+                 max_seconds: float | None = None, on_epoch: Callable[[int, float], None] | None = None,
+                 average_from: int = 0) -> dict[str, Any]:
         """Imitation: `epochs` passes over `examples` ((env of one graph, label placement (N,)) pairs; the envs
         must share their feature widths), in a seeded random order, one gradient step on the cross-entropy
         ``-placement_log_prob(obs, label)`` per graph; stops early after `max_seconds`. Builds the policy on the
-        first env when there is none. `on_epoch(epoch, mean loss)` after every pass. Returns
-        ``{"epochs", "steps", "seconds", "loss"}`` (loss: the last pass's mean)."""
+        first env when there is none. `on_epoch(epoch, mean loss)` after every pass. `average_from` > 0: the
+        policy ends with the mean of its weights at the end of every pass from that one on (stochastic weight
+        averaging, Izmailov et al. 2018: the zero-shot placements of unseen graphs swing from one pass to the
+        next, the mean's less); 0: the last pass's weights. Returns ``{"epochs", "steps", "seconds", "loss",
+        "averaged"}`` (loss: the last pass's mean; averaged: how many passes' weights were averaged)."""
+        if average_from < 0:
+            raise ValueError(f"average_from is a pass number (1 to epochs) or 0 for none, got {average_from}")
         with torch_threads(self.torch_threads):
-            return self._pretrain(examples, epochs, seed, max_seconds, on_epoch)
+            return self._pretrain(examples, epochs, seed, max_seconds, on_epoch, average_from)
 
     def _pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None,
-                  max_seconds: float | None, on_epoch: Callable[[int, float], None] | None) -> dict[str, Any]:
+                  max_seconds: float | None, on_epoch: Callable[[int, float], None] | None,
+                  average_from: int) -> dict[str, Any]:
         if not examples:
             raise ValueError("pretrain needs at least one (env, label) example")
         seed = self.seed if seed is None else seed
@@ -116,6 +124,8 @@ class ImitationAgent(GOAgent):
         labels = [np.asarray(label, dtype=np.int64) for _, label in examples]
         rng = np.random.default_rng(seed)
         started, steps, loss, epoch = time.perf_counter(), 0, float("nan"), 0
+        mean_weights: list[torch.Tensor] = []  # the running mean of the passes' weights, with average_from
+        averaged = 0
         self.policy.train()
         for epoch in range(1, epochs + 1):
             losses = []
@@ -126,9 +136,21 @@ class ImitationAgent(GOAgent):
                 losses.append(float(step_loss.detach()))
                 steps += 1
             loss = float(np.mean(losses))
+            if average_from and epoch >= average_from:
+                averaged += 1
+                with torch.no_grad():
+                    if not mean_weights:
+                        mean_weights = [p.detach().clone() for p in self.policy.parameters()]
+                    for mean, p in zip(mean_weights, self.policy.parameters()):
+                        mean.add_(p.detach() - mean, alpha=1.0 / averaged)
             if on_epoch is not None:
                 on_epoch(epoch, loss)
             if max_seconds is not None and time.perf_counter() - started > max_seconds:
                 break
+        if mean_weights:
+            with torch.no_grad():
+                for p, mean in zip(self.policy.parameters(), mean_weights):
+                    p.copy_(mean)
         self.policy.eval()
-        return {"epochs": epoch, "steps": steps, "seconds": time.perf_counter() - started, "loss": loss}
+        return {"epochs": epoch, "steps": steps, "seconds": time.perf_counter() - started, "loss": loss,
+                "averaged": averaged}

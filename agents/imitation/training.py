@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
@@ -14,7 +15,7 @@ from typing import Any, Callable, Sequence
 from .agent import ImitationAgent
 from .labels import Label, LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
 
-__all__ = ["labels_digest", "train_case"]
+__all__ = ["labels_digest", "train_case", "zero_shot_gap"]
 
 
 def labels_digest(labels: Sequence[Label]) -> str:
@@ -25,16 +26,31 @@ def labels_digest(labels: Sequence[Label]) -> str:
     return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
 
+def zero_shot_gap(agent: ImitationAgent, references: Sequence[Label]) -> float:
+    """Geometric-mean % gap of `agent`'s zero-shot placements (``predict``, measured once) of the graphs of
+    `references` to those labels' latencies; a placement that fails counts as ten times its label (+900%)."""
+    logs = []
+    for reference in references:
+        env = label_env(reference.graph, reference.preset, reference.objective, agent.feature_families).unwrapped
+        measured = env.measure(agent.predict(env.reset(seed=0)[0]))
+        logs.append(math.log(measured.latency_s / reference.latency_s) if measured.ok else math.log(10.0))
+    return 100.0 * (math.exp(sum(logs) / len(logs)) - 1.0)
+
+
 def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: int, seed: int = 0,
                rl_budget: int = 0, settings: LabelSettings = LabelSettings(), cache: LabelCache | None = None,
                workers: int = 2, max_seconds: float | None = None, agent_options: "dict[str, Any] | None" = None,
-               log: Callable[[str], None] = print) -> tuple[ImitationAgent, dict[str, Any]]:
+               average_from: int = 0, log: Callable[[str], None] = print,
+               on_epoch: Callable[[ImitationAgent, int, float], None] | None = None,
+               ) -> tuple[ImitationAgent, dict[str, Any]]:
     """Train an `ImitationAgent` for (`preset`, `objective`) on `graphs` (checked: train split and synthetic only).
 
     Phases: labels (`labels_for`, cached, `workers` processes), imitation (`ImitationAgent.pretrain`, `epochs`
-    passes, at most `max_seconds`), then `rl_budget` placements of GO's PPO over the same graphs (0: none).
+    passes, at most `max_seconds`, the weights averaged from pass `average_from` on when it is > 0;
+    `on_epoch(agent, pass, mean loss)` after each pass, with that pass's own weights), then `rl_budget` placements
+    of GO's PPO over the same graphs (0: none).
     Returns the agent and ``{"preset", "objective", "seed", "graphs", "label_settings", "label_s", "label_sources",
-    "labels_sha256", "imitation", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases;
+    "labels_sha256", "imitation", "average_from", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases;
     ``labels_sha256``: `labels_digest` of the labels imitated, so a rebuild shows whether it had the same ones)."""
     check_training_graphs(graphs)
     started = time.perf_counter()
@@ -45,9 +61,15 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
     agent = ImitationAgent(**{"seed": seed, **dict(agent_options or {})})
     features = agent.feature_families
     examples = [(label_env(label.graph, preset, objective, features), label.placement) for label in labels]
-    imitation = agent.pretrain(examples, epochs, seed=seed, max_seconds=max_seconds,
-                               on_epoch=lambda e, loss: log(f"  epoch {e}: cross-entropy {loss:.4f}")
-                               if e == 1 or e % 10 == 0 else None)
+
+    def after_pass(epoch: int, loss: float) -> None:
+        if epoch == 1 or epoch % 10 == 0:
+            log(f"  epoch {epoch}: cross-entropy {loss:.4f}")
+        if on_epoch is not None:
+            on_epoch(agent, epoch, loss)
+
+    imitation = agent.pretrain(examples, epochs, seed=seed, max_seconds=max_seconds, average_from=average_from,
+                               on_epoch=after_pass)
     log(f"{preset}/{objective}: imitation {imitation['epochs']} epochs in {imitation['seconds']:.1f} s")
 
     rl_s = 0.0
@@ -62,5 +84,5 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
     return agent, {"preset": preset, "objective": objective, "seed": seed, "graphs": list(graphs),
                    "label_settings": asdict(settings), "label_s": label_s, "label_sources": sources,
                    "labels_sha256": labels_digest(labels),
-                   "imitation": imitation, "rl_budget": rl_budget, "rl_s": rl_s,
+                   "imitation": imitation, "average_from": average_from, "rl_budget": rl_budget, "rl_s": rl_s,
                    "train_s": time.perf_counter() - started}

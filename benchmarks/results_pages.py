@@ -94,7 +94,7 @@ LEADERBOARD = "leaderboard"
 #: Per graph set (`leaderboard_table.GRAPH_SETS`), the command of its files: every preset under both objectives
 #: (the empty CASES argument: the script's default); the zoo with 3 seeds, the dataset's test split with 1.
 LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2',
-                        "test": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 1 "" local:2 "" '
+                        "test": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2 "" '
                                 'test'}
 
 

@@ -92,7 +92,7 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
 
 LEADERBOARD = "leaderboard"
 #: Per graph set (`leaderboard_table.GRAPH_SETS`), the command of its files: every preset under both objectives
-#: (the empty CASES argument: the script's default); the zoo with 3 seeds, the dataset's test split with 1.
+#: (the empty CASES argument: the script's default), 3 seeds (it resumes past the files that exist).
 LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2',
                         "test": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2 "" '
                                 'test'}
@@ -117,36 +117,32 @@ def _table_command(graphs: str, summary: bool) -> str:
     return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
 
 
-def _leaderboard_summary(graphs: str) -> str:
+def _leaderboard_tables(graphs: str, summary: bool) -> str:
+    """One graph set's summary table (`summary`) or per-case tables, under the source and table commands."""
     cases = _leaderboard_cases(graphs)
     if not cases:
         return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
-    return (_leaderboard_source(graphs) + f"  \nTable: `{_table_command(graphs, True)}`\n\n"
-            + leaderboard_table.summary_table(list(cases.values())))
-
-
-def _leaderboard_cases_tables(graphs: str) -> str:
-    cases = _leaderboard_cases(graphs)
-    if not cases:
-        return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
-    texts = [leaderboard_table.table(paths) for paths in cases.values()]
-    return _leaderboard_source(graphs) + f"  \nTables: `{_table_command(graphs, False)}`\n\n" + "\n\n".join(texts)
+    if summary:
+        label, body = "Table", leaderboard_table.summary_table(list(cases.values()))
+    else:
+        label, body = "Tables", "\n\n".join(leaderboard_table.table(paths) for paths in cases.values())
+    return _leaderboard_source(graphs) + f"  \n{label}: `{_table_command(graphs, summary)}`\n\n" + body
 
 
 def leaderboard_summary() -> str:
-    return _leaderboard_summary("zoo")
+    return _leaderboard_tables("zoo", summary=True)
 
 
 def leaderboard_cases() -> str:
-    return _leaderboard_cases_tables("zoo")
+    return _leaderboard_tables("zoo", summary=False)
 
 
 def leaderboard_test_summary() -> str:
-    return _leaderboard_summary("test")
+    return _leaderboard_tables("test", summary=True)
 
 
 def leaderboard_test_cases() -> str:
-    return _leaderboard_cases_tables("test")
+    return _leaderboard_tables("test", summary=False)
 
 
 #: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard.sh` each).

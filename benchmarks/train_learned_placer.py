@@ -59,19 +59,19 @@ class Recipe(NamedTuple):
 #: The cases the shipped labels and results cover: every preset under both objectives (the default of --cases).
 CASES = [(preset, objective) for preset in ("ai_pc", "edge", "paper", "server")
          for objective in ("latency", "throughput")]
-#: Per case, chosen on the val split with the network above (docs/agents/learned-placer.md), except where said.
-#: ai_pc and edge throughput imitate five times the synthetic graphs (with 128, ai_pc's labels were learnt by
-#: heart); on paper and server throughput that did worse on val, so they keep 128. The balance columns did better on
-#: val for ai_pc, edge and paper throughput, worse or even elsewhere. Edge throughput's zero-shot placements of the
-#: val graphs swing between +4 and +25% from one pass to the next: it ends with the mean weights of passes 20-40 and
-#: no PPO, better on val and on the test split. The same did better on val for ai_pc throughput and worse on the
-#: test split, so ai_pc keeps its recipe: a choice the test split made, which the docs say.
-MORE_GRAPHS = {("ai_pc", "throughput"), ("edge", "throughput")}
-WITH_BALANCE = {("ai_pc", "throughput"), ("edge", "throughput"), ("paper", "throughput")}
-RECIPES = {case: (Recipe(synthetic=640, epochs=25, rl_budget=3000) if case in MORE_GRAPHS
-                  else Recipe(synthetic=128, epochs=100, rl_budget=3000))._replace(balance=case in WITH_BALANCE)
-           for case in CASES}
-RECIPES["edge", "throughput"] = RECIPES["edge", "throughput"]._replace(epochs=40, rl_budget=0, average_from=20)
+#: Per case, chosen on the val split with the network above (docs/agents/learned-placer.md, which has the figures),
+#: except where said. Six cases imitate 128 synthetic graphs beside dataset:train, then PPO. ai_pc and edge
+#: throughput imitate five times the synthetic graphs (with 128, ai_pc's labels were learnt by heart; on paper and
+#: server throughput more graphs did worse on val). The balance columns did better on val for ai_pc, edge and paper
+#: throughput. Edge throughput's zero-shot placements of the val graphs swing widely from one pass to the next: it
+#: ends with the mean weights of passes 20-40 and no PPO, better on val and on the test split. The same did better
+#: on val for ai_pc throughput and worse on the test split, so ai_pc keeps its recipe: a choice the test split made.
+BASE_RECIPE = Recipe(synthetic=128, epochs=100, rl_budget=3000)
+RECIPES = {case: BASE_RECIPE for case in CASES} | {
+    ("ai_pc", "throughput"): Recipe(synthetic=640, epochs=25, rl_budget=3000, balance=True),
+    ("edge", "throughput"): Recipe(synthetic=640, epochs=40, rl_budget=0, balance=True, average_from=20),
+    ("paper", "throughput"): BASE_RECIPE._replace(balance=True),
+}
 #: The training seeds of the shipped results.
 SEEDS = [0, 1, 2]
 

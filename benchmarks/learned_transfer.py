@@ -34,7 +34,6 @@ many graphs are within 1% of the best known (a run without a working placement c
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +41,8 @@ import torch
 
 from _outputs import refuse_existing_outputs, run_metadata
 from agents.imitation import ImitationAgent
-from agents.imitation.labels import LabelCache, LabelSettings, label_env, labels_for
+from agents.imitation.labels import LabelCache, LabelSettings, label_env, labels_for, validation_graphs
+from agents.imitation.training import place_zero_shot
 from agents.search.hybrid import SearchAround
 from leaderboard_table import geomean_gap
 from placement_gym.benchmark import best_within
@@ -104,8 +104,10 @@ def _measured(run: dict) -> list[float]:
 
 
 def test_graph_names(specs: list[str]) -> list[str]:
-    """Graph names of `specs` (``dataset:SPLIT`` stands for each graph of the split)."""
-    return [name for spec in specs for name in (model_list(spec) or [spec])]
+    """Graph names of `specs` (``dataset:SPLIT`` stands for each graph of the split, ``validation`` for the graphs
+    recipes are chosen on: `agents.imitation.labels.validation_graphs`)."""
+    return [name for spec in specs
+            for name in (validation_graphs() if spec == "validation" else model_list(spec) or [spec])]
 
 
 def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], args) -> dict:
@@ -117,12 +119,7 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
     budgets = sorted(getattr(args, "finetune", None) or [])
     rows = []
     for reference in references:
-        env = label_env(reference.graph, preset, objective, agent.feature_families).unwrapped
-        obs = env.reset(seed=0)[0]
-        started = time.perf_counter()
-        placement = agent.predict(obs)
-        predict_s = time.perf_counter() - started
-        m = env.measure(placement)
+        env, placement, m, predict_s = place_zero_shot(agent, reference.graph, preset, objective)
         zero = float(m.latency_s) if m.ok else None
         planners = {name: r["latency_s"] for name, r in reference.planners.items()}
         feasible = [v for v in planners.values() if v is not None] + ([zero] if zero is not None else [])
@@ -256,8 +253,9 @@ def reference_gap(row: dict) -> float:
 def format_seeds(results: list[dict]) -> str:
     """One markdown row per case over its seeds: the zero-shot geometric-mean gap of each seed, its reference
     labels' (`reference_gap`), and the graphs it beats the best classical planner on and is worse than the best
-    single device on, summed over the seeds; with fine-tuning, a second table: per case, the geometric-mean gap of each seed at each budget, pure RL and hybrid,
-    and the graphs within 1% of the best known, summed over the seeds."""
+    single device on, summed over the seeds; with fine-tuning, a second table: per case, the geometric-mean gap of
+    each seed at each budget, pure RL and hybrid, and the graphs within 1% of the best known, summed over the
+    seeds."""
     cases: dict[tuple[str, str], list[dict]] = {}
     labels: dict[tuple[str, str], list[float | None]] = {}
     for result in results:
@@ -294,7 +292,9 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--cases", nargs="+", type=parse_case, default=CASES,
                         help="PRESET:OBJECTIVE pairs (default: all eight)")
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS, help="(default: %(default)s)")
-    parser.add_argument("--test-models", nargs="+", default=TEST_MODELS, help="(default: %(default)s)")
+    parser.add_argument("--test-models", nargs="+", default=TEST_MODELS,
+                        help="graph names, dataset:SPLIT, or validation: the val split and the held-out synthetic "
+                             "graphs recipes are chosen on (default: %(default)s)")
     parser.add_argument("--checkpoints", default="runs/learned_placer")
     parser.add_argument("--optimal-s", type=float, default=REFERENCE.optimal_time_limit_s,
                         help="the reference optimum's time limit (default: %(default)s)")

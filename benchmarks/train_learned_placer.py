@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from _outputs import refuse_existing_outputs, run_metadata
-from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs
+from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs, validation_graphs
 from agents.imitation.training import train_case, zero_shot_gap
 from placement_gym.cli import _key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
+from placement_gym.models.dataset import dataset_names
 from placement_gym.results import write_json
 
 #: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
@@ -44,7 +45,8 @@ NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads
 
 
 class Recipe(NamedTuple):
-    """How one case's checkpoints are trained: `synthetic` training graphs beside dataset:train, `epochs` passes
+    """How one case's checkpoints are trained: `synthetic` training graphs beside dataset:train (and `varied` more of
+    varied sizes: `agents.imitation.labels.training_graphs`), `epochs` passes
     of imitation over their labels (the weights averaged over the passes from `average_from` on when it is > 0:
     `ImitationAgent.pretrain`), then `rl_budget` placements of GO's PPO (0: none); `balance`: the network above
     with the placement state's share and pace columns (`agents.nn.placement_state`)."""
@@ -54,6 +56,11 @@ class Recipe(NamedTuple):
     rl_budget: int
     balance: bool = False
     average_from: int = 0
+    varied: int = 0
+
+    def graphs(self) -> list[str]:
+        """The training graphs: dataset:train, `synthetic` graphs of four sizes, `varied` graphs of varied sizes."""
+        return training_graphs(self.synthetic, n_varied=self.varied)
 
 
 #: The cases the shipped labels and results cover: every preset under both objectives (the default of --cases).
@@ -82,19 +89,39 @@ def checkpoint_path(out: "str | Path", preset: str, objective: str, seed: int) -
 
 
 def recipe_of(case: tuple[str, str], args: argparse.Namespace) -> Recipe:
-    """`case`'s (preset, objective) `RECIPES` entry with what the command line set (``--synthetic``, ``--epochs``,
-    ``--rl-budget``, ``--average-from``) over it."""
-    given = {"synthetic": args.synthetic, "epochs": args.epochs, "rl_budget": args.rl_budget,
+    """`case`'s (preset, objective) `RECIPES` entry with what the command line set (``--synthetic``, ``--varied``,
+    ``--epochs``, ``--rl-budget``, ``--average-from``) over it."""
+    given = {"synthetic": args.synthetic, "varied": args.varied, "epochs": args.epochs, "rl_budget": args.rl_budget,
              "average_from": args.average_from}
     return RECIPES[case]._replace(**{key: value for key, value in given.items() if value is not None})
 
 
-def val_references(folder: str, preset: str, objective: str, workers: int) -> list:
-    """The val split's reference labels of (`preset`, `objective`), as `learned_transfer` makes its test graphs'
-    (read from `folder`, the missing ones computed there by `workers` processes)."""
-    from learned_transfer import REFERENCE, test_graph_names  # here: learned_transfer imports this module
+def val_references(folder: str, preset: str, objective: str, workers: int) -> dict[str, list]:
+    """The reference labels of `validation_graphs` under (`preset`, `objective`), as `learned_transfer` makes its
+    test graphs' (read from `folder`, the missing ones computed there by `workers` processes), in two parts:
+    ``"dataset:val"`` (the val split's families) and ``"synthetic"`` (the held-out synthetic graphs)."""
+    from learned_transfer import REFERENCE  # here: learned_transfer imports this module
 
-    return labels_for(test_graph_names(["dataset:val"]), preset, objective, REFERENCE, LabelCache(folder), workers)
+    labels = labels_for(validation_graphs(), preset, objective, REFERENCE, LabelCache(folder), workers)
+    n_dataset = len(dataset_names("val"))
+    return {"dataset:val": labels[:n_dataset], "synthetic": labels[n_dataset:]}
+
+
+def val_gaps(agent, val: dict[str, list]) -> dict[str, float]:
+    """`zero_shot_gap` of `agent` on each part of `val_references`' labels."""
+    return {part: round(zero_shot_gap(agent, labels), 2) for part, labels in val.items()}
+
+
+def validate(args: argparse.Namespace) -> None:
+    """``--validate-only``: `val_gaps` of each existing checkpoint of ``--out`` (cases x seeds), printed."""
+    from agents.imitation import ImitationAgent
+
+    for preset, objective in args.cases:
+        val = val_references(args.val_labels, preset, objective, args.workers)
+        for seed in args.seeds:
+            path = checkpoint_path(args.out, preset, objective, seed)
+            print(json.dumps({"checkpoint": str(path), "val_gap": val_gaps(ImitationAgent.load(path), val)}),
+                  flush=True)
 
 
 def parse_case(text: str) -> tuple[str, str]:
@@ -112,6 +139,9 @@ def main(argv: "list[str] | None" = None) -> None:
                         help="PRESET:OBJECTIVE pairs (default: all eight)")
     parser.add_argument("--synthetic", type=int, default=None,
                         help="synthetic training graphs beside dataset:train (default: the objective's RECIPES)")
+    parser.add_argument("--varied", type=int, default=None,
+                        help="synthetic training graphs of varied sizes, 32 to 480 ops, beside those (default: the "
+                             "objective's RECIPES)")
     parser.add_argument("--epochs", type=int, default=None, help="imitation passes (default: the objective's)")
     parser.add_argument("--average-from", type=int, default=None,
                         help="average the weights of the imitation passes from this one on (0: none; default: "
@@ -128,14 +158,23 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=JSON",
                         help="a setting of the network over NETWORK's, e.g. graph_cost=true")
     parser.add_argument("--val-labels", default=None, metavar="DIR",
-                        help="folder of the val graphs' reference labels (learned_transfer's, computed there when "
-                             "missing): print and record the zero-shot gap to them after every imitation pass "
-                             "(the checks' time counts in the imitation's)")
+                        help="folder of the validation graphs' reference labels (learned_transfer's, computed "
+                             "there when missing): print and record the zero-shot gap to them after every imitation "
+                             "pass, on the val split and on the held-out synthetic graphs apart "
+                             "(`validation_graphs`; the checks' time counts in the imitation's)")
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
                         help="folder of label files, read and completed (default: the labels shipped in the repo)")
+    parser.add_argument("--validate-only", action="store_true",
+                        help="train nothing: score the existing checkpoints of --out for these cases and seeds on "
+                             "the validation graphs (with --val-labels), one JSON line each")
     parser.add_argument("--out", default="runs/learned_placer")
     parser.add_argument("--overwrite", action="store_true", help="replace existing checkpoints of these cases")
     args = parser.parse_args(argv)
+    if args.validate_only:
+        if not args.val_labels:
+            parser.error("--validate-only scores on the validation graphs' labels: give --val-labels DIR")
+        validate(args)
+        return
     outputs = [checkpoint_path(args.out, preset, objective, seed) for preset, objective in args.cases
                for seed in args.seeds]
     refuse_existing_outputs(parser, outputs + [path.with_suffix(".json") for path in outputs], args.overwrite)
@@ -149,22 +188,22 @@ def main(argv: "list[str] | None" = None) -> None:
     for preset, objective in args.cases:
         recipe = recipe_of((preset, objective), args)
         network = {**NETWORK, "balance": recipe.balance, **options}
-        val = val_references(args.val_labels, preset, objective, args.workers) if args.val_labels else []
+        val = val_references(args.val_labels, preset, objective, args.workers) if args.val_labels else {}
         for seed in args.seeds:
-            val_gaps: list[float] = []  # per imitation pass, of that pass's weights (not their mean)
+            by_epoch: list[dict[str, float]] = []  # per imitation pass, of that pass's weights (not their mean)
 
             def watch_val(agent, epoch: int, loss: float) -> None:
-                val_gaps.append(zero_shot_gap(agent, val))
-                print(f"  epoch {epoch}: val zero-shot gap to the labels {val_gaps[-1]:+.1f}%", flush=True)
+                by_epoch.append(val_gaps(agent, val))
+                print(f"  epoch {epoch}: val zero-shot gap to the labels {by_epoch[-1]}", flush=True)
 
-            agent, report = train_case(preset, objective, training_graphs(recipe.synthetic), epochs=recipe.epochs,
+            agent, report = train_case(preset, objective, recipe.graphs(), epochs=recipe.epochs,
                                        seed=seed, rl_budget=recipe.rl_budget, settings=settings,
                                        cache=LabelCache(args.labels), workers=args.workers,
                                        max_seconds=args.max_seconds, agent_options=network,
                                        average_from=recipe.average_from, on_epoch=watch_val if val else None)
             if val:
-                report["val_gap_by_epoch"] = val_gaps
-                report["val_gap"] = zero_shot_gap(agent, val)  # the checkpoint's: mean weights, after PPO
+                report["val_gap_by_epoch"] = by_epoch
+                report["val_gap"] = val_gaps(agent, val)  # the checkpoint's: mean weights, after PPO
             path = checkpoint_path(args.out, preset, objective, seed)
             agent.save(path, overwrite=args.overwrite)
             write_json(path.with_suffix(".json"), {**run_metadata(argv, "SIMULATED; one imitation checkpoint"),
@@ -173,7 +212,7 @@ def main(argv: "list[str] | None" = None) -> None:
             print(json.dumps({"checkpoint": str(path), "label_s": round(report["label_s"], 1),
                               "imitation_s": round(report["imitation"]["seconds"], 1),
                               "rl_s": round(report["rl_s"], 1), "train_s": round(report["train_s"], 1),
-                              **({"val_gap": round(report["val_gap"], 1)} if val else {})}), flush=True)
+                              **({"val_gap": report["val_gap"]} if val else {})}), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ import torch
 
 from agents.imitation import ImitationAgent
 from agents.imitation.labels import (
-    LabelCache, LabelSettings, check_training_graphs, compute_label, label_env, labels_for, training_graphs,
+    VAL_SYNTHETIC_SEED, VARIED_SIZES, LabelCache, LabelSettings, check_training_graphs, compute_label, label_env,
+    labels_for, training_graphs, validation_graphs,
 )
+from agents.imitation.training import place_zero_shot
 from placement_gym import registry
 from placement_gym.models.dataset import dataset_entries
 
@@ -29,8 +31,7 @@ SMALL = {"hidden_channels": 16, "num_layers": 2, "attention_layers": 1, "heads":
 
 
 def zero_shot_latency(agent: ImitationAgent, graph: str) -> float:
-    env = label_env(graph, PRESET, OBJECTIVE, agent.feature_families).unwrapped
-    m = env.measure(agent.predict(env.reset(seed=0)[0]))
+    m = place_zero_shot(agent, graph, PRESET, OBJECTIVE)[2]
     return float(m.latency_s) if m.ok else float("inf")
 
 
@@ -45,6 +46,27 @@ def test_split_no_val_or_test_family_is_a_training_graph():
     for zoo in ("resnet", "inception", "bert"):
         with pytest.raises(ValueError, match="not training graphs"):
             check_training_graphs([zoo])
+
+
+def test_the_varied_training_graphs_cover_every_size_once_per_round():
+    fixed, both = training_graphs(n_synthetic=8), training_graphs(n_synthetic=8, n_varied=2 * len(VARIED_SIZES))
+    varied = both[len(fixed):]
+    assert both[:len(fixed)] == fixed and len(set(both)) == len(both)
+    sizes = [int(name.split(":")[1]) for name in varied]
+    assert sorted(sizes[:len(VARIED_SIZES)]) == sorted(sizes[len(VARIED_SIZES):]) == list(VARIED_SIZES)
+    assert all(a != b for a, b in zip(sizes, sizes[1:]))  # the size changes from one graph to the next
+
+
+def test_the_validation_graphs_are_never_training_graphs():
+    validation = validation_graphs()
+    assert [e.name for e in dataset_entries("val")] == validation[:7] and len(validation) == 31
+    assert not set(validation) & set(training_graphs(n_synthetic=640))
+    for name in validation:
+        with pytest.raises(ValueError, match="not training graphs"):
+            check_training_graphs([name])
+    check_training_graphs([f"synthetic:40:{VAL_SYNTHETIC_SEED - 1}"])  # the last seed a training graph may have
+    with pytest.raises(ValueError, match="held out for validation"):
+        training_graphs(n_synthetic=8, seed=VAL_SYNTHETIC_SEED - 4)
 
 
 def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(tmp_path, caplog):
@@ -217,9 +239,16 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
     shipped = LabelCache(train.SHIPPED_LABELS)
     tests = transfer.test_graph_names(transfer.TEST_MODELS)
     missing = [(graph, preset, objective) for preset, objective in train.CASES
-               for graphs, settings in ((training_graphs(train.RECIPES[preset, objective].synthetic), LabelSettings()),
+               for graphs, settings in ((train.RECIPES[preset, objective].graphs(), LabelSettings()),
                                         (tests, transfer.REFERENCE))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
+    # the validation graphs' reference labels the documented recipe comparisons use: the val split's under
+    # throughput on every preset, the held-out synthetic graphs' on ai_pc and edge
+    val_split = validation_graphs()[:len(dataset_entries("val"))]
+    for preset in ("ai_pc", "edge", "paper", "server"):
+        graphs = validation_graphs() if preset in ("ai_pc", "edge") else val_split
+        missing += [(graph, preset, "throughput") for graph in graphs
+                    if shipped.get(graph, preset, "throughput", transfer.REFERENCE) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
 
 
@@ -229,11 +258,12 @@ def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_set
     import argparse
 
     train = load_benchmark("train_learned_placer")
-    unset = argparse.Namespace(synthetic=None, epochs=None, rl_budget=None, average_from=None)
+    unset = argparse.Namespace(synthetic=None, varied=None, epochs=None, rl_budget=None, average_from=None)
     more, fewer = ("ai_pc", "throughput"), ("paper", "throughput")
     assert train.recipe_of(more, unset) == train.RECIPES[more] != train.RECIPES[fewer]
-    given = argparse.Namespace(synthetic=None, epochs=3, rl_budget=0, average_from=2)
-    assert train.recipe_of(fewer, given) == train.RECIPES[fewer]._replace(epochs=3, rl_budget=0, average_from=2)
+    given = argparse.Namespace(synthetic=None, varied=5, epochs=3, rl_budget=0, average_from=2)
+    assert train.recipe_of(fewer, given) == train.RECIPES[fewer]._replace(varied=5, epochs=3, rl_budget=0,
+                                                                           average_from=2)
 
 
 def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):

@@ -24,7 +24,9 @@ written atomically (`placement_gym.results.write_json`) and checked against `LAB
 
 The training graphs of a learned placer (`training_graphs`) are the dataset's train split plus synthetic graphs
 (`placement_gym.models.synthetic`): `check_training_graphs` refuses any other name (a val or test family of the
-dataset, a zoo model), so no graph the placer is tested on is ever labelled for its training.
+dataset, a zoo model), so no graph the placer is tested on is ever labelled for its training. It also refuses
+the synthetic graphs held out for validation (`validation_graphs`: seeds from `VAL_SYNTHETIC_SEED` on), which
+choose recipes beside the dataset's val split.
 """
 from __future__ import annotations
 
@@ -43,15 +45,16 @@ import numpy as np
 from agents.search.hybrid import SearchFrom
 from placement_gym.backends.simulated import COST_MODEL_VERSION
 from placement_gym.models.dataset import dataset_entry, dataset_names
-from placement_gym.models.synthetic import is_synthetic
+from placement_gym.models.synthetic import is_synthetic, parse_synthetic
 from placement_gym.models.zoo import model_cache_dir
 from placement_gym.results import write_json
 from placement_gym.schema import (
     MAX_DEVICES, MAX_OPS, Integer, ListOf, MapOf, Number, Optional, Record, SchemaError, Text, read_json,
 )
 
-__all__ = ["LABEL_FILE", "LABEL_VERSION", "Label", "LabelCache", "LabelSettings", "check_training_graphs",
-           "compute_label", "label_env", "labels_for", "training_graphs"]
+__all__ = ["LABEL_FILE", "LABEL_VERSION", "Label", "LabelCache", "LabelSettings", "VAL_SYNTHETIC_SEED", "VARIED_SEED",
+           "VARIED_SIZES", "check_training_graphs", "compute_label", "label_env", "labels_for", "training_graphs",
+           "validation_graphs"]
 
 log = logging.getLogger(__name__)
 
@@ -134,29 +137,56 @@ LABEL_FILE = Record({
 
 
 # ------------------------------------------------------------------------------------------------ training graphs
-def training_graphs(n_synthetic: int = 0, sizes: Sequence[int] = (40, 80, 160, 320), seed: int = 0) -> list[str]:
+#: Synthetic graphs of this seed and above are held out for validation (`validation_graphs`), never trained on.
+VAL_SYNTHETIC_SEED = 100_000
+#: The sizes of the varied-size training graphs (``n_varied`` of `training_graphs`): 32 to 480 ops in steps of 8.
+VARIED_SIZES = tuple(range(32, 481, 8))
+#: Their seeds start here, apart from the fixed-size graphs' (0 on).
+VARIED_SEED = 2000
+
+
+def training_graphs(n_synthetic: int = 0, sizes: Sequence[int] = (40, 80, 160, 320), seed: int = 0,
+                    n_varied: int = 0) -> list[str]:
     """The dataset's train split, then `n_synthetic` synthetic graphs (``synthetic:N:SEED``, N cycling through
-    `sizes`, seeds from `seed` on): the graphs a learned placer may be trained on (`check_training_graphs`)."""
+    `sizes`, seeds from `seed` on), then `n_varied` synthetic graphs of varied sizes (N from `VARIED_SIZES`, in an
+    order that changes the size from one graph to the next, seeds from `VARIED_SEED` on): the graphs a learned
+    placer may be trained on (`check_training_graphs`). A checkpoint trained on four sizes only places graphs of
+    other sizes worse on some presets (docs/agents/learned-placer.md); the varied ones fill the range."""
     synthetic = [f"synthetic:{sizes[i % len(sizes)]}:{seed + i}" for i in range(n_synthetic)]
-    names = dataset_names("train") + synthetic
+    # 23 and len(VARIED_SIZES) = 57 are coprime: every size comes once in each run of 57 graphs
+    varied = [f"synthetic:{VARIED_SIZES[(23 * i) % len(VARIED_SIZES)]}:{VARIED_SEED + i}" for i in range(n_varied)]
+    names = dataset_names("train") + synthetic + varied
     check_training_graphs(names)
     return names
 
 
+def validation_graphs(n_synthetic: int = 24, sizes: Sequence[int] = (60, 120, 240, 480)) -> list[str]:
+    """The graphs recipes are chosen on: the dataset's val split (families neither trained nor tested on), then
+    `n_synthetic` held-out synthetic graphs (``synthetic:N:SEED``, N cycling through `sizes`, which lie between and
+    beyond the training sizes, seeds from `VAL_SYNTHETIC_SEED` on). The val split has 7 graphs of 3 families; the
+    synthetic graphs add many more, of the generator the training graphs mostly come from."""
+    return dataset_names("val") + [f"synthetic:{sizes[i % len(sizes)]}:{VAL_SYNTHETIC_SEED + i}"
+                                   for i in range(n_synthetic)]
+
+
 def check_training_graphs(names: Sequence[str]) -> None:
-    """ValueError unless every name is a graph of the dataset's train split or a synthetic graph: a val or test
-    family of the dataset, a zoo model or a file is never trained on (the transfer table tests on those)."""
+    """ValueError unless every name is a graph of the dataset's train split or a synthetic graph of a seed below
+    `VAL_SYNTHETIC_SEED`: a val or test family of the dataset, a held-out synthetic graph, a zoo model or a file is
+    never trained on (the transfer table tests on those, `validation_graphs` chooses recipes on them)."""
     refused = []
     for name in names:
         entry = dataset_entry(name)
         if entry is not None and entry.split == "train":
             continue
         if entry is None and is_synthetic(name):
+            if parse_synthetic(name)[1] < VAL_SYNTHETIC_SEED:
+                continue
+            refused.append(f"{name} (held out for validation: seed {VAL_SYNTHETIC_SEED} or above)")
             continue
         refused.append(name if entry is None else f"{name} ({entry.split} split, family {entry.family})")
     if refused:
         raise ValueError(f"not training graphs: {refused}; a learned placer trains on the dataset's train split "
-                         "and synthetic:N:SEED graphs only")
+                         f"and synthetic:N:SEED graphs with SEED below {VAL_SYNTHETIC_SEED} only")
 
 
 # ------------------------------------------------------------------------------------------------ computing

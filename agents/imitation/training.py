@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from .agent import ImitationAgent
 from .labels import Label, LabelCache, LabelSettings, check_training_graphs, label_env, labels_for
 
-__all__ = ["labels_digest", "train_case", "zero_shot_gap"]
+__all__ = ["labels_digest", "place_zero_shot", "train_case", "zero_shot_gap"]
 
 
 def labels_digest(labels: Sequence[Label]) -> str:
@@ -26,13 +26,23 @@ def labels_digest(labels: Sequence[Label]) -> str:
     return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
 
+def place_zero_shot(agent: ImitationAgent, graph: str, preset: str, objective: str) -> tuple[Any, Any, Any, float]:
+    """`agent`'s zero-shot placement of `graph` under (`preset`, `objective`) on the env labels are measured on
+    (`label_env`), measured once: ``(env, placement (N,), measurement, predict wall seconds)``."""
+    env = label_env(graph, preset, objective, agent.feature_families).unwrapped
+    obs = env.reset(seed=0)[0]
+    started = time.perf_counter()
+    placement = agent.predict(obs)
+    predict_s = time.perf_counter() - started
+    return env, placement, env.measure(placement), predict_s
+
+
 def zero_shot_gap(agent: ImitationAgent, references: Sequence[Label]) -> float:
-    """Geometric-mean % gap of `agent`'s zero-shot placements (``predict``, measured once) of the graphs of
-    `references` to those labels' latencies; a placement that fails counts as ten times its label (+900%)."""
+    """Geometric-mean % gap of `agent`'s zero-shot placements (`place_zero_shot`) of the graphs of `references` to
+    those labels' latencies; a placement that fails counts as ten times its label (+900%)."""
     logs = []
     for reference in references:
-        env = label_env(reference.graph, reference.preset, reference.objective, agent.feature_families).unwrapped
-        measured = env.measure(agent.predict(env.reset(seed=0)[0]))
+        measured = place_zero_shot(agent, reference.graph, reference.preset, reference.objective)[2]
         logs.append(math.log(measured.latency_s / reference.latency_s) if measured.ok else math.log(10.0))
     return 100.0 * (math.exp(sum(logs) / len(logs)) - 1.0)
 

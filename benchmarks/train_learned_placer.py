@@ -6,11 +6,14 @@ Its defaults are the shipped results' settings: every case of `CASES`, each case
 (``--synthetic 640 --epochs 25 --rl-budget 3000`` for ai_pc throughput, ``--synthetic 640 --epochs 40
 --average-from 20 --rl-budget 0`` for edge throughput, ``--synthetic 128 --epochs 100 --rl-budget 3000`` for the
 other six; the placement state's balance columns for ai_pc, edge and paper throughput), ``--seeds 0 1 2 --out
-runs/learned_placer``. ``--synthetic``, ``--epochs``, ``--average-from``, ``--rl-budget`` or ``--agent-option
-balance=...`` given on the command line apply to every case.
+runs/learned_placer``. ``--synthetic``, ``--varied``, ``--epochs``, ``--average-from``, ``--rl-budget`` or
+``--agent-option balance=...`` given on the command line apply to every case. ``--val-labels DIR`` scores every
+imitation pass on the validation graphs (`agents.imitation.labels.validation_graphs`); with ``--validate-only`` it
+scores the existing checkpoints of ``--out`` and trains nothing.
 
-For each case: label the training graphs (the dataset's train split plus ``--synthetic`` synthetic graphs; never
-a val or test family: `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
+For each case: label the training graphs (the dataset's train split plus ``--synthetic`` and ``--varied``
+synthetic graphs; never a val or test family nor a held-out synthetic graph:
+`agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
 labels shipped in ``benchmarks/results/learned_placer_labels``, so the checkpoints come out the same on any
 machine), the missing ones computed by ``--workers`` processes and written there; imitate the labels for
 ``--epochs`` passes (the weights averaged over the passes from ``--average-from`` on; 0: the last pass's); then
@@ -45,11 +48,11 @@ NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads
 
 
 class Recipe(NamedTuple):
-    """How one case's checkpoints are trained: `synthetic` training graphs beside dataset:train (and `varied` more of
-    varied sizes: `agents.imitation.labels.training_graphs`), `epochs` passes
-    of imitation over their labels (the weights averaged over the passes from `average_from` on when it is > 0:
-    `ImitationAgent.pretrain`), then `rl_budget` placements of GO's PPO (0: none); `balance`: the network above
-    with the placement state's share and pace columns (`agents.nn.placement_state`)."""
+    """How one case's checkpoints are trained: `synthetic` training graphs beside dataset:train (and `varied` more
+    of varied sizes: `agents.imitation.labels.training_graphs`), `epochs` passes of imitation over their labels
+    (the weights averaged over the passes from `average_from` on when it is > 0: `ImitationAgent.pretrain`), then
+    `rl_budget` placements of GO's PPO (0: none); `balance`: the network above with the placement state's share
+    and pace columns (`agents.nn.placement_state`)."""
 
     synthetic: int
     epochs: int

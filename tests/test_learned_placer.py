@@ -274,6 +274,9 @@ def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
     with pytest.raises(SystemExit) as stopped:
         train.main(["--cases", f"{PRESET}:{OBJECTIVE}", "--seeds", "0", "--out", str(tmp_path)])
     assert stopped.value.code == 2 and existing.read_bytes() == b"a checkpoint"
+    with pytest.raises(SystemExit) as stopped:  # scoring needs the validation graphs' labels
+        train.main(["--validate-only", "--cases", f"{PRESET}:{OBJECTIVE}", "--seeds", "0", "--out", str(tmp_path)])
+    assert stopped.value.code == 2
 
 
 @pytest.mark.parametrize("balance", [False, True])

@@ -243,12 +243,12 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
                                         (tests, transfer.REFERENCE))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
     # the validation graphs' reference labels the documented recipe comparisons use: the val split's under
-    # throughput on every preset, the held-out synthetic graphs' on ai_pc and edge
+    # throughput on every preset, all of them under ai_pc and edge throughput and edge latency
     val_split = validation_graphs()[:len(dataset_entries("val"))]
-    for preset in ("ai_pc", "edge", "paper", "server"):
+    for preset, objective in [(p, "throughput") for p in ("ai_pc", "edge", "paper", "server")] + [("edge", "latency")]:
         graphs = validation_graphs() if preset in ("ai_pc", "edge") else val_split
-        missing += [(graph, preset, "throughput") for graph in graphs
-                    if shipped.get(graph, preset, "throughput", transfer.REFERENCE) is None]
+        missing += [(graph, preset, objective) for graph in graphs
+                    if shipped.get(graph, preset, objective, transfer.REFERENCE) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
 
 

@@ -2,10 +2,10 @@
 
     python benchmarks/train_learned_placer.py
 
-Its defaults are the shipped results' settings: every case of `CASES`, each case's `RECIPES`
-(``--synthetic 640 --epochs 25 --rl-budget 3000`` for ai_pc throughput, ``--synthetic 640 --epochs 40
---average-from 20 --rl-budget 0`` for edge throughput, ``--synthetic 128 --epochs 100 --rl-budget 3000`` for the
-other six, with ``--average-from 50`` for edge latency; the placement state's balance columns for ai_pc, edge and paper throughput), ``--seeds 0 1 2 --out
+Its defaults are the shipped results' settings: every case of `CASES`, each case's `RECIPES` (``--synthetic 640
+--epochs 25 --rl-budget 3000`` for ai_pc throughput, ``--synthetic 640 --epochs 40 --average-from 20 --rl-budget 0``
+for edge throughput, ``--synthetic 128 --epochs 100 --rl-budget 3000`` for the other six, with ``--average-from 50``
+for edge latency; the placement state's balance columns for ai_pc, edge and paper throughput), ``--seeds 0 1 2 --out
 runs/learned_placer``. ``--synthetic``, ``--varied``, ``--epochs``, ``--average-from``, ``--rl-budget`` or
 ``--agent-option balance=...`` given on the command line apply to every case. ``--val-labels DIR`` scores every
 imitation pass on the validation graphs (`agents.imitation.labels.validation_graphs`); with ``--validate-only`` it

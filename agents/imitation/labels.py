@@ -179,9 +179,8 @@ def check_training_graphs(names: Sequence[str]) -> None:
         if entry is not None and entry.split == "train":
             continue
         if entry is None and is_synthetic(name):
-            if parse_synthetic(name)[1] < VAL_SYNTHETIC_SEED:
-                continue
-            refused.append(f"{name} (held out for validation: seed {VAL_SYNTHETIC_SEED} or above)")
+            if parse_synthetic(name)[1] >= VAL_SYNTHETIC_SEED:
+                refused.append(f"{name} (held out for validation: seed {VAL_SYNTHETIC_SEED} or above)")
             continue
         refused.append(name if entry is None else f"{name} ({entry.split} split, family {entry.family})")
     if refused:

@@ -18,7 +18,7 @@ from placement_gym import benchmark
 from placement_gym.backends.simulated import COST_MODEL_VERSION
 from placement_gym.cli import main as cli
 from placement_gym.models import dataset_names
-from .conftest import load_benchmark
+from .conftest import BENCHMARKS, load_benchmark
 
 #: Timing fields: the only ones two runs of the same seeded benchmark may differ in.
 TIMINGS = {"wall_s", "env_s", "agent_s", "finish_s", "agent_ms_per_placement"}
@@ -250,6 +250,23 @@ def test_a_suites_reference_is_read_from_the_leaderboards_runs_as_run_suite_runs
     older = f"test_seed1.json: measured with cost model version {COST_MODEL_VERSION + 1}"
     with pytest.raises(ValueError, match=older):
         reference.leaderboard_records(board, suite)
+
+
+def test_the_shipped_standard_reference_is_the_shipped_leaderboards_runs(tmp_path):
+    """`placement_gym/suites/reference/standard.json` is what ``reference_results.py --from-leaderboard`` writes from
+    the leaderboard files shipped in benchmarks/results/leaderboard: every case, model and seed of the suite, record
+    for record (so the two cannot drift apart when one of them is rerun)."""
+    reference = load_benchmark("reference_results")
+    suite = benchmark.load_suite("standard")
+    out = tmp_path / "standard.json"
+    assert reference.main(["--suite", "standard", "--from-leaderboard", str(BENCHMARKS / "results" / "leaderboard"),
+                           "--out", str(out)]) == 0
+    shipped, rebuilt = benchmark.reference_records(suite), benchmark.reference_records(suite, out)
+    differ = [i for i, (a, b) in enumerate(zip(shipped, rebuilt)) if a != b]  # not `==`: pytest would diff 7 MB
+    assert len(shipped) == len(rebuilt) and not differ, f"{len(differ)} records differ, the first: {differ[:1]}"
+    cases = {f"{preset}:{objective}" for preset, objective in suite.cases}
+    assert {(r["case"], r["model"], r["seed"]) for r in shipped} == {
+        (case, model, seed) for case in cases for model in suite.models for seed in suite.seeds}
 
 
 def test_score_measures_placements_against_the_best_known(tmp_path):

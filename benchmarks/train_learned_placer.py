@@ -8,7 +8,7 @@ Its defaults are the shipped results' settings: every case of `CASES`, each case
 ``--average-from 50`` for edge latency; the placement state's balance columns under throughput), ``--seeds 0 1 2
 --out runs/learned_placer``. ``--synthetic``, ``--varied``, ``--epochs``, ``--average-from``, ``--rl-budget`` or
 ``--agent-option balance=...`` given on the command line apply to every case. ``--val-labels DIR`` scores every
-imitation pass on the validation graphs (`agents.imitation.labels.validation_graphs`); with ``--validate-only`` it
+imitation pass on the validation graphs (`agents.imitation.labels.validation_parts`); with ``--validate-only`` it
 scores the existing checkpoints of ``--out`` and trains nothing.
 
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` and ``--varied``
@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from _outputs import refuse_existing_outputs, run_metadata
-from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs, validation_graphs
+from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs, validation_parts
 from agents.imitation.training import train_case, zero_shot_gap
 from placement_gym.cli import _key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
-from placement_gym.models.dataset import dataset_names
 from placement_gym.results import write_json
 
 #: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
@@ -105,14 +104,12 @@ def recipe_of(case: tuple[str, str], args: argparse.Namespace) -> Recipe:
 
 
 def val_references(folder: str, preset: str, objective: str, workers: int) -> dict[str, list]:
-    """The reference labels of `validation_graphs` under (`preset`, `objective`), as `learned_transfer` makes its
-    test graphs' (read from `folder`, the missing ones computed there by `workers` processes), in two parts:
-    ``"dataset:val"`` (the val split's families) and ``"synthetic"`` (the held-out synthetic graphs)."""
+    """The reference labels of each of `validation_parts` under (`preset`, `objective`), as `learned_transfer`
+    makes its test graphs' (read from `folder`, the missing ones computed there by `workers` processes)."""
     from learned_transfer import REFERENCE  # here: learned_transfer imports this module
 
-    labels = labels_for(validation_graphs(), preset, objective, REFERENCE, LabelCache(folder), workers)
-    n_dataset = len(dataset_names("val"))
-    return {"dataset:val": labels[:n_dataset], "synthetic": labels[n_dataset:]}
+    return {part: labels_for(graphs, preset, objective, REFERENCE, LabelCache(folder), workers)
+            for part, graphs in validation_parts().items()}
 
 
 def val_gaps(agent, val: dict[str, list]) -> dict[str, float]:
@@ -169,7 +166,7 @@ def main(argv: "list[str] | None" = None) -> None:
                         help="folder of the validation graphs' reference labels (learned_transfer's, computed "
                              "there when missing): print and record the zero-shot gap to them after every imitation "
                              "pass, on the val split and on the held-out synthetic graphs apart "
-                             "(`validation_graphs`; the checks' time counts in the imitation's)")
+                             "(`validation_parts`; the checks' time counts in the imitation's)")
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
                         help="folder of label files, read and completed (default: the labels shipped in the repo)")
     parser.add_argument("--validate-only", action="store_true",

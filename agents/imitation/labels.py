@@ -54,7 +54,7 @@ from placement_gym.schema import (
 
 __all__ = ["LABEL_FILE", "LABEL_VERSION", "Label", "LabelCache", "LabelSettings", "VAL_SYNTHETIC_SEED", "VARIED_SEED",
            "VARIED_SIZES", "check_training_graphs", "compute_label", "label_env", "labels_for", "training_graphs",
-           "validation_graphs"]
+           "validation_graphs", "validation_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -160,13 +160,19 @@ def training_graphs(n_synthetic: int = 0, sizes: Sequence[int] = (40, 80, 160, 3
     return names
 
 
-def validation_graphs(n_synthetic: int = 24, sizes: Sequence[int] = (60, 120, 240, 480)) -> list[str]:
-    """The graphs recipes are chosen on: the dataset's val split (families neither trained nor tested on), then
-    `n_synthetic` held-out synthetic graphs (``synthetic:N:SEED``, N cycling through `sizes`, which lie between and
-    beyond the training sizes, seeds from `VAL_SYNTHETIC_SEED` on). The val split has 7 graphs of 3 families; the
-    synthetic graphs add many more, of the generator the training graphs mostly come from."""
-    return dataset_names("val") + [f"synthetic:{sizes[i % len(sizes)]}:{VAL_SYNTHETIC_SEED + i}"
-                                   for i in range(n_synthetic)]
+def validation_parts(n_synthetic: int = 24, sizes: Sequence[int] = (60, 120, 240, 480)) -> dict[str, list[str]]:
+    """The graphs recipes are chosen on, in two parts scored apart: ``"dataset:val"``, the dataset's val split
+    (families neither trained nor tested on), and ``"synthetic"``, `n_synthetic` held-out synthetic graphs
+    (``synthetic:N:SEED``, N cycling through `sizes`, which lie between and beyond the training sizes, seeds from
+    `VAL_SYNTHETIC_SEED` on). The val split has 7 graphs of 3 families; the synthetic graphs add many more, of the
+    generator the training graphs mostly come from."""
+    return {"dataset:val": dataset_names("val"),
+            "synthetic": [f"synthetic:{sizes[i % len(sizes)]}:{VAL_SYNTHETIC_SEED + i}" for i in range(n_synthetic)]}
+
+
+def validation_graphs() -> list[str]:
+    """The graphs of `validation_parts`, the val split first."""
+    return [name for names in validation_parts().values() for name in names]
 
 
 def check_training_graphs(names: Sequence[str]) -> None:

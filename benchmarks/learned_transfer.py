@@ -115,7 +115,7 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
     path = checkpoint_path(args.checkpoints, preset, objective, seed)
     agent = ImitationAgent.load(path)
     settings = LabelSettings(local_search_budget=args.search_budget, optimal_time_limit_s=args.optimal_s)
-    references = labels_for(graphs, preset, objective, settings, LabelCache(args.labels), args.workers)
+    references = labels_for(graphs, preset, objective, settings, LabelCache(args.labels), args.workers, args.ray)
     budgets = sorted(getattr(args, "finetune", None) or [])
     rows = []
     for reference in references:
@@ -300,7 +300,10 @@ def main(argv: "list[str] | None" = None) -> None:
                         help="the reference optimum's time limit (default: %(default)s)")
     parser.add_argument("--search-budget", type=int, default=REFERENCE.local_search_budget,
                         help="the reference local search's placements (default: %(default)s)")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="processes that compute missing reference labels")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="compute missing reference labels as tasks on this Ray cluster instead (local:N or a "
+                             "cluster address)")
     parser.add_argument("--labels", default=str(SHIPPED_LABELS),
                         help="folder of label files, read and completed (default: the labels shipped in the repo)")
     parser.add_argument("--finetune", type=int, nargs="+", default=[], metavar="BUDGET",

@@ -15,7 +15,8 @@ For each case: label the training graphs (the dataset's train split plus ``--syn
 synthetic graphs; never a val or test family nor a held-out synthetic graph:
 `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
 labels shipped in ``benchmarks/results/learned_placer_labels``, so the checkpoints come out the same on any
-machine), the missing ones computed by ``--workers`` processes and written there; imitate the labels for
+machine), the missing ones computed by ``--workers`` processes (or as tasks on the Ray cluster of ``--ray``) and
+written there; imitate the labels for
 ``--epochs`` passes (the weights averaged over the passes from ``--average-from`` on; 0: the last pass's); then
 ``--rl-budget`` placements of GO's PPO (0: none). Writes
 ``imitation-PRESET-OBJECTIVE-sSEED.pt`` and, beside it, ``.json`` naming the case, the training graphs, the label
@@ -103,12 +104,13 @@ def recipe_of(case: tuple[str, str], args: argparse.Namespace) -> Recipe:
     return RECIPES[case]._replace(**{key: value for key, value in given.items() if value is not None})
 
 
-def val_references(folder: str, preset: str, objective: str, workers: int) -> dict[str, list]:
+def val_references(folder: str, preset: str, objective: str, args: argparse.Namespace) -> dict[str, list]:
     """The reference labels of each of `validation_parts` under (`preset`, `objective`), as `learned_transfer`
-    makes its test graphs' (read from `folder`, the missing ones computed there by `workers` processes)."""
+    makes its test graphs' (read from `folder`, the missing ones computed there by ``--workers`` processes or on
+    the ``--ray`` cluster)."""
     from learned_transfer import REFERENCE  # here: learned_transfer imports this module
 
-    return {part: labels_for(graphs, preset, objective, REFERENCE, LabelCache(folder), workers)
+    return {part: labels_for(graphs, preset, objective, REFERENCE, LabelCache(folder), args.workers, args.ray)
             for part, graphs in validation_parts().items()}
 
 
@@ -122,7 +124,7 @@ def validate(args: argparse.Namespace) -> None:
     from agents.imitation import ImitationAgent
 
     for preset, objective in args.cases:
-        val = val_references(args.val_labels, preset, objective, args.workers)
+        val = val_references(args.val_labels, preset, objective, args)
         for seed in args.seeds:
             path = checkpoint_path(args.out, preset, objective, seed)
             print(json.dumps({"checkpoint": str(path), "val_gap": val_gaps(ImitationAgent.load(path), val)}),
@@ -156,6 +158,9 @@ def main(argv: "list[str] | None" = None) -> None:
                         help="placements of PPO after imitation (0: none; default: the objective's)")
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS, help="(default: %(default)s)")
     parser.add_argument("--workers", type=int, default=2, help="processes that compute missing labels")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="compute missing labels as tasks on this Ray cluster instead (local:N or a cluster "
+                             "address, as placement-gym compare --ray takes)")
     parser.add_argument("--label-optimal-s", type=float, default=LabelSettings.optimal_time_limit_s)
     parser.add_argument("--label-search-budget", type=int, default=LabelSettings.local_search_budget)
     parser.add_argument("--label-search-from-best", type=int, default=LabelSettings.search_from_best,
@@ -193,7 +198,7 @@ def main(argv: "list[str] | None" = None) -> None:
     for preset, objective in args.cases:
         recipe = recipe_of((preset, objective), args)
         network = {**NETWORK, "balance": recipe.balance, **options}
-        val = val_references(args.val_labels, preset, objective, args.workers) if args.val_labels else {}
+        val = val_references(args.val_labels, preset, objective, args) if args.val_labels else {}
         for seed in args.seeds:
             by_epoch: list[dict[str, float]] = []  # per imitation pass, of that pass's weights (not their mean)
 
@@ -203,7 +208,7 @@ def main(argv: "list[str] | None" = None) -> None:
 
             agent, report = train_case(preset, objective, recipe.graphs(), epochs=recipe.epochs,
                                        seed=seed, rl_budget=recipe.rl_budget, settings=settings,
-                                       cache=LabelCache(args.labels), workers=args.workers,
+                                       cache=LabelCache(args.labels), workers=args.workers, ray=args.ray,
                                        max_seconds=args.max_seconds, agent_options=network,
                                        average_from=recipe.average_from, on_epoch=watch_val if val else None)
             if val:

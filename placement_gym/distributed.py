@@ -13,6 +13,9 @@ other; Ray's resources are logical, so keep other work off a bench node):
   into one list of records in the order the serial `placement_gym.evaluation.compare` produces. A run whose
   task fails for good (its worker died on every retry Ray gave it) is reported as skipped; the others go on.
 
+and, for work that times nothing (the imitation placer's labels, computed on the simulator:
+`agents.imitation.labels.labels_for`), `map_unordered`: one task of one CPU per item, on any node.
+
 ``address`` is ``"local:N"`` (start Ray on this machine with N bench units and N CPUs: N measurements at once;
 `FarmBackend` then pins each worker to its own share of the machine's cores, `local_core_shares`) or a cluster
 address as ``ray.init`` takes it (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``). A cluster:
@@ -33,7 +36,7 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -53,9 +56,10 @@ def _ray():
     return ray
 
 
-def connect(address: str) -> int:
+def connect(address: str, bench: bool = True) -> int:
     """Start (``"local:N"``) or join (a cluster address) Ray, once per process; return the number of measurement
-    slots (`BENCH_RESOURCE` units) the cluster offers."""
+    slots (`BENCH_RESOURCE` units) the cluster offers. `bench`: raise when it offers none (False: CPU work only,
+    such as `map_unordered`'s, needs none)."""
     ray = _ray()
     if address.startswith("local:"):
         count = address.split(":", 1)[1]
@@ -67,7 +71,7 @@ def connect(address: str) -> int:
     elif not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     slots = int(ray.cluster_resources().get(BENCH_RESOURCE, 0))
-    if slots < 1:
+    if bench and slots < 1:
         raise RuntimeError(f"the Ray cluster at {address!r} offers no {BENCH_RESOURCE!r} resource: start each "
                            f"measurement node with ray start ... --resources='{{\"{BENCH_RESOURCE}\": 1}}'")
     return slots
@@ -395,6 +399,30 @@ def _cached(m: Measurement) -> Measurement:
     return replace(m, cached=True)
 
 
+# --------------------------------------------------------------------------------- CPU work on Ray
+def map_unordered(function: Callable[[Any], Any], items: Sequence[Any], address: str) -> Iterator[Any]:
+    """``function(item)`` for every item, as Ray tasks of one CPU each on the cluster at `address` (`connect`;
+    no bench unit needed: simulated work that times nothing), yielded as they finish, in any order. A task that
+    raises (or whose worker died on every retry Ray gave it) does not stop the others: the first such error is
+    raised once every other result has been yielded, so the caller keeps all the work that succeeded.
+    `function` and the items must pickle (a module-level function: the workers import it)."""
+    ray = _ray()
+    connect(address, bench=False)
+    task = ray.remote(num_cpus=1)(function)
+    pending = [task.remote(item) for item in items]
+    failure: Exception | None = None
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        try:
+            result = ray.get(done[0])
+        except Exception as exc:  # Ray's error, an instance of the task's own exception type too
+            failure = failure or exc
+            continue
+        yield result
+    if failure is not None:
+        raise failure
+
+
 # --------------------------------------------------------------------------------- compare on Ray
 def _placement(real: bool) -> dict:
     """Ray task options of a compare job: a simulated one takes a CPU, a real one a bench unit (so that no two
@@ -519,4 +547,5 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
     return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
 
 
-__all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect", "warm_up"]
+__all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect", "map_unordered",
+           "warm_up"]

@@ -119,6 +119,27 @@ def test_compare_on_ray_keeps_every_other_record_when_a_job_kills_its_worker(loc
     assert f"skipped worker-killer on tiny_chain: {skip['reason']}" in capsys.readouterr().out
 
 
+def test_labels_computed_on_ray_are_the_in_process_ones_and_each_is_cached(local_ray, tmp_path):
+    """The imitation placer's labels (`agents.imitation.labels.labels_for`) as Ray tasks: the same labels as one
+    process computes, in the order asked, each written to the cache; a failing task raises on the driver once
+    the others are done and cached."""
+    from agents.imitation.labels import LabelCache, LabelSettings, labels_for
+
+    fast = LabelSettings(planners=("cheapest", "dp", "topo"), local_search_budget=0, optimal_time_limit_s=0.0)
+    graphs = ["synthetic:20:2", "synthetic:12:0", "synthetic:16:1"]
+    farmed = labels_for(graphs, "ai_pc", "throughput", fast, LabelCache(tmp_path / "ray"), ray="local:2")
+    here = labels_for(graphs, "ai_pc", "throughput", fast, LabelCache(tmp_path / "here"), workers=1)
+    assert [label.graph for label in farmed] == graphs
+    assert [(label.placement.tolist(), label.latency_s, label.source) for label in farmed] == \
+        [(label.placement.tolist(), label.latency_s, label.source) for label in here]
+    assert len(list((tmp_path / "ray").iterdir())) == 3
+
+    with pytest.raises(ValueError, match="N must be >= 1"):
+        labels_for(["synthetic:12:0", "synthetic:0:0"], "ai_pc", "throughput", fast, LabelCache(tmp_path / "bad"),
+                   ray="local:2")
+    assert [p.name.split("-")[0] for p in (tmp_path / "bad").iterdir()] == ["synthetic_12_0"]
+
+
 def _wait_until_dead(worker) -> None:
     """Block until actor `worker`, just given to ``ray.kill`` (asynchronous: a call may still be answered), is
     gone, so that a test's next call finds it dead."""

@@ -200,8 +200,8 @@ def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
                     for label in labels], epochs=5)
     path = agent.save(transfer.checkpoint_path(tmp_path, PRESET, OBJECTIVE, 0))
 
-    args = argparse.Namespace(checkpoints=tmp_path, search_budget=5, optimal_s=1.0, workers=1, finetune=[10, 4],
-                              labels=tmp_path / "labels")  # the reference label, computed and written there
+    args = argparse.Namespace(checkpoints=tmp_path, search_budget=5, optimal_s=1.0, workers=1, ray=None,
+                              finetune=[10, 4], labels=tmp_path / "labels")  # the reference label, written there
     result = transfer.evaluate_case(PRESET, OBJECTIVE, 0, [UNSEEN], args)
     row, tuned = result["rows"][0], result["summary"]["finetune"]
     assert row["best_known_s"] <= row["best_known_reference_s"] and len(list((tmp_path / "labels").iterdir())) == 1

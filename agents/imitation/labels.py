@@ -20,7 +20,7 @@ and wall time is kept beside it, so the same label is the "best known" reference
 Labels are cached on disk, one JSON file per (graph, preset, objective, cost-model version, label settings),
 written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
 (`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again.
-`labels_for` computes the missing ones in parallel (a process pool).
+`labels_for` computes the missing ones in parallel (a process pool, or tasks on a Ray cluster).
 
 The training graphs of a learned placer (`training_graphs`) are the dataset's train split plus synthetic graphs
 (`placement_gym.models.synthetic`): `check_training_graphs` refuses any other name (a val or test family of the
@@ -292,9 +292,11 @@ class LabelCache:
 
 
 def labels_for(graphs: Sequence[str], preset: str, objective: str, settings: LabelSettings = LabelSettings(),
-               cache: LabelCache | None = None, workers: int = 2) -> list[Label]:
+               cache: LabelCache | None = None, workers: int = 2, ray: str | None = None) -> list[Label]:
     """The label of every graph of `graphs` (in order): read from `cache`, the missing ones computed by `workers`
-    processes (1: in this process) and cached. Call `check_training_graphs` first when they are training data."""
+    processes (1: in this process), or with `ray` as tasks on the Ray cluster at that address (``"local:N"`` or
+    a cluster address: `placement_gym.distributed.map_unordered`; `workers` is then unused), and cached as each
+    is done. Call `check_training_graphs` first when they are training data."""
     cache = cache or LabelCache()
     labels: dict[str, Label] = {}
     missing = []
@@ -306,14 +308,20 @@ def labels_for(graphs: Sequence[str], preset: str, objective: str, settings: Lab
             labels[graph] = label
     bases: dict[str, Label] = {}
     if settings.search_from_best and missing:  # the planners' labels first (cached, so reused), then the search
-        bases = dict(zip(missing, labels_for(missing, preset, objective, settings.planners_only(), cache, workers)))
+        bases = dict(zip(missing, labels_for(missing, preset, objective, settings.planners_only(), cache, workers,
+                                             ray)))
     jobs = [(graph, preset, objective, settings, bases.get(graph)) for graph in missing]
 
     def keep(label: Label) -> None:  # cached as soon as it is computed: an interrupted run keeps what it made
         cache.put(label, settings)
         labels[label.graph] = label
 
-    if workers > 1 and len(jobs) > 1:
+    if ray is not None and jobs:
+        from placement_gym.distributed import map_unordered
+
+        for label in map_unordered(_compute, jobs, ray):
+            keep(label)
+    elif workers > 1 and len(jobs) > 1:
         with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
             for label in pool.imap_unordered(_compute, jobs):
                 keep(label)

@@ -49,22 +49,22 @@ def zero_shot_gap(agent: ImitationAgent, references: Sequence[Label]) -> float:
 
 def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: int, seed: int = 0,
                rl_budget: int = 0, settings: LabelSettings = LabelSettings(), cache: LabelCache | None = None,
-               workers: int = 2, max_seconds: float | None = None, agent_options: "dict[str, Any] | None" = None,
-               average_from: int = 0, log: Callable[[str], None] = print,
+               workers: int = 2, ray: str | None = None, max_seconds: float | None = None,
+               agent_options: "dict[str, Any] | None" = None, average_from: int = 0, log: Callable[[str], None] = print,
                on_epoch: Callable[[ImitationAgent, int, float], None] | None = None,
                ) -> tuple[ImitationAgent, dict[str, Any]]:
     """Train an `ImitationAgent` for (`preset`, `objective`) on `graphs` (checked: train split and synthetic only).
 
-    Phases: labels (`labels_for`, cached, `workers` processes), imitation (`ImitationAgent.pretrain`, `epochs`
-    passes, at most `max_seconds`, the weights averaged from pass `average_from` on when it is > 0;
-    `on_epoch(agent, pass, mean loss)` after each pass, with that pass's own weights), then `rl_budget` placements
-    of GO's PPO over the same graphs (0: none).
+    Phases: labels (`labels_for`, cached, `workers` processes or tasks on the Ray cluster at `ray`), imitation
+    (`ImitationAgent.pretrain`, `epochs` passes, at most `max_seconds`, the weights averaged from pass
+    `average_from` on when it is > 0; `on_epoch(agent, pass, mean loss)` after each pass, with that pass's own
+    weights), then `rl_budget` placements of GO's PPO over the same graphs (0: none).
     Returns the agent and ``{"preset", "objective", "seed", "graphs", "label_settings", "label_s", "label_sources",
     "labels_sha256", "imitation", "average_from", "rl_budget", "rl_s", "train_s"}`` (``train_s``: all three phases;
     ``labels_sha256``: `labels_digest` of the labels imitated, so a rebuild shows whether it had the same ones)."""
     check_training_graphs(graphs)
     started = time.perf_counter()
-    labels = labels_for(graphs, preset, objective, settings, cache, workers)
+    labels = labels_for(graphs, preset, objective, settings, cache, workers, ray)
     label_s = time.perf_counter() - started
     log(f"{preset}/{objective}: {len(labels)} labels in {label_s:.1f} s")
 

@@ -36,6 +36,7 @@ if str(HERE) not in sys.path:
 
 import leaderboard_table  # noqa: E402  (benchmarks/ is not a package)
 import learned_transfer  # noqa: E402
+import learned_transfer_others  # noqa: E402
 import published_benchmarks  # noqa: E402
 import transfer  # noqa: E402
 from placement_gym import results  # noqa: E402
@@ -255,6 +256,21 @@ def _learned_results() -> list[dict]:
 def learned_transfer_seeds() -> str:
     """Per case, every seed's zero-shot and fine-tuning geometric means (`learned_transfer.format_seeds`)."""
     return _learned_source() + "\n\n" + learned_transfer.format_seeds(_learned_results())
+
+
+#: The other learned agents trained on the same graphs (benchmarks/learned_transfer_others.py): GO's network trained
+#: the imitation placer's way (every case), then the other agents by their own methods (the same two halves).
+LEARNED_OTHERS = ("learned_transfer_others_go_imitation.json", "learned_transfer_others.json",
+                  "learned_transfer_others_paper_server.json")
+
+
+def learned_transfer_others_table() -> str:
+    """Per case, the imitation placer's and every other learned agent's zero-shot gaps against one best known
+    (`learned_transfer_others.format_table`)."""
+    files = [*LEARNED_TRANSFER, *LEARNED_OTHERS]
+    return (source(files, "` and `".join(load(f)["command"] for f in files)) + "\n\n"
+            + learned_transfer_others.format_table(_learned_results(),
+                                                   [case for f in LEARNED_OTHERS for case in load(f)["cases"]]))
 
 
 def learned_transfer_cases() -> str:
@@ -566,7 +582,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
-    "learned-transfer-cases": learned_transfer_cases,
+    "learned-transfer-cases": learned_transfer_cases, "learned-transfer-others": learned_transfer_others_table,
 }
 
 

@@ -230,6 +230,31 @@ def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
     assert again["curve"] == pure["curve"]
 
 
+def test_other_learned_agents_train_on_the_same_graphs_and_are_set_beside_it_against_one_best_known(tmp_path):
+    transfer, others = load_benchmark("learned_transfer"), load_benchmark("learned_transfer_others")
+    labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN[:3]]
+    agent = ImitationAgent(seed=0, **SMALL)
+    agent.pretrain([(label_env(label.graph, PRESET, OBJECTIVE, agent.feature_families), label.placement)
+                    for label in labels], epochs=5)
+    agent.save(transfer.checkpoint_path(tmp_path, PRESET, OBJECTIVE, 0))
+    args = argparse.Namespace(checkpoints=tmp_path, search_budget=5, optimal_s=1.0, workers=1, ray=None,
+                              finetune=[], labels=tmp_path / "labels")
+    imitation = transfer.evaluate_case(PRESET, OBJECTIVE, 0, [UNSEEN], args)
+    rnn = others.train_and_place("rnn", PRESET, OBJECTIVE, 0, TRAIN, 20, [UNSEEN])
+    post = others.train_and_place("post", PRESET, OBJECTIVE, 0, TRAIN, 20, [UNSEEN])
+    [placed] = rnn["rows"]
+    assert rnn["budget"] == 20 and placed["model"] == UNSEEN and placed["latency_s"] > 0
+    assert "cannot train over several graphs" in post["error"] and post["rows"] == []  # reported, no crash
+
+    [((preset, objective), table)] = others.join([imitation], [rnn, post]).items()
+    row = imitation["rows"][0]
+    best = min(row["best_known_s"], placed["latency_s"])  # an other agent's placement can set the best known
+    assert (preset, objective) == (PRESET, OBJECTIVE) and list(table["agents"]) == ["imitation", "rnn"]
+    assert table["agents"]["rnn"]["gap"][0] == pytest.approx(100 * (placed["latency_s"] / best - 1), abs=1e-6)
+    assert table["agents"]["imitation"]["gap"][0] == pytest.approx(100 * (row["zero_shot_s"] / best - 1), abs=1e-6)
+    assert "| `rnn` |" in others.format_table([imitation], [rnn, post])
+
+
 def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
     """The labels the committed checkpoints and results come from (`SHIPPED_LABELS`) are read back, checked, for
     every graph and case of the documented commands: a change of what a label is (its version, the cost model, the

@@ -26,9 +26,11 @@ def labels_digest(labels: Sequence[Label]) -> str:
     return hashlib.sha256(json.dumps(pairs).encode()).hexdigest()
 
 
-def place_zero_shot(agent: ImitationAgent, graph: str, preset: str, objective: str) -> tuple[Any, Any, Any, float]:
+def place_zero_shot(agent: Any, graph: str, preset: str, objective: str) -> tuple[Any, Any, Any, float]:
     """`agent`'s zero-shot placement of `graph` under (`preset`, `objective`) on the env labels are measured on
-    (`label_env`), measured once: ``(env, placement (N,), measurement, predict wall seconds)``."""
+    (`label_env`), measured once: ``(env, placement (N,), measurement, predict wall seconds)``. `agent`: an
+    `ImitationAgent`, or any agent with ``predict`` (`benchmarks/learned_transfer_others.py` places the other
+    learned agents with it)."""
     env = label_env(graph, preset, objective, agent.feature_families).unwrapped
     obs = env.reset(seed=0)[0]
     started = time.perf_counter()

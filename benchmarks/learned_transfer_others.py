@@ -20,8 +20,11 @@ be trained its way: GO's own, one pass and no placement state, through the imita
 (labels, imitation, PPO). `post` is not among them: it learns one device distribution per op group of one graph,
 so it cannot train over many graphs nor place an unseen one.
 
-    python benchmarks/learned_transfer_others.py --agents go-imitation --seeds 0 \
+    python benchmarks/learned_transfer_others.py --agents go-imitation \\
         --json benchmarks/results/learned_transfer_others_go_imitation.json
+
+(the shipped files ran it one seed per file, two at once: ``--seeds 0`` into that file, ``--seeds 1`` and
+``--seeds 2`` into ``..._s1.json`` and ``..._s2.json``)
 """
 from __future__ import annotations
 

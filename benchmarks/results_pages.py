@@ -259,8 +259,10 @@ def learned_transfer_seeds() -> str:
 
 
 #: The other learned agents trained on the same graphs (benchmarks/learned_transfer_others.py): GO's network trained
-#: the imitation placer's way (every case), then the other agents by their own methods (the same two halves).
-LEARNED_OTHERS = ("learned_transfer_others_go_imitation.json", "learned_transfer_others.json",
+#: the imitation placer's way (every case; one file per seed), then the other agents by their own methods (the same
+#: two halves).
+LEARNED_OTHERS = ("learned_transfer_others_go_imitation.json", "learned_transfer_others_go_imitation_s1.json",
+                  "learned_transfer_others_go_imitation_s2.json", "learned_transfer_others.json",
                   "learned_transfer_others_paper_server.json")
 
 

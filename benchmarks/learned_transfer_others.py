@@ -186,8 +186,8 @@ def main(argv: "list[str] | None" = None) -> None:
     cases = []
     for seed in args.seeds:  # every case of a seed before the next seed: a stopped run has whole seeds first
         for preset, objective in args.cases:
+            recipe = RECIPES[(preset, objective)]
             for name in args.agents:
-                recipe = RECIPES[(preset, objective)]
                 cases.append(train_go_imitation(preset, objective, seed, graphs) if name == GO_IMITATION else
                              train_and_place(name, preset, objective, seed, recipe.graphs(), recipe.rl_budget,
                                              graphs))

@@ -408,7 +408,7 @@ def map_unordered(function: Callable[[Any], Any], items: Sequence[Any], address:
     `function` and the items must pickle (a module-level function: the workers import it)."""
     ray = _ray()
     connect(address, bench=False)
-    task = ray.remote(num_cpus=1)(function)
+    task = ray.remote(function).options(**_placement(real=False))
     pending = [task.remote(item) for item in items]
     failure: Exception | None = None
     while pending:
@@ -425,8 +425,8 @@ def map_unordered(function: Callable[[Any], Any], items: Sequence[Any], address:
 
 # --------------------------------------------------------------------------------- compare on Ray
 def _placement(real: bool) -> dict:
-    """Ray task options of a compare job: a simulated one takes a CPU, a real one a bench unit (so that no two
-    time at once)."""
+    """Ray task options of a job (a compare run, a `map_unordered` item): a simulated one takes a CPU, a real one
+    a bench unit (so that no two time at once)."""
     return {"num_cpus": 0, "resources": {BENCH_RESOURCE: 1}} if real else {"num_cpus": 1}
 
 

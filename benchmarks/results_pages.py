@@ -190,6 +190,92 @@ def sample_efficiency() -> str:
     return "\n\n".join(out)
 
 
+# --- learning sanity (SIMULATED) ---------------------------------------------------------------------------------
+
+#: One results file per agent: ``placement-gym benchmark --suite sanity --agent NAME --json`` (its runs, random's
+#: beside them, and the sanity verdict's rows: `placement_gym.sanity`).
+SANITY_PATTERN = "sanity_*.json"
+SANITY_COMMAND = "placement-gym benchmark --suite sanity --agent {agent} --json benchmarks/results/sanity_{agent}.json"
+
+
+def _sanity_files() -> list[str]:
+    """The sanity results files under benchmarks/results/, the pure learned agents first in the leaderboard's order."""
+    names = sorted(p.name for p in (ROOT / RESULTS).glob(SANITY_PATTERN))
+    order = {f"sanity_{agent}.json": i for i, agent in enumerate(leaderboard_table.LEARNED)}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
+
+
+def _sanity_rows(files: list[str]) -> list[dict]:
+    """Every file's verdict rows of its own agents, then ``random``'s rows (of the first file: the same seeded runs
+    in every file), as a reference line: what random alone reaches."""
+    rows = [row for f in files for row in load(f)["sanity"] if row["agent"] in load(f)["agents"]]
+    return rows + [row for row in load(files[0])["sanity"] if row["agent"] == "random"]
+
+
+def _sanity_grid(rows: list[dict], cell: Callable[[dict], str], last: Callable[[list[dict]], str] | None = None,
+                 last_header: str = "") -> str:
+    """A table of `rows`: an agent per line, a (case, model) pair per column, ``cell(row)`` in each."""
+    pairs = list(dict.fromkeys((r["case"], r["model"]) for r in rows))
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    by = {(r["agent"], r["case"], r["model"]): r for r in rows}
+    header = ["agent"] + [f"{case} {model}" for case, model in pairs] + ([last_header] if last else [])
+    table = []
+    for agent in agents:
+        mine = [by[agent, case, model] for case, model in pairs if (agent, case, model) in by]
+        table.append([agent] + ["" if (agent, case, model) not in by else cell(by[agent, case, model])
+                                for case, model in pairs] + ([last(mine)] if last else []))
+    return md_table(header, table)
+
+
+def _sanity_source(files: list[str]) -> str:
+    """The source lines of the sanity tables: the command of each agent's file."""
+    agents = [f.removeprefix("sanity_").removesuffix(".json") for f in files]
+    return source(files, "` and `".join(SANITY_COMMAND.format(agent=agent) for agent in agents))
+
+
+def sanity_verdict() -> str:
+    """Per pure learned agent and (case, model) of the sanity suite: the verdict, seeds within 2% of the proven
+    optimum, and the median's gap to it."""
+    files = _sanity_files()
+    if not files:
+        return ("No results file yet: `" + SANITY_COMMAND.format(agent="NAME") + "` writes one per agent "
+                "(for NAME in hsdag, placeto, rnn, post, go, ppo, ppo-node).")
+
+    def cell(r: dict) -> str:
+        gap = None if r["median_s"] is None else 100 * (r["median_s"] / r["optimum_s"] - 1)
+        text = f"{r['within']}/{len(r['seeds'])}, {'failed' if gap is None else f'{gap:+.1f}'}"
+        if r["agent"] == "random":  # the bar itself: no verdict
+            return text
+        worse = ", worse than random" if "random" in r["why"] else ""
+        return f"{'pass' if r['passed'] else '**FAIL**'}: {text}{worse}"
+
+    def verdict(rs: list[dict]) -> str:
+        if rs[0]["agent"] == "random":
+            return "(the bar)"
+        return f"{'PASS' if all(r['passed'] for r in rs) else 'FAIL'} ({sum(r['passed'] for r in rs)}/{len(rs)})"
+
+    rows = _sanity_rows(files)
+    return (_sanity_source(files) + "\n\n**sanity** (SIMULATED; per (case, model): the verdict, seeds within "
+            "2% of the proven optimum, gap % of the median over seeds to it; `random`: the bar, not a candidate)\n\n"
+            + _sanity_grid(rows, cell, verdict, "verdict (rows passed)"))
+
+
+def sanity_curves() -> str:
+    """Per pure learned agent and (case, model): placements to within 2% of the proven optimum, the median over
+    the seeds and each seed's, from the runs' best-so-far curves."""
+    files = _sanity_files()
+    if not files:
+        return "No results file yet (see above)."
+
+    def cell(r: dict) -> str:
+        seeds = " / ".join("never" if n is None else str(n) for n in r["placements_to_within"])
+        median = r["placements_to_within_median"]
+        return f"{'never' if median is None else f'{median:.0f}'} ({seeds})"
+
+    return ("**placements to within 2% of the proven optimum** (SIMULATED; median over seeds, a seed that never "
+            "got there counted as the worst; each seed's in brackets)\n\n" + _sanity_grid(_sanity_rows(files), cell))
+
+
 # --- transfer (SIMULATED) ----------------------------------------------------------------------------------------
 
 TRANSFER_PRESETS = ("paper", "ai_pc", "server", "edge")
@@ -585,6 +671,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
     "learned-transfer-cases": learned_transfer_cases, "learned-transfer-others": learned_transfer_others_table,
+    "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
 }
 
 

@@ -60,7 +60,8 @@ class BlockHillClimb(RunAgent):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", default="quick", help="a shipped suite (quick, standard, full) or a suite file")
+    parser.add_argument("--suite", default="quick", help="a shipped suite (quick, standard, full, sanity) or a suite "
+                        "file")
     parser.add_argument("--out", default=None, help="folder for each finished run (resumable with --resume)")
     parser.add_argument("--resume", action="store_true", help="finish the benchmark in --out")
     args = parser.parse_args()

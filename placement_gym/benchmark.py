@@ -1,8 +1,9 @@
 """Benchmark suites: the same graphs, presets, objectives, budgets and seeds for everyone, versioned as data.
 
-A suite (``placement_gym/suites/<name>.json``: ``quick``, ``standard``, ``full``, or a file of the same form) names
-what is run; `run_suite` runs one agent on every (case, model, seed) of it, writing each finished run at once so
-that a killed benchmark resumes where it stopped; `leaderboard` puts the agent's records among the reference
+A suite (``placement_gym/suites/<name>.json``: ``quick``, ``standard``, ``full``, ``sanity``, or a file of the same
+form) names what is run (every case with every model, or the (case, model) pairs its ``items`` list); `run_suite`
+runs one agent on every (case, model, seed) of it, writing each finished run at once so that a killed benchmark
+resumes where it stopped; `leaderboard` puts the agent's records among the reference
 results shipped for the suite (``placement_gym/suites/reference/<name>.json``, the built-in agents and
 baselines) and scores every row against the best known placement. All figures are SIMULATED (the suites run on
 the cost model, `placement_gym.backends.simulated`).
@@ -43,7 +44,7 @@ __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within
 
 SUITES_DIR = Path(__file__).parent / "suites"
 #: The suites shipped with the package (``placement_gym/suites/<name>.json``).
-SUITES = ("quick", "standard", "full")
+SUITES = ("quick", "standard", "full", "sanity")
 #: The format of a suite file this code reads (a suite's own ``version`` is what it measures).
 SUITE_FORMAT = 1
 #: The metrics a suite may name (`leaderboard`).
@@ -75,6 +76,8 @@ class Suite:
             smaller read from its best-so-far curve.
         seeds: the runs' seeds.
         metrics: the leaderboard's columns (`METRICS`).
+        items: the ``(case, model)`` pairs run (``case`` as ``"preset:objective"``), where the suite runs each
+            case on some of its models only (the ``sanity`` suite); empty: every case with every model.
     """
 
     name: str
@@ -85,11 +88,18 @@ class Suite:
     budgets: tuple[int, ...]
     seeds: tuple[int, ...]
     metrics: tuple[str, ...]
+    items: tuple[tuple[str, str], ...] = ()
 
     @property
     def budget(self) -> int:
         """Placements of each run: the largest budget."""
         return max(self.budgets)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The ``(case, model)`` pairs run, case by case in the order of `cases`: `items` where the suite lists
+        them, else every case with every model."""
+        everything = tuple((f"{p}:{o}", m) for p, o in self.cases for m in self.models)
+        return tuple(pair for pair in everything if pair in self.items) if self.items else everything
 
     def versions(self) -> dict[str, Any]:
         """What a result of this suite was measured with (recorded in every results file)."""
@@ -130,7 +140,7 @@ def _suite_file() -> Record:
         "cases": items(Text(choices=tuple(f"{p}:{o}" for p in PRESETS for o in ("latency", "throughput")))),
         "budgets": items(Integer(1, MAX_BUDGET)), "seeds": items(Integer(0, (1 << 32) - 1)),
         "metrics": items(Text(choices=METRICS)),
-    }, others=None)
+    }, {"items": items(ListOf(Text(min_len=1, max_len=200), min_len=2, max_len=2))}, others=None)
 
 
 def load_suite(suite: "str | Path") -> Suite:
@@ -148,9 +158,31 @@ def load_suite(suite: "str | Path") -> Suite:
         if model not in known and not is_synthetic(model) and not Path(model).is_file():
             raise mismatch(path, f"models[{i}]", model, "a zoo name (" + ", ".join(zoo_names()) + "), a dataset "
                            "entry (`placement-gym info --dataset`), 'synthetic:N[:SEED]' or a model file")
+    items = _check_items(path, data)
     return Suite(name=data["suite"], version=data["version"], description=data["description"],
                  models=tuple(data["models"]), cases=tuple(tuple(c.split(":")) for c in data["cases"]),
-                 budgets=tuple(data["budgets"]), seeds=tuple(data["seeds"]), metrics=tuple(data["metrics"]))
+                 budgets=tuple(data["budgets"]), seeds=tuple(data["seeds"]), metrics=tuple(data["metrics"]),
+                 items=items)
+
+
+def _check_items(path: Path, data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The ``items`` of suite file `path` (``[[case, model], ...]``; () where it has none), each a case and a model
+    the file lists, none twice, and every case and model of the file in one of them."""
+    items = tuple(tuple(item) for item in data.get("items", ()))
+    for i, (case, model) in enumerate(items):
+        if case not in data["cases"]:
+            raise mismatch(path, f"items[{i}][0]", case, "one of the suite's cases (" + ", ".join(data["cases"]) + ")")
+        if model not in data["models"]:
+            raise mismatch(path, f"items[{i}][1]", model, "one of the suite's models (" + ", ".join(data["models"])
+                           + ")")
+        if items.index((case, model)) != i:
+            raise mismatch(path, f"items[{i}]", list(items[i]), "each (case, model) pair once")
+    for field, names, column in (("cases", data["cases"], 0), ("models", data["models"], 1)):
+        unused = [name for name in names if items and name not in {item[column] for item in items}]
+        if unused:
+            raise mismatch(path, f"{field}[{names.index(unused[0])}]", unused[0], "a name that some item runs "
+                           "(the suite lists items: a case or model in none of them would never run)")
+    return items
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -211,10 +243,11 @@ def run_suite(agent: "str | type | Callable[[], Any]", suite: "Suite | str | Pat
 def _plan(agent: Any, options: Mapping[str, Any] | None, name: str | None,
           suite: Suite) -> list[tuple[BenchmarkRun, Callable[[], Any]]]:
     """Every run of `agent` on `suite` with the factory of its fresh agent, in order: case, row, model, seed."""
+    pairs = suite.pairs()
     return [(BenchmarkRun(label, f"{preset}:{objective}", model, seed), factory)
             for preset, objective in suite.cases
             for label, factory in _factories(agent, options, name, preset).items()
-            for model in suite.models for seed in suite.seeds]
+            for case, model in pairs if case == f"{preset}:{objective}" for seed in suite.seeds]
 
 
 def _factories(agent: Any, options: Mapping[str, Any] | None, name: str | None,
@@ -303,7 +336,8 @@ def _failed_record(run: BenchmarkRun, suite: Suite, error: str) -> dict:
 def _ray_job(job: dict, warm_starts: list) -> dict:
     """One benchmark run in a Ray worker (`placement_gym.distributed.compare`'s ``run_job``)."""
     run = BenchmarkRun(**job["run"])
-    suite = Suite(**{**job["suite"], "cases": tuple(map(tuple, job["suite"]["cases"]))})
+    suite = Suite(**{**job["suite"], "cases": tuple(map(tuple, job["suite"]["cases"])),
+                     "items": tuple(map(tuple, job["suite"].get("items", ())))})
     factories = _factories(job["agent"], job["options"], job["name"], run.case.split(":")[0])
     return {"records": [_run_one(factories[run.agent], run, suite)], "skipped": None}
 
@@ -370,8 +404,10 @@ def read_results(path: "str | Path") -> dict:
     return read_json(path, BENCHMARK_RESULTS, max_bytes=MAX_RESULTS_BYTES, what="benchmark results file")
 
 
-def write_results(path: "str | Path", suite: Suite, records: Sequence[dict], *, overwrite: bool = False) -> Path:
-    """Write `records` of `suite` with its versions, slimmed to `REFERENCE_KEYS` (placements left out)."""
+def write_results(path: "str | Path", suite: Suite, records: Sequence[dict], *, overwrite: bool = False,
+                  **extra: Any) -> Path:
+    """Write `records` of `suite` with its versions, slimmed to `REFERENCE_KEYS` (placements left out), and the
+    top-level fields `extra` (``placement-gym benchmark --json``: the sanity verdict's rows)."""
     slim = []
     for r in records:
         row = {k: r.get(k) for k in REFERENCE_KEYS}
@@ -379,7 +415,7 @@ def write_results(path: "str | Path", suite: Suite, records: Sequence[dict], *, 
         if "lower_bound_s" in plan or "status" in plan:  # the exact optimum's proof (or its bound)
             row["plan"] = {"status": plan.get("status"), "lower_bound_s": plan.get("lower_bound_s")}
         slim.append(row)
-    return write_json(path, {**suite.versions(), "records": slim}, overwrite=overwrite)
+    return write_json(path, {**suite.versions(), **extra, "records": slim}, overwrite=overwrite)
 
 
 def check_same_versions(expected: Mapping[str, Any], found: Mapping[str, Any], where: "str | Path") -> None:
@@ -504,8 +540,11 @@ def score(placements: Mapping[str, Any], suite: "Suite | str | Path", case: str 
         raise ValueError(f"models {unknown} are not in suite {suite.name!r} (its models: {', '.join(suite.models)})")
     best = _best_known(reference_records(suite) if reference is None else reference)
     scores = []
+    pairs = suite.pairs()
     for case_ in cases:
         for model, placement in placements.items():
+            if (case_, model) not in pairs:  # a suite of items runs this model on other cases only
+                continue
             env = _make_env(BenchmarkRun("score", case_, model, 0), None)
             try:
                 m = env.unwrapped.measure(env.unwrapped.validate_action(placement))

@@ -110,11 +110,13 @@ def break_device(backend, index: int = 1) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Leave the `whole_dataset` test (it builds all 39 dataset graphs, minutes with a cold cache) out of every
-    run whose -m expression does not name it, so neither `pytest -q` nor `-m "not slow"` pays for it."""
-    if "whole_dataset" in (config.getoption("-m") or ""):
-        return
-    kept = [item for item in items if item.get_closest_marker("whole_dataset") is None]
+    """Leave the opt-in tests out of every run whose -m expression does not name their marker: `whole_dataset`
+    (it builds all 39 dataset graphs, minutes with a cold cache) and `sanity` (every pure learned agent through the
+    sanity suite: tens of minutes on 2 cores, and today's RNN placer and Placeto fail it), so neither `pytest -q`
+    nor `-m "not slow"` pays for them."""
+    expression = config.getoption("-m") or ""
+    opt_in = [marker for marker in ("whole_dataset", "sanity") if marker not in expression]
+    kept = [item for item in items if not any(item.get_closest_marker(marker) for marker in opt_in)]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept

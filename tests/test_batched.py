@@ -478,9 +478,9 @@ def test_reinforce_bandit_on_a_vector_env_measures_in_batches_and_learns_the_sam
     backend = CountingSimulatedBackend("paper")
     venv = gym.make_vec("DevicePlacement-v0", num_envs=4, model=tiny_branch_graph, backend=backend, features=features)
     # Without the cost-guided proposals: they are measured one at a time, through the first sub-env.
-    batched = HSDAGAgent(seed=0, samples_per_update=4, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(venv, budget=22)
+    batched = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(venv, budget=22)
     assert backend.batches == [4] * 5  # 20 placements in 5 steps of the vector env; the last 2 one by one
-    single = HSDAGAgent(seed=0, samples_per_update=4, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(
+    single = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(
         DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="paper", features=features), budget=22)
     assert batched.run_summary.steps == single.run_summary.steps == 22
     assert batched.run_summary.curve == single.run_summary.curve

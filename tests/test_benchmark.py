@@ -95,11 +95,30 @@ def test_the_shipped_suites_are_the_ones_the_docs_describe():
     ({"models": ["m"] * 1000}, "models"),
     ({"models": ["resnet", "resnett"]}, r"models\[1\]"),
     ({"models": ["dataset:unet-s"]}, r"models\[0\]"),
+    ({"items": []}, "items"),
+    ({"items": [["ai_pc:latency"]]}, r"items\[0\]"),
+    ({"items": [["ai_pc:latency", "tiny_branch"], ["edge:latency", "tiny_branch"]]}, r"items\[1\]\[0\]"),
+    ({"items": [["ai_pc:latency", "resnet"]]}, r"items\[0\]\[1\]"),
+    ({"items": [["ai_pc:latency", "tiny_branch"], ["ai_pc:latency", "tiny_branch"],
+                ["paper:throughput", "synthetic:24:1"]]}, r"items\[1\]"),
+    ({"items": [["ai_pc:latency", "tiny_branch"], ["ai_pc:latency", "synthetic:24:1"]]}, r"cases\[1\]"),
 ])
 def test_a_malformed_suite_file_is_refused_naming_the_file_and_the_field(tmp_path, changes, field):
     path = tiny_suite(tmp_path, **changes)
     with pytest.raises(ValueError, match=rf"{path.name}: field {field}[:.\[].*expected"):
         benchmark.load_suite(path)
+
+
+def test_a_suite_of_items_runs_only_its_case_and_model_pairs(tmp_path):
+    items = [["paper:throughput", "synthetic:24:1"], ["ai_pc:latency", "tiny_branch"]]
+    suite = benchmark.load_suite(tiny_suite(tmp_path, items=items))
+    assert suite.pairs() == (("ai_pc:latency", "tiny_branch"), ("paper:throughput", "synthetic:24:1"))  # case order
+    records = benchmark.run_suite("random", suite)
+    assert [(r["case"], r["model"], r["seed"]) for r in records] == [
+        ("ai_pc:latency", "tiny_branch", 0), ("ai_pc:latency", "tiny_branch", 1),
+        ("paper:throughput", "synthetic:24:1", 0), ("paper:throughput", "synthetic:24:1", 1)]
+    assert benchmark.load_suite(tiny_suite(tmp_path)).pairs() == tuple(  # no items: every case with every model
+        (case, model) for case in ("ai_pc:latency", "paper:throughput") for model in ("tiny_branch", "synthetic:24:1"))
 
 
 def test_an_unreadable_or_unknown_suite_is_refused(tmp_path):

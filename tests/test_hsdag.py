@@ -13,6 +13,7 @@ from scipy.sparse.csgraph import connected_components
 
 from agents.core import PolicySpec
 from agents.nn import obs_to_batch
+from agents.algos.reinforce import SWITCHES_OFF
 from agents.hsdag import GraphParsingPool, HSDAGAgent, HSDAGPolicy, hsdag_feature_families, keep_best_candidates
 from placement_gym.backends.profiles import Profile, paper_profile
 from placement_gym.backends.simulated import SimulatedBackend
@@ -206,7 +207,8 @@ def test_learns_the_known_optimum_of_two_parallel_branches():
     length, budget = 8, 300
     # Stochastic parsing lets the reward train the grouping this optimum needs, and an 18-op graph takes a
     # larger step size than the zoo models' default (see HSDAGAgent's docstring).
-    agent = HSDAGAgent(seed=0, hidden_channels=32, stochastic_parsing=True, max_levels=2, learning_rate=3e-3)
+    agent = HSDAGAgent(seed=0, hidden_channels=32, place="group", stochastic_parsing=True, max_levels=2,
+                       learning_rate=3e-3, **SWITCHES_OFF)
     env = DevicePlacementEnv(two_branch_graph(length), backend=two_device_parallel_backend(),
                              features=agent.feature_families)
     optimum = best_split(env, length)

@@ -78,7 +78,7 @@ def test_bad_ppo_settings_are_refused():
 # ------------------------------------------------------------------------------------------ re-scoring
 @pytest.mark.parametrize("make", [
     lambda: HSDAGAgent(seed=0, hidden_channels=16),
-    lambda: HSDAGAgent(seed=0, hidden_channels=16, stochastic_parsing=True),
+    lambda: HSDAGAgent(seed=0, hidden_channels=16, place="group", stochastic_parsing=True),
     lambda: HSDAGAgent(seed=0, hidden_channels=16, pooling=False),
     lambda: RNNAgent(seed=0, n_groups=4),
 ], ids=["hsdag", "hsdag-stochastic-parsing", "hsdag-no-pooling", "rnn"])

@@ -157,6 +157,8 @@ class PPOTrainer(PolicyGradientTrainer):
             else:
                 totals = [float(sum(float(d.rewards.sum()) for d in steps)) for steps in episodes]
                 stats.update(reward_mean=float(np.mean(totals)), reward_max=float(np.max(totals)))
+            if self.config.mode == "bandit":
+                obs = self.measure_policy_argmax(run, env, decisions[0].obs, obs, stats)
             measured = self.react(run, decisions, stats)
             self.after_update(measured, stats)
             run.record_update(stats)
@@ -189,7 +191,7 @@ class PPOTrainer(PolicyGradientTrainer):
             values = [self._values(d) for d in steps]
             if cfg.mode == "bandit":  # one decision, K placements of the same observation
                 r = steps[0].rewards
-                v = None if values[0] is None else values[0].expand_as(r)
+                v = self.comparison(r) if values[0] is None else values[0].expand_as(r)
                 advantages.append(self.advantages(r, values=v, key=steps[0].graph))
                 targets.append(r)
                 continue
@@ -258,7 +260,7 @@ class PPOTrainer(PolicyGradientTrainer):
             scored = self.policy.evaluate(decisions[d].obs, decisions[d].sample)
             for position in positions:
                 log_prob[position] = scored.log_prob[units[position][1]]
-            entropies.append(scored.entropy.mean())
+            entropies.append(self.entropy_bonus(scored).mean())
         return torch.stack(log_prob), torch.stack(entropies).mean()
 
     def _fit_critic(self, decisions: list[Decision], units: list[tuple[int, int]], targets: list[Tensor],

@@ -19,6 +19,18 @@ Both modes use (each switchable, for ablations)::
     normalize_advantage divide advantages by a moving RMS of (r - b), so the step size does not depend on the
                         reward's units;
     entropy_coef        bonus on the policy's (per-decision) entropy; 0 = none, as the HSDAG code;
+    entropy_per_decision the bonus weighs every decision's entropy by `entropy_coef`, as the summed
+                        log-probability weighs every decision's log-probability (the bonus is coef x the SUM of the
+                        M decisions' entropies); off: coef x their MEAN, whose weight per decision, coef / M,
+                        vanishes on a placement of many decisions (per-op ResNet: 176);
+    leave_one_out       bandit mode: each of the K placements of an update is compared with the mean reward of the
+                        other K - 1 (an unbiased baseline that moves with the policy); off: the moving average,
+                        which trails an improving reward so that every advantage is about +1 and the update
+                        becomes maximum likelihood of the policy's own samples;
+    measure_argmax      bandit mode, a run on one graph: after every update, measure the policy's own
+                        deterministic placement (its argmax) once, from the budget; the policy's output, not a
+                        search, recorded per update as ``argmax_latency_s``. A per-op stochastic policy's best
+                        sample understates it;
     max_grad_norm       gradient-norm clipping (None = off);
     imitation_coef      weight of a self-imitation term, ``-log p(elite placement)`` (per decision) averaged
                         over the `elites` fastest placements measured so far (`agents.algos.rollout.EliteSet`);
@@ -73,10 +85,10 @@ from agents.nn.policy import PolicySample, sample_categorical
 from agents.search.coarse_to_fine import StallDetector, check_split_patience
 from agents.search.local_search import AroundBest, BlockSearch
 
-from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_episode, collect_placements,
-                      discounted_returns)
+from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_argmax, collect_episode,
+                      collect_placements, discounted_returns)
 
-__all__ = ["PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
+__all__ = ["SWITCHES_OFF", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -92,6 +104,9 @@ class ReinforceConfig:
     baseline_decay: float = 0.9
     normalize_advantage: bool = True
     entropy_coef: float = 0.01
+    entropy_per_decision: bool = False
+    leave_one_out: bool = False
+    measure_argmax: bool = False
     max_grad_norm: float | None = 1.0
     imitation_coef: float = 0.0
     elites: int = 4
@@ -125,8 +140,16 @@ class ReinforceConfig:
         if self.fit_memory and self.mode != "bandit":
             raise ValueError("fit_memory needs mode='bandit': it fits a whole sampled placement, the episodic mode's "
                              "env takes one op's device per step")
+        if (self.leave_one_out or self.measure_argmax) and self.mode != "bandit":
+            raise ValueError("leave_one_out and measure_argmax need mode='bandit' (K whole placements per update); "
+                             "the episodic mode's baseline is per step index")
         if self.imitation_coef < 0 or self.elites < 1:
             raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
+
+
+#: The switches that keep updates from collapsing (module docstring), all off: the trainer's defaults, and what
+#: the hybrid forms of the agents were tuned with (their ``HYBRID_SETTINGS``).
+SWITCHES_OFF = {"entropy_per_decision": False, "leave_one_out": False, "measure_argmax": False}
 
 
 #: ``imitate(placement (N,) int64) -> ()``: the log-likelihood, per decision, that the current policy produces
@@ -247,6 +270,30 @@ class PolicyGradientTrainer:
             if self.policy.split() and self.on_split is not None:
                 self.on_split(run)
 
+    def comparison(self, r: Tensor) -> Tensor | None:
+        """(K,) what each of an update's K rewards `r` (K,) is compared with: the mean of the other K - 1
+        (``leave_one_out``), or None (the moving-average baseline, `AdvantageEstimator`)."""
+        if not self.config.leave_one_out or r.numel() < 2:
+            return None
+        return (r.sum() - r) / (r.numel() - 1)
+
+    def entropy_bonus(self, sample: PolicySample) -> Tensor:
+        """The entropy the bonus rewards: the mean per decision, times the number of decisions with
+        ``entropy_per_decision`` (their sum, as the log-probability is)."""
+        return sample.entropy * sample.decisions if self.config.entropy_per_decision else sample.entropy
+
+    def measure_policy_argmax(self, run: RunLoop, env: gym.Env, obs, next_obs, stats: dict):
+        """``measure_argmax``: measure the policy's deterministic placement for `obs` once (one placement of the
+        budget), recorded in `stats` as ``argmax_latency_s``; returns the observation to go on from (`next_obs`
+        unchanged when nothing was measured: off, over many graphs, or the budget spent)."""
+        if not self.config.measure_argmax or run.many_graphs or run.done:
+            return next_obs
+        decision, next_obs = collect_argmax(self.policy, run, env, obs, fit=self.memory_fit(run, obs))
+        self.elites.offer([decision])
+        if decision.latencies:
+            stats["argmax_latency_s"] = decision.latencies[0]
+        return next_obs
+
     def start(self, env: gym.Env, seed: int | None) -> object:
         """Seed the env's action space, reset it and put the policy in training mode; the first observation."""
         if seed is not None:
@@ -287,8 +334,10 @@ class ReinforceTrainer(PolicyGradientTrainer):
                                                 fit=self.memory_fit(run, obs))
         r, sample = decision.rewards, decision.sample
         self.elites.offer([decision])
-        stats = self._gradient_step(sample.log_prob[:len(r)], self.advantages(r, key=decision.graph), sample.entropy)
+        advantage = self.advantages(r, values=self.comparison(r), key=decision.graph)
+        stats = self._gradient_step(sample.log_prob[:len(r)], advantage, self.entropy_bonus(sample))
         stats.update(reward_mean=float(r.mean()), reward_max=float(r.max()), **sample.info)
+        next_obs = self.measure_policy_argmax(run, env, decision.obs, next_obs, stats)
         self.react(run, [decision], stats)
         return next_obs, stats
 
@@ -304,7 +353,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
             g = discounted_returns(rewards, self.config.gamma)
             advantages += list(self.advantages.per_step(g))
             log_probs += [step.sample.log_prob[0] for step in steps]
-            entropies += [step.sample.entropy.mean() for step in steps]
+            entropies += [self.entropy_bonus(step.sample).mean() for step in steps]
             episode_rewards.append(float(sum(rewards)))
         if not log_probs:
             return {"reward_mean": 0.0}
@@ -314,6 +363,8 @@ class ReinforceTrainer(PolicyGradientTrainer):
         return stats
 
     def _gradient_step(self, log_prob: Tensor, advantage: Tensor, entropy: Tensor) -> dict:
+        """One step on ``-mean(A * log p) - entropy_coef * mean(entropy) + imitation``; `entropy` as
+        `entropy_bonus` weighs it."""
         policy_loss = -(advantage.detach() * log_prob).mean()
         entropy_term = entropy.mean()
         loss = policy_loss - self.config.entropy_coef * entropy_term + imitation_loss(self.imitate, self.elites, self.config)

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from agents.core.run import RunLoop
 from agents.nn.policy import PolicySample
 
-__all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_episode", "collect_placements", "discounted_returns"]
+__all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_argmax", "collect_episode", "collect_placements", "discounted_returns"]
 
 
 @dataclass
@@ -99,6 +99,12 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
     reset lets an env that draws graphs draw the next."""
     with torch.set_grad_enabled(track_grad):
         sample = policy.act(obs, num_samples=k)
+    return _measure(sample, run, env, obs, fit)
+
+
+def _measure(sample: PolicySample, run: RunLoop, env: gym.Env, obs: Any,
+             fit: Callable[[np.ndarray], np.ndarray] | None) -> tuple[Decision, Any]:
+    """Measure the actions of `sample` (`collect_placements`' second half)."""
     rewards, latencies, placements = [], [], []
     next_obs, graph = obs, None
     actions = sample.actions.detach().cpu().numpy()
@@ -127,6 +133,15 @@ def collect_placements(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any, 
             break
     r = torch.as_tensor(rewards, dtype=torch.float32, device=sample.log_prob.device)
     return Decision(obs, sample, r, latencies, placements, graph), next_obs
+
+
+def collect_argmax(policy: nn.Module, run: RunLoop, env: gym.Env, obs: Any,
+                   fit: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[Decision, Any]:
+    """The policy's deterministic placement for `obs` (its argmax), measured once (`fit` as `collect_placements`'):
+    a `Decision` of one action (no gradient), and the next observation."""
+    with torch.no_grad():
+        sample = policy.act(obs, num_samples=1, deterministic=True)
+    return _measure(sample, run, env, obs, fit)
 
 
 def collect_episode(policy: nn.Module, run: RunLoop, env: gym.Env, track_grad: bool = True) -> list[Decision]:

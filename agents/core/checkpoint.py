@@ -63,7 +63,7 @@ _PER_UPDATE = Integer(1, 1 << 16)  # samples, episodes or steps per update
 SETTINGS = Record({}, {
     "hidden_channels": _WIDTH, "hidden_dim": _WIDTH, "num_layers": _DEPTH, "n_layers": _DEPTH,
     "attention_layers": _DEPTH, "heads": Integer(1, 64), "segment_length": Integer(1, MAX_OPS),
-    "n_groups": Integer(1, MAX_OPS), "groups": Integer(1, MAX_OPS), "node_groups": Optional(Integer(1, MAX_OPS)),
+    "n_groups": Optional(Integer(1, MAX_OPS)), "groups": Integer(1, MAX_OPS), "node_groups": Optional(Integer(1, MAX_OPS)),
     "action_groups": Optional(Integer(1, MAX_OPS)), "max_levels": Optional(_DEPTH), "sweeps": Integer(1, 1000),
     "samples_per_update": _PER_UPDATE, "episodes_per_update": _PER_UPDATE, "n_steps": _PER_UPDATE,
     "batch_size": _PER_UPDATE, "n_epochs": Integer(1, 1000), "ce_every": Integer(1, 1 << 16),

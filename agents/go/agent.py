@@ -49,6 +49,7 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF
 from agents.core.run import RunLoop
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
@@ -103,6 +104,10 @@ class GOAgent(PolicyGradientAgent):
                           refine=True, split_refit=True)
     feature_families = DEFAULT_FAMILIES
 
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): the trainer's switches as when
+    #: the hybrid was tuned.
+    HYBRID_SETTINGS = dict(SWITCHES_OFF)
+
     def __init__(
         self,
         *,
@@ -118,6 +123,9 @@ class GOAgent(PolicyGradientAgent):
         baseline: bool = True,
         baseline_decay: float = 0.9,
         entropy_coef: float = 0.01,
+        entropy_per_decision: bool = True,
+        leave_one_out: bool = True,
+        measure_argmax: bool = True,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
         algorithm: str = "ppo",
@@ -159,6 +167,11 @@ class GOAgent(PolicyGradientAgent):
         """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
         group with the whole-graph cost term off (class docstring); otherwise the shared start."""
         s = self.search
+        if not trained and not run.many_graphs and self.policy.head.graph_cost is not None:
+            # The whole-graph cost term is a prior for transfer across graphs (not in the GO paper): on one graph
+            # it starts every op on the device with the lowest total cost, a single-device placer from its first
+            # sample. A new policy learning one graph has it off.
+            self.policy.head.graph_cost_scale.fill_(0.0)
         if s.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
         self.measure_predict(run, seed, self.imitation_obs)

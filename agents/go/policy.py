@@ -277,7 +277,8 @@ class GOPolicy(nn.Module):
         actions, refine_log_prob, replay["refine_path"] = self._refine(z, batch, actions, deterministic)
         return PolicySample(actions, log_prob + refine_log_prob, entropy,
                             {"n_ops": float(logits.shape[0]), "n_groups": float(decisions.shape[0])},
-                            replay=replay, embedding=torch.cat([z.mean(0), z.amax(0)]))
+                            replay=replay, embedding=torch.cat([z.mean(0), z.amax(0)]),
+                            decisions=float(decisions.shape[0]))
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s placements (an earlier ``act`` on `obs`) re-scored under the current weights (and the
@@ -290,7 +291,7 @@ class GOPolicy(nn.Module):
         if self.refiner is not None and path is not None:
             log_prob = log_prob + self._refine(z, batch, decided, path=path)[1]
         return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay,
-                            embedding=torch.cat([z.mean(0), z.amax(0)]))
+                            embedding=torch.cat([z.mean(0), z.amax(0)]), decisions=float(decisions.shape[0]))
 
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         """() mean log-probability per decision that the policy places `placement` (N,) (differentiable): what

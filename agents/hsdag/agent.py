@@ -22,16 +22,23 @@ Ablation switches (paper Table 3): ``output_shape=False``, ``node_id=False``, ``
 families; ``pooling=False`` places every op on its own; ``stochastic_parsing=True`` samples the parsing choices
 while training; ``baseline=False, entropy_coef=0, normalize_advantage=False`` is the authors' REINFORCE.
 
-Where it differs from the paper (the defaults are the paper's method; no search runs unless ``search`` asks):
+Where it differs from the paper (no search runs unless ``search`` asks):
 
-* ``max_levels=4``: the paper parses until no level merges anything (``max_levels=None``); with freshly
-  initialised weights that leaves 1-2 groups on ResNet-50, Inception-V3 and BERT, so every sample is a
-  single-device placement and the reward cannot tell samples apart. A cap of a few levels leaves groups whose
-  number still comes from the learned scores.
-* a moving-average reward baseline, normalised advantages and an entropy bonus (``baseline=True,
-  normalize_advantage=True, entropy_coef=0.05``): the paper gives REINFORCE without saying how it reduces variance;
-  the authors' code has none of the three (``baseline=False, entropy_coef=0, normalize_advantage=False``).
-  ``samples_per_update=10`` placements per gradient step (the authors' code: 20 steps per episode).
+* ``place="op"``: every op decides its device, reading its group's embedding (the parse's) beside its own; the
+  paper places one device per group (``place="group"``). With fixed argmax parses a group placer's groups follow
+  an encoder that its own gradient keeps moving: on ResNet-50, Inception-V3 and BERT the parse drifted to 1-2
+  groups in most runs, every sample then a single-device placement, and no parse of a few groups expresses the
+  placements of presets whose best changes device every few ops. ``max_levels=1``: one parsing level (the paper
+  parses until nothing merges, ``max_levels=None``); the groups, their number from the learned scores, give
+  each op the context of its neighbourhood. The pooling's group count is recorded per update
+  (``details["groups_per_update"]``: min / median / max).
+* updates that do not collapse (the shared trainer's switches, `agents.algos.reinforce`): the entropy bonus per
+  decision (``entropy_per_decision``, coefficient 0.05 on every op's entropy, as the summed log-probability
+  weighs every op), a leave-one-out baseline over the update's 10 placements (``leave_one_out``) and the
+  policy's own argmax placement measured once per update from the budget (``measure_argmax``). The paper gives
+  REINFORCE without saying how it reduces variance; the authors' code has none
+  (``baseline=False, entropy_coef=0, normalize_advantage=False, leave_one_out=False``).
+* ``samples_per_update=10`` placements per gradient step (the authors' code: 20 steps per episode).
 * directed message passing and parsing (``directed=True``): the authors' code symmetrises the graph; the paper
   stresses the DAG's direction. ``directed=False`` is their code's choice.
 * extra node features beyond the paper's (``cost``: per-device op costs from the observation; ``centrality``
@@ -50,10 +57,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -87,7 +96,10 @@ class HSDAGAgent(PolicyGradientAgent):
     Args:
         hidden_channels: embedding width.
         num_layers: directed message-passing layers.
-        pooling: group ops with graph-parsing pooling (False: per-op placement; ablation).
+        pooling: group ops with graph-parsing pooling (False: no groups, per-op placement from the op
+            embeddings alone; ablation).
+        place: ``"op"`` (every op decides, reading its group's embedding too) or ``"group"`` (the paper's: one
+            device per group, all its ops following).
         max_levels: cap on pooling levels (None: parse until nothing merges, the paper's rule; see below).
         stochastic_parsing: sample the parsing choices while training so the reward trains the grouping
             (default False: the paper's argmax rule throughout; see above).
@@ -115,13 +127,18 @@ class HSDAGAgent(PolicyGradientAgent):
                           distill_steps=1000, distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)
 
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): this agent's defaults when the
+    #: hybrid was tuned (group placement, four parsing levels, the trainer's moving-average baseline).
+    HYBRID_SETTINGS = {"place": "group", "max_levels": 4, **SWITCHES_OFF}
+
     def __init__(
         self,
         *,
         hidden_channels: int = 64,
         num_layers: int = 3,
         pooling: bool = True,
-        max_levels: int | None = 4,
+        place: str = "op",
+        max_levels: int | None = 1,
         stochastic_parsing: bool = False,
         stay_bias: float = 0.0,
         directed: bool = True,
@@ -135,6 +152,9 @@ class HSDAGAgent(PolicyGradientAgent):
         baseline: bool = True,
         baseline_decay: float = 0.9,
         entropy_coef: float = 0.05,
+        entropy_per_decision: bool = True,
+        leave_one_out: bool = True,
+        measure_argmax: bool = True,
         normalize_advantage: bool = True,
         max_grad_norm: float | None = 1.0,
         algorithm: str = "reinforce",
@@ -173,6 +193,16 @@ class HSDAGAgent(PolicyGradientAgent):
         one graph (across graphs a best placement belongs to one of them)."""
         if self.search.boundary_explore > 0 and not run.many_graphs:
             self.policy.explore_around(run.best_action)
+
+    def learn_policy(self, run, env, seed) -> None:
+        """The trainer's updates, then the pooling's group count per update in the run's record
+        (``details["groups_per_update"]``: min / median / max over the updates), so a parse that drifted to
+        one or two groups shows."""
+        super().learn_policy(run, env, seed)
+        counts = [update["n_groups"] for update in run.history if "n_groups" in update]
+        if counts:
+            run.details["groups_per_update"] = {"min": float(min(counts)), "median": float(np.median(counts)),
+                                                "max": float(max(counts)), "updates": len(counts)}
 
     def groups(self, obs) -> torch.Tensor:
         """(N,) int64 group of every op for `obs` (all distinct without pooling)."""

@@ -48,7 +48,11 @@ from agents.nn.policy import (
 
 from .pooling import GraphParsingPool, PoolResult
 
-__all__ = ["HSDAGPolicy"]
+__all__ = ["HSDAGPolicy", "PLACE"]
+
+#: What the placer decides a device for: every op, reading its own embedding plus its group's (``"op"``), or every
+#: group, all its ops following (``"group"``).
+PLACE = ("op", "group")
 
 
 class HSDAGPolicy(nn.Module):
@@ -77,10 +81,15 @@ class HSDAGPolicy(nn.Module):
                  max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
                  override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0,
-                 boundary_explore: float = 0.0) -> None:
+                 boundary_explore: float = 0.0, place: str = "op") -> None:
         super().__init__()
         if explore < 0 or boundary_explore < 0:
             raise ValueError(f"explore and boundary_explore must be >= 0 (0: off), got {explore}, {boundary_explore}")
+        if place not in PLACE:
+            raise ValueError(f"place must be one of {PLACE}, got {place!r}")
+        if place == "op" and stochastic_parsing:
+            raise ValueError("stochastic_parsing trains the parse through group decisions: it needs place='group'")
+        self.place = place
         self.spec = spec
         edge_dim = spec.edge_features if use_edge_features else 0
         self.encoder = DirectedGNN(spec.node_features, hidden_channels, num_layers, edge_dim=edge_dim, directed=directed)
@@ -192,6 +201,9 @@ class HSDAGPolicy(nn.Module):
         if self.pool is None:
             return torch.log_softmax(self.place_logits(h, ops), -1).gather(1, target.view(-1, 1)).mean()
         pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
+        if self.place == "op":
+            logits = self.place_logits(h + pooled.x[pooled.assignment], ops)
+            return torch.log_softmax(logits, -1).gather(1, target.view(-1, 1)).mean()
         group_log_p = torch.log_softmax(self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups)), -1)  # (G, D)
         if self.refiner is None:
             per_op = group_log_p[pooled.assignment, target]  # (N,)
@@ -218,11 +230,20 @@ class HSDAGPolicy(nn.Module):
 
         if self.pool is None:  # ablation: every op is its own group
             actions, log_prob, entropy = devices(self.place_logits(h, ops), k)
-            return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])}, embedding=embedding)
+            return PolicySample(actions, log_prob, entropy, {"n_groups": float(h.shape[0])}, embedding=embedding,
+                                decisions=float(h.shape[0]))
         replayed = None if taken is None else taken.replay["choices"]
         stochastic = taken.replay["stochastic"] if taken is not None else self.stochastic_parsing and not deterministic
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
+            if self.place == "op":  # every op decides, reading its group's embedding beside its own
+                logits = self.place_logits(h + pooled.x[pooled.assignment], ops)
+                if not deterministic:
+                    logits = self.boundary_share(logits, torch.arange(h.shape[0], device=h.device), batch.edge_index)
+                actions, log_prob, entropy = devices(logits, k)
+                info = {"n_groups": float(pooled.num_groups), "pool_levels": float(pooled.num_levels)}
+                return PolicySample(actions, log_prob, entropy, info, {"stochastic": False, "choices": pooled.choices},
+                                    embedding, float(h.shape[0]))
             logits = self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups))
             if not deterministic:  # the share shapes the samples only: with it a group can be all uniform
                 logits = self.boundary_share(logits, pooled.assignment, batch.edge_index)
@@ -234,7 +255,7 @@ class HSDAGPolicy(nn.Module):
                 actions, op_log_prob, replay["refine_path"] = self.refiner(
                     h, actions, ops, deterministic, None if taken is None else taken.replay["refine_path"], batch.edge_index)
                 log_prob = log_prob + op_log_prob
-            return PolicySample(actions, log_prob, entropy, info, replay, embedding)
+            return PolicySample(actions, log_prob, entropy, info, replay, embedding, float(pooled.num_groups))
         # A fresh parse per sample, so the reward ranks parses too: K copies of the graph parsed as one batch.
         n = h.shape[0]
         copies = torch.arange(k, device=h.device)
@@ -262,4 +283,5 @@ class HSDAGPolicy(nn.Module):
             log_prob = log_prob + op_log_prob
         info = {"n_groups": float(n_groups.float().mean()), "n_groups_min": float(n_groups.min()),
                 "n_groups_max": float(n_groups.max())}
-        return PolicySample(actions, log_prob, device_entropy + pooled.entropy, info, replay, embedding)
+        return PolicySample(actions, log_prob, device_entropy + pooled.entropy, info, replay, embedding,
+                            float(n_groups.float().mean()))

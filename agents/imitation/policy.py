@@ -59,13 +59,14 @@ class SequentialGOPolicy(GOPolicy):
         placements, logits = self.state.decode(z, costs, base, num_samples, deterministic)
         log_prob, entropy = self._scored(logits, placements)
         return PolicySample(placements, log_prob, entropy, {"n_ops": float(base.shape[0])},
-                            embedding=torch.cat([z.mean(0), z.amax(0)]))
+                            embedding=torch.cat([z.mean(0), z.amax(0)]), decisions=float(base.shape[0]))
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         base, z, costs = self._base(obs)
         logits = self.state.teacher_forced(z, costs, base, taken.actions)
         log_prob, entropy = self._scored(logits, taken.actions)
-        return PolicySample(taken.actions, log_prob, entropy, embedding=torch.cat([z.mean(0), z.amax(0)]))
+        return PolicySample(taken.actions, log_prob, entropy, embedding=torch.cat([z.mean(0), z.amax(0)]),
+                            decisions=float(taken.actions.shape[-1]))
 
     def placement_log_prob(self, obs: Mapping[str, Any], placement: np.ndarray) -> Tensor:
         base, z, costs = self._base(obs)

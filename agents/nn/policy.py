@@ -42,6 +42,9 @@ class PolicySample:
         replay: the policy's own record of its decisions beyond ``actions`` (e.g. HSDAG's parsing choices and
             per-group devices), read back by its ``evaluate``; empty when ``actions`` say it all.
         embedding: (E,) summary of the observation the decisions were made from (a critic's input), or None.
+        decisions: M, the number of independent decisions in one action (groups or ops placed; 1 for one op of
+            the node-by-node env): ``entropy`` is their mean, ``log_prob`` their sum. A trainer that weights the
+            entropy per decision (``entropy_per_decision``) multiplies ``entropy`` by it.
     """
 
     actions: Tensor
@@ -50,6 +53,7 @@ class PolicySample:
     info: dict[str, float] = field(default_factory=dict)
     replay: dict[str, Any] = field(default_factory=dict)
     embedding: Tensor | None = None
+    decisions: float = 1.0
 
 
 def sample_categorical(logits: Tensor, num_samples: int = 1, deterministic: bool = False,

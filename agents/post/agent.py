@@ -47,6 +47,7 @@ import torch
 from agents.core.base import PolicySpec
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.config import SearchConfig
@@ -117,8 +118,13 @@ class PostAgent(PolicyGradientAgent):
     size_free = False
     size_bound_reason = POST_IS_PER_GRAPH
 
-    def __init__(self, n_groups: int | None = 4, learning_rate: float = 0.05, samples_per_update: int = 10,
-                 entropy_coef: float = 0.0, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 4 groups, split coarse to fine,
+    #: no entropy bonus and the trainer's switches as when the hybrid was tuned.
+    HYBRID_SETTINGS = {"n_groups": 4, "entropy_coef": 0.0, **SWITCHES_OFF}
+
+    def __init__(self, n_groups: int | None = None, learning_rate: float = 0.05, samples_per_update: int = 10,
+                 entropy_coef: float = 0.01, entropy_per_decision: bool = True, leave_one_out: bool = True,
+                 measure_argmax: bool = True, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 3, elite_fraction: float = 0.1,
                  ce_smoothing: float = 0.5, *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,

@@ -91,13 +91,14 @@ class PostPolicy(nn.Module):
         self._check(obs)
         group_actions, log_prob, entropy = sample_categorical(self.logits, num_samples, deterministic)
         return PolicySample(group_actions[:, self.groups], log_prob, entropy,
-                            {"n_groups": float(self.n_groups)}, {"group_actions": group_actions})
+                            {"n_groups": float(self.n_groups)}, {"group_actions": group_actions},
+                            decisions=float(self.n_groups))
 
     def evaluate(self, obs: Mapping[str, Any], taken: PolicySample) -> PolicySample:
         """`taken`'s group devices scored under the current distributions."""
         group_actions = taken.actions[:, first_of_groups(self.groups)]  # the current groups' (a split keeps them constant)
         log_prob, entropy = categorical_log_prob(self.logits, group_actions)
-        return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay)
+        return PolicySample(taken.actions, log_prob, entropy, replay=taken.replay, decisions=float(self.n_groups))
 
     def group_devices(self, placements: np.ndarray) -> np.ndarray:
         """(M, G) each group's most common device in each of the placements (M, N)."""

@@ -238,9 +238,10 @@ class SB3Agent(LearnedAgent, RunAgent):
         return np.asarray(action, dtype=np.int64)
 
     def _fits(self, shapes: Mapping[str, tuple]) -> bool:
-        """True when the observation `shapes` are those the SB3 model's spaces were built for."""
+        """True when the observation `shapes` are those the SB3 model's spaces were built for: the same keys (a
+        padded multi-graph env adds masks) of the same shapes."""
         expected = self.model.observation_space.spaces
-        return not any(k in shapes and tuple(shapes[k]) != expected[k].shape for k in expected)
+        return set(shapes) == set(expected) and all(tuple(shapes[k]) == expected[k].shape for k in expected)
 
     def _check_fits(self, shapes: Mapping[str, tuple]) -> None:
         """ValueError unless the observation `shapes` are those the SB3 model was built for (a policy other than
@@ -432,11 +433,16 @@ class PPOAgent(SB3Agent):
                           distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)
 
-    def __init__(self, learning_rate: float = 1e-3, n_steps: int = 32, batch_size: int = 32, n_epochs: int = 4,
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 action groups, split coarse to
+    #: fine, and the step sizes as when the hybrid was tuned.
+    HYBRID_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True,
+                       "action_groups": 8}
+
+    def __init__(self, learning_rate: float = 3e-4, n_steps: int = 16, batch_size: int = 16, n_epochs: int = 4,
                  clip_range: float = 0.2, target_kl: float | None = 0.05, ent_coef: float = 0.01,
                  vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
                  hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
-                 entropy_per_node: bool = True, action_groups: int | None = 8,
+                 entropy_per_node: bool = False, action_groups: int | None = None,
                  node_groups: int | None = None, start: str = "random", *, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
                  coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
@@ -576,6 +582,10 @@ class PPOAgent(SB3Agent):
         return super().predict(obs, deterministic)
 
 
+#: `PPONodeAgent`'s own defaults where they differ from `PPOAgent`'s.
+NODE_BY_NODE_DEFAULTS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True}
+
+
 class PPONodeAgent(PPOAgent):
     """`PPOAgent` on the node-by-node variant (``node_groups=16`` by default): PPO re-places one group of ops
     per step, as Placeto does, instead of sampling every op's device independently at once."""
@@ -585,4 +595,8 @@ class PPONodeAgent(PPOAgent):
     HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
 
     def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
+        # Node by node, the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one device per
+        # step: no summed log-probability over many decisions to temper).
+        for name, value in NODE_BY_NODE_DEFAULTS.items():
+            kwargs.setdefault(name, value)
         super().__init__(*args, node_groups=node_groups, **kwargs)

@@ -31,6 +31,7 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -72,8 +73,13 @@ class RNNAgent(PolicyGradientAgent):
                           refine_boundary=True, imitation_coef=0.5, distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 
-    def __init__(self, n_groups: int = 8, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 groups, split coarse to fine,
+    #: and the trainer's switches as when the hybrid was tuned.
+    HYBRID_SETTINGS = {"n_groups": 8, **SWITCHES_OFF}
+
+    def __init__(self, n_groups: int = 256, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
                  learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
+                 entropy_per_decision: bool = True, leave_one_out: bool = True, measure_argmax: bool = True,
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",

@@ -251,4 +251,4 @@ class RNNPolicy(nn.Module):
                                                                        taken_path, edge_index)
             log_prob = log_prob + op_log_prob
         return PolicySample(actions=actions, log_prob=log_prob, entropy=entropy,
-                            info={"n_groups": float(g)}, replay=replay, embedding=embedding)
+                            info={"n_groups": float(g)}, replay=replay, embedding=embedding, decisions=float(g))

@@ -158,7 +158,8 @@ class SearchFrom(SearchAround):
 def build_agent(cls: type, options: Mapping[str, Any], hybrid: bool = False) -> RunAgent:
     """``cls(**options)`` with the options that name search settings (`SearchConfig` fields, earlier releases' names
     included) gathered into its ``search``: on top of no search, or of the class's ``HYBRID`` preset when `hybrid`
-    (`placement_gym.registry.make_agent`, ``hybrid:NAME``). With `hybrid`, an agent without a preset of its own is
+    (`placement_gym.registry.make_agent`, ``hybrid:NAME``), with the class's ``HYBRID_SETTINGS`` (agent settings the
+    hybrid form was tuned with) under the given options. With `hybrid`, an agent without a preset of its own is
     wrapped in `SearchAround`. A ValueError names the agent when it rejects the options."""
     options, search_options = split_search_options(options)
     preset = getattr(cls, "HYBRID", None)  # None: an agent that takes no search settings (the planners)
@@ -168,6 +169,8 @@ def build_agent(cls: type, options: Mapping[str, Any], hybrid: bool = False) -> 
     if own_hybrid or search_options or "search" in options:
         base = SearchConfig.resolve(options.pop("search", "hybrid" if own_hybrid else None), preset)
         options["search"] = SearchConfig.of(search_options, base)
+    if own_hybrid:  # the agent settings its hybrid form was tuned with, under the caller's
+        options = {**getattr(cls, "HYBRID_SETTINGS", {}), **options}
     try:
         agent = cls(**options)
     except TypeError as exc:

@@ -83,7 +83,8 @@ class GOAgent(PolicyGradientAgent):
         use_edge_features: give the encoder the tensor sizes on the edges.
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
             (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
-            their first run over many graphs).
+            their first run over many graphs); a prior for transfer, off (scale 0) while a new policy learns one
+            graph (`start_run`).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
         algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
@@ -106,7 +107,7 @@ class GOAgent(PolicyGradientAgent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): the trainer's switches as when
     #: the hybrid was tuned.
-    HYBRID_SETTINGS = dict(SWITCHES_OFF)
+    HYBRID_SETTINGS = {"entropy_coef": 0.01, **SWITCHES_OFF}
 
     def __init__(
         self,
@@ -122,7 +123,7 @@ class GOAgent(PolicyGradientAgent):
         samples_per_update: int = 16,
         baseline: bool = True,
         baseline_decay: float = 0.9,
-        entropy_coef: float = 0.01,
+        entropy_coef: float = 0.1,
         entropy_per_decision: bool = True,
         leave_one_out: bool = True,
         measure_argmax: bool = True,

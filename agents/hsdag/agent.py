@@ -33,7 +33,7 @@ Where it differs from the paper (no search runs unless ``search`` asks):
   each op the context of its neighbourhood. The pooling's group count is recorded per update
   (``details["groups_per_update"]``: min / median / max).
 * updates that do not collapse (the shared trainer's switches, `agents.algos.reinforce`): the entropy bonus per
-  decision (``entropy_per_decision``, coefficient 0.05 on every op's entropy, as the summed log-probability
+  decision (``entropy_per_decision``, coefficient 0.1 on every op's entropy, as the summed log-probability
   weighs every op), a leave-one-out baseline over the update's 10 placements (``leave_one_out``) and the
   policy's own argmax placement measured once per update from the budget (``measure_argmax``). The paper gives
   REINFORCE without saying how it reduces variance; the authors' code has none
@@ -129,7 +129,7 @@ class HSDAGAgent(PolicyGradientAgent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): this agent's defaults when the
     #: hybrid was tuned (group placement, four parsing levels, the trainer's moving-average baseline).
-    HYBRID_SETTINGS = {"place": "group", "max_levels": 4, **SWITCHES_OFF}
+    HYBRID_SETTINGS = {"place": "group", "max_levels": 4, "entropy_coef": 0.05, **SWITCHES_OFF}
 
     def __init__(
         self,
@@ -151,7 +151,7 @@ class HSDAGAgent(PolicyGradientAgent):
         samples_per_update: int = 10,
         baseline: bool = True,
         baseline_decay: float = 0.9,
-        entropy_coef: float = 0.05,
+        entropy_coef: float = 0.1,
         entropy_per_decision: bool = True,
         leave_one_out: bool = True,
         measure_argmax: bool = True,

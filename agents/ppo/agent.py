@@ -402,13 +402,11 @@ class PPOAgent(SB3Agent):
         hidden_dim, n_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
             uses SB3's slow per-node multi-categorical, for comparison).
         action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
-            order) instead of one per op (`GraphPolicy`'s ``action_groups``; None = per op, exactly
-            ``PPO(GraphPolicy, env)``). On the simulated ``paper`` preset, per op, PPO on ResNet-50 mostly
-            ended at GPU-only or even CPU-only, because any op moved alone adds cuts and loses; with G=16 or G=8
-            it found mixed placements faster than GPU-only on ResNet and Inception-V3, G=32 and 64 stayed
-            closer to GPU-only. With coarse to fine (``split_patience``) the default is G=8 halved after 40
-            placements without a new best, which came closer to the optimum of ResNet / Inception, on more
-            seeds, than G=16 and 80 (also on ``edge``).
+            order) instead of one per op (`GraphPolicy`'s ``action_groups``; None, the default = per op, exactly
+            ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
+            moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
+            express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
+            to fine (`HYBRID_SETTINGS`).
             Ignored on the node-by-node env (its groups are ``node_groups``).
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups

@@ -1,7 +1,7 @@
 """`RNNAgent`: the seq2seq placer of Mirhoseini et al. (2017) trained with the shared REINFORCE trainer.
 
 >>> env = gym.make("DevicePlacement-v0", model="bert", backend="simulated")
->>> agent = RNNAgent(n_groups=8, seed=0).learn(env, budget=500)
+>>> agent = RNNAgent(seed=0).learn(env, budget=500)
 
 Training follows the paper: the reward is ``-sqrt(latency)`` (here relative to the reference placement,
 `placement_gym.wrappers.SqrtLatencyReward`; faster = higher), the baseline a moving average of the reward,
@@ -10,9 +10,13 @@ update (`samples_per_update`), as the shared trainer's bandit mode does.
 
 Where it differs from the paper (the defaults are the paper's method; no search runs unless ``search`` asks):
 
-* the groups the LSTM places are ``n_groups`` contiguous chunks of the topological order; the paper groups ops by
-  TensorFlow's co-location groups (2017) or a learned grouper (the hierarchical planner, 2018), neither of which
-  an OpenVINO graph has.
+* the groups the LSTM places are at most ``n_groups=256`` contiguous chunks of the topological order (one op each
+  on a graph of up to 256 ops); the paper groups ops by TensorFlow's co-location groups (2017) or a learned
+  grouper into at most 256 groups (the hierarchical planner, 2018), neither of which an OpenVINO graph has.
+* each of the K placements of an update is compared with the mean reward of the other K - 1 (``leave_one_out``)
+  instead of the paper's moving average, which trails an improving reward; the entropy bonus weighs every
+  decision (``entropy_coef=0.1``, ``entropy_per_decision``) and the policy's argmax is measured once per update
+  (``measure_argmax``).
 * the reward is relative to the reference placement (``-sqrt(latency / reference)``): the same ordering of
   placements as the paper's ``-sqrt(latency)``, on a scale that does not depend on the model.
 * K placements per gradient step from one encoding; the paper ran several workers, each sampling placements.
@@ -75,10 +79,10 @@ class RNNAgent(PolicyGradientAgent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 groups, split coarse to fine,
     #: and the trainer's switches as when the hybrid was tuned.
-    HYBRID_SETTINGS = {"n_groups": 8, **SWITCHES_OFF}
+    HYBRID_SETTINGS = {"n_groups": 8, "entropy_coef": 0.01, **SWITCHES_OFF}
 
     def __init__(self, n_groups: int = 256, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
-                 learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.01,
+                 learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.1,
                  entropy_per_decision: bool = True, leave_one_out: bool = True, measure_argmax: bool = True,
                  baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,

@@ -497,4 +497,4 @@ def test_the_vector_env_example_runs_end_to_end(capsys):
     example.main(["--model", "tiny_branch", "--num-envs", "4", "--steps", "3", "--budget", "20"])
     out = capsys.readouterr().out
     assert "4 sub-envs" in out and "part 1: 12 placements" in out
-    assert "part 2: Post measured 20 placements" in out and "10 per vector step" in out
+    assert "part 2: Post measured 20 placements" in out and "20 per vector step" in out

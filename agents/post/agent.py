@@ -27,7 +27,7 @@ Where it differs from the paper (the defaults are Post's method; no search runs 
 * the PPO update compares each placement with the others of its update (``leave_one_out``; the distribution reads
   no observation, so a critic would have nothing to read), weighs the entropy of every op (``entropy_coef=0.1``,
   ``entropy_per_decision``), measures the distributions' argmax once per update (``measure_argmax``),
-  ``samples_per_update=10`` placements per update and ``learning_rate=0.05``; the paper does not fix these for
+  ``samples_per_update=20`` placements per update and ``learning_rate=0.05``; the paper does not fix these for
   our setting.
 * ``ce_smoothing=0.2`` moves the distributions a fifth of the way to the elites' frequencies where the paper's
   closed form moves all the way (``ce_smoothing=1``), and a cross-entropy step every ``ce_every=3`` PPO updates.
@@ -121,9 +121,10 @@ class PostAgent(PolicyGradientAgent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 4 groups, split coarse to fine,
     #: no entropy bonus and the trainer's switches as when the hybrid was tuned.
-    HYBRID_SETTINGS = {"n_groups": 4, "entropy_coef": 0.0, "ce_smoothing": 0.5, **SWITCHES_OFF}
+    HYBRID_SETTINGS = {"n_groups": 4, "samples_per_update": 10, "entropy_coef": 0.0, "ce_smoothing": 0.5,
+                       **SWITCHES_OFF}
 
-    def __init__(self, n_groups: int | None = None, learning_rate: float = 0.05, samples_per_update: int = 10,
+    def __init__(self, n_groups: int | None = None, learning_rate: float = 0.05, samples_per_update: int = 20,
                  entropy_coef: float = 0.1, entropy_per_decision: bool = True, leave_one_out: bool = True,
                  measure_argmax: bool = True, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 3, elite_fraction: float = 0.1,

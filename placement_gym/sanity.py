@@ -13,9 +13,10 @@ so a check needs no solver.
 * the agent's median over seeds of its best latency is no worse than the median of the ``random`` agent's runs
   at the same budget (``random`` runs the same suite: ``benchmark.run_suite("random", suite)``).
 
-A learning regression test in the spirit of the published learning curves of SB3's zoo and CleanRL: every pure
-learned agent must pass every row (tests/test_sanity.py), and ``placement-gym benchmark --suite sanity --agent NAME
---check`` exits 1 when a row of NAME fails. All figures are SIMULATED (the cost model).
+A learning regression test in the spirit of the published learning curves of SB3's zoo and CleanRL:
+tests/test_sanity.py reruns in CI every row a pure learned agent passes in its published results, and asks every
+row of every agent under the opt-in marker ``sanity``; ``placement-gym benchmark --suite sanity --agent NAME --check`` exits 1 when a
+row of NAME fails. All figures are SIMULATED (the cost model).
 
 >>> from placement_gym import benchmark, sanity
 >>> suite = benchmark.load_suite("sanity")

@@ -165,8 +165,8 @@ class GOAgent(PolicyGradientAgent):
                            cheapest_first=given.get("cheapest_first", False))
 
     def start_run(self, run, env, seed, trained) -> None:
-        """`search_groups`: on an untrained policy's run on one graph, measure its own placement, then search per
-        group with the whole-graph cost term off (class docstring); otherwise the shared start."""
+        """A new policy's run on one graph has the whole-graph cost term off; with `search_groups` it measures its
+        own placement, then searches per group (class docstring); otherwise the shared start."""
         s = self.search
         if not trained and not run.many_graphs and self.policy.head.graph_cost is not None:
             # The whole-graph cost term is a prior for transfer across graphs (not in the GO paper): on one graph
@@ -176,8 +176,6 @@ class GOAgent(PolicyGradientAgent):
         if s.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super().start_run(run, env, seed, trained)
         self.measure_predict(run, seed, self.imitation_obs)
-        if self.policy.head.graph_cost is not None:
-            self.policy.head.graph_cost_scale.fill_(0.0)
         self.policy.set_groups(s.search_groups)
         self.policy.explore.fill_(s.explore)
         if s.refine:

@@ -26,8 +26,8 @@ Where it differs from the paper (no search runs unless ``search`` asks):
 
 * ``place="op"``: every op decides its device, reading its group's embedding (the parse's) beside its own; the
   paper places one device per group (``place="group"``). With fixed argmax parses a group placer's groups follow
-  an encoder that its own gradient keeps moving: on ResNet-50, Inception-V3 and BERT the parse drifted to 1-2
-  groups in most runs, every sample then a single-device placement, and no parse of a few groups expresses the
+  an encoder that its own gradient keeps moving: the parse can drift to one or two groups, every sample then a
+  single-device placement (docs/agents/hsdag.md), and no parse of a few groups expresses the
   placements of presets whose best changes device every few ops. ``max_levels=1``: one parsing level (the paper
   parses until nothing merges, ``max_levels=None``); the groups, their number from the learned scores, give
   each op the context of its neighbourhood. The pooling's group count is recorded per update

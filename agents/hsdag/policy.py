@@ -136,6 +136,10 @@ class HSDAGPolicy(nn.Module):
         parses = 1 if graph is None else int(graph.max()) + 1
         return with_uniform_share(logits, float(self.explore), max(1, logits.shape[0] // parses))
 
+    def op_logits(self, h: torch.Tensor, pooled: PoolResult, ops: Devices) -> torch.Tensor:
+        """(N, D) ``place="op"``: every op's device logits, from its embedding `h` (N, H) plus its group's."""
+        return self.place_logits(h + pooled.x[pooled.assignment], ops)
+
     def explore_around(self, placement: np.ndarray | None) -> None:
         """Sample around `placement` (N,) (the run's best so far; None: stop): from now on the groups holding an op
         with a graph neighbour on another device in it (`groups_at_device_boundary`) get ``boundary_explore`` of
@@ -202,8 +206,7 @@ class HSDAGPolicy(nn.Module):
             return torch.log_softmax(self.place_logits(h, ops), -1).gather(1, target.view(-1, 1)).mean()
         pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch)
         if self.place == "op":
-            logits = self.place_logits(h + pooled.x[pooled.assignment], ops)
-            return torch.log_softmax(logits, -1).gather(1, target.view(-1, 1)).mean()
+            return torch.log_softmax(self.op_logits(h, pooled, ops), -1).gather(1, target.view(-1, 1)).mean()
         group_log_p = torch.log_softmax(self.place_logits(pooled.x, ops.grouped(pooled.assignment, pooled.num_groups)), -1)  # (G, D)
         if self.refiner is None:
             per_op = group_log_p[pooled.assignment, target]  # (N,)
@@ -237,7 +240,7 @@ class HSDAGPolicy(nn.Module):
         if not stochastic:  # one parse (argmax rule) shared by all samples
             pooled = self.pool(h, batch.edge_index, batch.edge_attr, batch.batch, choices=replayed)
             if self.place == "op":  # every op decides, reading its group's embedding beside its own
-                logits = self.place_logits(h + pooled.x[pooled.assignment], ops)
+                logits = self.op_logits(h, pooled, ops)
                 if not deterministic:
                     logits = self.boundary_share(logits, torch.arange(h.shape[0], device=h.device), batch.edge_index)
                 actions, log_prob, entropy = devices(logits, k)

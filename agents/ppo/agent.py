@@ -390,15 +390,20 @@ def space_from_data(data: Mapping[str, Any]) -> gym.Space:
     raise ValueError(f"unknown space type {kind!r}")
 
 
+#: PPO's step sizes and entropy term before its per-op defaults: `PPONodeAgent` keeps them, and the hybrid form was
+#: tuned with them (`PPOAgent.HYBRID_SETTINGS`).
+EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True}
+
+
 class PPOAgent(SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
     Args:
         learning_rate: Adam step size (summed log-probabilities over many nodes make PPO's ratio jumpy:
             keep it small).
-        n_steps: placements per rollout (= per update); with budget 500 the default 32 gives 15 updates.
+        n_steps: placements per rollout (= per update).
         batch_size, n_epochs, clip_range, target_kl, ent_coef, vf_coef, max_grad_norm, gamma, gae_lambda:
-            SB3 PPO's settings (``ent_coef`` multiplies the per-node mean entropy).
+            SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `entropy_per_node`).
         hidden_dim, n_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
             uses SB3's slow per-node multi-categorical, for comparison).
         action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
@@ -433,8 +438,7 @@ class PPOAgent(SB3Agent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 action groups, split coarse to
     #: fine, and the step sizes as when the hybrid was tuned.
-    HYBRID_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True,
-                       "action_groups": 8}
+    HYBRID_SETTINGS = {**EARLIER_SETTINGS, "action_groups": 8}
 
     def __init__(self, learning_rate: float = 3e-4, n_steps: int = 16, batch_size: int = 16, n_epochs: int = 4,
                  clip_range: float = 0.2, target_kl: float | None = 0.05, ent_coef: float = 0.01,
@@ -580,10 +584,6 @@ class PPOAgent(SB3Agent):
         return super().predict(obs, deterministic)
 
 
-#: `PPONodeAgent`'s own defaults where they differ from `PPOAgent`'s.
-NODE_BY_NODE_DEFAULTS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True}
-
-
 class PPONodeAgent(PPOAgent):
     """`PPOAgent` on the node-by-node variant (``node_groups=16`` by default): PPO re-places one group of ops
     per step, as Placeto does, instead of sampling every op's device independently at once."""
@@ -595,6 +595,6 @@ class PPONodeAgent(PPOAgent):
     def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
         # Node by node, the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one device per
         # step: no summed log-probability over many decisions to temper).
-        for name, value in NODE_BY_NODE_DEFAULTS.items():
+        for name, value in EARLIER_SETTINGS.items():
             kwargs.setdefault(name, value)
         super().__init__(*args, node_groups=node_groups, **kwargs)

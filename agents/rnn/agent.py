@@ -4,9 +4,9 @@
 >>> agent = RNNAgent(seed=0).learn(env, budget=500)
 
 Training follows the paper: the reward is ``-sqrt(latency)`` (here relative to the reference placement,
-`placement_gym.wrappers.SqrtLatencyReward`; faster = higher), the baseline a moving average of the reward,
-REINFORCE on the log-probability of the whole placement. K placements are decoded from one encoding per
-update (`samples_per_update`), as the shared trainer's bandit mode does.
+`placement_gym.wrappers.SqrtLatencyReward`; faster = higher), REINFORCE on the log-probability of the whole
+placement (the paper's moving-average baseline is ``leave_one_out=False``; below). K placements are decoded from
+one encoding per update (`samples_per_update`), as the shared trainer's bandit mode does.
 
 Where it differs from the paper (the defaults are the paper's method; no search runs unless ``search`` asks):
 

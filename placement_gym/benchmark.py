@@ -23,7 +23,6 @@ version is recorded only: a release that changes neither measures the same thing
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -33,9 +32,9 @@ import numpy as np
 from . import evaluation, registry
 from ._version import __version__
 from .backends.simulated import COST_MODEL_VERSION
-from .results import MAX_RESULTS_BYTES, markdown_table, write_json
+from .results import MAX_RESULTS_BYTES, folder_lock, markdown_table, safe_name, write_json
 from .schema import (
-    Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, mismatch, read_json,
+    MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, Where, mismatch, read_json,
 )
 
 __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
@@ -118,12 +117,8 @@ class BenchmarkRun:
 
     def path(self, out: Path) -> Path:
         """Where this run's record lives under a benchmark's output folder (one JSON file per run)."""
-        return out / "runs" / _safe(self.case) / _safe(self.model) / _safe(self.agent) / f"seed{self.seed}.json"
-
-
-def _safe(name: str) -> str:
-    """`name` as one path component (``hybrid:hsdag`` -> ``hybrid_hsdag``, no separators or dots first)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"
+        return out / "runs" / safe_name(self.case) / safe_name(self.model) / safe_name(self.agent) / \
+            f"seed{self.seed}.json"
 
 
 def _suite_file() -> Record:
@@ -211,12 +206,23 @@ def run_suite(agent: "str | type | Callable[[], Any]", suite: "Suite | str | Pat
     """
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     plan = _plan(agent, options, name, suite)  # an unknown agent fails here, before any run
-    done: dict[BenchmarkRun, dict] = {}
-    if out is not None:
-        out = Path(out)
-        label = agent if isinstance(agent, str) else evaluation.agent_name(agent)
-        manifest = {**suite.versions(), "agent": name or label, "options": dict(options or {})}
+    if out is None:
+        return _run_plan(plan, agent, suite, None, {}, options, ray, name, on_plan, on_record)
+    out = Path(out)
+    label = agent if isinstance(agent, str) else evaluation.agent_name(agent)
+    manifest = {**suite.versions(), "agent": name or label, "options": dict(options or {})}
+    # Held from before the folder is read until the last run is written: a second benchmark on the same folder
+    # (two --resume) is refused at once, naming this process, instead of computing every run again.
+    with folder_lock(out):
         done = _open_folder(out, manifest, resume)
+        return _run_plan(plan, agent, suite, out, done, options, ray, name, on_plan, on_record)
+
+
+def _run_plan(plan: list[tuple["BenchmarkRun", Callable[[], Any]]], agent: Any, suite: "Suite", out: Path | None,
+              done: dict["BenchmarkRun", dict], options: Mapping[str, Any] | None, ray: str | None,
+              name: str | None, on_plan: Callable[[int, list["BenchmarkRun"]], None] | None,
+              on_record: Callable[[dict], None] | None) -> list[dict]:
+    """`run_suite`'s runs: those of `plan` not `done` already, each written to `out` (where given) as it ends."""
     records: dict[BenchmarkRun, dict] = {run: done[run] for run, _ in plan if run in done}
 
     def finished(run: BenchmarkRun, record: dict) -> None:
@@ -368,7 +374,7 @@ def _run_on_ray(todo: list[BenchmarkRun], agent: str, options: dict, name: str |
 # ------------------------------------------------------------------------------------------------ reference
 def reference_path(suite: Suite) -> Path:
     """Where the suite's shipped reference results live."""
-    return SUITES_DIR / "reference" / f"{suite.name}.json"
+    return SUITES_DIR / "reference" / f"{safe_name(suite.name)}.json"
 
 
 def reference_records(suite: "Suite | str | Path", path: "str | Path | None" = None) -> list[dict]:
@@ -383,19 +389,43 @@ def reference_records(suite: "Suite | str | Path", path: "str | Path | None" = N
     return data["records"]
 
 
-#: A benchmark results file (`write_results`): the versions and the runs' records, each checked for what
-#: `leaderboard` reads.
-_LATENCY = Optional(Number(low=0))
+#: The latencies (seconds) a run record read back may give: a simulated latency is microseconds at the least
+#: (one op's launch overhead) and far below a day; a value outside this range is a crafted or damaged file, which
+#: would otherwise become every row's best known (a 1e-30 s run puts every other agent at a huge gap).
+MIN_LATENCY_S, MAX_LATENCY_S = 1e-9, 1e6
+_LATENCY = Optional(Number(MIN_LATENCY_S, MAX_LATENCY_S))
+_SECONDS = Optional(Number(0, 1e9))  # wall time, agent time per placement (ms): not compared, only bounded
+_NAMES = ListOf(Text(max_len=200), max_len=1000)
+_CURVE_POINT = Where(
+    ListOf(Number(0, max(MAX_BUDGET, MAX_LATENCY_S)), min_len=2, max_len=2),
+    lambda point: isinstance(point[0], int) and MIN_LATENCY_S <= point[1] <= MAX_LATENCY_S,
+    f"[placements, latency_s]: an integer from 0 to {MAX_BUDGET}, then seconds from {MIN_LATENCY_S:g} to "
+    f"{MAX_LATENCY_S:g}")
+#: The proof the exact optimum leaves in a record (``plan``, or ``extra.plan``: `leaderboard`'s ``bound``).
+_PLAN = Record({}, {"status": Optional(Text(max_len=100)), "lower_bound_s": Optional(Number(0, MAX_LATENCY_S))},
+               others=Plain(max_depth=4, max_len=MAX_OPS), what="an object (the optimum's status, lower_bound_s)")
+#: One run's record as `run_suite` writes it and a results file (`write_results`) keeps it: every field that
+#: `leaderboard`, `estimate_seconds`, the sanity verdict or a resumed benchmark reads is typed and bounded
+#: (``ok`` is true or false, never "no"); the rest is plain data, bounded in size.
+RUN_RECORD = Record({
+    "case": Text(max_len=100), "model": Text(max_len=200), "agent": Text(max_len=500),
+    "seed": Integer(0, (1 << 32) - 1),
+    "curve": ListOf(_CURVE_POINT, max_len=MAX_BUDGET),
+    "latency_s": _LATENCY, "predict_latency_s": _LATENCY,
+}, {
+    "ok": Boolean(), "error": Optional(Text(max_len=100_000)), "agent_ms_per_placement": _SECONDS,
+    "wall_s": _SECONDS, "placements_measured": Integer(0, MAX_BUDGET), "budget": Integer(0, MAX_BUDGET),
+    "search": _NAMES, "devices": _NAMES, "simulated": Boolean(), "plan": Optional(_PLAN),
+    "extra": Record({}, {"plan": Optional(_PLAN), "run": Optional(Record({}, {"updates": Integer(0)},
+                                                                       others=Plain(max_depth=4, max_len=MAX_OPS),
+                                                                       what="an object (the run's summary)"))},
+                    others=Plain(max_depth=6, max_len=MAX_OPS), what="an object (the run's extra fields)"),
+}, others=Plain(max_depth=6, max_len=MAX_OPS), what="a run's record (case, model, agent, seed, curve, latency_s, ...)")
+#: A benchmark results file (`write_results`): the versions and the runs' records (`RUN_RECORD`).
 BENCHMARK_RESULTS = Record({
     "suite": Text(min_len=1, max_len=64), "suite_version": Integer(1, 1 << 30), "cost_model_version": Integer(0),
-    "records": ListOf(Record({
-        "case": Text(max_len=100), "model": Text(max_len=200), "agent": Text(max_len=500), "seed": Integer(0),
-        "curve": ListOf(ListOf(Number(low=0), min_len=2, max_len=2), max_len=MAX_BUDGET),
-        "latency_s": _LATENCY, "predict_latency_s": _LATENCY,
-    }, {"agent_ms_per_placement": _LATENCY, "wall_s": _LATENCY}), max_len=1_000_000),
+    "records": ListOf(RUN_RECORD, max_len=1_000_000),
 })
-#: One run's record as `run_suite` writes it (what `leaderboard` and a resumed benchmark read of it).
-RUN_RECORD = BENCHMARK_RESULTS.required["records"].item
 
 
 def read_results(path: "str | Path") -> dict:

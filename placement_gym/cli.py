@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import signal
 import sys
 import threading
@@ -852,7 +851,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
                          f"{suite.name!r} has none")
     if args.json:
         results.check_outputs({"--json": Path(args.json)}, args.overwrite)  # before the minutes of running
-    out = Path(args.out or f"benchmark-{suite.name}-{re.sub(r'[^A-Za-z0-9_.-]', '_', Path(args.agent).name)}")
+    out = Path(args.out or f"benchmark-{results.safe_name(suite.name)}-{results.safe_name(Path(args.agent).name)}")
     runs = [(args.agent, out, options)]
     if optima is not None and args.agent != sanity.RANDOM_AGENT:  # the verdict compares with random's runs
         runs.append((sanity.RANDOM_AGENT, out / sanity.RANDOM_AGENT, {}))

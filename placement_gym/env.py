@@ -291,7 +291,7 @@ class DevicePlacementEnv(gym.Env):
     def reference_of(self, model: str) -> Measurement:
         """The reference placement's measurement of graph `model` (a name in `models`), measured once on first
         use: every op on the first listed device that can run every op (`action_mask`) and holds the model (its
-        measurement succeeds)."""
+        measurement succeeds); a ValueError naming each device's failure where none can."""
         return self._measure_reference(self._graph_data(model))
 
     def _measure_reference(self, data: "_GraphData") -> Measurement:
@@ -303,11 +303,14 @@ class DevicePlacementEnv(gym.Env):
                 if measurement.ok:
                     data.reference_placement, data.reference = placement, measurement
                     break
-                errors.append(f"{self.device_names[device]}: {measurement.error}")
+                errors.append(f"{self.device_names[device]}: {str(measurement.error).splitlines()[0][:300]}")
             else:
-                raise RuntimeError(
+                # Bad input (a profile's or a published file's memory too small for the graph), not a defect:
+                # a ValueError, so the CLI refuses it in one line (exit 2) naming each device's limit and need.
+                raise ValueError(
                     f"no single device can run all of {data.graph.name!r}, so there is no reference placement "
-                    f"({'; '.join(errors) or 'every device lacks support for some op'})"
+                    f"({'; '.join(errors) or 'every device lacks support for some op'}); expected a device that "
+                    "supports every op and holds the whole graph in its memory (raise its memory or add one)"
                 )
         return data.reference
 

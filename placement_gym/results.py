@@ -3,6 +3,10 @@
 * `write_atomically` (and `write_json`, `write_text`): every file placement-gym writes (results, CSV, plots,
   checkpoints, profiles, placements) goes through it: a temporary file beside the target moved into place, so
   a reader never sees half a file, and an existing file is never replaced unless the caller says so.
+* `safe_name`: the one way a file or folder name is made from a name a user or a file gave (a suite, a model, an
+  agent): one path component, never ``..`` or a separator, so no name writes outside the folder meant.
+* `folder_lock`: a folder one process writes for minutes (a benchmark's): a second process is refused in one
+  line naming the first's pid, instead of both computing everything.
 * `check_outputs`: every file a job will write, checked before it starts: no two at one path, none over a
   file it reads, none over an existing file unless the caller says so.
 * `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings.
@@ -14,6 +18,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
 import importlib.metadata
@@ -22,12 +27,13 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -79,6 +85,24 @@ def cpu_model() -> str:
 
 
 # ------------------------------------------------------------------------------------- the safe writer
+#: The longest name `safe_name` makes (file systems refuse components above 255 bytes).
+MAX_NAME_LEN = 120
+
+
+def safe_name(name: str) -> str:
+    """`name` (a suite, case, model or agent, as a user or a file gave it) as one file-name component: characters
+    other than letters, digits, ``_``, ``.`` and ``-`` become ``_`` (``hybrid:hsdag`` -> ``hybrid_hsdag``), no dot
+    first (``../../x`` -> ``_.._x``, never ``.`` or ``..``), at most `MAX_NAME_LEN` characters (a longer name is
+    cut and ends in a digest of the whole, so two long names stay apart). Every path placement-gym derives from
+    such a name goes through here, so none leads outside the folder it is meant for."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"
+    if len(safe) > MAX_NAME_LEN:
+        import hashlib
+
+        safe = f"{safe[:MAX_NAME_LEN - 17]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    return safe
+
+
 def refuse_existing(path: "str | os.PathLike", overwrite: bool = False) -> Path:
     """`path` as a `Path`; ``FileExistsError`` if it exists and `overwrite` is False, or if it is a folder
     (a file cannot replace one, `overwrite` or not). Check before long work."""
@@ -88,6 +112,56 @@ def refuse_existing(path: "str | os.PathLike", overwrite: bool = False) -> Path:
     if not overwrite and (path.exists() or path.is_symlink()):
         raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True (--overwrite)")
     return path
+
+
+#: The lock file `folder_lock` keeps in a folder while a process writes there (it holds that process's pid).
+LOCK_NAME = ".placement-gym.lock"
+
+
+class FolderInUse(FileExistsError):
+    """A folder that another live process holds with `folder_lock` (the message names its pid)."""
+
+
+@contextlib.contextmanager
+def folder_lock(folder: "str | os.PathLike") -> Iterator[Path]:
+    """Hold `folder` (created if need be) for this process until the block ends; `FolderInUse` at once where
+    another process holds it.
+
+    An exclusive ``flock`` on `LOCK_NAME` in the folder, which holds the pid of its holder: the kernel releases
+    it when the holder dies however it dies (SIGKILL too), so a stale lock never blocks, and the file is removed
+    when the block ends. Where there is no ``fcntl`` (Windows) nothing is locked, as the model cache's build lock.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield folder
+        return
+    path = folder / LOCK_NAME
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise FolderInUse(f"{folder} is in use by pid {holder} (another process is writing there); wait for "
+                              "it to finish, or choose another folder") from None
+        try:  # the holder before us removes the file as it lets go: lock the file that is there now
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        yield folder
+    finally:
+        path.unlink(missing_ok=True)  # while still held: a process that opened it meanwhile retries
+        os.close(fd)
 
 
 def check_outputs(outputs: Mapping[str, "str | os.PathLike"], overwrite: bool = False,

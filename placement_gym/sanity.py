@@ -34,8 +34,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import registry
-from .benchmark import SUITES_DIR, Suite, best_within, check_same_versions, load_suite
-from .results import OPTIMAL_AGENT, markdown_table, write_json
+from .benchmark import MAX_LATENCY_S, MIN_LATENCY_S, SUITES_DIR, Suite, best_within, check_same_versions, load_suite
+from .results import OPTIMAL_AGENT, markdown_table, safe_name, write_json
 from .schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Number, Record, Text, mismatch, read_json
 
 __all__ = ["RANDOM_AGENT", "SANITY_TOLERANCE_PCT", "Optimum", "load_optima", "optima_path", "optima_records",
@@ -87,20 +87,22 @@ class Optimum:
 
 def optima_path(suite: Suite) -> Path:
     """Where the proven optima of `suite` ship: ``placement_gym/suites/reference/<suite>_optima.json``."""
-    return SUITES_DIR / "reference" / f"{suite.name}_optima.json"
+    return SUITES_DIR / "reference" / f"{safe_name(suite.name)}_optima.json"
 
 
 _SECONDS = Number(positive=True)
+#: An optimum becomes the leaderboard's best known: bounded as a run record's latencies are.
+_LATENCY = Number(MIN_LATENCY_S, MAX_LATENCY_S)
 #: An optima file (`write_optima`): the versions it was proven with and one entry per (case, model).
 OPTIMA_FILE = Record({
     "suite": Text(min_len=1, max_len=64), "suite_version": Integer(1, 1 << 30), "cost_model_version": Integer(0),
     "package_version": Text(max_len=100),
     "optima": ListOf(Record({
-        "case": Text(min_len=1, max_len=100), "model": Text(min_len=1, max_len=200), "latency_s": _SECONDS,
-        "lower_bound_s": _SECONDS, "status": Text(choices=("optimal",)),
+        "case": Text(min_len=1, max_len=100), "model": Text(min_len=1, max_len=200), "latency_s": _LATENCY,
+        "lower_bound_s": _LATENCY, "status": Text(choices=("optimal",)),
         "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS),
         "devices": ListOf(Text(min_len=1, max_len=100), min_len=1, max_len=MAX_DEVICES),
-        "best_single_device_s": _SECONDS, "time_limit_s": _SECONDS, "solve_s": Number(low=0),
+        "best_single_device_s": _LATENCY, "time_limit_s": _SECONDS, "solve_s": Number(low=0),
     }, others=None), min_len=1, max_len=MAX_OPTIMA),
 }, others=None)
 

@@ -13,6 +13,10 @@ small specs::
     Record(required, optional, others), Tagged(key, variants), InstanceOf(cls, what), Plain(max_depth, max_len),
     Anything(), Where(spec, test, expected)
 
+Numbers are bounded, so that nothing read overflows later (a JSON integer has no limit, and ``1e400`` parses as
+infinity): an `Integer` without bounds is within int64, a `Number` is an integer within int64 or a finite float,
+`Plain` data holds no integer beyond int64, and a JSON literal beyond a float's range is refused by every spec.
+
 Every problem is one `SchemaError` (a ``ValueError``) on one line that names the file, the field and what is
 accepted::
 
@@ -32,9 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = [
-    "HEX64", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf", "Integer", "ListOf", "MapOf",
-    "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged", "Text", "Where", "check",
-    "describe", "join", "mismatch", "read_json", "read_text",
+    "HEX64", "INT64_MAX", "INT64_MIN", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf",
+    "Integer", "ListOf", "MapOf", "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged",
+    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text",
 ]
 
 #: The most ops a graph named in a file may have (``synthetic:N``, a placement's length): above the largest graphs
@@ -44,6 +48,9 @@ MAX_OPS = 200_000
 MAX_DEVICES = 64
 #: A SHA-256 digest in hex (`Text`'s ``pattern``).
 HEX64 = r"[0-9a-f]{64}"
+#: The integers any file may hold where its spec sets no tighter bound: int64, what numpy and torch store. A
+#: larger one (JSON integers have no limit) would pass the check and crash later, converted to an array or a float.
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 class SchemaError(ValueError):
@@ -59,6 +66,24 @@ class _Mismatch(Exception):
 
 
 _MISSING = object()  # a required field that is not there
+
+
+class _Overflow(float):
+    """A JSON number literal beyond the range of a float (``1e400``): infinite as a float, but kept apart so that
+    every spec refuses it naming the field (JSON has no infinity, so a file never means one)."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> "_Overflow":
+        value = super().__new__(cls, literal)
+        value.literal = literal
+        return value
+
+
+def _parse_float(literal: str) -> float:
+    """`json.loads`' ``parse_float``: the float, or an `_Overflow` where the literal is beyond a float's range."""
+    value = float(literal)
+    return _Overflow(literal) if math.isinf(value) else value
 
 
 class Found(str):
@@ -77,6 +102,8 @@ def describe(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return repr(value) if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"
+    if isinstance(value, _Overflow):
+        return f"{value.literal[:40]} (beyond the range of a float)"
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
@@ -167,7 +194,7 @@ def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: 
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        data = json.loads(text, parse_constant=refuse_constant)
+        data = json.loads(text, parse_constant=refuse_constant, parse_float=_parse_float)
     except json.JSONDecodeError as exc:
         raise error(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); expected a "
                     f"{what}") from None
@@ -205,29 +232,42 @@ class Anything(Spec):
 
 @dataclass(frozen=True)
 class Integer(Spec):
-    """An integer (not a boolean, not a float) from `low` to `high`, both included (None: unbounded)."""
+    """An integer (not a boolean, not a float) from `low` to `high`, both included (None: the int64 bound,
+    `INT64_MIN` or `INT64_MAX`: no file holds an integer that numpy and torch cannot)."""
 
     low: int | None = None
     high: int | None = None
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        if self.low is not None and self.high is not None:
-            return f"an integer from {self.low} to {self.high}"
-        if self.low is not None:
-            return f"an integer >= {self.low}"
-        return "an integer" if self.high is None else f"an integer <= {self.high}"
+        low = _int_text(INT64_MIN if self.low is None else self.low)
+        high = _int_text(INT64_MAX if self.high is None else self.high)
+        return f"an integer from {low} to {high}"
 
     def check(self, value: Any, at: str) -> None:
-        if not isinstance(value, int) or isinstance(value, bool) or \
-                (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+        low = INT64_MIN if self.low is None else self.low
+        high = INT64_MAX if self.high is None else self.high
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             self.refuse(at, value)
+
+
+def _int_text(value: int) -> str:
+    """An integer bound as messages write it (the int64 bounds as powers of two)."""
+    return {INT64_MAX: "2^63 - 1", INT64_MIN: "-2^63"}.get(value, str(value))
+
+
+def _fits(value: "int | float", finite: bool) -> bool:
+    """Whether the number `value` is one a file may hold: an integer within int64; a float, finite (not NaN
+    either) where `finite`, and never a JSON literal beyond a float's range (`_Overflow`)."""
+    if isinstance(value, int):
+        return INT64_MIN <= value <= INT64_MAX
+    return not isinstance(value, _Overflow) and (not finite or math.isfinite(value))
 
 
 @dataclass(frozen=True)
 class Number(Spec):
-    """A number (an integer or a float, not a boolean) from `low` to `high` (None: unbounded); `positive`:
-    above 0; `finite`: not infinite or NaN."""
+    """A number (an integer within int64 or a float, not a boolean) from `low` to `high` (None: unbounded);
+    `positive`: above 0; `finite`: not infinite (never NaN, never a JSON literal beyond a float's range)."""
 
     low: float | None = None
     high: float | None = None
@@ -237,16 +277,18 @@ class Number(Spec):
     @property
     def expected(self) -> str:  # type: ignore[override]
         words = ["a positive number" if self.positive else "a number"]
-        if self.low is not None:
+        if self.low is not None and self.high is not None:
+            words.append(f"from {self.low:g} to {self.high:g}")
+        elif self.low is not None:
             words.append(f">= {self.low:g}")
-        if self.high is not None:
+        elif self.high is not None:
             words.append(f"<= {self.high:g}")
-        return " ".join(words) + (" (finite)" if self.finite else "")
+        bounded = self.low is not None and self.high is not None  # then finite and within int64 go unsaid
+        return " ".join(words) + (" (finite; integers within int64)" if self.finite and not bounded else "")
 
     def check(self, value: Any, at: str) -> None:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            self.refuse(at, value)
-        if isinstance(value, float) and (math.isnan(value) or (self.finite and math.isinf(value))):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not _fits(value, self.finite) or \
+                math.isnan(value):
             self.refuse(at, value)
         if (self.positive and value <= 0) or (self.low is not None and value < self.low) or \
                 (self.high is not None and value > self.high):
@@ -462,8 +504,10 @@ class InstanceOf(Spec):
 
 @dataclass(frozen=True)
 class Plain(Spec):
-    """Plain data: null, booleans, numbers, text of at most `max_len` characters, and lists and objects (text
-    field names) of at most `max_len` items, nested at most `max_depth` deep."""
+    """Plain data: null, booleans, numbers (integers within int64; any float but a JSON literal beyond a float's
+    range, so that from a JSON file every float is finite, while a torch file's space keeps its infinite bounds),
+    text of at most `max_len` characters, and lists and objects (text field names) of at most `max_len` items,
+    nested at most `max_depth` deep."""
 
     max_depth: int = 6
     max_len: int = 10_000
@@ -473,7 +517,11 @@ class Plain(Spec):
         return f"plain data (null, true/false, numbers, text, lists, objects; at most {self.max_depth} deep)"
 
     def check(self, value: Any, at: str, depth: int = 0) -> None:
-        if value is None or isinstance(value, (bool, int, float)):
+        if value is None or isinstance(value, bool):
+            return
+        if isinstance(value, (int, float)):
+            if not _fits(value, finite=False):
+                self.refuse(at, value, "a number (integers within int64, floats within a float's range)")
             return
         if isinstance(value, str):
             if len(value) > self.max_len:

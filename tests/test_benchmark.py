@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from placement_gym import benchmark
 from placement_gym.backends.simulated import COST_MODEL_VERSION
 from placement_gym.cli import main as cli
 from placement_gym.models import dataset_names
+from placement_gym.results import LOCK_NAME, MAX_NAME_LEN, safe_name
 from .conftest import BENCHMARKS, load_benchmark
 
 #: Timing fields: the only ones two runs of the same seeded benchmark may differ in.
@@ -434,3 +437,134 @@ def test_only_a_learned_policys_predict_is_its_own():
     assert {r["agent"]: r["predict_gap_pct"] for r in rows} == {"learned": 50.0, "planner": None}
     table = benchmark.leaderboard_markdown(rows)
     assert "| learned | +0.0 (+50.0) |" in table and "| planner | +0.0 |" in table
+
+
+# ----------------------------------------------------------------------------------------- files read back
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A benchmark folder of one finished run (random, tiny_branch, seed 0): ``(suite file, folder, its record)``."""
+    folder = tmp_path_factory.mktemp("one-run")
+    suite = tiny_suite(folder, cases=["paper:latency"], models=["tiny_branch"], seeds=[0], budgets=[3])
+    benchmark.run_suite("random", benchmark.load_suite(suite), out=folder / "bench")
+    [path] = (folder / "bench").glob("runs/*/*/*/seed0.json")
+    return suite, folder / "bench", json.loads(path.read_text())
+
+
+#: (name, a change to a run's record, the field named). Each was trusted: an AttributeError (plan, extra), a run
+#: counted as ok ("no"), a leaderboard's best known of 1e-30 s.
+BAD_RECORDS = [
+    ("plan a list", {"plan": [1]}, "plan"),
+    ("plan text", {"plan": "optimal"}, "plan"),
+    ("extra a list", {"extra": []}, "extra"),
+    ("extra.plan text", {"extra": {"plan": "x"}}, "extra.plan"),
+    ("extra.run a list", {"extra": {"run": [0]}}, "extra.run"),
+    ("extra.run.updates text", {"extra": {"run": {"updates": "many"}}}, "extra.run.updates"),
+    ("ok text", {"ok": "no"}, "ok"),
+    ("ok a number", {"ok": 0}, "ok"),
+    ("latency 1e-30", {"latency_s": 1e-30}, "latency_s"),
+    ("latency zero", {"latency_s": 0}, "latency_s"),
+    ("latency negative", {"latency_s": -1.0}, "latency_s"),
+    ("latency of years", {"latency_s": 1e9}, "latency_s"),
+    ("predict latency 1e-30", {"predict_latency_s": 1e-30}, "predict_latency_s"),
+    ("curve point 1e-30", {"curve": [[1, 1e-30]]}, r"curve\[0\]"),
+    ("curve point swapped", {"curve": [[0.001, 1]]}, r"curve\[0\]"),
+    ("curve point of three", {"curve": [[1, 0.001, 2]]}, r"curve\[0\]"),
+    ("plan bound negative", {"plan": {"status": "optimal", "lower_bound_s": -1}}, "plan.lower_bound_s"),
+    ("wall time text", {"wall_s": "slow"}, "wall_s"),
+    ("seed beyond int64", {"seed": 10 ** 30}, "seed"),
+    ("search text", {"search": "boundary"}, "search"),
+    ("error a number", {"error": 5}, "error"),
+    ("other field of 10^30", {"speedup_vs_reference": 10 ** 30}, "speedup_vs_reference"),
+]
+
+
+@pytest.mark.parametrize("change, field", [c[1:] for c in BAD_RECORDS], ids=[c[0] for c in BAD_RECORDS])
+def test_a_run_record_read_back_is_checked_field_by_field(tmp_path, one_run, change, field):
+    """`--resume` (the runs of the folder) and `--reference` (a results file) read records written by others:
+    every field that is read is typed and bounded, refused in one line naming the file and the field."""
+    suite_path, folder, good = one_run
+    suite = benchmark.load_suite(suite_path)
+    resumed = tmp_path / "bench"
+    shutil.copytree(folder, resumed)
+    [run] = resumed.glob("runs/*/*/*/seed0.json")
+    run.write_text(json.dumps({**good, **change}))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(run))}: field {field}: found .*; expected [^\n]*$"):
+        benchmark.run_suite("random", suite, out=resumed, resume=True)
+    reference = benchmark.write_results(tmp_path / "ref.json", suite, [good])
+    data = json.loads(reference.read_text())
+    data["records"][0].update(change)
+    reference.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(reference))}: field records\[0\]\.{field}: found "):
+        benchmark.reference_records(suite, reference)
+
+
+def test_the_lowest_latency_a_record_may_give_is_documented_and_its_runs_pass(one_run):
+    _, _, good = one_run
+    assert benchmark.MIN_LATENCY_S == 1e-9 and good["latency_s"] > 1e3 * benchmark.MIN_LATENCY_S
+    for name in ("quick", "standard"):  # the shipped reference results pass the checks
+        assert benchmark.reference_records(name)
+
+
+# ----------------------------------------------------------------------------------------- names and folders
+def test_a_suite_or_agent_name_never_leads_outside_the_working_folder(tmp_path, monkeypatch, capsys):
+    from placement_gym import cli
+
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    suite = tiny_suite(work, suite="../../../escaped", cases=["paper:latency"], models=["tiny_branch"], seeds=[0],
+                       budgets=[2])
+    assert cli.main(["benchmark", "--suite", str(suite), "--agent", "random", "--no-progress"]) == 0
+    made = sorted(p.name for p in work.iterdir() if p.is_dir())
+    assert made == ["benchmark-_.._.._escaped-random"], made  # in the working folder, named after the suite
+    outside = [p for p in tmp_path.rglob("*") if work not in (p, *p.parents) and p not in work.parents]
+    assert outside == [], outside
+    assert list((work / made[0]).glob("runs/paper_latency/tiny_branch/random/seed0.json"))
+
+
+@pytest.mark.parametrize("name, made", [("../../x", "_.._x"), ("..", "_"), (".", "_"), ("", "_"),
+                                        ("/etc/passwd", "_etc_passwd"), ("hybrid:hsdag", "hybrid_hsdag"),
+                                        ("a\\..\\b", "a_.._b"), ("résumé", "r_sum_")])
+def test_every_name_made_into_a_path_is_one_component_inside_its_folder(tmp_path, name, made):
+    assert safe_name(name) == made
+    run = benchmark.BenchmarkRun(agent=name, case=name, model=name, seed=0)
+    assert run.path(tmp_path).resolve().parent.parent.parent.parent == (tmp_path / "runs").resolve()
+    long = safe_name("x" * 1000)
+    assert len(long) <= MAX_NAME_LEN and long != safe_name("x" * 999)  # cut, and still apart
+
+
+# ----------------------------------------------------------------------------------------- one writer a folder
+def test_a_second_benchmark_on_a_folder_in_use_is_refused_naming_the_first_and_a_dead_ones_lock_is_not(tmp_path,
+                                                                                                      capsys):
+    """Two ``--resume`` runs on one folder would both compute every run: the second is refused in one line naming
+    the first's pid. A holder killed outright (SIGKILL: no clean-up) leaves its lock file, which blocks nothing."""
+    from placement_gym import cli
+
+    suite_path = tiny_suite(tmp_path, cases=["edge:latency"], models=["tiny_branch"], seeds=[0, 1, 2])
+    out, marker = tmp_path / "bench", tmp_path / "seed1-started"
+    argv = ["benchmark", "--agent", "tests.test_benchmark:WaitsOnSeed1", "--suite", str(suite_path), "--out",
+            str(out), "--no-progress"]
+    repository = Path(__file__).resolve().parents[1]
+    env = {**os.environ, MARKER_ENV: str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(repository), os.environ.get("PYTHONPATH")]))}
+    first = subprocess.Popen([sys.executable, "-m", "placement_gym.cli", *argv], cwd=repository, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not marker.exists():  # no deadline of its own: the first process's start takes what the machine takes
+            assert first.poll() is None, f"the first benchmark ended before seed 1 started: {first.communicate()}"
+            time.sleep(0.05)
+        assert cli.main(argv + ["--resume"]) == 2  # this process, the second, while the first is in seed 1
+        err = capsys.readouterr().err.strip()
+        assert err == (f"placement-gym benchmark: error: {out} is in use by pid {first.pid} (another process is "
+                       "writing there); wait for it to finish, or choose another folder"), err
+        assert (out / LOCK_NAME).read_text() == str(first.pid)
+        first.kill()  # SIGKILL: its lock file stays behind
+        first.communicate()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert (out / LOCK_NAME).read_text() == str(first.pid)
+    assert cli.main(argv + ["--resume"]) == 0  # the dead process's lock is no lock
+    assert "1 done already, 2 to run" in capsys.readouterr().err
+    assert len(list(out.glob("runs/*/*/*/seed*.json"))) == 3 and not (out / LOCK_NAME).exists()

@@ -1,5 +1,7 @@
 """Files we read back are checked before anything is built from them: a damaged model-cache manifest is rebuilt,
-and ``placement-gym show`` refuses a malformed results or placement file in one line naming the file and the field.
+and ``placement-gym show`` refuses a malformed results or placement file in one line naming the file and the field;
+numbers beyond range in any file (a JSON integer of 400 digits, ``1e400``) are refused the same way, a graph that
+no device holds is a one-line refusal, and the largest published input allowed is checked in one pass.
 
 Real parts: the model cache's own files (written by a real build), results and placement files written by
 ``placement-gym train``, the real command line.
@@ -7,17 +9,20 @@ Real parts: the model cache's own files (written by a real build), results and p
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from placement_gym import cli
-from placement_gym.models import ZOO, load_model
+from placement_gym.backends.profiles import PRESETS
+from placement_gym.models import ZOO, load_graph, load_model
 from placement_gym.models.zoo import ZOO_VERSION, ZooEntry
 from placement_gym.results import MAX_RECORDS, MAX_RESULTS_BYTES
-from placement_gym.schema import MAX_DEVICES, MAX_OPS
+from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json
 
 
 # ----------------------------------------------------------------------------------------- cache manifests
@@ -184,3 +189,161 @@ def test_show_refuses_an_oversized_file_before_reading_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"placement-gym show: error: {path}: {MAX_RESULTS_BYTES + 1} bytes; expected a results or "
                    f"placement file of at most {MAX_RESULTS_BYTES} bytes")
+
+
+# ----------------------------------------------------------------------------------------- numbers beyond range
+def tarnawski_input(path: Path, n: int = 3, **top_level: Any) -> Path:
+    """A Tarnawski et al. input of a chain of `n` nodes (two accelerators and a CPU), its top-level fields
+    changed by `top_level`; returns `path`."""
+    nodes = [{"id": i, "supportedOnFpga": 1, "cpuLatency": 1.0, "fpgaLatency": 0.5, "isBackwardNode": 0, "size": 1.0}
+             for i in range(n)]
+    edges = [{"sourceId": i, "destId": i + 1, "cost": 0.25} for i in range(n - 1)]
+    path.write_text(json.dumps({"maxSizePerFPGA": 1e9, "maxFPGAs": 2, "maxCPUs": 1, "nodes": nodes, "edges": edges,
+                                **top_level}))
+    return path
+
+
+def doppler_graph(path: Path) -> Path:
+    """A DOPPLER graph of three nodes (one input node; two computing nodes fed by it)."""
+    path.write_text("3\n0,\n0,\n1,\n5,1\n6,2 Add\n")
+    return path
+
+
+def profile_file(path: Path, **device: Any) -> Path:
+    """The ``paper`` preset as a profile file, its first device's fields changed by `device`."""
+    data = PRESETS["paper"]().to_dict()
+    data["devices"][0].update(device)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def edit(path: Path, old: str, new: str) -> Path:
+    """`path` with the first `old` in its text replaced by `new` (numbers json.dumps cannot write: 1e400)."""
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+HUGE = "1" + "0" * 400  # an integer literal JSON allows: 10^400
+EVALUATE = ["evaluate", "--agent", "random", "--budget", "2", "--seeds", "1", "--no-progress"]
+#: (name, the file: tmp folder -> path, the command's arguments after it (the path is put at {}), field named).
+NUMBER_CASES = [
+    ("tarnawski cost 10^400", lambda d: edit(tarnawski_input(d / "t.json"), '"cost": 0.25', f'"cost": {HUGE}'),
+     EVALUATE + ["--model", "{}"], "field edges[0].cost:"),
+    ("tarnawski cost 1e400", lambda d: edit(tarnawski_input(d / "t.json"), '"cost": 0.25', '"cost": 1e400'),
+     EVALUATE + ["--model", "{}"], "field edges[0].cost:"),
+    ("tarnawski latency of 30,000 years", lambda d: edit(tarnawski_input(d / "t.json"), '"cpuLatency": 1.0',
+                                                         '"cpuLatency": 1e15'),
+     EVALUATE + ["--model", "{}"], "field nodes[0].cpuLatency:"),
+    ("tarnawski memory 10^400", lambda d: tarnawski_input(d / "t.json", maxSizePerFPGA=10 ** 400),
+     EVALUATE + ["--model", "{}"], "field maxSizePerFPGA:"),
+    ("profile peak 10^400", lambda d: profile_file(d / "p.json", peak_flops=10 ** 400),
+     EVALUATE + ["--model", "tiny_branch", "--backend", "simulated", "--profile", "{}"],
+     "field devices[0].peak_flops:"),
+    ("profile peak 1e-300 FLOP/s", lambda d: profile_file(d / "p.json", peak_flops=1e-300),
+     EVALUATE + ["--model", "tiny_branch", "--backend", "simulated", "--profile", "{}"],
+     "field devices[0].peak_flops:"),
+    ("profile memory 10^30 integer", lambda d: profile_file(d / "p.json", memory_bytes=10 ** 30),
+     EVALUATE + ["--model", "tiny_branch", "--backend", "simulated", "--profile", "{}"],
+     "field devices[0].memory_bytes:"),
+    ("profile calibration 10^400", lambda d: edit(profile_file(d / "p.json"), '"calibration": {}',
+                                                  f'"calibration": {{"runs": {HUGE}}}'),
+     EVALUATE + ["--model", "tiny_branch", "--backend", "simulated", "--profile", "{}"],
+     "field calibration.runs:"),
+    ("doppler edge id beyond int64", lambda d: edit(doppler_graph(d / "g.txt"), "\n1,\n", f"\n{2 ** 64},\n"),
+     EVALUATE + ["--model", "{}"], "field line 4:"),
+    ("doppler cost of 400 digits", lambda d: edit(doppler_graph(d / "g.txt"), "5,1", f"{HUGE},1"),
+     EVALUATE + ["--model", "{}"], "field line 5:"),
+    ("doppler node count beyond int64", lambda d: edit(doppler_graph(d / "g.txt"), "3\n", f"{HUGE}\n"),
+     EVALUATE + ["--model", "{}"], "field line 1:"),
+    ("doppler 5,000 leading zeros", lambda d: edit(doppler_graph(d / "g.txt"), "5,1", "0" * 5000 + "5,1"),
+     EVALUATE + ["--model", "{}", "--json", "{}.json"], None),
+]
+
+
+@pytest.mark.parametrize("make, argv, field", [c[1:] for c in NUMBER_CASES], ids=[c[0] for c in NUMBER_CASES])
+def test_numbers_beyond_range_in_a_file_are_one_line_errors_naming_the_file_and_the_field(tmp_path, capsys, make,
+                                                                                          argv, field):
+    path = make(tmp_path)
+    argv = [a.replace("{}", str(path)) for a in argv]
+    if field is None:  # a number in range however it is written: read as it is
+        assert cli.main(argv) == 0
+        assert json.loads(Path(argv[-1]).read_text())["records"][0]["ok"]
+        return
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert err.startswith(f"placement-gym evaluate: error: {path}: {field}") and "expected" in err, err
+
+
+def test_a_suite_naming_a_file_of_huge_numbers_is_refused_in_one_line(tmp_path, capsys):
+    graph = edit(tarnawski_input(tmp_path / "t.json"), '"cost": 0.25', f'"cost": {HUGE}')
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"format": 1, "suite": "huge", "version": 1, "description": "", "backend": "simulated",
+                                 "models": [str(graph)], "cases": ["paper:latency"], "budgets": [2], "seeds": [0],
+                                 "metrics": ["gap_pct"]}))
+    argv = ["benchmark", "--suite", str(suite), "--agent", "random", "--out", str(tmp_path / "b"), "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"placement-gym benchmark: error: {graph}: field edges[0].cost:") and "expected" in err, err
+
+
+@pytest.mark.parametrize("spec, literal, found", [
+    (Integer(), str(2 ** 63), "an integer of 64 bits"),
+    (Integer(0), HUGE, "an integer of 1329 bits"),
+    (Number(), HUGE, "an integer of 1329 bits"),
+    (Number(), "1e400", "1e400 (beyond the range of a float)"),
+    (Number(finite=False), "-1e400", "-1e400 (beyond the range of a float)"),
+    (Plain(), f"[[{HUGE}]]", "an integer of 1329 bits"),
+    (Plain(), '{"a": 1e999}', "1e999 (beyond the range of a float)"),
+], ids=["integer 2^63", "integer 10^400", "number 10^400", "number 1e400", "unbounded number -1e400",
+        "plain 10^400", "plain 1e999"])
+def test_every_spec_bounds_its_numbers_so_nothing_read_overflows_later(tmp_path, spec, literal, found):
+    """JSON integers have no limit and ``1e400`` parses as infinity: unbounded, either would pass a check and
+    crash later (an OverflowError converting it to a float or an array). Every spec refuses them, naming the field."""
+    path = tmp_path / "n.json"
+    path.write_text(f'{{"x": {literal}}}')
+    with pytest.raises(SchemaError, match=re.escape(f"{path}: field x") + r".*: found " + re.escape(found)):
+        read_json(path, Record({"x": spec}), max_bytes=1 << 16)
+    path.write_text('{"x": 9223372036854775807, "y": 1e308}')  # the largest that are accepted
+    assert read_json(path, Record({"x": spec, "y": Number()}), max_bytes=1 << 16)["x"] == 2 ** 63 - 1
+
+
+# ----------------------------------------------------------------------------------------- graphs nothing holds
+def test_a_graph_no_single_device_can_hold_is_refused_in_one_line_naming_the_memory(tmp_path, capsys):
+    """There is no reference placement (every op on one device) when no device holds the whole graph: bad input
+    (a profile's or a published file's memory), refused in one line with each device's limit and the need."""
+    tiny_memory = profile_file(tmp_path / "p.json", memory_bytes=1)
+    data = json.loads(tiny_memory.read_text())
+    data["devices"][1]["memory_bytes"] = 1
+    tiny_memory.write_text(json.dumps(data))
+    argv = EVALUATE + ["--model", "tiny_branch", "--backend", "simulated", "--profile", str(tiny_memory)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert err.startswith("placement-gym evaluate: error: no single device can run all of 'tiny_branch'"), err
+    assert "out of memory on CPU: 439.0 kB > 1 B" in err and "out of memory on GPU" in err and "expected" in err
+
+    small = tarnawski_input(tmp_path / "small.json", maxSizePerFPGA=0.5, maxCPUs=0)
+    assert cli.main(EVALUATE + ["--model", str(small)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert "ACC0 holds 3 bytes, more than its 0.5 (maxSizePerFPGA)" in err and "expected" in err, err
+
+
+# ----------------------------------------------------------------------------------------- big inputs
+def test_a_tarnawski_input_of_the_most_nodes_allowed_is_checked_in_one_pass(tmp_path):
+    """200,000 nodes (`MAX_OPS`, what the loader allows): the duplicate-id check is one pass over them (it
+    was quadratic: minutes), and names both nodes."""
+    path = tarnawski_input(tmp_path / "big.json", n=1)
+    data = json.loads(path.read_text())
+    data["nodes"] = [{**data["nodes"][0], "id": i} for i in range(MAX_OPS)]
+    path.write_text(json.dumps(data))
+    graph = load_graph(str(path))
+    assert graph.n_ops == MAX_OPS and sorted(graph.costs.node_ids.tolist()) == list(range(MAX_OPS))
+    data["nodes"][-1]["id"] = MAX_OPS - 2  # the last two share an id: the worst case of the old check
+    path.write_text(json.dumps(data))
+    with pytest.raises(SchemaError, match=re.escape(f"{path}: field nodes[{MAX_OPS - 1}].id: found {MAX_OPS - 2}; "
+                                                    f"expected unique node ids (nodes[{MAX_OPS - 2}] has it too)")):
+        load_graph(str(path))

@@ -242,14 +242,18 @@ class DeviceProfile:
 
 
 # ============================================================================================== profile
-_LINK = Record({}, {"latency_s": Number(low=0), "bandwidth_Bps": Optional(Number(positive=True))}, others=None)
-_SECONDS = Number(low=0)
-_DEVICE = Record({"name": Text(min_len=1, max_len=500), "peak_flops": Number(positive=True),
-                  "memory_bandwidth_Bps": Number(positive=True)}, {
-    "launch_overhead_s": _SECONDS, "efficiency": MapOf(Number(positive=True), max_len=10_000),
-    "default_efficiency": Number(positive=True), "measured": MapOf(MapOf(_SECONDS, max_len=MAX_OPS), max_len=1000),
+# Bounds far beyond any hardware, tight enough that a price (FLOPs / peak, bytes / bandwidth, summed over the
+# largest graph) stays finite: a crafted 1e-300 FLOP/s would make every latency infinite.
+_SECONDS = Number(low=0, high=1e6)  # a measured or overhead time, per op or per transfer (11 days)
+_RATE = Number(low=1, high=1e24)  # FLOP/s or bytes/s
+_LINK = Record({}, {"latency_s": _SECONDS, "bandwidth_Bps": Optional(_RATE)}, others=None)
+_EFFICIENCY = Number(positive=True, high=100)  # a share of the peak (above 1 only for a profile's own fit)
+_DEVICE = Record({"name": Text(min_len=1, max_len=500), "peak_flops": _RATE, "memory_bandwidth_Bps": _RATE}, {
+    "launch_overhead_s": _SECONDS, "efficiency": MapOf(_EFFICIENCY, max_len=10_000),
+    "default_efficiency": _EFFICIENCY, "measured": MapOf(MapOf(_SECONDS, max_len=MAX_OPS), max_len=1000),
     "measured_wall_s": MapOf(_SECONDS, max_len=1000), "virtual": Boolean(), "description": Text(max_len=10_000),
-    "memory_bytes": Optional(Number(positive=True)), "unsupported_ops": ListOf(Text(max_len=200), max_len=10_000),
+    "memory_bytes": Optional(Number(positive=True, high=1e24)),
+    "unsupported_ops": ListOf(Text(max_len=200), max_len=10_000),
 }, others=None)
 #: What a profile file (`Profile.save`) holds, as `Profile.load` checks it.
 PROFILE_FILE = Record({"devices": ListOf(_DEVICE, min_len=1, max_len=MAX_DEVICES)}, {

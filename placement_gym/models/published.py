@@ -34,8 +34,8 @@ from typing import Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
-from ..schema import (MAX_OPS, Boolean, Integer, ListOf, Number, OneOf, Record, Text, check, mismatch, read_json,
-                      read_text)
+from ..schema import (MAX_OPS, Boolean, Found, Integer, ListOf, Number, OneOf, Record, Text, check, mismatch,
+                      read_json, read_text)
 
 #: ``model`` names of a shipped Tarnawski input start with this.
 TARNAWSKI_PREFIX = "tarnawski:"
@@ -49,18 +49,27 @@ MAX_EDGES = 2_000_000
 DOPPLER_COST_PER_SECOND = 1e10
 #: Tarnawski's time values are milliseconds: divided by this they are seconds.
 TARNAWSKI_MS_PER_SECOND = 1e3
+#: The largest time value (ms, about 30 years) and memory size (bytes, an exabyte) a Tarnawski input may give:
+#: far above any real op, low enough that sums over the largest graph stay finite.
+TARNAWSKI_MAX_MS = 1e12
+TARNAWSKI_MAX_BYTES = 1e18
+#: The largest cost a DOPPLER graph may give (1e8 s once divided by `DOPPLER_COST_PER_SECOND`), and so its
+#: most digits: a longer number is refused before it is converted (Python's int refuses 4,300 digits, int64 19).
+DOPPLER_MAX_COST = 10 ** 18
+_DOPPLER_DIGITS = len(str(DOPPLER_MAX_COST))
 
+_MS, _BYTES = Number(0, TARNAWSKI_MAX_MS), Number(0, TARNAWSKI_MAX_BYTES)
 _NODE = Record(
     {"id": Integer(-(2 ** 31), 2 ** 31 - 1), "supportedOnFpga": OneOf(Boolean(), Integer(0, 1)),
-     "cpuLatency": Number(0), "fpgaLatency": Number(0), "isBackwardNode": OneOf(Boolean(), Integer(0, 1))},
-    {"colorClass": Integer(-(2 ** 31), 2 ** 31 - 1), "size": Number(0), "name": Text(max_len=1000)},
+     "cpuLatency": _MS, "fpgaLatency": _MS, "isBackwardNode": OneOf(Boolean(), Integer(0, 1))},
+    {"colorClass": Integer(-(2 ** 31), 2 ** 31 - 1), "size": _BYTES, "name": Text(max_len=1000)},
     what="a node with id, supportedOnFpga, cpuLatency, fpgaLatency, isBackwardNode (colorClass, size optional)")
 _EDGE = Record({"sourceId": Integer(-(2 ** 31), 2 ** 31 - 1), "destId": Integer(-(2 ** 31), 2 ** 31 - 1),
-                "cost": Number(0)}, {"size": Number(0)},
+                "cost": _MS}, {"size": _BYTES},
                what="an edge with sourceId, destId, cost (size optional)")
 #: Tarnawski et al.'s input format (their README's "Input format"); other debug fields are accepted and ignored.
 TARNAWSKI_SCHEMA = Record({
-    "maxSizePerFPGA": Number(0), "maxFPGAs": Integer(0, 63), "maxCPUs": Integer(0, 63),
+    "maxSizePerFPGA": _BYTES, "maxFPGAs": Integer(0, 63), "maxCPUs": Integer(0, 63),
     "nodes": ListOf(_NODE, min_len=1, max_len=MAX_OPS), "edges": ListOf(_EDGE, max_len=MAX_EDGES),
 }, what="a Tarnawski et al. input (maxSizePerFPGA, maxFPGAs, maxCPUs, nodes, edges)")
 #: A human-expert split / a result file of their programs: node ids per CPU and per accelerator.
@@ -244,10 +253,11 @@ def load_tarnawski(path: "str | os.PathLike", name: str | None = None) -> Publis
     source = os.fspath(path)
     nodes, edges = data["nodes"], data["edges"]
     ids = [int(node["id"]) for node in nodes]
-    index = {node_id: i for i, node_id in enumerate(ids)}
-    if len(index) != len(ids):
-        duplicate = next(i for i in ids if ids.count(i) > 1)
-        raise mismatch(source, "nodes", f"two nodes with id {duplicate}", "unique node ids")
+    index: dict[int, int] = {}
+    for i, node_id in enumerate(ids):  # one pass: a file may hold MAX_OPS nodes
+        if node_id in index:
+            raise mismatch(source, f"nodes[{i}].id", node_id, f"unique node ids (nodes[{index[node_id]}] has it too)")
+        index[node_id] = i
     n = len(ids)
     out_cost = np.zeros(n)
     has_out = np.zeros(n, dtype=bool)
@@ -330,13 +340,20 @@ def load_doppler(path: "str | os.PathLike", name: str | None = None) -> Publishe
     lines = read_text(path, max_bytes=MAX_FILE_BYTES, what="DOPPLER graph (.txt)").splitlines()
 
     def numbers(k: int) -> list[int]:
-        return [int(x) for x in re.findall(r"\d+", lines[k])] if k < len(lines) else []
+        """The numbers on line k + 1, each checked to be at most `DOPPLER_MAX_COST` before it is converted."""
+        # Leading zeros dropped first: Python's int refuses a string of over 4,300 digits, zeros or not.
+        found = [x.lstrip("0") or "0" for x in re.findall(r"\d+", lines[k])] if k < len(lines) else []
+        for x in found:
+            if len(x) > _DOPPLER_DIGITS or int(x) > DOPPLER_MAX_COST:
+                raise mismatch(source, f"line {k + 1}", Found(x if len(x) <= 24 else f"a number of {len(x)} digits"),
+                               f"integers from 0 to {DOPPLER_MAX_COST:.0e} (node numbers, counts and costs)")
+        return [int(x) for x in found]
 
     if len(lines) < 4 or not re.fullmatch(r"\s*\d+\s*", lines[0]):
         found = f"line 1 is {lines[0][:40]!r}" if lines else "the file is empty"
         raise ValueError(f"{source}: {found}; expected a DOPPLER graph: the node count, the input nodes, the edge "
                          "sources, the edge targets, then one 'compute,communication' line per node")
-    n = int(lines[0]) - len(numbers(1))
+    n = numbers(0)[0] - len(numbers(1))
     check(n, Integer(1, MAX_OPS), source, at="line 1 (nodes) minus line 2 (input nodes)")
     src, dst = np.array(numbers(2), dtype=np.int64), np.array(numbers(3), dtype=np.int64)
     if src.size != dst.size:

@@ -153,6 +153,10 @@ def load_suite(suite: "str | Path") -> Suite:
         if model not in known and not is_synthetic(model) and not Path(model).is_file():
             raise mismatch(path, f"models[{i}]", model, "a zoo name (" + ", ".join(zoo_names()) + "), a dataset "
                            "entry (`placement-gym info --dataset`), 'synthetic:N[:SEED]' or a model file")
+    twice = evaluation.repeated(data["seeds"])
+    if twice is not None:  # its two runs would be one run (the same file, runs/.../seedN.json), counted twice
+        raise mismatch(path, f"seeds[{twice[1]}]", data["seeds"][twice[1]], f"each seed once (seeds[{twice[0]}] "
+                       "is the same)")
     items = _check_items(path, data)
     return Suite(name=data["suite"], version=data["version"], description=data["description"],
                  models=tuple(data["models"]), cases=tuple(tuple(c.split(":")) for c in data["cases"]),

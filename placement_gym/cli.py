@@ -795,6 +795,20 @@ def _train_output_names(args: argparse.Namespace, outputs: dict[int, tuple[Path,
     return named
 
 
+class _Seeds(argparse.Action):
+    """``--seed S...``, each seed once (`evaluation.seed_list`), refused while the arguments are parsed: a seed
+    given twice would run twice, and its outputs, named by seed, collide once the runs are done. One line and
+    exit 2, as the commands refuse bad input."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            evaluation.seed_list(values)
+        except ValueError as exc:
+            parser.exit(2, f"{parser.prog}: error: argument {option_string}: {exc}\n")
+        setattr(namespace, self.dest, values)
+
+
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments shared by `train`, `evaluate` and `compare`."""
     parser.add_argument("--backend", default="auto", help="openvino, simulated or auto (default)")
@@ -812,7 +826,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra backend setting (repeatable), e.g. schedule=parallel")
     parser.add_argument("--budget", type=int, default=500, help="placements each agent may measure per seed")
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
-    parser.add_argument("--seed", type=int, nargs="+", help="the seeds themselves (overrides --seeds)")
+    parser.add_argument("--seed", type=int, nargs="+", action=_Seeds,
+                        help="the seeds themselves, each once (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
     parser.add_argument("--repeats", type=int, help="real backend: timed inferences per placement (default 20)")
     parser.add_argument("--json", help="write the records as JSON here (CSV and the curves PNG next to it)")

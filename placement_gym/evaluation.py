@@ -220,7 +220,8 @@ def agent_name(agent: Any) -> str:
 
 
 def seed_list(seeds: "int | Iterable[int]") -> list[int]:
-    """A count n -> seeds 0..n-1; a list of seeds -> the list (as ints)."""
+    """A count n -> seeds 0..n-1; a list of seeds -> the list (as ints), each seed once (a seed given twice would
+    run the same run twice, and its outputs, named by seed, would collide)."""
     if isinstance(seeds, (int, np.integer)):
         if seeds < 1:
             raise ValueError(f"seeds must be a positive count or a list of seeds, got {seeds}")
@@ -228,7 +229,20 @@ def seed_list(seeds: "int | Iterable[int]") -> list[int]:
     out = [int(s) for s in seeds]
     if not out:
         raise ValueError("seeds is empty; give a count (3) or a list of seeds ([0, 1, 2])")
+    twice = repeated(out)
+    if twice is not None:
+        raise ValueError(f"seed {out[twice[1]]} is given twice (seeds {out}); expected each seed once")
     return out
+
+
+def repeated(items: Sequence[Any]) -> tuple[int, int] | None:
+    """``(first, second)``: the positions of the first item of `items` that comes again, or None if none does."""
+    first: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        if item in first:
+            return first[item], i
+        first[item] = i
+    return None
 
 
 def model_label(model: Any) -> tuple[str | None, str | None]:
@@ -467,6 +481,6 @@ def compare(
 
 __all__ = [
     "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
-    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "seed_list",
-    "single_device_latencies", "skip_entry",
+    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "repeated",
+    "seed_list", "single_device_latencies", "skip_entry",
 ]

@@ -93,6 +93,7 @@ def test_the_shipped_suites_are_the_ones_the_docs_describe():
     ({"budgets": [10 ** 9]}, "budgets"),
     ({"seeds": [-1]}, "seeds"),
     ({"seeds": [1.5]}, "seeds"),
+    ({"seeds": [0, 1, 0]}, r"seeds\[2\]"),
     ({"metrics": ["accuracy"]}, "metrics"),
     ({"backend": "openvino"}, "backend"),
     ({"models": ["m"] * 1000}, "models"),

@@ -97,6 +97,49 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     assert labels_digest([again]) == labels_digest([label]) != labels_digest([moved])
 
 
+@pytest.mark.parametrize("change, found", [
+    (lambda placement: placement[:1], "has shape (1,)"),
+    (lambda placement: placement + [0], "has shape (13,)"),
+    (lambda placement: [5] + placement[1:], "has values in 0..5"),
+], ids=["one entry", "one entry more", "a device beyond the preset"])
+def test_a_label_file_that_does_not_fit_its_graph_is_refused_naming_the_file_and_the_graph(tmp_path, change, found):
+    # Before, the one-entry label trained silently (only its first op was imitated); the others failed in torch.
+    from agents.imitation.training import train_case
+
+    cache, graph = LabelCache(tmp_path), "synthetic:12:0"
+    labels_for([graph], PRESET, OBJECTIVE, FAST, cache, workers=1)
+    path = cache.path(graph, PRESET, OBJECTIVE, FAST)
+    data = json.loads(path.read_text())
+    data["placement"] = change(data["placement"])
+    path.write_text(json.dumps(data))  # still fits the label file's schema
+    with pytest.raises(ValueError) as error:
+        train_case(PRESET, OBJECTIVE, [graph], epochs=1, settings=FAST, cache=cache, workers=1, agent_options=SMALL,
+                   log=lambda line: None)
+    message = str(error.value)
+    assert message.startswith(f"{path}: field placement {found}; expected one device index per op of {graph} (12 "
+                              "ops), each from 0 to 2 (its devices: CPU, GPU, NPU)") and "\n" not in message, message
+
+
+def test_imitation_refuses_a_label_on_a_device_that_cannot_run_its_op():
+    import dataclasses
+
+    from placement_gym import DevicePlacementEnv
+    from placement_gym.backends.profiles import Profile
+
+    profile = Profile.preset(PRESET)
+    graph = label_env("synthetic:12:0", PRESET, OBJECTIVE).unwrapped.graph
+    cpu, gpu, npu = profile.devices
+    banned = dataclasses.replace(npu, unsupported_ops=[str(graph.op_types[3])])
+    env = DevicePlacementEnv("synthetic:12:0", backend="simulated", unsupported="repair",
+                             profile=dataclasses.replace(profile, devices=[cpu, gpu, banned]))
+    placement = np.zeros(12, dtype=np.int64)
+    placement[3] = 2
+    agent = ImitationAgent(seed=0, **SMALL)
+    with pytest.raises(ValueError, match=r"^the label of example 0 \(synthetic:12:0\) places op 3 on NPU, which "
+                                         r"cannot run it; expected one device index per op of synthetic:12:0"):
+        agent.pretrain([(env, placement)], epochs=1)
+
+
 def test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart(tmp_path):
     """``search_from_best``: block moves around the best planner's placement (the label of the same settings
     without it, read from the cache), measured after every planner; the label is faster here, its file records

@@ -20,24 +20,30 @@ import numpy as np
 import pytest
 
 from agents.core.run import RunAgent
-from placement_gym import cli
+from placement_gym import cli, evaluation
 
 REPO = Path(__file__).resolve().parent.parent
 #: The env var naming the file `WaitsOnSeed1` creates when its seed 1 starts (seed 0 has finished by then).
 MARKER_ENV = "PLACEMENT_GYM_TEST_MARKER"
+#: How long a test waits for an event of a command it started (seed 1 starting, the command ending): only a
+#: ceiling for a command that hangs, far above what a busy machine takes (Ray's start included), so that no
+#: outcome depends on the machine being idle; twice of it stays below pytest's timeout (setup.cfg, 900 s).
+CEILING_S = 300
 
 
 class WaitsOnSeed1(RunAgent):
     """Measures one placement, except on seed 1, where it creates the file named by `MARKER_ENV` (so a test
-    knows seed 0's run has finished) and waits, as a long run does, until a signal stops it."""
+    knows seed 0's run has finished) and waits, as a long run does, until a signal stops it, or until the test
+    removes the file (a Ray worker may outlive the command the test signalled)."""
 
     name = "waits-on-seed-1"
 
     def train(self, run, seed):
         if seed == 1:
-            Path(os.environ[MARKER_ENV]).touch()
-            deadline = time.monotonic() + 60  # never outlive a test that failed to send its signal
-            while time.monotonic() < deadline:
+            marker = Path(os.environ[MARKER_ENV])
+            marker.touch()
+            deadline = time.monotonic() + CEILING_S  # never outlive a test by much, whatever happened to it
+            while marker.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
         run.env.reset(seed=seed)
         run.env.step(np.zeros(run.base.graph.n_ops, dtype=np.int64))
@@ -61,17 +67,19 @@ def _run_and_signal(signum: int, command: str, tmp_path: Path, *extra: str) -> t
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 60
+        # Waits on events (the marker, the command's end), each under a ceiling only a hung command reaches.
+        deadline = time.monotonic() + CEILING_S
         while not marker.exists():
             assert proc.poll() is None, f"the command ended before seed 1 started: {proc.communicate()}"
-            assert time.monotonic() < deadline, "seed 1 never started"
+            assert time.monotonic() < deadline, f"seed 1 did not start within {CEILING_S} s"
             time.sleep(0.05)
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=CEILING_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        marker.unlink(missing_ok=True)  # ends seed 1's wait wherever it still runs
     return proc.returncode, err
 
 
@@ -232,6 +240,24 @@ def test_calibrate_refuses_to_write_its_profile_over_a_model_it_reads(tmp_path, 
     assert model.read_bytes() == b"a model"
 
 
+@pytest.mark.parametrize("command", ["train", "evaluate", "compare"])
+def test_a_seed_given_twice_is_refused_in_one_line_before_any_run(tmp_path, capsys, command):
+    # Before, train ran both runs, then refused its results file at the end (rc 2, nothing written); with
+    # --overwrite the second seed's checkpoint replaced the first's.
+    agent = ["--agents" if command == "compare" else "--agent", "random"]
+    model = ["--models" if command == "compare" else "--model", "tiny_branch"]
+    out = tmp_path / "t.json"
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([command, *agent, *model, *RUN, "--seed", "0", "1", "0", "--json", str(out), "--overwrite"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"placement-gym {command}: error: argument --seed: seed 0 is given twice (seeds [0, 1, 0]); " \
+                  "expected each seed once", err
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+    with pytest.raises(ValueError, match="seed 0 is given twice"):  # the library refuses it too
+        evaluation.seed_list([0, 1, 0])
+
+
 # --------------------------------------------------------------------------------------------- litter
 def test_ppo_training_leaves_no_sb3_folder_in_the_temp_folder(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"
@@ -239,3 +265,18 @@ def test_ppo_training_leaves_no_sb3_folder_in_the_temp_folder(tmp_path, monkeypa
     monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where SB3's default logger would make its folder
     assert cli.main(["train", "--agent", "ppo", "--model", "tiny_branch", *RUN]) == 0
     assert [p.name for p in temp.iterdir() if p.name.startswith("SB3-")] == []
+
+
+def test_a_graph_network_agent_leaves_nothing_in_the_temp_folder(tmp_path):
+    """PyG writes the source of every MessagePassing class's ``propagate`` to the temp folder and never removed
+    it: every process that built a graph-network agent left an ``agents.nn.gnn_EdgeMessage_propagate_*.py``."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    argv = [sys.executable, "-m", "placement_gym.cli", "train", "--agent", "hsdag", "--model", "tiny_branch", *RUN,
+            "--json", str(tmp_path / "t.json")]
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=CEILING_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # torch makes its own cache folder there on import (torchinductor_USER: one per user, reused, not per process)
+    assert [p.name for p in temp.iterdir() if not p.name.startswith("torchinductor_")] == []

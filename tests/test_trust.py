@@ -302,7 +302,19 @@ def saved_ppo(tmp_path_factory):
         "shape", [100_000, 100_000]), "field extra.observation_space.spaces.node_features.shape:"),
     (lambda content: content["extra"]["action_space"].__setitem__("type", "Tuple"), "field extra.action_space.type:"),
     (lambda content: content["extra"].__setitem__("policy", "builtins:eval"), "field extra.policy:"),
-], ids=["policy width 4096", "policy width 8192", "huge observation", "unknown space", "unknown policy"])
+    # each Box within the bound of one space (2**25 elements), together 400 MB of float32 before gymnasium's copies
+    (lambda content: content["extra"]["observation_space"]["spaces"].update({key: {
+        "type": "Box", "low": -1.0, "high": 1.0, "shape": [1 << 25], "dtype": "float32"} for key in "abc"}),
+     "field extra.observation_space: found spaces of 402"),
+    # spaces in bounds (the edges do not shape the graph policy's tensors), but 65536 steps of them: SB3's rollout
+    # buffer of 5 TB, which numpy refused with a MemoryError traceback
+    (lambda content: (content["hyperparameters"].__setitem__("n_steps", 1 << 16),
+                      content["extra"]["observation_space"]["spaces"]["edge_index"].__setitem__("shape", [2, 1 << 22]),
+                      content["extra"]["observation_space"]["spaces"]["edge_features"].__setitem__("shape",
+                                                                                                  [1 << 22, 1])),
+     "field hyperparameters.n_steps: found 65536; expected at most"),
+], ids=["policy width 4096", "policy width 8192", "huge observation", "unknown space", "unknown policy",
+        "three huge boxes", "a rollout of 65536 steps of them"])
 def test_a_crafted_sb3_checkpoint_is_refused_before_its_model_is_built(tmp_path, saved_ppo, change, field):
     from agents.ppo import PPOAgent
 
@@ -325,6 +337,72 @@ def test_a_checkpoint_that_unpacks_to_more_than_the_bound_is_refused_before_it_i
     path = tmp_path / "bomb.pt"
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=rf"^{path}: unpacks to \d+ bytes; expected a checkpoint of at most"):
+        HSDAGAgent.load(path)
+
+
+# ------------------------------------------------------------------ tensors checked before their data is read
+def wide(content: dict) -> None:
+    """The first tensor replaced by a view of one stored float spread over 2**24 elements (stride 0): 4 bytes in
+    the file, 64 MiB once anything reads it. The checksum is left as it was: it is what would read it."""
+    name = next(iter(content["state_dict"]))
+    content["state_dict"][name] = torch.zeros(1).expand(1 << 24)
+
+
+def shared(content: dict) -> None:
+    """64 tensors more, all views of one stored 400 KB tensor: each fits its storage, together 25 MB."""
+    one = torch.zeros(100_000)
+    for i in range(64):
+        content["state_dict"][f"copy{i}"] = one
+
+
+def sparse(content: dict) -> None:
+    content["state_dict"]["sparse"] = torch.zeros(4, 4).to_sparse()
+
+
+#: (name, change, the field the error names, what it says was found)
+OVERSIZED_TENSORS = [
+    ("stride 0", wide, "field state_dict.", "(torch.float32, 67108864 bytes) over 4 stored bytes"),
+    ("one storage many times", shared, "field state_dict:", "found tensors of "),
+    ("sparse", sparse, "field state_dict.sparse:", "found a torch.sparse_coo tensor"),
+]
+
+
+@pytest.mark.parametrize("change, field, found", [c[1:] for c in OVERSIZED_TENSORS],
+                         ids=[c[0] for c in OVERSIZED_TENSORS])
+def test_a_tensor_larger_than_its_stored_bytes_is_refused_before_its_data_is_read(tmp_path, saved, change, field,
+                                                                                   found):
+    from agents.hsdag import HSDAGAgent
+
+    path = rewritten(saved, tmp_path, "crafted", change)
+    assert path.stat().st_size < (1 << 20)  # small on disk: what it declares is not what it holds
+    with pytest.raises(CheckpointError) as error:
+        HSDAGAgent.load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and found in message and "\n" not in message, message
+    assert "expected" in message and ("bytes" in message or "dense" in message), message
+
+
+def test_evaluate_load_refuses_a_stride_0_tensor_in_one_line(tmp_path, saved, capsys):
+    path = rewritten(saved, tmp_path, "wide", wide)
+    argv = ["evaluate", "--agent", "hsdag", "--load", str(path), "--model", "tiny_branch", "--backend", "simulated",
+            "--budget", "0", "--seeds", "1", "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{path}: field state_dict." in err and "over 4 stored bytes" in err, err
+
+
+def test_a_checkpoint_with_compressed_entries_is_refused_before_it_is_read(tmp_path, saved):
+    """torch.load inflates a compressed entry: 1 MB of compressed zeros would unpack to a GB. torch.save stores
+    its entries as they are, so a compressed one is not a file agent.save wrote."""
+    from agents.hsdag import HSDAGAgent
+
+    path = tmp_path / "deflated.pt"
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            target.writestr(entry.filename, source.read(entry.filename))
+    assert torch.load(path, weights_only=True)["state_dict"]  # torch itself reads it
+    with pytest.raises(CheckpointError, match=rf"^{path}: entry '.*' is compressed; expected a checkpoint whose "
+                                              "entries are stored uncompressed"):
         HSDAGAgent.load(path)
 
 

@@ -15,24 +15,28 @@ A checkpoint is a torch file holding only tensors and plain Python data (dicts, 
     versions          package versions
 
 It is read with ``torch.load(weights_only=True)``, which refuses any other object (a pickled payload cannot run),
-after its size (on disk and unpacked) is checked against `MAX_CHECKPOINT_BYTES`. Its content is then checked
-against `CHECKPOINT` (`placement_gym.schema`: types, bounded ranges of the settings that size a policy or a run,
-bounded lengths) and its tensors against their checksum, before anything is built; an agent's ``load`` then
-checks that the policy its settings build has exactly the stored tensors' shapes (`check_tensor_shapes`, its
-parameters on torch's meta device: no memory) before building it, so what loading costs is bounded by the stored
-tensors.
-Every problem (missing, empty, truncated, too big, not a checkpoint, holding other objects, another format, a
-field of the wrong type or out of range, corrupt tensors, settings that do not fit the tensors, another agent)
-is one `CheckpointError` naming the file, the field and what is accepted.
+after its size (on disk and unpacked, its entries stored uncompressed) is checked against `MAX_CHECKPOINT_BYTES`.
+Its content is then checked against `CHECKPOINT` (`placement_gym.schema`: types, bounded ranges of the settings
+that size a policy or a run, bounded lengths; every tensor dense and covering no more bytes than the file stores
+for it, `StoredTensor`, and all of them together no more than the file holds), before anything reads a tensor's
+data; then its tensors against their checksum, before anything is built; an agent's ``load`` then checks that
+the policy its settings build has exactly the stored tensors' shapes (`check_tensor_shapes`, its parameters on
+torch's meta device: no memory) before building it, so what loading costs is bounded by the file's size.
+Every problem (missing, empty, truncated, too big, compressed, not a checkpoint, holding other objects, another
+format, a field of the wrong type or out of range, a tensor larger than its stored bytes, corrupt tensors,
+settings that do not fit the tensors, another agent) is one `CheckpointError` naming the file, the field and what
+is accepted.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import pickle
 import threading
 import warnings
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -41,13 +45,13 @@ import torch
 
 from placement_gym.results import versions, write_atomically
 from placement_gym.schema import (
-    HEX64, MAX_DEVICES, MAX_OPS, Boolean, Found, InstanceOf, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain,
+    HEX64, MAX_DEVICES, MAX_OPS, Boolean, Found, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain,
     Record, Spec, Text, check, mismatch,
 )
 
-__all__ = ["CHECKPOINT", "CHECKPOINT_FORMAT", "MAX_CHECKPOINT_BYTES", "SETTINGS", "CheckpointError",
+__all__ = ["CHECKPOINT", "CHECKPOINT_FORMAT", "MAX_CHECKPOINT_BYTES", "SETTINGS", "CheckpointError", "StoredTensor",
            "agent_class_path", "check_tensor_shapes", "read_checkpoint", "rebuilding", "resolve_agent_class",
-           "restore_run_state", "tensor_checksum", "write_checkpoint"]
+           "restore_run_state", "tensor_bytes", "tensor_checksum", "write_checkpoint"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/2"
@@ -87,10 +91,45 @@ EXTRA = {
     "refined_groups": Optional(ListOf(ListOf(_INDICES, min_len=2, max_len=2), max_len=10_000)),
     "zero_shot_active": Boolean(),
 }
+
+
+@dataclass(frozen=True)
+class StoredTensor(Spec):
+    """A dense tensor (torch's strided layout) whose shape covers no more bytes than the file stores for it: its
+    elements times its element size at most the size of its storage.
+
+    A tensor read from a file is a view of a storage (the bytes the file holds) through a shape and strides. With
+    a stride of 0 (what ``expand`` makes) or overlapping strides, a storage of a few bytes can carry a shape of
+    billions of elements, which the first thing that reads the tensor (the checksum's contiguous copy,
+    ``load_state_dict``) would materialise. Checked on the shape and the storage's size only: nothing here reads
+    the tensor's data. ``agent.save`` writes every tensor with its own storage of exactly its size."""
+
+    expected: str = ("a dense tensor whose elements fit in the bytes stored for it (as agent.save writes it: no "
+                     "stride 0 or overlapping view)")
+
+    def check(self, value: Any, at: str) -> None:
+        if not isinstance(value, torch.Tensor):
+            self.refuse(at, value, "a tensor")
+        if value.layout != torch.strided or value.is_quantized or value.is_nested or value.device.type != "cpu":
+            kind = "quantized" if value.is_quantized else "nested" if value.is_nested else str(value.layout)
+            self.refuse(at, Found(f"a {kind} tensor on {value.device.type}"),
+                        "a dense tensor (torch's strided layout, on the CPU)")
+        declared = tensor_bytes(value)
+        stored = value.untyped_storage().nbytes()
+        if declared > stored:
+            self.refuse(at, Found(f"a tensor of shape {tuple(value.shape)} ({value.dtype}, {declared} bytes) over "
+                                  f"{stored} stored bytes"), self.expected)
+
+
+def tensor_bytes(tensor: torch.Tensor) -> int:
+    """The bytes `tensor`'s shape covers (elements x element size), from its shape alone (its data is not read)."""
+    return math.prod(tensor.shape) * tensor.element_size()
+
+
 #: A checkpoint (module docstring), as far as every agent reads it.
 CHECKPOINT = Record({
     "format": Text(choices=(CHECKPOINT_FORMAT,)), "agent": _NAME, "agent_class": _NAME, "hyperparameters": SETTINGS,
-    "state_dict": MapOf(InstanceOf(torch.Tensor, "a tensor"), max_len=100_000),
+    "state_dict": MapOf(StoredTensor(), max_len=100_000),
     "checksum": Text(pattern=HEX64, what="a SHA-256 digest in hex"), "trained_for": TRAINED_FOR,
     "extra": Record({}, EXTRA, others=Plain(max_depth=6, max_len=MAX_OPS)),
 }, {"versions": MapOf(Text(), max_len=100)})
@@ -136,7 +175,8 @@ def rebuilding(path: "str | Path", agent_cls: type) -> Iterator[None]:
     """Turn what goes wrong while rebuilding `agent_cls` from the checkpoint at `path` into one `CheckpointError`."""
     try:
         yield
-    except (TypeError, KeyError, ValueError, RuntimeError) as exc:
+    # (MemoryError: settings within the schema's bounds that this machine cannot hold)
+    except (TypeError, KeyError, ValueError, RuntimeError, MemoryError) as exc:
         if isinstance(exc, CheckpointError):
             raise
         raise CheckpointError(f"{path}: its settings or tensors do not fit {agent_cls.__name__} "
@@ -176,7 +216,7 @@ def read_checkpoint(path: "str | Path", *, agent_class: str | None = None,
         raise CheckpointError(f"{path} is not a file; a checkpoint is a file written by agent.save(path)")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path} is empty; it is not a placement-gym checkpoint")
-    _check_size(path)
+    unpacked = _check_size(path)
     try:
         with warnings.catch_warnings():  # torch's notes on pickle protocols of foreign files are noise here
             warnings.simplefilter("ignore")
@@ -198,6 +238,13 @@ def read_checkpoint(path: "str | Path", *, agent_class: str | None = None,
     if extra:
         check(data["extra"], Record(dict(extra)), path, at="extra", error=CheckpointError)
     state = data["state_dict"]
+    # Each tensor fits its own storage (`StoredTensor`); tensors sharing one storage could still add up to far
+    # more than the file, and the policy loaded from them holds every one apart.
+    total = sum(tensor_bytes(tensor) for tensor in state.values())
+    if total > unpacked:
+        raise mismatch(path, "state_dict", Found(f"tensors of {total} bytes in all"), f"tensors of at most the "
+                       f"{unpacked} bytes the file holds (agent.save writes each tensor's own bytes)",
+                       error=CheckpointError)
     if tensor_checksum(state) != data["checksum"]:
         raise CheckpointError(f"{path}: the tensors do not match the checksum written with them; the file is corrupt")
     if agent_class is not None and data["agent_class"] != agent_class:
@@ -205,22 +252,31 @@ def read_checkpoint(path: "str | Path", *, agent_class: str | None = None,
     return data
 
 
-def _check_size(path: Path) -> None:
-    """`CheckpointError` unless the file at `path` is a torch zip file (what ``torch.save`` writes) of at most
-    `MAX_CHECKPOINT_BYTES`, on disk and unpacked (its entries' sizes, read from the zip's directory)."""
+def _check_size(path: Path) -> int:
+    """The bytes the file at `path` unpacks to (its entries' sizes, read from the zip's directory); a
+    `CheckpointError` unless it is a torch zip file (what ``torch.save`` writes) of at most `MAX_CHECKPOINT_BYTES`,
+    on disk and unpacked, whose entries are stored uncompressed."""
     size = path.stat().st_size
     if size > MAX_CHECKPOINT_BYTES:
         raise CheckpointError(f"{path}: {size} bytes; expected a checkpoint of at most {MAX_CHECKPOINT_BYTES} bytes")
     try:
         with zipfile.ZipFile(path) as archive:
-            unpacked = sum(entry.file_size for entry in archive.infolist())
+            entries = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         # torch's older formats are raw pickles, whose tensor sizes are only known while unpickling them.
         raise CheckpointError(f"{path} is not a readable placement-gym checkpoint (truncated, damaged or another "
                               "kind of file; expected the zip file agent.save writes)") from None
+    unpacked = sum(entry.file_size for entry in entries)
     if unpacked > MAX_CHECKPOINT_BYTES:
         raise CheckpointError(f"{path}: unpacks to {unpacked} bytes; expected a checkpoint of at most "
                               f"{MAX_CHECKPOINT_BYTES} bytes")
+    # torch.save stores its entries as they are, and torch.load inflates compressed ones: a small file of
+    # compressed zeros would unpack to up to the bound above. Stored entries take their size on disk.
+    for entry in entries:
+        if entry.compress_type != zipfile.ZIP_STORED:
+            raise CheckpointError(f"{path}: entry {entry.filename[:100]!r} is compressed; expected a checkpoint "
+                                  "whose entries are stored uncompressed, as agent.save writes them")
+    return unpacked
 
 
 #: `_parameters_on_meta`: one block at a time, and only the thread inside it is affected.

@@ -43,6 +43,7 @@ from agents.go import GOAgent
 from agents.go.policy import GOPolicy
 from agents.search.config import SearchConfig
 
+from .labels import check_placement
 from .policy import SequentialGOPolicy
 
 __all__ = ["ImitationAgent"]
@@ -121,7 +122,8 @@ class ImitationAgent(GOAgent):
         if self.trainer is None:
             self.trainer = self.make_trainer(self.policy)
         observations = [env.reset(seed=0)[0] for env, _ in examples]
-        labels = [np.asarray(label, dtype=np.int64) for _, label in examples]
+        labels = [check_placement(label, env, f"the label of example {i} ({env.unwrapped.graph.name})")
+                  for i, (env, label) in enumerate(examples)]
         rng = np.random.default_rng(seed)
         started, steps, loss, epoch = time.perf_counter(), 0, float("nan"), 0
         mean_weights: list[torch.Tensor] = []  # the running mean of the passes' weights, with average_from

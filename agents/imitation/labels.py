@@ -19,7 +19,9 @@ and wall time is kept beside it, so the same label is the "best known" reference
 
 Labels are cached on disk, one JSON file per (graph, preset, objective, cost-model version, label settings),
 written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
-(`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again.
+(`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again. A label's
+placement is checked against its graph before anything imitates it (`check_placement`: one device per op, each a
+device of the preset that can run the op): one that does not fit is refused in one line naming the file.
 `labels_for` computes the missing ones in parallel (a process pool, or tasks on a Ray cluster).
 
 The training graphs of a learned placer (`training_graphs`) are the dataset's train split plus synthetic graphs
@@ -44,6 +46,7 @@ import numpy as np
 
 from agents.search.hybrid import SearchFrom
 from placement_gym.backends.simulated import COST_MODEL_VERSION
+from placement_gym.env import as_device_indices
 from placement_gym.models.dataset import dataset_entry, dataset_names
 from placement_gym.models.synthetic import is_synthetic, parse_synthetic
 from placement_gym.models.zoo import model_cache_dir
@@ -53,8 +56,8 @@ from placement_gym.schema import (
 )
 
 __all__ = ["LABEL_FILE", "LABEL_VERSION", "Label", "LabelCache", "LabelSettings", "VAL_SYNTHETIC_SEED", "VARIED_SEED",
-           "VARIED_SIZES", "check_training_graphs", "compute_label", "label_env", "labels_for", "training_graphs",
-           "validation_graphs", "validation_parts"]
+           "VARIED_SIZES", "check_placement", "check_training_graphs", "compute_label", "label_env", "labels_for",
+           "training_graphs", "validation_graphs", "validation_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,7 @@ class Label:
         latency_s: its latency (throughput objective: the seconds per inference of the pipeline).
         source: the planner that found it (``"dp"``, ``"single:GPU"``, ``"optimal"``, ...).
         planners: per planner, ``{"latency_s": ... or None (failed), "seconds": wall time}``.
+        path: the label file it was read from (`LabelCache.get`); None for a label computed in this process.
     """
 
     graph: str
@@ -115,6 +119,13 @@ class Label:
     latency_s: float
     source: str
     planners: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    path: Path | None = field(default=None, compare=False)
+
+    def check_fits(self, env) -> np.ndarray:
+        """(N,) int64: the placement, checked against the graph of `env` (its `label_env`) before anything
+        imitates it; a one-line ``ValueError`` naming the label's file and field otherwise (`check_placement`)."""
+        where = f"{self.path}: field placement" if self.path is not None else f"the computed label of {self.graph}"
+        return check_placement(self.placement, env, where)
 
     def to_json(self, settings: LabelSettings) -> dict[str, Any]:
         return {"graph": self.graph, "preset": self.preset, "objective": self.objective,
@@ -192,6 +203,25 @@ def check_training_graphs(names: Sequence[str]) -> None:
     if refused:
         raise ValueError(f"not training graphs: {refused}; a learned placer trains on the dataset's train split "
                          f"and synthetic:N:SEED graphs with SEED below {VAL_SYNTHETIC_SEED} only")
+
+
+def check_placement(placement: Any, env, name: str) -> np.ndarray:
+    """(N,) int64: `placement`, a device index per op of the graph of `env`, each op on a device that can run it
+    (its ``action_mask``); else a one-line ``ValueError`` "`name` has <what is wrong>; expected <one device index
+    per op of GRAPH ...>" naming the graph, its size and the devices. The length and the range are the env's own
+    action check (`placement_gym.env.as_device_indices`). A label that does not fit its graph would otherwise be
+    imitated silently (too short: only its first ops are read) or fail inside torch (too long, a device beyond the
+    preset, or one that cannot run the op: an infinite cross-entropy)."""
+    base = env.unwrapped
+    n, devices = base.graph.n_ops, base.device_names
+    expected = (f"one device index per op of {base.graph.name} ({n} ops), each from 0 to {len(devices) - 1} (its "
+                f"devices: {', '.join(devices)}) and on a device that can run the op")
+    indices = as_device_indices(placement, [(n,)], len(devices), expected, name=name)
+    cannot = np.flatnonzero(~base.action_masks().reshape(n, len(devices))[np.arange(n), indices])
+    if cannot.size:
+        op = int(cannot[0])
+        raise ValueError(f"{name} places op {op} on {devices[indices[op]]}, which cannot run it; expected {expected}")
+    return indices
 
 
 # ------------------------------------------------------------------------------------------------ computing
@@ -283,7 +313,7 @@ class LabelCache:
             log.warning("refusing the label %s: its %s do not match the key; computing it again", path, wrong)
             return None
         return Label(graph, preset, objective, np.asarray(data["placement"], dtype=np.int64), data["latency_s"],
-                     data["source"], data["planners"])
+                     data["source"], data["planners"], path)
 
     def put(self, label: Label, settings: LabelSettings) -> Path:
         """Write `label` atomically (replacing a damaged file of the same key)."""

@@ -72,7 +72,8 @@ def train_case(preset: str, objective: str, graphs: Sequence[str], *, epochs: in
 
     agent = ImitationAgent(**{"seed": seed, **dict(agent_options or {})})
     features = agent.feature_families
-    examples = [(label_env(label.graph, preset, objective, features), label.placement) for label in labels]
+    envs = [label_env(label.graph, preset, objective, features) for label in labels]
+    examples = [(env, label.check_fits(env)) for env, label in zip(envs, labels)]  # a file's label, checked
 
     def after_pass(epoch: int, loss: float) -> None:
         if epoch == 1 or epoch % 10 == 0:

@@ -21,6 +21,9 @@ torch-geometric (no torch-scatter / pyg-lib needed).
 """
 from __future__ import annotations
 
+import sys
+import tempfile
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -61,6 +64,21 @@ class MLP(nn.Sequential):
         super().__init__(*layers)
 
 
+def _remove_generated_source(cls: type[MessagePassing]) -> None:
+    """Remove the source file PyG wrote for `cls`'s ``propagate``, once it has been imported.
+
+    The first `MessagePassing` of a class built in a process renders ``propagate`` from PyG's jinja template into
+    a module it writes to the temp folder (``$TMPDIR/<module>_<Class>_propagate_*.py``, ``delete=False``) and
+    imports; PyG has no setting to keep it elsewhere or remove it, so every process left one behind. The
+    imported module lives on in ``sys.modules`` (the next layers of the class reuse it, nothing reads the file
+    again: it is not scripted with TorchScript here), so the file goes as soon as it is there; tracebacks through
+    ``propagate`` then show no source lines."""
+    module = sys.modules.get(getattr(cls.propagate, "__module__", ""))
+    source = getattr(module, "__file__", None)
+    if source and Path(source).parent == Path(tempfile.gettempdir()) and Path(source).name.endswith(".py"):
+        Path(source).unlink(missing_ok=True)
+
+
 class EdgeMessage(MessagePassing):
     """Messages along one direction of the edges: ``out_i = AGG_{(j, i) in edges} Linear([x_j, e_ji])``.
 
@@ -76,6 +94,7 @@ class EdgeMessage(MessagePassing):
 
     def __init__(self, in_channels: int, out_channels: int, edge_dim: int = 0, aggr: str = "mean") -> None:
         super().__init__(aggr=aggr)
+        _remove_generated_source(type(self))
         self.edge_dim = edge_dim
         self.lin = nn.Linear(in_channels + edge_dim, out_channels, bias=False)
 

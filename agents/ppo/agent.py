@@ -35,8 +35,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.core.checkpoint import (
-    SETTINGS, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state,
-    write_checkpoint,
+    SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
+    restore_run_state, write_checkpoint,
 )
 from agents.core.run import RunAgent, RunLoop, agent_predict
 from agents.algos.learned import LearnedAgent
@@ -50,7 +50,9 @@ from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
-from placement_gym.schema import Integer, ListOf, MapOf, Number, OneOf, Plain, Record, Tagged, Text, Where
+from placement_gym.schema import (
+    Found, Integer, ListOf, MapOf, Number, OneOf, Plain, Record, Tagged, Text, Where, mismatch,
+)
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
 __all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
@@ -287,13 +289,14 @@ class SB3Agent(LearnedAgent, RunAgent):
         with rebuilding(path, agent_cls):
             agent = agent_cls(**agent_cls._load_kwargs(gather_search_options(data["hyperparameters"]), device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
+            model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
+                              _init_setup_model=False, **agent.algorithm_kwargs())  # its settings only, no arrays
+            check_space_sizes(path, extra, model.n_steps)
             observation_space = space_from_data(extra["observation_space"])
             action_space = space_from_data(extra["action_space"])
             # The policy as SB3's _setup_model builds it (its learning rate does not shape it).
             check_tensor_shapes(path, data, lambda: policy(observation_space, action_space, lambda _: 0.0,
                                                            **policy_kwargs), settings)
-            model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
-                              _init_setup_model=False, **agent.algorithm_kwargs())
             model.observation_space, model.action_space = observation_space, action_space
             model.n_envs = 1
             model._setup_model()
@@ -335,6 +338,15 @@ _LEAF_SPACES = {
 #: What `space_to_data` writes: a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict of them.
 SPACE = Tagged("type", {**_LEAF_SPACES, "Dict": Record(
     {"type": Text(), "spaces": MapOf(Tagged("type", _LEAF_SPACES), max_len=64)}, others=None)})
+#: The most bytes the arrays of a saved SB3 model's spaces may take, observation and action together
+#: (`space_bytes`): `space_from_data` builds them from the file's shapes, and gymnasium's Box keeps a few arrays
+#: of its shape (bounds, boundedness), so what building costs is a small multiple of this. The observations of a
+#: graph of `placement_gym.schema.MAX_OPS` ops with the default features on a preset of up to 30 devices fit.
+MAX_SPACE_BYTES = 1 << 27
+#: The most bytes SB3's rollout buffer of a loaded model may take (``n_steps`` steps of its spaces, allocated when
+#: the model is set up: numpy's zeros take memory only as steps are written, but refuse outright what the machine
+#: could never hold): 16 steps of the largest spaces fit four times.
+MAX_ROLLOUT_BYTES = 1 << 33
 #: What a checkpoint of an `SB3Agent` holds in ``extra`` besides every agent's fields (`SB3Agent.save`).
 SB3_FIELDS = {"algorithm": Text(choices=tuple(ALGORITHMS)), "policy": Text(choices=tuple(POLICIES)),
               "policy_kwargs": SETTINGS, "observation_space": SPACE, "action_space": SPACE}
@@ -369,8 +381,41 @@ def space_to_data(space: gym.Space) -> dict:
     raise ValueError(f"cannot save a {type(space).__name__} space in a placement-gym checkpoint")
 
 
+def space_bytes(data: Mapping[str, Any]) -> int:
+    """The bytes of the arrays of the space `data` describes (checked against `SPACE`), from its declared sizes
+    alone: elements x item size of a Box or MultiBinary, 8 per entry of a MultiDiscrete (its ``nvec``) or a
+    Discrete, the sum of a Dict's spaces."""
+    kind = data["type"]
+    if kind == "Dict":
+        return sum(space_bytes(space) for space in data["spaces"].values())
+    if kind == "Box":
+        return math.prod(data["shape"]) * np.dtype(data["dtype"]).itemsize
+    if kind == "MultiBinary":
+        return math.prod(data["n"])
+    return 8 * (len(data["nvec"]) if kind == "MultiDiscrete" else 1)
+
+
+def check_space_sizes(path: "str | Path", extra: Mapping[str, Any], n_steps: int) -> None:
+    """`CheckpointError` unless the spaces of an SB3 checkpoint's `extra` (checked against `SB3_FIELDS`) take at
+    most `MAX_SPACE_BYTES` together, and SB3's rollout buffer of `n_steps` steps of them (the model's setting)
+    at most `MAX_ROLLOUT_BYTES`, before any is built: each space's own bound (`MAX_SPACE_ELEMENTS`) leaves a Dict
+    of many such spaces, or a wide dtype, gigabytes."""
+    sizes = {key: space_bytes(extra[key]) for key in ("observation_space", "action_space")}
+    total = sum(sizes.values())
+    if total > MAX_SPACE_BYTES:
+        key, other = sorted(sizes, key=sizes.get, reverse=True)
+        raise mismatch(path, f"extra.{key}", Found(f"spaces of {sizes[key]} bytes (elements x item size; "
+                                                   f"{other} {sizes[other]} more)"),
+                       f"observation and action spaces of at most {MAX_SPACE_BYTES} bytes in all",
+                       error=CheckpointError)
+    if n_steps * total > MAX_ROLLOUT_BYTES:
+        raise mismatch(path, "hyperparameters.n_steps", n_steps, f"at most {MAX_ROLLOUT_BYTES // total} steps of "
+                       f"its spaces ({total} bytes a step; SB3's rollout buffer holds n_steps of them, at most "
+                       f"{MAX_ROLLOUT_BYTES} bytes)", error=CheckpointError)
+
+
 def space_from_data(data: Mapping[str, Any]) -> gym.Space:
-    """The space `space_to_data` described."""
+    """The space `space_to_data` described (its size checked first: `check_space_sizes`)."""
     kind = data["type"]
     if kind == "Dict":
         return gym.spaces.Dict({k: space_from_data(v) for k, v in data["spaces"].items()})
@@ -385,8 +430,13 @@ def space_from_data(data: Mapping[str, Any]) -> gym.Space:
         if dtype.kind not in "fiub":
             raise ValueError(f"a Box of dtype {dtype} is not a placement-gym space")
         shape = tuple(int(n) for n in data["shape"])
-        return gym.spaces.Box(np.broadcast_to(np.asarray(data["low"], dtype=dtype), shape).copy(),
-                              np.broadcast_to(np.asarray(data["high"], dtype=dtype), shape).copy(), shape, dtype)
+
+        def bound(value):  # one number as it is (the Box spreads it over the shape once), a list as an array
+            if isinstance(value, (int, float)):
+                return value
+            return np.broadcast_to(np.asarray(value, dtype=dtype), shape).copy()
+
+        return gym.spaces.Box(bound(data["low"]), bound(data["high"]), shape, dtype)
     raise ValueError(f"unknown space type {kind!r}")
 
 

@@ -36,7 +36,6 @@ import hashlib
 import json
 import logging
 import multiprocessing
-import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -50,7 +49,7 @@ from placement_gym.env import as_device_indices
 from placement_gym.models.dataset import dataset_entry, dataset_names
 from placement_gym.models.synthetic import is_synthetic, parse_synthetic
 from placement_gym.models.zoo import model_cache_dir
-from placement_gym.results import write_json
+from placement_gym.results import safe_name, write_json
 from placement_gym.schema import (
     MAX_DEVICES, MAX_OPS, Integer, ListOf, MapOf, Number, Optional, Record, SchemaError, Text, read_json,
 )
@@ -289,7 +288,7 @@ class LabelCache:
     def path(self, graph: str, preset: str, objective: str, settings: LabelSettings) -> Path:
         """Where the label of this key lives: the graph's name made file-safe, the case, the cost model's and the
         settings' versions."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", graph)
+        safe = safe_name(graph)
         digest = hashlib.sha256(graph.encode()).hexdigest()[:8]  # two names that map to one safe name stay apart
         return self.directory / (f"{safe}-{digest}-{preset}-{objective}-cm{COST_MODEL_VERSION}-"
                                  f"{settings.key()}.json")

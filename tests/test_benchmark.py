@@ -396,24 +396,33 @@ class WaitsOnSeed1(OnlyTrain):
         super().train(run, seed)
 
 
-def test_a_benchmark_stopped_by_sigterm_resumes_with_the_records_of_an_uninterrupted_run(tmp_path):
-    from placement_gym import cli
-
-    suite_path = tiny_suite(tmp_path, cases=["edge:latency"], models=["tiny_branch"], seeds=[0, 1, 2])
-    agent = "tests.test_benchmark:WaitsOnSeed1"
-    out, marker = tmp_path / "bench", tmp_path / "seed1-started"
-    argv = ["benchmark", "--agent", agent, "--suite", str(suite_path), "--out", str(out), "--no-progress"]
+def benchmark_in_seed_1(argv: list[str], marker: Path) -> subprocess.Popen:
+    """Start ``placement-gym ARGV`` (a benchmark of `WaitsOnSeed1`) in a subprocess and return it once its seed-1
+    run has started (`marker` exists), its seed-0 run finished; the caller stops it. The wait ends on that event,
+    under `CEILING_S`: a busy machine's slow start does not fail it."""
     repository = Path(__file__).resolve().parents[1]
     env = {**os.environ, MARKER_ENV: str(marker),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(repository), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "placement_gym.cli", *argv], cwd=repository, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + CEILING_S
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"seed 1 never started: {proc.communicate()}")
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_benchmark_stopped_by_sigterm_resumes_with_the_records_of_an_uninterrupted_run(tmp_path):
+    from placement_gym import cli
+
+    suite_path = tiny_suite(tmp_path, cases=["edge:latency"], models=["tiny_branch"], seeds=[0, 1, 2])
+    agent = "tests.test_benchmark:WaitsOnSeed1"
+    out = tmp_path / "bench"
+    argv = ["benchmark", "--agent", agent, "--suite", str(suite_path), "--out", str(out), "--no-progress"]
+    proc = benchmark_in_seed_1(argv, tmp_path / "seed1-started")
     try:
-        deadline = time.monotonic() + CEILING_S
-        while not marker.exists():
-            assert proc.poll() is None, f"the benchmark ended before seed 1 started: {proc.communicate()}"
-            assert time.monotonic() < deadline, "seed 1 never started"
-            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=CEILING_S)
     finally:
@@ -546,18 +555,11 @@ def test_a_second_benchmark_on_a_folder_in_use_is_refused_naming_the_first_and_a
     from placement_gym import cli
 
     suite_path = tiny_suite(tmp_path, cases=["edge:latency"], models=["tiny_branch"], seeds=[0, 1, 2])
-    out, marker = tmp_path / "bench", tmp_path / "seed1-started"
+    out = tmp_path / "bench"
     argv = ["benchmark", "--agent", "tests.test_benchmark:WaitsOnSeed1", "--suite", str(suite_path), "--out",
             str(out), "--no-progress"]
-    repository = Path(__file__).resolve().parents[1]
-    env = {**os.environ, MARKER_ENV: str(marker),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(repository), os.environ.get("PYTHONPATH")]))}
-    first = subprocess.Popen([sys.executable, "-m", "placement_gym.cli", *argv], cwd=repository, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = benchmark_in_seed_1(argv, tmp_path / "seed1-started")
     try:
-        while not marker.exists():  # no deadline of its own: the first process's start takes what the machine takes
-            assert first.poll() is None, f"the first benchmark ended before seed 1 started: {first.communicate()}"
-            time.sleep(0.05)
         assert cli.main(argv + ["--resume"]) == 2  # this process, the second, while the first is in seed 1
         err = capsys.readouterr().err.strip()
         assert err == (f"placement-gym benchmark: error: {out} is in use by pid {first.pid} (another process is "

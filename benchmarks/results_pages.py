@@ -192,16 +192,18 @@ def sample_efficiency() -> str:
 
 # --- learning sanity (SIMULATED) ---------------------------------------------------------------------------------
 
-#: One results file per agent: ``placement-gym benchmark --suite sanity --agent NAME --json`` (its runs, random's
-#: beside them, and the sanity verdict's rows: `placement_gym.sanity`).
-SANITY_PATTERN = "sanity_*.json"
-SANITY_COMMAND = "placement-gym benchmark --suite sanity --agent {agent} --json benchmarks/results/sanity_{agent}.json"
+#: One results file per agent and suite: ``placement-gym benchmark --suite SUITE --agent NAME --json`` (its runs,
+#: random's beside them, and the sanity verdict's rows: `placement_gym.sanity`); SUITE is ``sanity`` (the rows the
+#: defaults were chosen on) or ``sanity-holdout`` (rows no default was chosen on).
+SANITY_COMMAND = ("placement-gym benchmark --suite {suite} --agent {agent} --json "
+                  "benchmarks/results/{suite}_{agent}.json")
 
 
-def _sanity_files() -> list[str]:
-    """The sanity results files under benchmarks/results/, the pure learned agents first in the leaderboard's order."""
-    names = sorted(p.name for p in (ROOT / RESULTS).glob(SANITY_PATTERN))
-    order = {f"sanity_{agent}.json": i for i, agent in enumerate(leaderboard_table.LEARNED)}
+def _sanity_files(suite: str) -> list[str]:
+    """The results files of `suite` under benchmarks/results/, the pure learned agents first in the leaderboard's
+    order."""
+    names = sorted(p.name for p in (ROOT / RESULTS).glob(f"{suite}_*.json"))
+    order = {f"{suite}_{agent}.json": i for i, agent in enumerate(leaderboard_table.LEARNED)}
     return sorted(names, key=lambda name: (order.get(name, len(order)), name))
 
 
@@ -227,19 +229,19 @@ def _sanity_grid(rows: list[dict], cell: Callable[[dict], str], last: Callable[[
     return md_table(header, table)
 
 
-def _sanity_source(files: list[str]) -> str:
-    """The source lines of the sanity tables: the command of each agent's file."""
-    agents = [f.removeprefix("sanity_").removesuffix(".json") for f in files]
-    return source(files, "` and `".join(SANITY_COMMAND.format(agent=agent) for agent in agents))
+def _sanity_source(suite: str, files: list[str]) -> str:
+    """The source lines of a sanity table: the command of each agent's file."""
+    agents = [f.removeprefix(f"{suite}_").removesuffix(".json") for f in files]
+    return source(files, "` and `".join(SANITY_COMMAND.format(suite=suite, agent=agent) for agent in agents))
 
 
-def sanity_verdict() -> str:
-    """Per pure learned agent and (case, model) of the sanity suite: the verdict, seeds within 2% of the proven
-    optimum, and the median's gap to it."""
-    files = _sanity_files()
+def sanity_verdict(suite: str = "sanity") -> str:
+    """Per pure learned agent and (case, model) of `suite`: the verdict, seeds within 2% of the proven optimum, and
+    the median's gap to it."""
+    files = _sanity_files(suite)
     if not files:
-        return ("No results file yet: `" + SANITY_COMMAND.format(agent="NAME") + "` writes one per agent "
-                "(for NAME in hsdag, placeto, rnn, post, go, ppo, ppo-node).")
+        return ("No results file yet: `" + SANITY_COMMAND.format(suite=suite, agent="NAME") + "` writes one per "
+                "agent (for NAME in hsdag, placeto, rnn, post, go, ppo, ppo-node).")
 
     def cell(r: dict) -> str:
         gap = None if r["median_s"] is None else 100 * (r["median_s"] / r["optimum_s"] - 1)
@@ -255,15 +257,15 @@ def sanity_verdict() -> str:
         return f"{'PASS' if all(r['passed'] for r in rs) else 'FAIL'} ({sum(r['passed'] for r in rs)}/{len(rs)})"
 
     rows = _sanity_rows(files)
-    return (_sanity_source(files) + "\n\n**sanity** (SIMULATED; per (case, model): the verdict, seeds within "
-            "2% of the proven optimum, gap % of the median over seeds to it; `random`: the bar, not a candidate)\n\n"
-            + _sanity_grid(rows, cell, verdict, "verdict (rows passed)"))
+    return (_sanity_source(suite, files) + f"\n\n**{suite}** (SIMULATED; per (case, model): the verdict, seeds "
+            "within 2% of the proven optimum, gap % of the median over seeds to it; `random`: the bar, not a "
+            "candidate)\n\n" + _sanity_grid(rows, cell, verdict, "verdict (rows passed)"))
 
 
-def sanity_curves() -> str:
-    """Per pure learned agent and (case, model): placements to within 2% of the proven optimum, the median over
-    the seeds and each seed's, from the runs' best-so-far curves."""
-    files = _sanity_files()
+def sanity_curves(suite: str = "sanity") -> str:
+    """Per pure learned agent and (case, model) of `suite`: placements to within 2% of the proven optimum, the
+    median over the seeds and each seed's, from the runs' best-so-far curves."""
+    files = _sanity_files(suite)
     if not files:
         return "No results file yet (see above)."
 
@@ -672,6 +674,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
     "learned-transfer-cases": learned_transfer_cases, "learned-transfer-others": learned_transfer_others_table,
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
+    "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
+    "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),
 }
 
 

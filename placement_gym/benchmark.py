@@ -43,7 +43,7 @@ __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within
 
 SUITES_DIR = Path(__file__).parent / "suites"
 #: The suites shipped with the package (``placement_gym/suites/<name>.json``).
-SUITES = ("quick", "standard", "full", "sanity")
+SUITES = ("quick", "standard", "full", "sanity", "sanity-holdout")
 #: The format of a suite file this code reads (a suite's own ``version`` is what it measures).
 SUITE_FORMAT = 1
 #: The metrics a suite may name (`leaderboard`).

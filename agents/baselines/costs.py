@@ -6,7 +6,8 @@ submodel. `cost_model(env)` reads it off the env's backend: the simulated backen
 planners and simulator agree exactly. On a published benchmark (`placement_gym.backends.published`) it is the
 file's per-op times and per-edge transfer costs (an estimate for these planners: their objectives are not sums).
 The real OpenVINO backend has no cost model; planning on it needs one
-built from a device profile (see `cost_model`).
+built from a device profile (see `cost_model`). It does measure each op on each device alone (its per-op profile,
+``node_device_cost``), which is all `op_times` (what `cheapest` plans with) needs.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placement_gym.backends.base import describe_devices
 from placement_gym.backends.published import planning_tables
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import UNSUPPORTED_COST_S
@@ -81,3 +83,17 @@ def cost_model(env) -> CostModel:
         submodel_overhead_s=float(profile.boundary_overhead_s),
         source=f"simulated profile {profile.name!r} ({profile.schedule} schedule)",
     )
+
+
+def op_times(env) -> tuple[np.ndarray, str]:
+    """``(seconds (N, D), source)``: op ``i`` alone on device ``d``, `UNSUPPORTED_COST_S` where ``d`` cannot run
+    it. From `cost_model` where the backend has one; else (the real OpenVINO backend) the backend's own per-op
+    costs (``node_device_cost``: measured by profiling each op on each device alone), which is all a planner that
+    ignores transfers needs."""
+    base = env.unwrapped
+    backend = base.backend
+    if isinstance(backend, SimulatedBackend) or planning_tables(backend, base.graph) is not None:
+        costs = cost_model(env)
+        return costs.op_time_s, costs.source
+    cost = describe_devices(backend, base.graph)[2]
+    return np.where(np.isfinite(cost), cost, UNSUPPORTED_COST_S), f"the {backend.name!r} backend's per-op costs"

@@ -18,7 +18,7 @@ import numpy as np
 from agents.search.heuristic_start import cheapest_devices
 
 from .base import PlanningAgent
-from .costs import CostModel, cost_model
+from .costs import CostModel, cost_model, op_times
 
 
 def etf_schedule(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, float]:
@@ -104,14 +104,15 @@ class CheapestDevice(PlanningAgent):
     The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach: on
     presets whose devices differ by operator (`ai_pc`) it comes close to the best placement known, where placing
     a whole graph on one device is far behind; where transfers dominate (small graphs, `paper`) it is worse than
-    the best single device. Measures its one placement."""
+    the best single device. Measures its one placement. Needs per-op times only (`op_times`), so it plans on the
+    real backend too, from its measured per-op profile."""
 
     name = "cheapest"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)  # devices that cannot run an op are priced out of it there
-        self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": costs.source}
-        yield cheapest_devices(costs.op_time_s)
+        seconds, source = op_times(env)  # devices that cannot run an op are priced out of it there
+        self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": source}
+        yield cheapest_devices(seconds)
 
 
 class TopoBalance(PlanningAgent):

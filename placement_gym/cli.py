@@ -420,8 +420,9 @@ def _cmd_place(args: argparse.Namespace) -> int:
     if base.multi_graph:
         raise ValueError(f"place writes the placement of one model; --model {args.model} names several graphs")
     base.graph.require_model("place (it writes the placed OpenVINO model)")
-    factories = registry.agent_factories([args.agent], backend.device_names,
-                                         _key_values(args.agent_option, "--agent-option"))
+    factories, saved = _one_agent(args, backend)
+    if args.budget is None:  # a saved agent places zero-shot; any other plans or learns with the usual budget
+        args.budget = 0 if saved else BUDGET
     records: list = []
     try:
         _run_rows(args, factories, make_env, records, [])
@@ -532,22 +533,47 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_agent(args: argparse.Namespace, backend) -> tuple[dict[str, Any], bool]:
+    """The agent factories of `evaluate` and `place` (table row -> factory), and whether the agent is a saved one:
+    the saved agent of ``--load``; else, for an agent that ships trained checkpoints (``imitation``), the one for
+    the backend's device set and objective (`registry.pretrained_checkpoint`: a simulated preset's full device set;
+    any other gets one line naming the shipped ones); else the agent built here from ``--agent-option``."""
+    load, shipped = args.load, None
+    if not load:
+        from .backends.simulated import SimulatedBackend
+
+        simulated = isinstance(backend, SimulatedBackend)
+        preset = backend.profile.preset_name() if simulated else None
+        devices = (f"the simulated profile {backend.profile.name!r} with devices {backend.device_names}" if simulated
+                   else f"the {args.backend} backend's devices {backend.device_names}")
+        objective = getattr(backend, "objective", "latency")  # as the env reads it (`DevicePlacementEnv.objective`)
+        load = shipped = registry.pretrained_checkpoint(args.agent, preset, objective, devices)
+    if load:
+        if shipped and args.agent_option:
+            raise ValueError(f"--agent {args.agent} loads the checkpoint shipped for this preset and objective "
+                             f"({shipped.name}), which runs with the settings it was trained with; --agent-option "
+                             f"applies only to an agent built here (--agent {registry.AGENTS[args.agent].target} "
+                             "builds an untrained one)")
+        if args.agent_option or registry.is_hybrid(args.agent):
+            given = "--agent-option" if args.agent_option else f"the {registry.HYBRID_PREFIX!r} prefix"
+            raise ValueError(f"{args.command} --load runs the saved agent with the settings it was saved with; "
+                             f"{given} applies only to an agent built here (train it with them, or leave --load out)")
+        cls = registry.load_agent_class(args.agent)
+        label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
+        if shipped:
+            print(f"{args.agent}: the checkpoint shipped for this preset and objective, {shipped} (its model card: "
+                  f"{shipped.with_suffix('.md')}; --load CHECKPOINT for another)")
+        return {label: lambda: cls.load(load)}, True  # loaded afresh for every seed: seeds share nothing
+    return registry.agent_factories([args.agent], backend.device_names,
+                                    _key_values(args.agent_option, "--agent-option")), False
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Run one agent (every table row it stands for) on one model; `--load` evaluates a saved agent."""
     paths = _output_paths(args)
     _check_outputs(args, paths)
     make_env, backend = _env_factory(args)
-    if args.load:
-        if args.agent_option or registry.is_hybrid(args.agent):
-            given = "--agent-option" if args.agent_option else f"the {registry.HYBRID_PREFIX!r} prefix"
-            raise ValueError(f"evaluate --load runs the saved agent with the settings it was saved with; {given} "
-                             "applies only to an agent built here (train it with them, or leave --load out)")
-        cls = registry.load_agent_class(args.agent)
-        label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
-        factories = {label: lambda: cls.load(args.load)}  # loaded afresh for every seed: seeds share nothing
-    else:
-        factories = registry.agent_factories([args.agent], backend.device_names,
-                                             _key_values(args.agent_option, "--agent-option"))
+    factories, _ = _one_agent(args, backend)
     records: list = []
     try:
         _run_rows(args, factories, make_env, records, [])
@@ -933,8 +959,13 @@ def _train_output_names(args: argparse.Namespace, outputs: dict[int, tuple[Path,
     return named
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments shared by `train`, `evaluate` and `compare`."""
+#: Placements each agent may measure per seed, unless --budget says (`place` of a saved agent: 0, zero-shot).
+BUDGET = 500
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None = None) -> None:
+    """Arguments shared by `train`, `evaluate`, `compare` and `place` (`budget_help`: a command whose --budget
+    defaults to None, decided by the command, says how)."""
     parser.add_argument("--backend", default="auto", help="openvino, simulated or auto (default)")
     parser.add_argument("--devices", nargs="+", help="device specs, e.g. CPU 'CPU[INFERENCE_NUM_THREADS=1]' "
                         "(default: the backend's own choice)")
@@ -948,7 +979,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         "moved to its fastest device that can (repair)")
     parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE",
                         help="extra backend setting (repeatable), e.g. schedule=parallel")
-    parser.add_argument("--budget", type=int, default=500, help="placements each agent may measure per seed")
+    parser.add_argument("--budget", type=int, default=BUDGET if budget_help is None else None,
+                        help=budget_help or "placements each agent may measure per seed")
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
     parser.add_argument("--seed", type=int, nargs="+", help="the seeds themselves (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
@@ -971,6 +1003,13 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
                         help="agent constructor argument (repeatable, JSON values), e.g. max_levels=2")
     parser.add_argument("--tensorboard", metavar="DIR", help="TensorBoard log directory (one run per seed)")
+
+
+def _add_load_argument(parser: argparse.ArgumentParser) -> None:
+    """``--load`` of `evaluate` and `place`."""
+    parser.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
+                        "fine-tunes it (its own placement measured first, then the heuristic start's); for "
+                        "--agent imitation on a simulated preset the checkpoint shipped for it is the default")
 
 
 # ----------------------------------------------------------------------------------------- benchmark
@@ -1152,8 +1191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = command("evaluate", help="run one agent on one model for a budget and seeds")
     _add_agent_arguments(evaluate)
-    evaluate.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
-                          "fine-tunes it (its own placement measured first, then the heuristic start's)")
+    _add_load_argument(evaluate)
     _add_run_arguments(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
 
@@ -1198,7 +1236,10 @@ def build_parser() -> argparse.ArgumentParser:
     place = command("place", help="plan a placement with one agent and write the placed model (model.xml, .bin, "
                     "placement.json, README.md) to compile and ship")
     _add_agent_arguments(place)
-    _add_run_arguments(place)
+    _add_load_argument(place)
+    _add_run_arguments(place, budget_help=f"placements the agent may measure (default: 0 for a saved agent, --load "
+                       f"or the checkpoint shipped for --agent imitation: its own placement, zero-shot; {BUDGET} for "
+                       "any other)")
     place.add_argument("--out", required=True, metavar="DIR", help="folder to write (refused if it holds anything, "
                        "unless --overwrite)")
     place.set_defaults(func=_cmd_place, seeds=1)

@@ -441,6 +441,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
     info = {"model": best["model"], "model_path": best["model_path"], "agent": best["agent"], "seed": best["seed"],
             "objective": base.objective, "simulated": simulated,
             "latency_kind": "simulated (the cost model's estimate)" if simulated else "measured (the env's backend)",
+            "planned_on": (best["extra"].get("plan") or {}).get("cost_model"),  # a planner's cost model, if any
             "latency_s": measured.latency_s if measured.ok else None,
             "latency_interval_s": list(measured.interval_s) if measured.ok else None,
             "reference_device": base.reference_device, "reference_latency_s": base.reference.latency_s,

@@ -18,7 +18,7 @@ import numpy as np
 from agents.search.heuristic_start import cheapest_devices
 
 from .base import PlanningAgent
-from .costs import CostModel, cost_model, op_times
+from .costs import CostModel, CostPlanner, op_times
 
 
 def etf_schedule(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, float]:
@@ -86,13 +86,14 @@ def topo_balance(costs: CostModel, device_order: "tuple[int, ...] | None" = None
     return placement
 
 
-class GreedyETF(PlanningAgent):
-    """Baechi's m-ETF on the env backend's cost model; measures its one placement."""
+class GreedyETF(CostPlanner):
+    """Baechi's m-ETF on the cost model (the env backend's, or `cost_profile`'s: `CostPlanner`); measures its one
+    placement."""
 
     name = "greedy"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)
+        costs = self.cost_model(env)
         placement, predicted = etf_schedule(env.unwrapped.graph.edge_index, costs)
         self.plan_info = {"heuristic": "m-ETF", "predicted_makespan_s": predicted, "cost_model": costs.source}
         yield placement
@@ -115,14 +116,14 @@ class CheapestDevice(PlanningAgent):
         yield cheapest_devices(seconds)
 
 
-class TopoBalance(PlanningAgent):
-    """Baechi's m-TOPO on the env backend's cost model: one candidate per order of the devices (D! of them,
-    measured within the budget, fastest kept)."""
+class TopoBalance(CostPlanner):
+    """Baechi's m-TOPO on the cost model (the env backend's, or `cost_profile`'s: `CostPlanner`): one candidate
+    per order of the devices (D! of them, measured within the budget, fastest kept)."""
 
     name = "topo"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)
+        costs = self.cost_model(env)
         self.plan_info = {"heuristic": "m-TOPO", "cost_model": costs.source}
         # Fastest device first: its piece comes first in topological order.
         speed_rank = tuple(np.argsort(-costs.device_speed(), kind="stable").tolist())

@@ -369,6 +369,22 @@ def learned_transfer_cases() -> str:
             + "\n".join(learned_transfer.format_case(r) for r in _learned_results() if r["summary"]["seed"] == 0))
 
 
+#: The checkpoints that ship (agents/imitation/pretrained/, seed 0; benchmarks/imitation_model_cards.py writes
+#: their model cards from the same two files): zero-shot on the test graphs, then on the validation graphs.
+LEARNED_SHIPPED = ("learned_transfer_shipped.json", "learned_transfer_shipped_val.json")
+
+
+def learned_transfer_shipped() -> str:
+    """Per shipped checkpoint, its zero-shot geometric means on the test graphs and on the validation graphs
+    (`learned_transfer.format_seeds`)."""
+    test, val = (load(f) for f in LEARNED_SHIPPED)
+    return (source(list(LEARNED_SHIPPED), f"{test['command']}` and `{val['command']}")
+            + "\n\nTest graphs (the dataset's test split and the zoo's ResNet, Inception, BERT):\n\n"
+            + learned_transfer.format_seeds(test["cases"])
+            + "\nValidation graphs (the val split and the held-out synthetic graphs):\n\n"
+            + learned_transfer.format_seeds(val["cases"]))
+
+
 # --- simulator (SIMULATED) ---------------------------------------------------------------------------------------
 
 def simulator_speed() -> str:
@@ -673,6 +689,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
     "learned-transfer-cases": learned_transfer_cases, "learned-transfer-others": learned_transfer_others_table,
+    "learned-transfer-shipped": learned_transfer_shipped,
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
     "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
     "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),

@@ -2,6 +2,7 @@
 
 Subcommands: ``info`` (devices, models, graph statistics), ``train``, ``evaluate``, ``compare``, ``benchmark``
 (an agent on a versioned suite, ranked among reference results), ``show`` (a picture of a placement),
+``place`` and ``export`` (a placed model folder to compile and ship: `placement_gym.deploy`),
 ``calibrate`` (a measured profile for the simulated backend). Agents are found by
 name in `registry`, so importing `placement_gym` never imports the agents.
 """
@@ -352,11 +353,16 @@ def _draw(placement: dict, graph, out: Path, overwrite: bool) -> Path:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    """Draw placements from a results JSON (every record that matches the filters) or a placement file."""
+    """Draw placements from a results JSON (every record that matches the filters), a placement file or a placed
+    folder (`placement_gym.deploy`: its placement.json on its own model.xml)."""
+    from .deploy import MODEL_XML, PLACEMENT_JSON
     from .models import load_graph
     from .schema import mismatch
 
     path = Path(args.file)
+    folder = path if path.is_dir() else None  # a placed folder: the graph is its own model.xml
+    if folder is not None:
+        path = folder / PLACEMENT_JSON
     placements = results.read_placements(path)  # the file is checked before anything is built from it
     picked = [i for i, r in enumerate(placements.records)
               if (args.agent is None or r["agent"] == args.agent)
@@ -383,7 +389,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         key = "model_path" if record.get("model_path") else "model"
         if record[key] not in graphs:
             try:
-                graphs[record[key]] = load_graph(record[key])
+                graphs[record[key]] = load_graph(folder / MODEL_XML if folder is not None else record[key])
             except (ValueError, FileNotFoundError) as exc:  # a model the file names that cannot be loaded here
                 raise mismatch(path, placements.field(i, key), record[key], f"a model that loads here ({exc})") \
                     from None
@@ -394,22 +400,180 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_place(args: argparse.Namespace) -> int:
+    """Plan a placement of one model with one agent and write it as a placed folder (`placement_gym.deploy`); on
+    the real backend, time the written model against each device alone."""
+    import numpy as np
+
+    from . import deploy
+
+    out = deploy.check_out(args.out, args.overwrite)  # refused before any work
+    paths = _output_paths(args)
+    _check_outputs(args, paths)
+    seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
+    if len(seeds) != 1:
+        raise ValueError(f"place writes one placement: give one seed (--seed S), not {len(seeds)}")
+    args.seed = seeds
+    make_env, backend = _env_factory(args)
+    base = make_env(args.model).unwrapped
+    if base.multi_graph:
+        raise ValueError(f"place writes the placement of one model; --model {args.model} names several graphs")
+    base.graph.require_model("place (it writes the placed OpenVINO model)")
+    factories, saved = _one_agent(args, backend)
+    if args.budget is None:  # a saved agent places zero-shot; any other plans or learns with the usual budget
+        args.budget = 0 if saved else BUDGET
+    records: list = []
+    try:
+        _run_rows(args, factories, make_env, records, [])
+    except KeyboardInterrupt:
+        return _interrupted(args, records, paths)
+    evaluation.add_placements_to_within(records)
+    working = [r for r in records if r["ok"] and r["latency_s"] is not None]
+    if not working:
+        print(f"placement-gym place: {args.agent} found no working placement of {args.model} "
+              f"({records[0]['error'] if records else 'no run finished'}); nothing written", file=sys.stderr)
+        return 1
+    best = min(working, key=lambda r: r["latency_s"])  # an agent with several rows (single-device): the fastest
+    placement = np.asarray(best["placement"], dtype=np.int64)
+    measured = base.measure(placement)  # afresh, for its interval (free on the simulator)
+    simulated = bool(backend.simulated)
+    info = {"model": best["model"], "model_path": best["model_path"], "agent": best["agent"], "seed": best["seed"],
+            "objective": base.objective, "simulated": simulated,
+            "latency_kind": "simulated (the cost model's estimate)" if simulated else "measured (the env's backend)",
+            "planned_on": (best["extra"].get("plan") or {}).get("cost_model"),  # a planner's cost model, if any
+            "latency_s": measured.latency_s if measured.ok else None,
+            "latency_interval_s": list(measured.interval_s) if measured.ok else None,
+            "reference_device": base.reference_device, "reference_latency_s": base.reference.latency_s,
+            "speedup_vs_reference": base.reference.latency_s / measured.latency_s if measured.ok else None,
+            "n_submodels": int(measured.n_submodels), "budget": args.budget,
+            "placements_measured": best["placements_measured"], "agent_settings": best["settings"],
+            "search": best["search"], "backend_settings": best["backend_settings"],
+            "command_line": "placement-gym " + " ".join(sys.argv[1:]) if sys.argv and
+            sys.argv[0].endswith("placement-gym") else None}
+    devices = list(backend.device_names) if simulated else backend.devices
+    written = deploy.save_placed(out, base.graph.model, placement, devices, info=info, overwrite=args.overwrite)
+    status = _report(args, records, [], paths, extra_files=[written])
+    kind = "SIMULATED" if simulated else "measured"
+    print(f"{written}: {best['agent']}'s placement ({np.bincount(placement, minlength=len(devices)).tolist()} "
+          f"ops per device {list(backend.device_names)}, {measured.n_submodels} submodel(s)), {kind} "
+          f"{_ms(measured.latency_s)} per inference ({base.objective}); compile it with "
+          f"placement_gym.deploy.compile_placed({str(written)!r})")
+    if not simulated:
+        _print_against_singles(written, backend, base.objective, measured, base.reference_device)
+    return status
+
+
+def _ms(seconds: float | None) -> str:
+    return "no latency" if seconds is None or seconds == float("inf") else f"{seconds * 1e3:.4g} ms"
+
+
+def _print_against_singles(folder: Path, backend, objective: str, measured, reference_device: str) -> None:
+    """Time the written folder as a user would compile it, against each device alone, and print the speedups
+    with their 95% intervals (`placement_gym.deploy.measure_against_single_devices`, the backend's timing)."""
+    from . import deploy
+
+    report = deploy.measure_against_single_devices(
+        folder, objective=objective, warmup=backend.warmup, repeats=backend.repeats,
+        target_rel_halfwidth=backend.target_rel_halfwidth, max_repeats=backend.max_repeats,
+        max_timing_s=backend.max_timing_s, input_seed=backend.input_seed)
+    low, high = report["latency_interval_s"]
+    env_low, env_high = measured.interval_s
+    print(f"the written model, compiled from {folder} ({', '.join(report['execution_devices'])}; "
+          f"{report['n_submodels']} submodel(s)): {_ms(report['latency_s'])} per inference ({objective}, timed on "
+          f"its own; 95% "
+          f"interval {_ms(low)} to {_ms(high)})")
+    paired = next((s for s in report["singles"] if s["device"] == reference_device and "relative" in s), None)
+    if paired is not None and measured.reference_baseline_s is not None:
+        # timed as the env times it: each run paired with a run of the reference, scaled by its baseline
+        scale = measured.reference_baseline_s
+        r_low, r_high = paired["relative_interval"]
+        print(f"  timed as the env times it (paired with every op on {reference_device}): "
+              f"{_ms(paired['relative'] * scale)} ({_ms(r_low * scale)} to {_ms(r_high * scale)}); the env's "
+              f"measurement of this placement: {_ms(measured.latency_s)} ({_ms(env_low)} to {_ms(env_high)})")
+    for single in report["singles"]:
+        if "error" in single:
+            print(f"  vs {single['device']} alone: it cannot run the whole model ({single['error']})")
+            continue
+        s_low, s_high = single["speedup_interval"]
+        print(f"  vs {single['device']} alone ({_ms(single['latency_s'])}): speedup x{single['speedup']:.3f} "
+              f"(95% interval x{s_low:.3f} to x{s_high:.3f})")
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    """Write a placed folder (`placement_gym.deploy`) from a placement in a results file, a placement file, a
+    placed folder or an agent checkpoint."""
+    from . import deploy
+    from .backends.base import OBJECTIVES
+    from .backends.openvino import INFERENCE_PRECISION
+    from .devices import open_devices
+    from .models import load_graph
+
+    out = deploy.check_out(args.out, args.overwrite)
+    graph = load_graph(args.model)
+    graph.require_model("export (it writes the placed OpenVINO model)")
+    choice = deploy.read_placement(args.file, graph, model=evaluation.model_label(args.model)[0], agent=args.agent,
+                                   seed=args.seed)
+    record = choice.record
+    simulated = bool(record.get("simulated"))
+    # A measured placement is compiled with the devices it was measured on (open_devices refuses one this machine
+    # lacks), with the real backend's default precision; a simulated one names the profile's devices.
+    devices = choice.devices if simulated else \
+        open_devices(choice.devices, defaults={"INFERENCE_PRECISION_HINT": INFERENCE_PRECISION})
+    settings = record.get("backend_settings") if isinstance(record.get("backend_settings"), dict) else {}
+    info = {"model": record.get("model", graph.name), "model_path": record.get("model_path"),
+            "agent": record.get("agent", "given"), "seed": record.get("seed", 0),
+            "objective": settings.get("objective") if settings.get("objective") in OBJECTIVES else None,
+            "simulated": simulated,
+            "latency_kind": "simulated (the cost model's estimate)" if simulated else "measured (the run's backend)",
+            "latency_s": record.get("latency_s"), "reference_latency_s": record.get("reference_latency_s"),
+            "n_submodels": record.get("n_submodels"), "exported_from": choice.source}
+    written = deploy.save_placed(out, graph.model, choice.placement, devices, info=info, overwrite=args.overwrite)
+    print(f"wrote {written} from {choice.source}; compile it with "
+          f"placement_gym.deploy.compile_placed({str(written)!r})")
+    return 0
+
+
+def _one_agent(args: argparse.Namespace, backend) -> tuple[dict[str, Any], bool]:
+    """The agent factories of `evaluate` and `place` (table row -> factory), and whether the agent is a saved one:
+    the saved agent of ``--load``; else, for an agent that ships trained checkpoints (``imitation``), the one for
+    the backend's device set and objective (`registry.pretrained_checkpoint`: a simulated preset's full device set;
+    any other gets one line naming the shipped ones); else the agent built here from ``--agent-option``."""
+    load, shipped = args.load, None
+    if not load:
+        from .backends.simulated import SimulatedBackend
+
+        simulated = isinstance(backend, SimulatedBackend)
+        preset = backend.profile.preset_name() if simulated else None
+        devices = (f"the simulated profile {backend.profile.name!r} with devices {backend.device_names}" if simulated
+                   else f"the {args.backend} backend's devices {backend.device_names}")
+        objective = getattr(backend, "objective", "latency")  # as the env reads it (`DevicePlacementEnv.objective`)
+        load = shipped = registry.pretrained_checkpoint(args.agent, preset, objective, devices)
+    if load:
+        if shipped and args.agent_option:
+            raise ValueError(f"--agent {args.agent} loads the checkpoint shipped for this preset and objective "
+                             f"({shipped.name}), which runs with the settings it was trained with; --agent-option "
+                             f"applies only to an agent built here (--agent {registry.AGENTS[args.agent].target} "
+                             "builds an untrained one)")
+        if args.agent_option or registry.is_hybrid(args.agent):
+            given = "--agent-option" if args.agent_option else f"the {registry.HYBRID_PREFIX!r} prefix"
+            raise ValueError(f"{args.command} --load runs the saved agent with the settings it was saved with; "
+                             f"{given} applies only to an agent built here (train it with them, or leave --load out)")
+        cls = registry.load_agent_class(args.agent)
+        label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
+        if shipped:
+            print(f"{args.agent}: the checkpoint shipped for this preset and objective, {shipped} (its model card: "
+                  f"{shipped.with_suffix('.md')}; --load CHECKPOINT for another)")
+        return {label: lambda: cls.load(load)}, True  # loaded afresh for every seed: seeds share nothing
+    return registry.agent_factories([args.agent], backend.device_names,
+                                    _key_values(args.agent_option, "--agent-option")), False
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Run one agent (every table row it stands for) on one model; `--load` evaluates a saved agent."""
     paths = _output_paths(args)
     _check_outputs(args, paths)
     make_env, backend = _env_factory(args)
-    if args.load:
-        if args.agent_option or registry.is_hybrid(args.agent):
-            given = "--agent-option" if args.agent_option else f"the {registry.HYBRID_PREFIX!r} prefix"
-            raise ValueError(f"evaluate --load runs the saved agent with the settings it was saved with; {given} "
-                             "applies only to an agent built here (train it with them, or leave --load out)")
-        cls = registry.load_agent_class(args.agent)
-        label = args.agent if args.agent in registry.AGENTS else evaluation.agent_name(cls)
-        factories = {label: lambda: cls.load(args.load)}  # loaded afresh for every seed: seeds share nothing
-    else:
-        factories = registry.agent_factories([args.agent], backend.device_names,
-                                             _key_values(args.agent_option, "--agent-option"))
+    factories, _ = _one_agent(args, backend)
     records: list = []
     try:
         _run_rows(args, factories, make_env, records, [])
@@ -809,8 +973,13 @@ class _Seeds(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments shared by `train`, `evaluate` and `compare`."""
+#: Placements each agent may measure per seed, unless --budget says (`place` of a saved agent: 0, zero-shot).
+BUDGET = 500
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None = None) -> None:
+    """Arguments shared by `train`, `evaluate`, `compare` and `place` (`budget_help`: a command whose --budget
+    defaults to None, decided by the command, says how)."""
     parser.add_argument("--backend", default="auto", help="openvino, simulated or auto (default)")
     parser.add_argument("--devices", nargs="+", help="device specs, e.g. CPU 'CPU[INFERENCE_NUM_THREADS=1]' "
                         "(default: the backend's own choice)")
@@ -824,7 +993,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         "moved to its fastest device that can (repair)")
     parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE",
                         help="extra backend setting (repeatable), e.g. schedule=parallel")
-    parser.add_argument("--budget", type=int, default=500, help="placements each agent may measure per seed")
+    parser.add_argument("--budget", type=int, default=BUDGET if budget_help is None else None,
+                        help=budget_help or "placements each agent may measure per seed")
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
     parser.add_argument("--seed", type=int, nargs="+", action=_Seeds,
                         help="the seeds themselves, each once (overrides --seeds)")
@@ -848,6 +1018,13 @@ def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE",
                         help="agent constructor argument (repeatable, JSON values), e.g. max_levels=2")
     parser.add_argument("--tensorboard", metavar="DIR", help="TensorBoard log directory (one run per seed)")
+
+
+def _add_load_argument(parser: argparse.ArgumentParser) -> None:
+    """``--load`` of `evaluate` and `place`."""
+    parser.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
+                        "fine-tunes it (its own placement measured first, then the heuristic start's); for "
+                        "--agent imitation on a simulated preset the checkpoint shipped for it is the default")
 
 
 # ----------------------------------------------------------------------------------------- benchmark
@@ -1029,8 +1206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = command("evaluate", help="run one agent on one model for a budget and seeds")
     _add_agent_arguments(evaluate)
-    evaluate.add_argument("--load", help="a saved agent: --budget 0 evaluates its policy as it is, a budget "
-                          "fine-tunes it (its own placement measured first, then the heuristic start's)")
+    _add_load_argument(evaluate)
     _add_run_arguments(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
 
@@ -1062,8 +1238,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_cmd_train)
 
     show = command("show", help="draw placements (ops coloured by device, cuts marked) as PNG")
-    show.add_argument("file", help="a results JSON (--json of train/evaluate/compare) or a placement file "
-                      "(train's <stem>.placement.json)")
+    show.add_argument("file", help="a results JSON (--json of train/evaluate/compare), a placement file "
+                      "(train's <stem>.placement.json) or a placed folder (place/export --out)")
     show.add_argument("--agent", help="only this agent's records")
     show.add_argument("--model", help="only this model's records")
     show.add_argument("--seed", type=int, nargs="+", help="only these seeds' records (as --seed S... of the run "
@@ -1071,6 +1247,31 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--out", help="PNG path (one placement); default: next to FILE, named by model, agent, seed")
     show.add_argument("--overwrite", action="store_true", help="replace existing PNG files")
     show.set_defaults(func=_cmd_show)
+
+    place = command("place", help="plan a placement with one agent and write the placed model (model.xml, .bin, "
+                    "placement.json, README.md) to compile and ship")
+    _add_agent_arguments(place)
+    _add_load_argument(place)
+    _add_run_arguments(place, budget_help=f"placements the agent may measure (default: 0 for a saved agent, --load "
+                       f"or the checkpoint shipped for --agent imitation: its own placement, zero-shot; {BUDGET} for "
+                       "any other)")
+    place.add_argument("--out", required=True, metavar="DIR", help="folder to write (refused if it holds anything, "
+                       "unless --overwrite)")
+    place.set_defaults(func=_cmd_place, seeds=1)
+
+    export = command("export", help="write the placed model folder of a placement from a results file, placement "
+                     "file or agent checkpoint")
+    export.add_argument("file", help="a results JSON (--json of train/evaluate/compare/place), a placement file "
+                        "(train's <stem>.placement.json), a placed folder or an agent checkpoint (its best placement)")
+    export.add_argument("--model", required=True, help="the model the placement is of: zoo name, dataset entry or "
+                        "model file")
+    export.add_argument("--out", required=True, metavar="DIR", help="folder to write (refused if it holds anything, "
+                        "unless --overwrite)")
+    export.add_argument("--agent", help="a results file: only this agent's records (default: the fastest record of "
+                        "the model)")
+    export.add_argument("--seed", type=int, help="a results file: only this seed's records")
+    export.add_argument("--overwrite", action="store_true", help="replace the placed files in an existing --out")
+    export.set_defaults(func=_cmd_export)
 
     bench = command("benchmark", help="run your agent on a versioned suite and rank it among the shipped "
                            "reference results (resumable)")

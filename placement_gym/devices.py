@@ -272,9 +272,15 @@ def openvino_error_text(exc: BaseException, limit: int = 500) -> str:
     return " ".join(message)[:limit]
 
 
+def virtual_name(spec: DeviceSpec, copy_number: int) -> str:
+    """The name the `copy_number`-th copy (1 = the second time a list names the device) of `spec`'s device is
+    registered under: ``V<BASE><n>`` (``VCPU1``; OpenVINO refuses names with '.', so ``GPU.1``'s is ``VGPU11``)."""
+    return f"V{spec.plugin}{copy_number}" + (spec.base.split(".")[1] if "." in spec.base else "")
+
+
 def _register_virtual(core: ov.Core, spec: DeviceSpec, copy_number: int) -> str:
-    """Register the plugin of `spec` again as ``V<BASE><n>`` (idempotent per core) and return the name."""
-    name = f"V{spec.plugin}{copy_number}" + (spec.base.split(".")[1] if "." in spec.base else "")
+    """Register the plugin of `spec` again as `virtual_name` (idempotent per core) and return the name."""
+    name = virtual_name(spec, copy_number)
     if name in core.available_devices:
         return name
     stem = _PLUGIN_LIBRARIES.get(spec.plugin)

@@ -27,7 +27,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .evaluation import agent_name
 
-__all__ = ["AGENTS", "HYBRID_PREFIX", "AgentEntry", "agent_factories", "is_hybrid", "load_agent_class", "make_agent"]
+__all__ = ["AGENTS", "HYBRID_PREFIX", "AgentEntry", "agent_factories", "is_hybrid", "load_agent_class", "make_agent",
+           "pretrained_checkpoint"]
 
 #: Where the agents' package builds an agent from constructor options (search settings and the hybrid form
 #: included); imported by name, like the agents, so that `placement_gym` never imports `agents` itself.
@@ -60,11 +61,16 @@ class AgentEntry:
         variants: for agents that stand for several table rows, ``variants(device_names) -> [(row label,
             constructor options), ...]`` (single-device: one row per device); None = one row, the name.
         description: one line for ``--help`` and the docs.
+        pretrained: for an agent that ships trained checkpoints, ``"module:function"``: ``function(preset,
+            objective, devices) -> Path`` of the one for a simulated preset's device set (`preset`, None for any
+            other device set, which `devices` describes) under `objective`, or ValueError, one line naming the
+            shipped ones (`pretrained_checkpoint`); None = ships none.
     """
 
     target: str
     description: str
     variants: Callable[[Sequence[str]], list[tuple[str, dict]]] | None = None
+    pretrained: str | None = None
 
 
 #: Every registered agent, in table order: single devices and OpenVINO's choice first, then the other
@@ -89,7 +95,9 @@ AGENTS: dict[str, AgentEntry] = {
     "go": AgentEntry("agents.go:GOAgent", "GO: GraphSAGE + segment-recurrent attention, PPO over many graphs, "
                      "transfers to new graphs"),
     "imitation": AgentEntry("agents.imitation:ImitationAgent", "GO's network trained by imitation of the solvers' "
-                            "best placements over many graphs (then optionally PPO); predict is one forward pass"),
+                            "best placements over many graphs (then optionally PPO); predict is one forward pass; "
+                            "a checkpoint per preset and objective ships",
+                            pretrained="agents.imitation.shipped:checkpoint_for"),
     "ppo": AgentEntry("agents.ppo:PPOAgent", "Stable-Baselines3 PPO with the graph policy"),
     "ppo-node": AgentEntry("agents.ppo:PPONodeAgent", "the same on the node-by-node env"),
     "optimal": AgentEntry("agents.baselines:ExactOptimum", "exact optimum of the simulated cost model (MILP)"),
@@ -118,6 +126,18 @@ def load_agent_class(name: str) -> type:
     if not isinstance(cls, type):
         raise ValueError(f"agent {name!r}: module {module_name} has no class {class_name}")
     return cls
+
+
+def pretrained_checkpoint(name: str, preset: str | None, objective: str, devices: str = "") -> Path | None:
+    """The checkpoint the registered agent `name` ships for the simulated preset `preset`'s device set (None: the
+    device set is no preset's; `devices` describes it) under `objective` (`AgentEntry.pretrained`). None when the
+    agent ships no checkpoint at all (a ``hybrid:`` name, a user's class, an agent without one); ValueError, one
+    line naming the shipped ones, when it ships some but none for this case."""
+    entry = AGENTS.get(name)
+    if entry is None or entry.pretrained is None:
+        return None
+    module_name, _, function = entry.pretrained.partition(":")
+    return getattr(_import_module(module_name), function)(preset, objective, devices)
 
 
 def _import_module(module_name: str):

@@ -1,10 +1,13 @@
 """The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, a zero-shot
-placement of an unseen tiny graph that beats every single device (which an untrained policy's does not), and the
-fine-tuning rows of its transfer benchmark (`benchmarks/learned_transfer.py --finetune`)."""
+placement of an unseen tiny graph that beats every single device (which an untrained policy's does not), the
+fine-tuning rows of its transfer benchmark (`benchmarks/learned_transfer.py --finetune`), and the checkpoints it
+ships (one per preset and objective, the default of ``--agent imitation`` on a preset)."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -438,3 +441,113 @@ def test_the_balance_columns_say_each_device_s_load_against_its_balanced_share(t
     assert np.array_equal(loaded.predict(obs), agent.predict(obs))
     with pytest.raises(ValueError, match="balance=True .* only the sequential policy"):
         ImitationAgent(seed=0, balance=True)
+
+
+# ------------------------------------------------------------------------------------------- shipped checkpoints
+#: A held-out graph (`validation_parts`' synthetic part: never trained on) the shipped checkpoints are placed on.
+HELD_OUT = "synthetic:60:100000"
+
+
+def shipped_cases() -> list[tuple[str, str]]:
+    from agents.imitation.shipped import shipped_cases
+
+    return shipped_cases()
+
+
+def test_a_checkpoint_ships_for_every_preset_and_objective_with_its_record_and_model_card():
+    """Package data (`agents.imitation.shipped`): the training script's checkpoint, the JSON it wrote beside it and
+    a model card, for every case it trains; declared in setup.cfg's package_data; read by the checked loader; small."""
+    from setuptools.config.setupcfg import read_configuration
+
+    from agents.core.checkpoint import read_checkpoint
+    from agents.imitation import shipped
+
+    train = load_benchmark("train_learned_placer")
+    assert shipped.shipped_cases() == sorted(train.CASES)
+    folder = Path(shipped.__file__).parent / shipped.PRETRAINED
+    declared = read_configuration(Path(__file__).parents[1] / "setup.cfg")["options"]["package_data"]
+    patterns = declared["agents.imitation"]
+    files = sorted(folder.iterdir())
+    assert files and all(any(fnmatch.fnmatch(f"{shipped.PRETRAINED}/{f.name}", p) for p in patterns) for f in files)
+    assert sum(f.stat().st_size for f in files) < 4 * 2**20  # a few MB at most in all
+    for preset, objective in shipped.shipped_cases():
+        checkpoint = folder / shipped.checkpoint_name(preset, objective)
+        record = json.loads(checkpoint.with_suffix(".json").read_text())
+        assert (record["preset"], record["objective"], record["seed"]) == (preset, objective, shipped.SHIPPED_SEED)
+        assert record["network"] == {**train.NETWORK, "balance": train.RECIPES[(preset, objective)].balance}
+        data = read_checkpoint(checkpoint)  # tensors and plain data only, checksum and schema checked
+        assert data["hyperparameters"]["sequential"] is True and data["hyperparameters"]["seed"] == 0
+        card = shipped.model_card(preset, objective)
+        assert record["labels_sha256"] in card and shipped.REBUILD.format(preset=preset, objective=objective) in card
+        assert "python benchmarks/learned_transfer.py" in card  # its val and test figures, with their command
+
+
+@pytest.mark.parametrize("case", shipped_cases())
+def test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_an_untrained_network(
+        case, tmp_path, capsys):
+    """``evaluate --agent imitation`` on a preset's simulated device set and an objective loads that case's shipped
+    checkpoint (no --load), whose zero-shot placement of a held-out graph is faster than that of an untrained
+    network of the same settings and seed."""
+    from agents.core.base import PolicySpec
+    from agents.imitation.shipped import load_shipped
+    from placement_gym import cli
+    from placement_gym.env import DevicePlacementEnv
+
+    preset, objective = case
+    run = tmp_path / "run.json"
+    assert cli.main(["evaluate", "--agent", "imitation", "--backend", "simulated", "--profile", preset, "--objective",
+                     objective, "--model", HELD_OUT, "--budget", "0", "--seed", "0", "--json", str(run),
+                     "--no-progress"]) == 0
+    assert f"imitation-{preset}-{objective}-s0.pt" in capsys.readouterr().out
+    [record] = json.loads(run.read_text())["records"]
+
+    env = DevicePlacementEnv(HELD_OUT, backend="simulated", profile=preset, objective=objective)
+    obs = env.reset(seed=0)[0]
+    shipped = load_shipped(preset, objective)
+    placement = shipped.predict(obs)
+    assert record["placement"] == placement.tolist()  # the CLI's agent is the shipped checkpoint
+    untrained = ImitationAgent(**shipped.hyperparameters())
+    untrained.setup(PolicySpec.from_env(env, untrained.feature_families), 0)
+    ours, theirs = env.unwrapped.measure(placement), env.unwrapped.measure(untrained.predict(obs))
+    assert ours.ok and record["predict_latency_s"] == pytest.approx(ours.latency_s)
+    assert ours.latency_s < (theirs.latency_s if theirs.ok else float("inf"))
+
+
+def test_a_device_set_or_objective_without_a_shipped_checkpoint_gets_one_line_naming_the_shipped_ones(
+        tmp_path, capsys):
+    """A preset with devices left out has no checkpoint: one line (exit 2) naming every shipped case; ``--load``
+    still takes any checkpoint, the shipped one included, and ``--agent-option`` is refused with the default."""
+    from agents.imitation.shipped import checkpoint_for
+    from placement_gym import cli
+
+    (preset, objective), *_ = shipped_cases()
+    subset = ["--backend", "simulated", "--profile", preset, "--devices", "CPU", "GPU", "--objective", objective,
+              "--model", "tiny_branch", "--budget", "0", "--no-progress"]
+    assert cli.main(["evaluate", "--agent", "imitation", *subset]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "no shipped imitation checkpoint" in line and "['CPU', 'GPU']" in line
+    assert all(f"{p} {o}" in line for p, o in shipped_cases())
+    assert cli.main(["place", "--agent", "imitation", *subset, "--out", str(tmp_path / "placed")]) == 2
+    assert "no shipped imitation checkpoint" in capsys.readouterr().err and not (tmp_path / "placed").exists()
+
+    path = str(checkpoint_for(preset, objective))
+    assert cli.main(["evaluate", "--agent", "imitation", "--load", path, *subset]) == 0  # --load overrides
+    capsys.readouterr()
+    full = ["--backend", "simulated", "--profile", preset, "--objective", objective, "--model", "tiny_branch",
+            "--budget", "0", "--no-progress"]
+    assert cli.main(["evaluate", "--agent", "imitation", "--agent-option", "seed=1", *full]) == 2
+    assert "--agent-option applies only to an agent built here" in capsys.readouterr().err
+
+
+def test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training(tmp_path, capsys):
+    """``place --agent imitation --profile ai_pc --objective throughput``: the shipped checkpoint plans it zero-shot
+    (budget 0: one forward pass, nothing trained, nothing measured beyond pricing the result)."""
+    from placement_gym import cli
+
+    out = tmp_path / "placed"
+    assert cli.main(["place", "--agent", "imitation", "--backend", "simulated", "--profile", "ai_pc", "--objective",
+                     "throughput", "--model", "tiny_branch", "--budget", "0", "--out", str(out), "--no-progress"]) == 0
+    assert "imitation-ai_pc-throughput-s0.pt" in capsys.readouterr().out
+    document = json.loads((out / "placement.json").read_text())
+    assert document["agent"] == "imitation" and document["placements_measured"] == 0
+    assert (out / "model.xml").is_file()

@@ -5,7 +5,7 @@ All follow the agent interface (`learn(env, budget, seed, callback)`, `predict(o
 `PlanningAgent`, so `placement_gym.evaluation.evaluate` and `placement-gym compare` run them like any agent.
 """
 from .base import PlanningAgent
-from .costs import CostModel, cost_model
+from .costs import CostModel, CostPlanner, cost_model
 from .dp import ContiguousDP, contiguous_dp
 from .greedy import CheapestDevice, GreedyETF, TopoBalance, etf_schedule, topo_balance
 from .metis import MetisPartition, metis_partition
@@ -13,6 +13,6 @@ from .optimal import Constraints, ExactOptimum, OptimumResult, solve_optimum
 from .simple import OpenVINOChoice, RandomSearch, SingleDevice
 
 __all__ = [
-    "CheapestDevice", "Constraints", "ContiguousDP", "CostModel", "ExactOptimum", "contiguous_dp", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
+    "CheapestDevice", "Constraints", "ContiguousDP", "CostModel", "CostPlanner", "ExactOptimum", "contiguous_dp", "GreedyETF", "MetisPartition", "OpenVINOChoice", "PlanningAgent", "RandomSearch",
     "SingleDevice", "TopoBalance", "cost_model", "etf_schedule", "metis_partition", "solve_optimum", "OptimumResult", "topo_balance",
 ]

@@ -5,7 +5,8 @@ segment on one device. Tarnawski et al. show that the best such placement is fou
 over the cut positions; on layer chains (most CNNs) it is close to the unrestricted optimum, and it scales to
 any graph size, which the MIP of `agents.baselines.optimal` does not.
 
-The program plans on the simulated backend's own per-op and per-tensor costs:
+The program plans on the simulated backend's own per-op and per-tensor costs (on the real backend, on those of the
+device profile given as ``cost_profile``, `agents.baselines.costs.CostPlanner`):
 
 * segment ``[j, i)`` on device ``d`` costs the sum of its ops' times on ``d``; it is allowed only if ``d``
   can run all its ops and holds their weights plus the largest working set among them (`Constraints`);
@@ -35,8 +36,8 @@ import numpy as np
 from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.backends.simulated import SimulatedBackend
 
-from .base import PlanningAgent
 from .constraints import Constraints
+from .costs import CostPlanner, describe_cost_model
 from .tarnawski_dp import tarnawski_dp
 
 #: Cut positions the program considers at most; larger graphs are cut only at that many evenly spread positions.
@@ -180,28 +181,27 @@ def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool
     return placement, info
 
 
-class ContiguousDP(PlanningAgent):
-    """Tarnawski et al.'s dynamic program over contiguous splits (module docstring); measures its placement."""
+class ContiguousDP(CostPlanner):
+    """Tarnawski et al.'s dynamic program over contiguous splits (module docstring) on the env backend's costs or
+    on `cost_profile`'s (`CostPlanner`: how it plans on the real backend); measures its placement."""
 
     name = "dp"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         backend = env.unwrapped.backend
-        if isinstance(backend, TarnawskiBackend):  # their own program on their own inputs
+        if isinstance(backend, TarnawskiBackend) and self.profile is None:  # their own program on their own inputs
             graph = env.unwrapped.graph
             placement, info = tarnawski_dp(graph, graph.costs)
             self.plan_info = {"method": "Tarnawski et al.'s max-load DP over ideals (throughput-dp/dp.cpp)", **info}
             yield placement
             return
-        if not isinstance(backend, SimulatedBackend):
-            raise ValueError(f"the dp baseline plans on the simulated backend's costs or on Tarnawski et al.'s inputs; "
-                             f"the {backend.name!r} backend is neither (use backend='simulated', or a profile "
-                             "calibrated with `placement-gym calibrate`)")
+        planner = self.planning_backend(env)  # the env's simulator, or one of cost_profile on the env's devices
         graph = env.unwrapped.graph
-        placement, info = contiguous_dp(backend, graph)
-        if backend.check_feasible(graph, placement) is not None:
+        placement, info = contiguous_dp(planner, graph)
+        if planner.check_feasible(graph, placement) is not None:
             # Memory counts per device over all its segments, the program per segment: re-plan with one segment
             # per device, whose memory the program then checks exactly.
-            placement, info = contiguous_dp(backend, graph, one_segment_per_device=True)
-        self.plan_info = {"method": "dynamic program over contiguous splits (Tarnawski et al. 2020)", **info}
+            placement, info = contiguous_dp(planner, graph, one_segment_per_device=True)
+        self.plan_info = {"method": "dynamic program over contiguous splits (Tarnawski et al. 2020)",
+                          "cost_model": describe_cost_model(env, planner), **info}
         yield placement

@@ -18,7 +18,7 @@ import numpy as np
 from agents.search.heuristic_start import cheapest_devices
 
 from .base import PlanningAgent
-from .costs import CostModel, cost_model
+from .costs import CostModel, CostPlanner, op_times
 
 
 def etf_schedule(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, float]:
@@ -86,13 +86,14 @@ def topo_balance(costs: CostModel, device_order: "tuple[int, ...] | None" = None
     return placement
 
 
-class GreedyETF(PlanningAgent):
-    """Baechi's m-ETF on the env backend's cost model; measures its one placement."""
+class GreedyETF(CostPlanner):
+    """Baechi's m-ETF on the cost model (the env backend's, or `cost_profile`'s: `CostPlanner`); measures its one
+    placement."""
 
     name = "greedy"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)
+        costs = self.cost_model(env)
         placement, predicted = etf_schedule(env.unwrapped.graph.edge_index, costs)
         self.plan_info = {"heuristic": "m-ETF", "predicted_makespan_s": predicted, "cost_model": costs.source}
         yield placement
@@ -104,24 +105,25 @@ class CheapestDevice(PlanningAgent):
     The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach: on
     presets whose devices differ by operator (`ai_pc`) it comes close to the best placement known, where placing
     a whole graph on one device is far behind; where transfers dominate (small graphs, `paper`) it is worse than
-    the best single device. Measures its one placement."""
+    the best single device. Measures its one placement. Needs per-op times only (`op_times`), so it plans on the
+    real backend too, from its measured per-op profile."""
 
     name = "cheapest"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)  # devices that cannot run an op are priced out of it there
-        self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": costs.source}
-        yield cheapest_devices(costs.op_time_s)
+        seconds, source = op_times(env)  # devices that cannot run an op are priced out of it there
+        self.plan_info = {"heuristic": "each op on its fastest device", "cost_model": source}
+        yield cheapest_devices(seconds)
 
 
-class TopoBalance(PlanningAgent):
-    """Baechi's m-TOPO on the env backend's cost model: one candidate per order of the devices (D! of them,
-    measured within the budget, fastest kept)."""
+class TopoBalance(CostPlanner):
+    """Baechi's m-TOPO on the cost model (the env backend's, or `cost_profile`'s: `CostPlanner`): one candidate
+    per order of the devices (D! of them, measured within the budget, fastest kept)."""
 
     name = "topo"
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        costs = cost_model(env)
+        costs = self.cost_model(env)
         self.plan_info = {"heuristic": "m-TOPO", "cost_model": costs.source}
         # Fastest device first: its piece comes first in topological order.
         speed_rank = tuple(np.argsort(-costs.device_speed(), kind="stable").tolist())

@@ -2,8 +2,9 @@
 
 The graph is partitioned into D parts, one per device, minimising the bytes cut (edge weights) while giving
 each device a share of the compute (vertex weights) proportional to its speed (METIS ``tpwgts``). Vertex
-weights and speeds come from the env backend's cost model where there is one; without a cost model (the real
-backend) the FLOPs estimate is the weight and all devices count as equally fast. Edge direction plays no part:
+weights and speeds come from the env backend's cost model where there is one, or from the device profile given as
+``cost_profile`` (`agents.baselines.costs.CostPlanner`); without a cost model (the real backend with no profile) the
+FLOPs estimate is the weight and all devices count as equally fast. Edge direction plays no part:
 METIS partitions undirected graphs, which is exactly why it is a baseline and not the answer.
 """
 from __future__ import annotations
@@ -12,8 +13,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .base import PlanningAgent
-from .costs import cost_model
+from .costs import CostPlanner
 
 _WEIGHT_SCALE = 1_000_000  # METIS takes integer weights: scale to this range
 
@@ -72,22 +72,25 @@ def metis_partition(
     return np.asarray(parts, dtype=np.int64), int(cut)
 
 
-class MetisPartition(PlanningAgent):
+class MetisPartition(CostPlanner):
     """One METIS partition (part ``d`` on device ``d``), balanced by device speed; measures one placement.
 
     Args:
-        use_costs: weigh ops by the backend's cost model (True, needs one: the simulated backend), by
+        use_costs: weigh ops by the cost model (True, needs one: the simulated backend's or `cost_profile`'s), by
             estimated FLOPs with equal device shares (False), or whichever is available (None).
+        cost_profile: the device profile to weigh by (`CostPlanner`); not with ``use_costs=False``.
     """
 
     name = "metis"
 
-    def __init__(self, use_costs: bool | None = None) -> None:
-        super().__init__()
+    def __init__(self, use_costs: bool | None = None, cost_profile: "str | None" = None) -> None:
+        if use_costs is False and cost_profile is not None:
+            raise ValueError("metis with use_costs=False weighs by FLOPs and takes no cost_profile; leave one out")
+        super().__init__(cost_profile)
         self.use_costs = use_costs
 
     def hyperparameters(self) -> dict:
-        return {"use_costs": self.use_costs}
+        return {"use_costs": self.use_costs, **super().hyperparameters()}
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         base = env.unwrapped
@@ -95,7 +98,7 @@ class MetisPartition(PlanningAgent):
         costs = None
         if self.use_costs is not False:
             try:
-                costs = cost_model(env)
+                costs = self.cost_model(env)
             except ValueError:
                 if self.use_costs:
                     raise

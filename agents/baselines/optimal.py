@@ -40,10 +40,10 @@ from typing import Callable, Iterator
 import numpy as np
 
 from placement_gym.backends.published import TarnawskiBackend
-from placement_gym.backends.simulated import SimulatedBackend
 
-from .base import ConstraintRows, OptimumResult, PlanningAgent
+from .base import ConstraintRows, OptimumResult
 from .constraints import Constraints
+from .costs import CostPlanner, describe_cost_model
 
 #: Relative tolerance for "the bound reached the best latency" (and HiGHS's MIP gap).
 REL_TOL = 1e-6
@@ -363,17 +363,19 @@ def solve_optimum(
 _SOLVED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-class ExactOptimum(PlanningAgent):
+class ExactOptimum(CostPlanner):
     """The exact optimum on the simulated backend's cost model (see the module docstring); measures its placement.
 
     Args:
         time_limit_s: seconds for the solver; past it the record reports the best placement and the bound.
+        cost_profile: the device profile whose cost model is solved (`CostPlanner`); on the real backend the
+            placement is then the proven optimum of that model, measured on the real devices (not a real optimum).
     """
 
     name = "optimal"
 
-    def __init__(self, time_limit_s: float = 60.0) -> None:
-        super().__init__()
+    def __init__(self, time_limit_s: float = 60.0, cost_profile: "str | None" = None) -> None:
+        super().__init__(cost_profile)
         self.time_limit_s = time_limit_s
         self.warm_starts: list[tuple[str, np.ndarray]] = []
 
@@ -384,26 +386,21 @@ class ExactOptimum(PlanningAgent):
         self.warm_starts = [(str(label), np.asarray(p, dtype=np.int64).copy()) for label, p in placements]
 
     def hyperparameters(self) -> dict:
-        return {"time_limit_s": self.time_limit_s}
+        return {"time_limit_s": self.time_limit_s, **super().hyperparameters()}
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
-        from .costs import cost_model
         from .greedy import etf_schedule, topo_balance
 
         base = env.unwrapped
         backend, graph = base.backend, base.graph
-        if isinstance(backend, TarnawskiBackend):
+        if isinstance(backend, TarnawskiBackend) and self.profile is None:
             yield self._tarnawski(backend, graph)
             return
-        if not isinstance(backend, SimulatedBackend):
-            raise ValueError(
-                f"the exact optimum is defined on the simulated backend's cost model (and on Tarnawski et al.'s "
-                f"max-load); the {backend.name!r} backend has neither, and on real hardware no solver can certify "
-                "an optimum (use backend='simulated')"
-            )
+        # On real hardware no solver certifies an optimum: with cost_profile it is the optimum of that cost model.
+        backend = self.planning_backend(env)
         from .dp import contiguous_dp
 
-        costs = cost_model(env)
+        costs = self.cost_model(env)
         schedule, objective = backend.profile.schedule, backend.objective
         key = (json.dumps(backend.profile.to_dict(), sort_keys=True, default=str), objective, self.time_limit_s)
 
@@ -421,7 +418,7 @@ class ExactOptimum(PlanningAgent):
 
         yield self._plan(backend, graph, key, solve, lambda result: "solver",
                          {"method": "MIP lower bound (HiGHS) + no-good certificate loop", "schedule": schedule,
-                          "objective": objective})
+                          "objective": objective, "cost_model": describe_cost_model(env, backend)})
 
     def _tarnawski(self, backend: TarnawskiBackend, graph) -> np.ndarray:
         """Their max-load optimum over all placements (`agents.baselines.tarnawski_optimum`), started from their

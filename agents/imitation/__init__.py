@@ -1,5 +1,6 @@
 """A learned placer trained by imitation of the solvers' best placements over many graphs (`ImitationAgent`,
-``imitation``), and its labels (`agents.imitation.labels`)."""
+``imitation``), its labels (`agents.imitation.labels`) and the checkpoints it ships, one per hardware preset and
+objective (`agents.imitation.shipped`)."""
 from .agent import ImitationAgent
 
 __all__ = ["ImitationAgent"]

@@ -5,7 +5,9 @@ Per measurement:
 1. every op of the model gets an ``affinity`` rt_info entry (compute ops from the placement, Constants /
    Parameters / Results from the compute op they are attached to; HETERO refuses a partial map);
 2. the model is compiled on ``HETERO:<devices used>`` (or directly on the one device a single-device placement
-   uses), with each device's properties under ``DEVICE_PROPERTIES``;
+   uses), with each device's properties under ``DEVICE_PROPERTIES``.
+   Steps 1 and 2 are `placement_gym.deploy`'s (`set_affinities`, `compile_with_affinities`): a placement
+   deployed from there is compiled exactly as it was measured here;
 3. ``warmup`` untimed inferences (the first after compile is several times slower), then at least ``repeats``
    timed synchronous inferences, more while the 95% interval of their median is wider than +-1% (adaptive
    repeats, capped); the latency is their median, with that interval and the interquartile range.
@@ -37,12 +39,18 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ..devices import Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core
+from ..deploy import compile_with_affinities, op_followers, set_affinities, support_mask, used_devices
+from ..devices import Device, DeviceSpec, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
 from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
 from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_pairs, timed_periods, timed_runs
 
 logger = logging.getLogger(__name__)
+
+#: Every device's ``INFERENCE_PRECISION_HINT`` unless its spec sets one (the ``inference_precision`` default; also
+#: what ``placement-gym export`` compiles a measured placement with, so it runs as it was measured).
+INFERENCE_PRECISION = "f32"
+
 
 @dataclass
 class _PreparedGraph:
@@ -127,7 +135,7 @@ class OpenVINOBackend(Backend):
         max_timing_s: float = 2.0,
         cache: bool = True,
         input_seed: int = 0,
-        inference_precision: str | None = "f32",
+        inference_precision: str | None = INFERENCE_PRECISION,
         clock: str = "wall",
         core: ov.Core | None = None,
         objective: str = "latency",
@@ -238,18 +246,10 @@ class OpenVINOBackend(Backend):
         """Compile `graph` with op ``i`` on device ``placement[i]``; returns the compiled model and its number
         of submodels. A single-device placement is compiled on that device directly (what a user would run)."""
         prepared = self._prepare(graph)
-        used_devices = [self.devices[d] for d in sorted(set(np.asarray(placement).tolist()))]
-        if len(used_devices) == 1:
-            return self.core.compile_model(graph.model, used_devices[0].ov_name, used_devices[0].properties), 1
-        ov_names = np.array([d.ov_name for d in self.devices], dtype=object)
-        for op, device in zip(prepared.ops, ov_names[placement[prepared.follows]]):
-            op.get_rt_info()["affinity"] = device
-        compiled = self.core.compile_model(
-            graph.model,
-            "HETERO:" + ",".join(d.ov_name for d in used_devices),
-            {"DEVICE_PROPERTIES": compile_properties(used_devices)},
-        )
-        return compiled, int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+        used = used_devices(placement, self.devices)
+        if len(used) > 1:
+            set_affinities(prepared.ops, prepared.follows, np.asarray(placement), [d.ov_name for d in self.devices])
+        return compile_with_affinities(self.core, graph.model, used)
 
     def example_inputs(self, graph: ComputationGraph) -> dict[int, ov.Tensor]:
         """The input tensors every measurement of `graph` uses, by input index."""
@@ -349,13 +349,7 @@ class OpenVINOBackend(Backend):
         model = graph.require_model("the OpenVINO backend")
         from ..models import example_inputs  # imported here: the model zoo pulls in more than a backend needs
 
-        index = {name: i for i, name in enumerate(graph.op_names)}
-        ops = list(model.get_ordered_ops())
-        follows = np.array(
-            [index[op.get_friendly_name()] if op.get_friendly_name() in index else graph.attached[op.get_friendly_name()]
-             for op in ops],
-            dtype=np.int64,
-        )
+        ops, follows = op_followers(graph)
         inputs = {i: ov.Tensor(a) for i, a in enumerate(example_inputs(model, seed=self.input_seed).values())}
         prepared = _PreparedGraph(ops, follows, inputs)
         self._prepared[graph] = prepared
@@ -375,18 +369,8 @@ class OpenVINOBackend(Backend):
         """
         mask = self._masks.get(graph)
         if mask is None:
-            model = graph.require_model("the OpenVINO backend")
-            supported = []
-            for device in self.devices:
-                try:
-                    supported.append(set(self.core.query_model(model, device.ov_name, device.properties)))
-                except Exception as exc:  # a plugin that cannot even check the model supports none of it
-                    logger.warning("query_model of %s on %s failed (%s); treating every op as unsupported there",
-                                   graph.name, device.name, openvino_error_text(exc))
-                    supported.append(set())
-            mask = np.array([[name in names for names in supported] for name in graph.op_names], dtype=bool)
-            mask = mask.reshape(graph.n_ops, len(self.devices))
-            mask[~mask.any(axis=1)] = True  # named by no device: unknown, not unsupported (see docstring)
+            graph.require_model("the OpenVINO backend")
+            mask = support_mask(self.core, graph, self.devices)  # the one check `placement_gym.deploy` makes too
             self._masks[graph] = mask
         return mask.copy()
 

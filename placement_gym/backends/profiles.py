@@ -404,6 +404,12 @@ class Profile:
             raise ValueError(f"unknown profile preset {name!r}; presets: {sorted(PRESETS)}")
         return PRESETS[name]()
 
+    def preset_name(self) -> str | None:
+        """The name of the preset (`PRESETS`) this profile is, field for field (devices, links, overheads, schedule,
+        descriptions), or None: a profile of its own, a calibrated one, or a preset with devices left out or its
+        schedule changed."""
+        return next((name for name, build in PRESETS.items() if build() == self), None)
+
     @classmethod
     def resolve(cls, profile: "str | Path | Profile") -> "Profile":
         """A `Profile` from a preset name, a JSON file path or a ready `Profile`."""

@@ -1,0 +1,581 @@
+"""Deploy a placement: apply it to an OpenVINO model, write a folder a user can compile and ship, compile it back.
+
+The env's real backend (`placement_gym.backends.openvino`) measures a placement through the functions here, so
+what is deployed is compiled exactly as it was measured:
+
+* `op_followers` and `set_affinities`: an ``affinity`` rt_info entry on *every* op of the model (compute ops from
+  the placement; each Constant / Parameter / Result from the compute op it is attached to: HETERO refuses a
+  partial map), on the constant-folded model (BERT's shape subgraph breaks HETERO otherwise);
+* `compile_target` and `compile_with_affinities`: a one-device placement compiled on that device directly, a
+  split one on ``HETERO:<devices used>`` with each device's properties under ``DEVICE_PROPERTIES``;
+* `support_mask`: which device runs which op, by OpenVINO's own ``query_model``.
+
+On top of them, for users::
+
+    placed = apply_placement(model, placement, devices)       # an openvino.Model with an affinity on every op
+    save_placed("placed/", model, placement, devices)          # model.xml + model.bin, placement.json, README.md
+    compiled = compile_placed("placed/")                       # an openvino.CompiledModel, as placement.json says
+
+A placement is a device index per compute op (`placement_gym.graph.ComputationGraph.op_names` order) or a
+mapping op name -> device; `read_placement` takes one from a results file, a placement file (train's
+``<stem>.placement.json``), a placed folder, an agent checkpoint's best placement, or an array.
+
+The affinities are not stored in ``model.xml`` (OpenVINO does not serialise a node's string rt_info), so
+``placement.json`` is the placement: `compile_placed` reads it first, checks it against its schema and against
+the ops of ``model.xml``, refuses a device this machine lacks or an op placed on a device that cannot run it, and
+only then registers the virtual devices it names (`placement_gym.devices`), sets the affinities and compiles.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import openvino as ov
+
+from .devices import (
+    Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core, virtual_name,
+)
+from .graph import ComputationGraph
+from .schema import (
+    MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, MapOf, Number, OneOf, Optional, Record, Text, mismatch,
+    read_json,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FORMAT", "PlacementChoice", "apply_placement", "as_placement", "compile_placed", "compile_target",
+           "compile_with_affinities", "measure_against_single_devices", "op_followers", "read_placed",
+           "read_placement", "save_placed", "set_affinities", "support_mask", "used_devices"]
+
+#: Written into every placement.json; bumped when its layout changes.
+FORMAT = "placement-gym-placed/1"
+#: The files of a placed folder.
+MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD = "model.xml", "model.bin", "placement.json", "README.md"
+FILES = (MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD)
+#: Where the agents' package reads a checkpoint (imported by name: `placement_gym` never imports `agents` itself).
+CHECKPOINT_READER = "agents.core.checkpoint:read_checkpoint"
+#: The largest placement.json read back (a placement of MAX_OPS ops by name is a few MB).
+MAX_PLACEMENT_BYTES = 64 << 20
+
+#: A device as `save_placed` and `apply_placement` take it: a spec (``"CPU[INFERENCE_PRECISION_HINT=bf16]"``) or
+#: an opened `Device` (which carries its compile properties).
+AnyDevice = str | DeviceSpec | Device
+
+
+# ----------------------------------------------------------------- one implementation: what the backend runs
+def op_followers(graph: ComputationGraph) -> tuple[list, np.ndarray]:
+    """``(ops, follows)``: every op of ``graph.model`` in topological order, and for each the index of the compute
+    op whose device it takes (itself for a compute op; `ComputationGraph.attached` for the others)."""
+    model = graph.require_model("applying a placement")
+    index = {name: i for i, name in enumerate(graph.op_names)}
+    ops = list(model.get_ordered_ops())
+    follows = np.array([index[op.get_friendly_name()] if op.get_friendly_name() in index
+                        else graph.attached[op.get_friendly_name()] for op in ops], dtype=np.int64)
+    return ops, follows
+
+
+def set_affinities(ops: Sequence, follows: np.ndarray, placement: np.ndarray, ov_names: Sequence[str]) -> None:
+    """Write rt_info ``affinity`` = the OpenVINO name of its device on every op of `ops` (`op_followers`):
+    compute op ``i`` gets ``ov_names[placement[i]]``, every other op its compute op's."""
+    names = np.array(list(ov_names), dtype=object)
+    for op, device in zip(ops, names[np.asarray(placement)[follows]]):
+        op.get_rt_info()["affinity"] = device
+
+
+def used_devices(placement: np.ndarray, devices: Sequence[Device]) -> list[Device]:
+    """The devices `placement` uses, in device order (the order of HETERO's device list)."""
+    return [devices[d] for d in sorted(set(np.asarray(placement).tolist()))]
+
+
+def compile_target(used: Sequence[Device]) -> tuple[str, dict]:
+    """``(device name, config)`` to compile a placement using `used` on: the one device itself with its
+    properties (what a user would run), or ``HETERO:A,B`` with each device's properties under
+    ``DEVICE_PROPERTIES`` (nested dicts at the top level of a HETERO config are silently ignored)."""
+    if len(used) == 1:
+        return used[0].ov_name, dict(used[0].properties)
+    return "HETERO:" + ",".join(d.ov_name for d in used), {"DEVICE_PROPERTIES": compile_properties(used)}
+
+
+def compile_with_affinities(core: ov.Core, model: ov.Model, used: Sequence[Device]) -> tuple[ov.CompiledModel, int]:
+    """Compile `model` (affinities set by `set_affinities`) on `compile_target(used)`; returns the compiled model
+    and its number of submodels (1 for a one-device placement)."""
+    name, config = compile_target(used)
+    compiled = core.compile_model(model, name, config)
+    return compiled, 1 if len(used) == 1 else int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
+
+
+def support_mask(core: ov.Core, graph: ComputationGraph, devices: Sequence[Device]) -> np.ndarray:
+    """(N, D) bool: ``True`` where device ``d`` can run compute op ``i``, from ``Core.query_model`` of the whole
+    model on each device with its properties (the ops it names are the ones it supports).
+
+    An op that no device's answer names at all is marked supported everywhere: a plugin may report a transformed
+    op under another friendly name, and since no device claims it, the names say nothing about it (if it really
+    cannot run, compiling fails with OpenVINO's error)."""
+    model = graph.require_model("checking operator support")
+    supported = []
+    for device in devices:
+        try:
+            supported.append(set(core.query_model(model, device.ov_name, device.properties)))
+        except Exception as exc:  # a plugin that cannot even check the model supports none of it
+            logger.warning("query_model of %s on %s failed (%s); treating every op as unsupported there",
+                           graph.name, device.name, openvino_error_text(exc))
+            supported.append(set())
+    mask = np.array([[name in names for names in supported] for name in graph.op_names], dtype=bool)
+    mask = mask.reshape(graph.n_ops, len(devices))
+    mask[~mask.any(axis=1)] = True  # named by no device: unknown, not unsupported (see docstring)
+    return mask
+
+
+# ------------------------------------------------------------------------------------------ placements
+def as_placement(placement: "np.ndarray | Sequence[int] | Mapping[str, int | str]", graph: ComputationGraph,
+                 device_names: Sequence[str]) -> np.ndarray:
+    """(N,) int64 device indices of `graph`'s compute ops from an array (one index per op, in `op_names` order)
+    or a mapping op name -> device index or name (every op once, no other name). ``ValueError`` naming what
+    does not fit: a placement for another graph, an index or device name not among `device_names`."""
+    n, d = graph.n_ops, len(device_names)
+    if isinstance(placement, Mapping):
+        names = set(graph.op_names)
+        unknown = [op for op in placement if op not in names]
+        missing = [op for op in graph.op_names if op not in placement]
+        if unknown or missing:
+            what = (f"names {len(unknown)} op(s) the model lacks (e.g. {unknown[0]!r})" if unknown else
+                    f"leaves {len(missing)} of its {n} ops unplaced (e.g. {missing[0]!r})")
+            raise ValueError(f"the placement is for another graph: it {what} of {graph.name!r}")
+        index = {name: i for i, name in enumerate(device_names)}
+        out = np.empty(n, dtype=np.int64)
+        for i, op in enumerate(graph.op_names):
+            device = placement[op]
+            if isinstance(device, str):
+                if device not in index:
+                    raise ValueError(f"the placement puts op {op!r} on {device!r}, which is not one of the devices "
+                                     f"{list(device_names)}")
+                device = index[device]
+            out[i] = device
+    else:
+        out = np.asarray(placement)
+        if out.ndim != 1 or not np.issubdtype(out.dtype, np.integer):
+            raise ValueError(f"a placement is a 1-D array of device indices (one per compute op), got "
+                             f"{out.dtype} of shape {out.shape}")
+        if out.shape[0] != n:
+            raise ValueError(f"the placement is for another graph: {out.shape[0]} device indices, but "
+                             f"{graph.name!r} has {n} compute ops")
+        out = out.astype(np.int64)
+    bad = np.flatnonzero((out < 0) | (out >= d))
+    if bad.size:
+        raise ValueError(f"the placement puts op {graph.op_names[bad[0]]!r} on device index {int(out[bad[0]])}; "
+                         f"there are {d} devices ({list(device_names)})")
+    return out
+
+
+@dataclass(frozen=True)
+class PlacementChoice:
+    """A placement read by `read_placement`, for one graph.
+
+    Attributes:
+        placement: (N,) int64 device index per compute op of the graph.
+        devices: the device specs the indices refer to.
+        record: what the source says about it (model, agent, seed, latency_s, simulated, ...); {} for an array.
+        source: where it came from, in words.
+    """
+
+    placement: np.ndarray
+    devices: list[str]
+    record: dict = field(default_factory=dict)
+    source: str = "an array"
+
+
+def read_placement(source: "str | os.PathLike | np.ndarray | Sequence[int] | Mapping[str, Any]",
+                   graph: ComputationGraph, *, devices: Sequence[str] | None = None, model: str | None = None,
+                   agent: str | None = None, seed: int | None = None) -> PlacementChoice:
+    """The placement of `graph` held by `source`: a results file (``--json`` of train, evaluate, compare: its
+    records of this graph, filtered by `agent` and `seed`, the fastest working one), a placement file (train's
+    ``<stem>.placement.json``), a placed folder or its placement.json, an agent checkpoint (its best placement),
+    or an array / mapping by op name (then `devices` names the devices). `model` is the name records give the
+    graph (a model file's stem, `placement_gym.evaluation.model_label`; default ``graph.name``).
+
+    Every file is checked against its schema before anything is built from it (`placement_gym.results`,
+    `agents.core.checkpoint`); nothing in it is executed. ``ValueError`` (one line) for a placement of another
+    graph or one that does not fit its devices; ``FileNotFoundError`` for a path with nothing there."""
+    if not isinstance(source, (str, os.PathLike)):
+        if devices is None:
+            raise ValueError("a placement given as an array or mapping needs the devices it indexes (devices=[...])")
+        return PlacementChoice(as_placement(source, graph, devices), list(devices))
+    path = Path(source)
+    if path.is_dir():
+        path = path / PLACEMENT_JSON
+    if not path.exists():
+        raise FileNotFoundError(f"no results, placement or checkpoint file at {path}")
+    if _is_zip(path):  # torch.save writes a zip file: an agent checkpoint
+        return _from_checkpoint(path, graph)
+    return _from_placement_file(path, graph, model or graph.name, agent, seed)
+
+
+def _is_zip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _from_placement_file(path: Path, graph: ComputationGraph, model: str, agent: str | None,
+                         seed: int | None) -> PlacementChoice:
+    from .results import read_placements
+
+    placements = read_placements(path)  # checked before anything is built from it
+    matches = [i for i, r in enumerate(placements.records) if r["model"] == model or
+               (r.get("model_path") and Path(r["model_path"]).stem == model)]
+    if not matches and not placements.results_file:
+        matches = [0]  # one placement, named after another model: its ops decide below
+    if not matches:
+        models = sorted({r["model"] for r in placements.records})
+        raise ValueError(f"{path} holds placements of {', '.join(map(repr, models))}, none of model "
+                         f"{model!r}: a placement for another graph")
+    picked = [i for i in matches if (agent is None or placements.records[i]["agent"] == agent)
+              and (seed is None or placements.records[i]["seed"] == seed)]
+    if not picked:
+        raise ValueError(f"no placement of {model!r} in {path} matches agent {agent} and seed {seed}")
+    working = [i for i in picked if placements.records[i].get("latency_s") is not None] or picked
+    best = min(working, key=lambda i: placements.records[i].get("latency_s") or 0.0)
+    record = placements.records[best]
+    by_op = record.get("by_op")
+    if by_op is not None and not placements.results_file:  # a placement by op name: checked name by name
+        if not isinstance(by_op, dict) or len(by_op) > MAX_OPS or \
+                not all(isinstance(k, str) and isinstance(v, str) for k, v in by_op.items()):
+            raise mismatch(path, "by_op", by_op, "an object mapping op names to device names")
+        placement = as_placement(by_op, graph, record["devices"])
+    else:
+        placements.check_fits(best, graph.n_ops)
+        placement = np.asarray(record["placement"], dtype=np.int64)
+    where = f"{path}" + (f", record {best} ({record['agent']}, seed {record['seed']})" if placements.results_file else "")
+    return PlacementChoice(placement, list(record["devices"]), dict(record), where)
+
+
+def _from_checkpoint(path: Path, graph: ComputationGraph) -> PlacementChoice:
+    module, _, function = CHECKPOINT_READER.partition(":")
+    data = getattr(importlib.import_module(module), function)(path)  # checked, tensors and plain data only
+    best = data["extra"].get("best_placement")
+    trained = data["trained_for"]
+    if best is None or isinstance(trained.get("graph"), list):
+        raise ValueError(f"{path} holds no best placement (its agent measured none, or was trained over several "
+                         "graphs, where a placement belongs to each)")
+    devices = list(trained.get("devices") or [])
+    if not devices:
+        raise ValueError(f"{path} does not say which devices its placement indexes (trained_for.devices)")
+    placement = as_placement(np.asarray(best, dtype=np.int64), graph, devices)
+    record = {"model": trained.get("graph", graph.name), "agent": data["agent"], "seed": 0,
+              "latency_s": data["extra"].get("best_latency_s"), "simulated": trained.get("simulated"),
+              "agent_settings": data["hyperparameters"]}
+    return PlacementChoice(placement, devices, record, f"{path} (best placement)")
+
+
+# ------------------------------------------------------------------------------------ applying, saving
+def _device_entries(devices: Sequence[AnyDevice]) -> list[dict]:
+    """Per device: name (its spec), base, OpenVINO name (a virtual copy's generated one), virtual, properties.
+    `Device` objects (opened here) carry their compile properties; specs carry their own only."""
+    entries, copies = [], {}
+    for device in devices:
+        if isinstance(device, Device):
+            entries.append({"name": device.name, "base": device.spec.base, "openvino_name": device.ov_name,
+                            "virtual": device.virtual, "properties": dict(device.properties)})
+            copies[device.spec.base] = copies.get(device.spec.base, 0) + 1
+            continue
+        spec = DeviceSpec.parse(device)
+        n_before = copies.get(spec.base, 0)
+        copies[spec.base] = n_before + 1
+        entries.append({"name": spec.name, "base": spec.base,
+                        "openvino_name": spec.base if n_before == 0 else virtual_name(spec, n_before),
+                        "virtual": n_before > 0, "properties": dict(spec.properties)})
+    return entries
+
+
+def _placed_copy(model: ov.Model, placement, devices: Sequence[AnyDevice]) -> tuple[ov.Model, ComputationGraph,
+                                                                                    np.ndarray, list[dict]]:
+    entries = _device_entries(devices)
+    placed = model.clone()
+    graph = ComputationGraph.from_model(placed, name=model.get_friendly_name())  # folds `placed` in place
+    array = as_placement(placement, graph, [e["name"] for e in entries])
+    ops, follows = op_followers(graph)
+    set_affinities(ops, follows, array, [e["openvino_name"] for e in entries])
+    return placed, graph, array, entries
+
+
+def apply_placement(model: ov.Model, placement: "np.ndarray | Sequence[int] | Mapping[str, int | str]",
+                    devices: Sequence[AnyDevice]) -> ov.Model:
+    """A copy of `model`, constant-folded, with rt_info ``affinity`` on every op: compute op ``i`` on
+    ``devices[placement[i]]`` (`as_placement`), the rest following their compute op; the caller's model is not
+    changed. Compile it as `compile_target` says (the backend does exactly this); a virtual device
+    (``CPU[...]`` listed after ``CPU``) must be registered in that core first (`placement_gym.open_devices`)."""
+    return _placed_copy(model, placement, devices)[0]
+
+
+def check_out(out: "str | os.PathLike", overwrite: bool = False) -> Path:
+    """`out` as a `Path`, or ``FileExistsError`` when it holds anything and `overwrite` is False (then only the
+    files of a placed folder, `FILES`, are replaced; nothing else in it is touched), and for a file. Check before
+    long work."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} is a file; --out names a folder to write the placed model into")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite "
+                              "(overwrite=True) to replace its model.xml, model.bin, placement.json and README.md")
+    return out
+
+
+def save_placed(out: "str | os.PathLike", model: ov.Model,
+                placement: "np.ndarray | Sequence[int] | Mapping[str, int | str]", devices: Sequence[AnyDevice], *,
+                info: Mapping[str, Any] | None = None, overwrite: bool = False) -> Path:
+    """Write the placed folder `out` and return it:
+
+    * ``model.xml`` + ``model.bin``: `model` constant-folded (the IR the placement's op names refer to; weights
+      kept in their precision, not compressed);
+    * ``placement.json``: the device of every op by name (``by_op``) and by position (``placement``), the devices
+      with their properties and OpenVINO names, the compile target (``device``: ``HETERO:A,B`` or the one device,
+      and ``config``), and `info` (objective, latency and whether measured or simulated, the agent and its
+      settings, ...), with package versions and the machine;
+    * ``README.md``: how to compile and run it.
+
+    Written into a temporary folder beside `out`, then moved into place, so a failed write leaves nothing
+    half-written. An existing non-empty `out` is refused unless `overwrite` (`check_out`).
+    """
+    from .results import machine, versions, write_json, write_text
+
+    out = check_out(out, overwrite)
+    placed, graph, array, entries = _placed_copy(model, placement, devices)
+    used = [entries[d] for d in sorted(set(array.tolist()))]
+    target = used[0]["openvino_name"] if len(used) == 1 else "HETERO:" + ",".join(e["openvino_name"] for e in used)
+    config = dict(used[0]["properties"]) if len(used) == 1 else \
+        {"DEVICE_PROPERTIES": {e["openvino_name"]: e["properties"] for e in used}}
+    info = dict(info or {})
+    names = [e["name"] for e in entries]
+    document = {
+        "format": FORMAT,
+        "model": info.pop("model", graph.name), "model_path": info.pop("model_path", None),
+        "agent": info.pop("agent", "given"), "seed": info.pop("seed", 0),
+        "devices": names,
+        "placement": array.tolist(),
+        "by_op": {op: names[d] for op, d in zip(graph.op_names, array.tolist())},
+        "openvino_devices": entries,
+        "device": target,
+        "config": config,
+        "compute_ops": graph.n_ops,
+        **info,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+        "machine": machine(),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    try:
+        ov.save_model(placed, str(tmp / MODEL_XML), compress_to_fp16=False)
+        write_json(tmp / PLACEMENT_JSON, document)
+        write_text(tmp / README_MD, _readme(document, out))
+        if not out.exists():
+            os.rename(tmp, out)  # the folder appears whole
+        else:  # an empty folder, or --overwrite: our files replace theirs one by one, nothing else is touched
+            for name in FILES:
+                os.replace(tmp / name, out / name)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out
+
+
+def _readme(document: Mapping[str, Any], out: Path) -> str:
+    latency = document.get("latency_s")
+    kind = "simulated" if document.get("simulated") else "measured"
+    said = "" if latency is None else f" Its latency ({document.get('objective', 'latency')}, {kind}): " \
+                                      f"{latency * 1e3:.4g} ms."
+    return f"""# {document['model']}, placed by {document['agent']}
+
+`model.xml` / `model.bin`: the model (constant-folded). `placement.json`: the device of each of its
+{document['compute_ops']} compute ops, the devices ({', '.join(document['devices'])}) with their properties, and
+the compile target `{document['device']}`.{said}
+
+Compile and run it (placement-gym reads `placement.json`, registers any virtual device it names, sets each op's
+affinity and compiles on HETERO):
+
+```python
+from placement_gym.deploy import compile_placed
+compiled = compile_placed("{out}")
+outputs = compiled([...])  # one array per model input
+```
+
+`placement-gym show {out}` draws the placement.
+"""
+
+
+# ------------------------------------------------------------------------------------ reading, compiling
+_NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")
+_PROPERTY = OneOf(Boolean(), Integer(), Number(), Text(max_len=1000))
+_DEVICE = Record({"name": Text(min_len=1, max_len=200), "base": Text(min_len=1, max_len=100,
+                                                                     pattern=r"[A-Za-z_][A-Za-z0-9_]*(\.[0-9]+)?"),
+                  "openvino_name": Text(min_len=1, max_len=100), "virtual": Boolean(),
+                  "properties": MapOf(_PROPERTY, max_len=100, max_key=200)})
+#: A placed folder's placement.json, as far as `compile_placed` reads it (other fields are not read).
+PLACED = Record({
+    "format": Text(choices=(FORMAT,)), "model": _NAME, "agent": _NAME, "seed": Integer(0, 2**64 - 1),
+    "devices": ListOf(Text(min_len=1, max_len=200), min_len=1, max_len=MAX_DEVICES),
+    "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS),
+    "by_op": MapOf(Text(min_len=1, max_len=200), max_len=MAX_OPS, max_key=10_000),
+    "openvino_devices": ListOf(_DEVICE, min_len=1, max_len=MAX_DEVICES),
+    "device": Text(min_len=1, max_len=10_000),
+}, {"latency_s": Optional(Number(positive=True)), "n_submodels": Optional(Integer(0, MAX_OPS)),
+    "simulated": Optional(Boolean())}, what="a placed folder's placement.json")
+
+
+def read_placed(folder: "str | os.PathLike") -> dict:
+    """The checked placement.json of placed folder `folder` (`PLACED`, plus: one OpenVINO device entry per
+    device, named alike; every op's device among them; model.xml and model.bin present). Nothing is built."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no placed folder at {folder}" if not folder.exists() else
+                                f"{folder} is a file; a placed folder holds {', '.join(FILES)}")
+    path = folder / PLACEMENT_JSON
+    document = read_json(path, PLACED, max_bytes=MAX_PLACEMENT_BYTES, what="placement.json of a placed folder")
+    names = document["devices"]
+    if [d["name"] for d in document["openvino_devices"]] != names:
+        raise mismatch(path, "openvino_devices", document["openvino_devices"],
+                       f"one entry per device of devices, in that order ({names})")
+    if len(set(names)) != len(names):
+        raise mismatch(path, "devices", names, "each device once")
+    for op, device in document["by_op"].items():
+        if device not in names:
+            raise mismatch(path, f"by_op[{op[:60]!r}]", device, f"one of devices ({names})")
+    for name in (MODEL_XML, MODEL_BIN):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"{folder} has no {name}; a placed folder holds {', '.join(FILES)}")
+    return document
+
+
+def _open_placed(folder: Path, core: ov.Core) -> tuple[dict, list[Device], ComputationGraph, np.ndarray]:
+    """Read and check a placed folder (`read_placed`), then open its devices (registering virtual ones; a device
+    this machine lacks is refused), read model.xml and check that the placement fits its ops and devices."""
+    document = read_placed(folder)
+    path = folder / PLACEMENT_JSON
+    specs = [DeviceSpec(d["base"].upper(), tuple(sorted(d["properties"].items())))
+             for d in document["openvino_devices"]]
+    try:
+        devices = open_devices(specs, core)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    try:
+        model = core.read_model(str(folder / MODEL_XML), str(folder / MODEL_BIN))
+    except Exception as exc:  # OpenVINO raises plain Exceptions
+        raise ValueError(f"{folder / MODEL_XML}: OpenVINO cannot read it ({openvino_error_text(exc, 200)})") from None
+    graph = ComputationGraph.from_model(model, name=document["model"])  # folds in place, as when it was placed
+    try:
+        placement = as_placement(document["by_op"], graph, document["devices"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    mask = support_mask(core, graph, devices)
+    cannot = np.flatnonzero(~mask[np.arange(graph.n_ops), placement])
+    if cannot.size:
+        i = int(cannot[0])
+        raise ValueError(f"{path}: op {graph.op_names[i]!r} ({graph.op_types[i]}) is placed on "
+                         f"{document['devices'][placement[i]]}, which cannot run it (OpenVINO's query_model)"
+                         + (f"; {cannot.size - 1} more op(s) too" if cannot.size > 1 else ""))
+    return document, devices, graph, placement
+
+
+def compile_placed(folder: "str | os.PathLike", core: ov.Core | None = None) -> ov.CompiledModel:
+    """Compile the placed folder `folder` (`save_placed`) as its placement.json says: checked first
+    (`read_placed`; a device this machine lacks, a placement that does not fit model.xml's ops, an op on a
+    device that cannot run it: one-line ``ValueError``), then its virtual devices registered in `core` (default:
+    the process's shared core), every op's affinity set, compiled on ``HETERO:...`` with each device's properties
+    (or on the one device it uses)."""
+    compiled, _ = _compile_folder(Path(folder), core or shared_core())
+    return compiled
+
+
+def _compile_folder(folder: Path, core: ov.Core) -> tuple[ov.CompiledModel, tuple]:
+    document, devices, graph, placement = _open_placed(folder, core)
+    used = used_devices(placement, devices)
+    if len(used) > 1:
+        ops, follows = op_followers(graph)
+        set_affinities(ops, follows, placement, [d.ov_name for d in devices])
+    try:
+        compiled, _ = compile_with_affinities(core, graph.model, used)
+    except Exception as exc:  # OpenVINO raises plain Exceptions
+        raise ValueError(f"{folder}: OpenVINO cannot compile it on {compile_target(used)[0]} "
+                         f"({openvino_error_text(exc, 300)})") from None
+    return compiled, (graph, devices, placement, document["devices"])
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+def measure_against_single_devices(folder: "str | os.PathLike", *, objective: str = "latency", warmup: int = 3,
+                                   repeats: int = 20, target_rel_halfwidth: float | None = 0.01,
+                                   max_repeats: int = 200, max_timing_s: float = 2.0, input_seed: int = 0,
+                                   core: ov.Core | None = None) -> dict:
+    """Time the placed folder's model (compiled by `compile_placed`) against every op on each of its devices
+    alone, with the real backend's timing (`placement_gym.backends.profiling`).
+
+    Latency: every timed run of the placed model is followed by one of the single-device model
+    (`timed_pairs`), so load from other processes slows both; the speedup is the median of the ratios
+    single / placed, with the distribution-free 95% interval of that median (`median_interval`). Throughput:
+    steady-state periods of each (`timed_periods`); the interval is the ratio of the two medians' intervals
+    (conservative).
+
+    Returns ``{"latency_s", "latency_interval_s", "n_submodels", "execution_devices", "singles": [{"device",
+    "latency_s", "speedup", "speedup_interval"} (latency also ``relative``: the median of placed / single per
+    pair, and ``relative_interval``), or {"device", "error"}]}``."""
+    from .backends.base import check_objective, median_interval
+    from .backends.profiling import timed_pairs, timed_periods, timed_runs
+    from .models import example_inputs
+
+    check_objective(objective)
+    core = core or shared_core()
+    compiled, (graph, devices, placement, names) = _compile_folder(Path(folder), core)
+    inputs = {i: ov.Tensor(a) for i, a in enumerate(example_inputs(graph.model, seed=input_seed).values())}
+    adaptive = dict(target_rel_halfwidth=target_rel_halfwidth, max_s=max_timing_s)
+    n_used = len(set(placement.tolist()))
+
+    def request(c: ov.CompiledModel) -> ov.InferRequest:
+        r = c.create_infer_request()
+        for index, tensor in inputs.items():
+            r.set_input_tensor(index, tensor)
+        return r
+
+    def periods(c: ov.CompiledModel, jobs: int) -> list[float]:
+        return timed_periods(c, inputs, jobs, warmup, max_windows=max_repeats, **adaptive)
+
+    placed_request = request(compiled)
+    if objective == "latency":
+        own = timed_runs(placed_request, repeats, warmup, max_runs=max_repeats, **adaptive)
+    else:
+        own = periods(compiled, max(2, n_used + 1))
+    report = {"objective": objective, "latency_s": float(np.median(own)), "latency_interval_s": median_interval(own),
+              "n_submodels": 1 if n_used == 1 else int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS")),
+              "execution_devices": list(compiled.get_property("EXECUTION_DEVICES")), "singles": []}
+    for name, device in zip(names, devices):
+        try:
+            single, _ = compile_with_affinities(core, graph.model, [device])
+            if objective == "latency":
+                runs, single_runs = timed_pairs(placed_request, request(single), repeats, warmup,
+                                                max_runs=max_repeats, **adaptive)
+                ratios = np.divide(single_runs, runs)
+                speedup, interval = float(np.median(ratios)), median_interval(ratios)
+                latency = float(np.median(single_runs))
+                # placed / single per pair: what the env's paired timing scales by its reference's baseline
+                relative = {"relative": float(np.median(1.0 / ratios)),
+                            "relative_interval": tuple(map(float, median_interval(1.0 / ratios)))}
+            else:
+                theirs = periods(single, 2)
+                latency = float(np.median(theirs))
+                (low, high), (s_low, s_high) = median_interval(own), median_interval(theirs)
+                speedup, interval = latency / report["latency_s"], (s_low / high, s_high / low)
+                relative = {}
+            report["singles"].append({"device": name, "latency_s": latency, "speedup": speedup,
+                                      "speedup_interval": tuple(map(float, interval)), **relative})
+            del single
+        except Exception as exc:  # a device that cannot run the whole model alone: said, not fatal
+            report["singles"].append({"device": name, "error": openvino_error_text(exc, 200)})
+    return report

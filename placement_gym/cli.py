@@ -422,12 +422,9 @@ def _cmd_place(args: argparse.Namespace) -> int:
     factories, saved = _one_agent(args, backend)
     if args.budget is None:  # a saved agent places zero-shot; any other plans or learns with the usual budget
         args.budget = 0 if saved else BUDGET
-    records: list = []
-    try:
-        _run_rows(args, factories, make_env, records, [])
-    except KeyboardInterrupt:
-        return _interrupted(args, records, paths)
-    evaluation.add_placements_to_within(records)
+    records, stopped = _run_one_agent(args, factories, make_env, paths)
+    if stopped is not None:
+        return stopped
     working = [r for r in records if r["ok"] and r["latency_s"] is not None]
     if not working:
         print(f"placement-gym place: {args.agent} found no working placement of {args.model} "
@@ -568,18 +565,27 @@ def _one_agent(args: argparse.Namespace, backend) -> tuple[dict[str, Any], bool]
                                     _key_values(args.agent_option, "--agent-option")), False
 
 
+def _run_one_agent(args: argparse.Namespace, factories, make_env, paths) -> tuple[list, int | None]:
+    """Run every row of `evaluate`'s or `place`'s one agent: ``(records, None)``, or, where Ctrl-C stopped the
+    runs, the records so far and the exit status once `_interrupted` has kept and reported them."""
+    records: list = []
+    try:
+        _run_rows(args, factories, make_env, records, [])
+    except KeyboardInterrupt:
+        return records, _interrupted(args, records, paths)
+    evaluation.add_placements_to_within(records)
+    return records, None
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     """Run one agent (every table row it stands for) on one model; `--load` evaluates a saved agent."""
     paths = _output_paths(args)
     _check_outputs(args, paths)
     make_env, backend = _env_factory(args)
     factories, _ = _one_agent(args, backend)
-    records: list = []
-    try:
-        _run_rows(args, factories, make_env, records, [])
-    except KeyboardInterrupt:
-        return _interrupted(args, records, paths)
-    evaluation.add_placements_to_within(records)
+    records, stopped = _run_one_agent(args, factories, make_env, paths)
+    if stopped is not None:
+        return stopped
     return _report(args, records, [], paths)
 
 

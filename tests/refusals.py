@@ -1,7 +1,9 @@
-"""What the action tests share (`test_fuzz_actions`, `test_reliability_envs`): backends that count how often they
-are asked to measure, the state a refused action must leave as it was, and the check of one refusal."""
+"""What the refusal tests share: backends that count how often they are asked to measure, the state a refused
+action must leave as it was and the check of one refusal (`test_fuzz_actions`, `test_reliability_envs`), and the
+bound on the memory a refused file may cost (`test_trust`, `test_reliability_files`)."""
 from __future__ import annotations
 
+import resource
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +14,16 @@ from placement_gym.backends.openvino import OpenVINOBackend
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
 from placement_gym.wrappers import NodePlacementWrapper
+
+#: How much refusing a crafted file may raise the process's peak memory: far below what the file's declared sizes
+#: would build (gigabytes), far above the noise of reading a small file. Memory, not time: a busy machine slows a
+#: refusal, it does not make it bigger.
+BUILT_NOTHING_BYTES = 256 * 2**20
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 class CountingMeasurements:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +22,8 @@ from placement_gym.models import ZOO, load_graph, load_model
 from placement_gym.models.zoo import ZOO_VERSION, ZooEntry
 from placement_gym.results import MAX_RECORDS, MAX_RESULTS_BYTES
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json
+
+from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
 
 
 # ----------------------------------------------------------------------------------------- cache manifests
@@ -172,13 +173,13 @@ def test_show_refuses_a_malformed_file_in_one_line_naming_the_file_and_the_field
         path.write_bytes(change.make(text))
     else:
         path.write_text(json.dumps(change(json.loads(text))))
-    start = time.perf_counter()
+    peak = peak_rss_bytes()
     assert cli.main(["show", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err, err
     assert err.startswith(f"placement-gym show: error: {path}") and field in err and "expected" in err, err
     assert not list(tmp_path.glob("*.png"))  # nothing drawn, not even the good records' pictures
-    assert time.perf_counter() - start < 30  # refused before anything big is built
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES  # refused before anything big is built
 
 
 def test_show_refuses_an_oversized_file_before_reading_it(tmp_path, capsys):

@@ -8,7 +8,6 @@ import base64
 import io
 import json
 import pickle
-import resource
 import subprocess
 import sys
 import zipfile
@@ -20,17 +19,7 @@ import torch
 
 from agents.core.checkpoint import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint, tensor_checksum
 from placement_gym import DevicePlacementEnv, cli, registry
-
-
-#: How much a refused load may raise the process's peak memory: far below what the crafted sizes would build
-#: (gigabytes), far above the noise of reading a small file. Memory, not time: a busy machine slows a load, it
-#: does not make it bigger.
-BUILT_NOTHING_BYTES = 256 * 2**20
-
-
-def peak_rss_bytes() -> int:
-    """This process's peak resident memory so far (Linux reports ``ru_maxrss`` in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
 
 
 class Payload:

@@ -42,8 +42,9 @@ def test_docs_site_builds_without_warnings(tmp_path):
     is not valid reStructuredText all fail it."""
     out = tmp_path / "html"
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q", "-d", str(tmp_path / "doctrees"),
-         str(DOCS), str(out)],
+        # -j auto: the pages are read on every core (the rest of the suite runs on one)
+        [sys.executable, "-m", "sphinx", "-j", "auto", "-W", "--keep-going", "-b", "html", "-q", "-d",
+         str(tmp_path / "doctrees"), str(DOCS), str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, f"sphinx-build -W failed (exit {result.returncode}):\n{result.stderr}"

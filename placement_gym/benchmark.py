@@ -35,6 +35,7 @@ from .backends.simulated import COST_MODEL_VERSION
 from .results import MAX_RESULTS_BYTES, folder_lock, markdown_table, safe_name, write_json
 from .schema import (
     MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, Where, mismatch, read_json,
+    repeated,
 )
 
 __all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
@@ -153,7 +154,7 @@ def load_suite(suite: "str | Path") -> Suite:
         if model not in known and not is_synthetic(model) and not Path(model).is_file():
             raise mismatch(path, f"models[{i}]", model, "a zoo name (" + ", ".join(zoo_names()) + "), a dataset "
                            "entry (`placement-gym info --dataset`), 'synthetic:N[:SEED]' or a model file")
-    twice = evaluation.repeated(data["seeds"])
+    twice = repeated(data["seeds"])
     if twice is not None:  # its two runs would be one run (the same file, runs/.../seedN.json), counted twice
         raise mismatch(path, f"seeds[{twice[1]}]", data["seeds"][twice[1]], f"each seed once (seeds[{twice[0]}] "
                        "is the same)")

@@ -436,7 +436,6 @@ def _cmd_place(args: argparse.Namespace) -> int:
     simulated = bool(backend.simulated)
     info = {"model": best["model"], "model_path": best["model_path"], "agent": best["agent"], "seed": best["seed"],
             "objective": base.objective, "simulated": simulated,
-            "latency_kind": "simulated (the cost model's estimate)" if simulated else "measured (the env's backend)",
             "planned_on": (best["extra"].get("plan") or {}).get("cost_model"),  # a planner's cost model, if any
             "latency_s": measured.latency_s if measured.ok else None,
             "latency_interval_s": list(measured.interval_s) if measured.ok else None,
@@ -521,7 +520,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
             "agent": record.get("agent", "given"), "seed": record.get("seed", 0),
             "objective": settings.get("objective") if settings.get("objective") in OBJECTIVES else None,
             "simulated": simulated,
-            "latency_kind": "simulated (the cost model's estimate)" if simulated else "measured (the run's backend)",
             "latency_s": record.get("latency_s"), "reference_latency_s": record.get("reference_latency_s"),
             "n_submodels": record.get("n_submodels"), "exported_from": choice.source}
     written = deploy.save_placed(out, graph.model, choice.placement, devices, info=info, overwrite=args.overwrite)

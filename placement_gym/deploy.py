@@ -62,6 +62,8 @@ MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD = "model.xml", "model.bin", "pla
 FILES = (MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD)
 #: Where the agents' package reads a checkpoint (imported by name: `placement_gym` never imports `agents` itself).
 CHECKPOINT_READER = "agents.core.checkpoint:read_checkpoint"
+#: placement.json's ``latency_kind``, by whether the latency is simulated.
+LATENCY_KINDS = {True: "simulated (the cost model's estimate)", False: "measured (on the devices named here)"}
 #: The largest placement.json read back (a placement of MAX_OPS ops by name is a few MB).
 MAX_PLACEMENT_BYTES = 64 << 20
 
@@ -99,9 +101,16 @@ def compile_target(used: Sequence[Device]) -> tuple[str, dict]:
     """``(device name, config)`` to compile a placement using `used` on: the one device itself with its
     properties (what a user would run), or ``HETERO:A,B`` with each device's properties under
     ``DEVICE_PROPERTIES`` (nested dicts at the top level of a HETERO config are silently ignored)."""
-    if len(used) == 1:
-        return used[0].ov_name, dict(used[0].properties)
-    return "HETERO:" + ",".join(d.ov_name for d in used), {"DEVICE_PROPERTIES": compile_properties(used)}
+    return _target(compile_properties(used))
+
+
+def _target(properties: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict]:
+    """`compile_target` of the devices used, given as OpenVINO name -> compile properties, in HETERO's order (what
+    `save_placed` writes into placement.json, from device entries that need not be opened here)."""
+    names = list(properties)
+    if len(names) == 1:
+        return names[0], dict(properties[names[0]])
+    return "HETERO:" + ",".join(names), {"DEVICE_PROPERTIES": {name: dict(p) for name, p in properties.items()}}
 
 
 def compile_with_affinities(core: ov.Core, model: ov.Model, used: Sequence[Device]) -> tuple[ov.CompiledModel, int]:
@@ -339,8 +348,8 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
       kept in their precision, not compressed);
     * ``placement.json``: the device of every op by name (``by_op``) and by position (``placement``), the devices
       with their properties and OpenVINO names, the compile target (``device``: ``HETERO:A,B`` or the one device,
-      and ``config``), and `info` (objective, latency and whether measured or simulated, the agent and its
-      settings, ...), with package versions and the machine;
+      and ``config``), and `info` (objective, latency and whether measured or simulated, ``simulated``, said in
+      words as ``latency_kind``; the agent and its settings, ...), with package versions and the machine;
     * ``README.md``: how to compile and run it.
 
     Written into a temporary folder beside `out`, then moved into place, so a failed write leaves nothing
@@ -350,11 +359,11 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
 
     out = check_out(out, overwrite)
     placed, graph, array, entries = _placed_copy(model, placement, devices)
-    used = [entries[d] for d in sorted(set(array.tolist()))]
-    target = used[0]["openvino_name"] if len(used) == 1 else "HETERO:" + ",".join(e["openvino_name"] for e in used)
-    config = dict(used[0]["properties"]) if len(used) == 1 else \
-        {"DEVICE_PROPERTIES": {e["openvino_name"]: e["properties"] for e in used}}
+    target, config = _target({entries[d]["openvino_name"]: entries[d]["properties"]
+                              for d in sorted(set(array.tolist()))})
     info = dict(info or {})
+    if "simulated" in info:  # what the latency is, said in words beside the flag
+        info["latency_kind"] = LATENCY_KINDS[bool(info["simulated"])]
     names = [e["name"] for e in entries]
     document = {
         "format": FORMAT,

@@ -51,6 +51,7 @@ import numpy as np
 from .backends.base import Measurement
 from .env import DevicePlacementEnv
 from .results import REQUIRED_KEYS
+from .schema import repeated
 
 #: Keys every record has (the contract in design.md first).
 RECORD_KEYS = REQUIRED_KEYS + (
@@ -233,16 +234,6 @@ def seed_list(seeds: "int | Iterable[int]") -> list[int]:
     if twice is not None:
         raise ValueError(f"seed {out[twice[1]]} is given twice (seeds {out}); expected each seed once")
     return out
-
-
-def repeated(items: Sequence[Any]) -> tuple[int, int] | None:
-    """``(first, second)``: the positions of the first item of `items` that comes again, or None if none does."""
-    first: dict[Any, int] = {}
-    for i, item in enumerate(items):
-        if item in first:
-            return first[item], i
-        first[item] = i
-    return None
 
 
 def model_label(model: Any) -> tuple[str | None, str | None]:
@@ -481,6 +472,6 @@ def compare(
 
 __all__ = [
     "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
-    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label", "repeated",
+    "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label",
     "seed_list", "single_device_latencies", "skip_entry",
 ]

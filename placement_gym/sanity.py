@@ -15,8 +15,9 @@ so a check needs no solver.
 
 A learning regression test in the spirit of the published learning curves of SB3's zoo and CleanRL:
 tests/test_sanity.py reruns in CI every row a pure learned agent passes in its published results, and asks every
-row of every agent under the opt-in marker ``sanity``; ``placement-gym benchmark --suite sanity --agent NAME --check`` exits 1 when a
-row of NAME fails. All figures are SIMULATED (the cost model).
+row of every agent, of ``sanity`` and of ``sanity-holdout`` (graphs no default was chosen on), under the opt-in
+marker ``sanity``; ``placement-gym benchmark --suite sanity --agent NAME --check`` exits 1 when a row of NAME
+fails. All figures are SIMULATED (the cost model).
 
 >>> from placement_gym import benchmark, sanity
 >>> suite = benchmark.load_suite("sanity")

@@ -33,12 +33,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 __all__ = [
     "HEX64", "INT64_MAX", "INT64_MIN", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf",
     "Integer", "ListOf", "MapOf", "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged",
-    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text",
+    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text", "repeated",
 ]
 
 #: The most ops a graph named in a file may have (``synthetic:N``, a placement's length): above the largest graphs
@@ -123,6 +123,17 @@ def join(at: str, key: "str | int") -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
         return f"{at}.{key}" if at else key
     return f"{at}[{key[:60]!r}]"
+
+
+def repeated(items: "Sequence[Any]") -> tuple[int, int] | None:
+    """``(first, second)``: the positions of the first item of `items` that comes again, or None if none does
+    (one pass: a file may list `MAX_OPS` items)."""
+    first: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        if item in first:
+            return first[item], i
+        first[item] = i
+    return None
 
 
 def mismatch(source: "str | os.PathLike", at: str, found: Any, expected: str,

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..graph import ComputationGraph
 from ..schema import (MAX_OPS, Boolean, Found, Integer, ListOf, Number, OneOf, Record, Text, check, mismatch,
-                      read_json, read_text)
+                      read_json, read_text, repeated)
 
 #: ``model`` names of a shipped Tarnawski input start with this.
 TARNAWSKI_PREFIX = "tarnawski:"
@@ -253,11 +253,11 @@ def load_tarnawski(path: "str | os.PathLike", name: str | None = None) -> Publis
     source = os.fspath(path)
     nodes, edges = data["nodes"], data["edges"]
     ids = [int(node["id"]) for node in nodes]
-    index: dict[int, int] = {}
-    for i, node_id in enumerate(ids):  # one pass: a file may hold MAX_OPS nodes
-        if node_id in index:
-            raise mismatch(source, f"nodes[{i}].id", node_id, f"unique node ids (nodes[{index[node_id]}] has it too)")
-        index[node_id] = i
+    twice = repeated(ids)
+    if twice is not None:
+        first, second = twice
+        raise mismatch(source, f"nodes[{second}].id", ids[second], f"unique node ids (nodes[{first}] has it too)")
+    index = {node_id: i for i, node_id in enumerate(ids)}
     n = len(ids)
     out_cost = np.zeros(n)
     has_out = np.zeros(n, dtype=bool)

@@ -257,8 +257,8 @@ def published_passes(agent: str) -> list[tuple[str, str]]:
 def test_no_pure_learned_agent_loses_a_sanity_row_it_passes(agent, suite):
     """The learning regression test that runs in CI while not every agent passes the whole suite (the opt-in test
     above): every (case, graph) row that the agent passes with all 3 seeds in its published results, rerun (3
-    seeds, 500 placements), still passes (>= 2 of 3 seeds within 2%, median no worse than random's). A change that breaks an agent's learning where it works fails here; rows it fails
-    are on docs/results/sanity.md."""
+    seeds, 500 placements), still passes (>= 2 of 3 seeds within 2%, median no worse than random's). A change that
+    breaks an agent's learning where it works fails here; rows it fails are on docs/results/sanity.md."""
     rows = published_passes(agent)
     models = tuple(dict.fromkeys(model for _, model in rows))
     cases = tuple(c for c in suite.cases if any(f"{c[0]}:{c[1]}" == case for case, _ in rows))

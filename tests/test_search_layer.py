@@ -89,6 +89,34 @@ def test_search_settings_by_their_names_turn_components_on():
         registry.make_agent("hsdag", {"search": "on"})
 
 
+@pytest.mark.parametrize("name", [n for n in registry.AGENTS if getattr(registry.load_agent_class(n), "HYBRID", None)
+                                  and registry.load_agent_class(n).HYBRID.active])
+def test_an_agent_runs_every_component_of_its_hybrid_and_refuses_those_it_cannot_run(name):
+    cls = registry.load_agent_class(name)
+    assert set(cls.HYBRID.components()) <= cls.SEARCH_OPTIONS
+    idle = sorted(f for f in ("explore", "boundary_explore", "refine", "search_groups", "greedy_final", "local_search",
+                              "search_proposals") if f not in cls.SEARCH_OPTIONS)
+    assert idle, f"{name} runs every component tried here: pick one it cannot run"
+    with pytest.raises(ValueError, match=rf"^{name} does not run the search component\(s\) \['{idle[0]}'\]; it runs \[") as caught:
+        registry.make_agent(name, {idle[0]: 1})
+    assert "\n" not in str(caught.value)
+
+
+def test_a_record_cannot_claim_a_component_the_agent_never_reads(capsys):
+    # The example: Placeto has no group decisions to explore and no per-op refinement stage.
+    with pytest.raises(ValueError, match=r"placeto does not run the search component\(s\) \['explore', 'refine'\]"):
+        registry.make_agent("placeto", {"search": {"refine": True, "explore": 1.0}})
+    # Node by node has no action groups to split; the layer around a user's agent runs only its start and search.
+    with pytest.raises(ValueError, match=r"ppo-node does not run the search component\(s\) \['split_patience'\]"):
+        registry.make_agent("ppo-node", {"split_patience": 40})
+    with pytest.raises(ValueError, match=r"does not run the search component\(s\) \['refine'\]"):
+        SearchAround(Proposer(), search={"refine": True})
+    assert cli.main(["train", "--agent", "placeto", "--model", "synthetic:12:1", "--backend", "simulated",
+                     "--budget", "4", "--agent-option", "explore=1.0"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "placeto does not run the search component(s) ['explore']" in error[0]
+
+
 @pytest.mark.parametrize("file, name", [("hsdag_before_search_layer.pt", "hsdag"),
                                         ("ppo_before_search_layer.pt", "ppo")])
 def test_a_checkpoint_from_before_the_search_layer_loads_with_the_search_it_ran(file, name):

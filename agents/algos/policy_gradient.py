@@ -22,6 +22,7 @@ from agents.core.base import BaseAgent, PolicySpec
 from agents.core.run import RunLoop
 from agents.nn.device_head import enable_graph_cost
 from agents.search.coarse_to_fine import split_until_expressible
+from agents.search.config import option_names
 
 from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
@@ -72,6 +73,10 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
             the trainers run, ``search.imitation_coef`` ... ``search.fit_memory``, join the trainer's settings).
     """
 
+    #: The search components the trainers run (`agents.algos.reinforce`) besides the run loop's.
+    SEARCH_OPTIONS = BaseAgent.SEARCH_OPTIONS | option_names(
+        "distill_steps", "distill_seconds", "imitation_coef", "elites", "search_proposals", "fit_memory",
+        "split_patience", "split_refit")
     #: Kept by this class: the trainer's settings, the algorithm and its PPO settings.
     BASE_SETTINGS = BaseAgent.BASE_SETTINGS | _TRAINER_FIELDS | {"algorithm", "ppo"}
 

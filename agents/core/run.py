@@ -79,7 +79,7 @@ from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
 
 from agents.core.checkpoint import SETTINGS, CheckpointError
-from agents.search.config import SEARCH_OPTION_NAMES, SearchConfig
+from agents.search.config import SearchConfig, check_components, option_names
 from agents.search.heuristic_start import measure_start_placements, override_zero_shot
 
 __all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
@@ -546,9 +546,13 @@ class RunAgent(abc.ABC):
     #: The search this agent's hybrid form runs (``search="hybrid"``, ``hybrid:NAME``): none here; the learned
     #: agents set theirs (`agents.search.config`).
     HYBRID: ClassVar[SearchConfig | None] = SearchConfig()
-    #: The constructor options that are search settings (`agents.search.config`), for the command line's
-    #: ``--agent-option KEY=VALUE`` given to every agent that takes KEY.
-    SEARCH_OPTIONS: ClassVar[frozenset[str]] = SEARCH_OPTION_NAMES
+    #: The search components this class runs (`agents.search.config` field names, with their aliases): a search
+    #: with any other component on is refused when the agent is built, and the command line's ``--agent-option
+    #: KEY=VALUE`` goes to the agents whose class lists KEY. Here what this run loop itself runs (the heuristic
+    #: start, the fine-tuning run's first placement, the zero-shot override of `agent_predict`); subclasses add
+    #: what their training runs.
+    SEARCH_OPTIONS: ClassVar[frozenset[str]] = option_names("heuristic_start", "finetune_from_predict",
+                                                            "zero_shot_override")
 
     #: The constructor keywords that the base classes keep themselves (subclasses add theirs): everything else
     #: in an agent's signature is its own setting (`keep_settings`).
@@ -570,6 +574,7 @@ class RunAgent(abc.ABC):
         self.torch_threads = torch_threads
         #: The search components around the agent's own method (`agents.search.config`; none by default).
         self.search = SearchConfig.resolve(search, type(self).HYBRID)
+        check_components(self.search, type(self).SEARCH_OPTIONS, self.name or type(self).__name__)
         self.zero_shot_active = False
         self.coarsen_above = int(coarsen_above) if coarsen_above else None
         self.max_nodes = int(max_nodes)

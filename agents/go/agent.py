@@ -52,7 +52,7 @@ from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
 from agents.core.run import RunLoop
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
-from agents.search.config import SearchConfig
+from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.local_search import BlockSearch, search_around_best
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -68,7 +68,7 @@ SEARCH_GROUPS = 8
 SEARCH_EXPLORE = 1.0
 
 #: Keys of the search's ``finetune_search_options`` for GO: `BlockSearch`'s settings and the batch of `search_around_best`.
-SEARCH_OPTIONS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
+FINETUNE_SEARCH_KEYS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
 class GOAgent(PolicyGradientAgent):
@@ -93,12 +93,16 @@ class GOAgent(PolicyGradientAgent):
             `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
         search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
             method alone; ``"hybrid"``: `HYBRID`). GO reads ``finetune_search`` and ``finetune_search_options``
-            (keys `SEARCH_OPTIONS`), ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its
+            (keys `FINETUNE_SEARCH_KEYS`), ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its
             per-group search on one graph) besides the fields every learned agent reads.
     """
 
     name = "go"
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The trainers' search components and GO's own: the per-group search of a run on one graph and the fine-tuning
+    #: run's local search.
+    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names(
+        "explore", "refine", "search_groups", "finetune_search", "finetune_search_options")
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True, finetune_search=1.0,
                           search_groups=SEARCH_GROUPS, split_patience=SPLIT_PATIENCE, explore=SEARCH_EXPLORE,
@@ -144,9 +148,9 @@ class GOAgent(PolicyGradientAgent):
         trainer = self.trainer_settings(locals(), mode="bandit")
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        unknown = sorted(set(self.search.finetune_search_options) - set(SEARCH_OPTIONS))
+        unknown = sorted(set(self.search.finetune_search_options) - set(FINETUNE_SEARCH_KEYS))
         if unknown:
-            raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(SEARCH_OPTIONS)}")
+            raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(FINETUNE_SEARCH_KEYS)}")
         self.whole_graph_cost = graph_cost  # built with the policy (`GOPolicy`), never added by a run
 
     def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:

@@ -63,7 +63,7 @@ import torch
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
-from agents.search.config import SearchConfig
+from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
@@ -122,6 +122,9 @@ class HSDAGAgent(PolicyGradientAgent):
     name = "hsdag"
     feature_families = hsdag_feature_families()
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The trainers' search components and the policy's own: uniform and boundary exploration, the per-op refinement.
+    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("explore", "boundary_explore", "refine",
+                                                                      "refine_boundary")
     HYBRID = SearchConfig(heuristic_start="measure", search_proposals=2, split_patience=50, split_refit=True,
                           explore=0.5, boundary_explore=2.0, refine=True, refine_boundary=True, imitation_coef=0.5,
                           distill_steps=1000, distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,

@@ -45,7 +45,7 @@ from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
-from agents.search.config import SearchConfig
+from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
@@ -94,6 +94,10 @@ class PlacetoAgent(PolicyGradientAgent):
 
     name = "placeto"
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The trainers' search components less those an episode of one node per step cannot run: proposals and the
+    #: memory fit take whole placements, and Placeto's node groups do not split coarse to fine.
+    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS - option_names("search_proposals", "fit_memory",
+                                                                      "split_patience", "split_refit")
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 

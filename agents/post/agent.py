@@ -51,7 +51,7 @@ from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
-from agents.search.config import SearchConfig
+from agents.search.config import SearchConfig, option_names
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
@@ -113,6 +113,8 @@ class PostAgent(PolicyGradientAgent):
 
     name = "post"
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The trainers' search components and Post's exploration at the best placement's boundaries after a split.
+    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("boundary_explore")
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=30, boundary_explore=0.5, fit_memory=True,
                           distill_steps=1000, distill_seconds=DISTILL_SECONDS, finetune_from_predict=True)
     # Post's distribution is per op group of its training graph (`agents.post.policy`): no transfer, by design.

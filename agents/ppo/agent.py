@@ -45,7 +45,7 @@ from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_fo
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.coarse_to_fine import StallDetector, split_until_expressible
-from agents.search.config import SearchConfig, gather_search_options
+from agents.search.config import SearchConfig, gather_search_options, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -137,6 +137,8 @@ class SB3Agent(LearnedAgent, RunAgent):
     """
 
     name = "sb3"
+    #: The run loop's search components and the final distillation (`LearnedAgent.distill_best`).
+    SEARCH_OPTIONS = RunAgent.SEARCH_OPTIONS | option_names("distill_steps", "distill_seconds")
 
     def __init__(self, model: BaseAlgorithm | None = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, **run_options: Any) -> None:
@@ -482,6 +484,8 @@ class PPOAgent(SB3Agent):
 
     name = "ppo"
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: SB3's search components, coarse to fine over the action groups and the greedy final placement.
+    SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | option_names("split_patience", "greedy_final")
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, greedy_final=True, distill_steps=1000,
                           distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)
@@ -641,6 +645,7 @@ class PPONodeAgent(PPOAgent):
     name = "ppo-node"
     #: `PPOAgent`'s hybrid search without coarse to fine, which splits action groups: node by node has none.
     HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
+    SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - option_names("split_patience")
 
     def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
         # Node by node, the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one device per

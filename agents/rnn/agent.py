@@ -37,7 +37,7 @@ from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
-from agents.search.config import SearchConfig
+from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import SqrtLatencyReward
@@ -73,6 +73,8 @@ class RNNAgent(PolicyGradientAgent):
 
     name = "rnn"
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The trainers' search components and the per-op refinement stage after the decoder.
+    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("refine", "refine_boundary")
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=SPLIT_PATIENCE, split_refit=True, refine=True,
                           refine_boundary=True, imitation_coef=0.5, distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)

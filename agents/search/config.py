@@ -60,7 +60,8 @@ from typing import Any, Mapping
 from .coarse_to_fine import check_split_patience
 from .heuristic_start import check_heuristic_start
 
-__all__ = ["SEARCH_OPTION_NAMES", "SEARCH_SPELLINGS", "SearchConfig", "gather_search_options", "split_search_options"]
+__all__ = ["SEARCH_OPTION_NAMES", "SEARCH_SPELLINGS", "SearchConfig", "check_components", "gather_search_options",
+           "option_names", "split_search_options"]
 
 #: The strings `SearchConfig.resolve` accepts: no search at all, or the agent's hybrid preset.
 SEARCH_SPELLINGS = ("off", "hybrid")
@@ -173,6 +174,25 @@ class SearchConfig:
 
 #: Every option name that is a search setting: the `SearchConfig` fields and their earlier releases' aliases.
 SEARCH_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(SearchConfig)) | frozenset(_ALIASES)
+
+
+def option_names(*names: str) -> frozenset[str]:
+    """The option names of the `SearchConfig` fields `names`, with their earlier releases' aliases: what an agent
+    class declares as the components it runs (``AgentClass.SEARCH_OPTIONS``)."""
+    unknown = sorted(set(names) - {f.name for f in dataclasses.fields(SearchConfig)})
+    if unknown:
+        raise ValueError(f"unknown search settings {unknown}")
+    return frozenset(names) | frozenset(alias for alias, name in _ALIASES.items() if name in names)
+
+
+def check_components(search: SearchConfig, runs: frozenset[str], agent: str) -> None:
+    """Refuse, in one line, a `search` with a component on that `agent` does not run (`runs`: its
+    ``SEARCH_OPTIONS``), so that no record lists a component that did not run."""
+    idle = [name for name in search.components() if name not in runs]
+    if idle:
+        runs_on = sorted(n for n in runs if n not in _ALIASES)
+        raise ValueError(f"{agent} does not run the search component(s) {idle}; it runs "
+                         f"{runs_on if runs_on else 'none'}")
 
 
 def split_search_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -25,7 +25,7 @@ import numpy as np
 from agents.core.run import RunAgent, RunLoop
 from placement_gym.registry import HYBRID_PREFIX
 
-from .config import SearchConfig, split_search_options
+from .config import SearchConfig, option_names, split_search_options
 from .heuristic_start import measure_start_placements
 from .local_search import BlockSearch, search_around_best
 
@@ -44,6 +44,8 @@ class SearchAround(RunAgent):
 
     #: The generic hybrid: the heuristic start first, a quarter of the budget on the local search at the end.
     HYBRID = SearchConfig(heuristic_start="measure", local_search=0.25)
+    #: The layer's own components (the wrapped agent's search, if any, was checked when it was built).
+    SEARCH_OPTIONS = option_names("heuristic_start", "local_search")
 
     def __init__(self, agent: RunAgent | None = None, search: "SearchConfig | Mapping[str, Any] | str | None" = "hybrid",
                  seed: int | None = None) -> None:
@@ -116,6 +118,8 @@ class LocalSearch(SearchAround):
     budget (`SearchAround` with no agent). Learns nothing."""
 
     name = "local-search"
+    #: A baseline: its search is its method, not a layer around one (no hybrid form, no search settings to give).
+    HYBRID = None
 
     def __init__(self, seed: int | None = None) -> None:
         super().__init__(None, SearchConfig(heuristic_start="measure", local_search=1.0), seed=seed)

@@ -140,9 +140,9 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
 
 def evaluation_options(args: argparse.Namespace) -> dict:
     """Constructor options given with ``--agent-option KEY=VALUE``."""
-    from placement_gym.cli import _key_values
+    from placement_gym.commands.settings import key_values
 
-    return _key_values(args.agent_option, "--agent-option")
+    return key_values(args.agent_option, "--agent-option")
 
 
 def _geomean_ratio(rows: list[dict], key: str) -> float | None:

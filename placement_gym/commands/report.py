@@ -29,7 +29,7 @@ def output_paths(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
-                   more: Mapping[str, Path] | None = None) -> None:
+                  more: Mapping[str, Path] | None = None) -> None:
     """Refuse a run command's outputs before any work (`results.check_outputs`): the results files `paths`
     (`output_paths`) and `more` (train's checkpoints and placements, by name) may not share a path or replace
     a file the command reads (--load, --profile, model files), nor an existing file without --overwrite."""
@@ -47,7 +47,7 @@ def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
 
 
 def report_results(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
-            extra_files: Sequence[Path] = ()) -> int:
+                   extra_files: Sequence[Path] = ()) -> int:
     """Print the tables and write the files of a finished command. A SIGINT or SIGTERM that arrives meanwhile
     waits until every file is written (`signals_deferred`), then ends the command with its exit status."""
     with signals_deferred():
@@ -167,9 +167,10 @@ def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[st
 
 
 def interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str, Path],
-                 written: Sequence[Path] = ()) -> int:
-    """Ctrl-C or SIGTERM (`signals_interrupt`): keep the runs that finished (records marked incomplete, with
-    what was left), say so in one line, and return the exit status a shell reports for the signal."""
+                written: Sequence[Path] = ()) -> int:
+    """Ctrl-C or SIGTERM (`placement_gym.commands.signals.signals_interrupt`): keep the runs that finished
+    (records marked incomplete, with what was left), say so in one line, and return the exit status a shell
+    reports for the signal."""
     planned = getattr(args, "planned_runs", None)
     left = None if planned is None else planned - len(records)
     saved = list(written)

@@ -121,7 +121,7 @@ def _takes(name: str, key: str) -> bool:
 
 
 def agent_rows(names: Sequence[str], device_names: Sequence[str],
-                options: dict[str, dict[str, Any]] | None = None) -> tuple[dict, dict[str, str], list[dict]]:
+               options: dict[str, dict[str, Any]] | None = None) -> tuple[dict, dict[str, str], list[dict]]:
     """``(factories, rows, missing)`` of compare's agents (`options`: each agent's constructor options, from
     `compare_agent_options`): table row -> agent factory, table row -> registry name, and ``{"model": "*",
     "agent", "seeds": [], "reason"}`` for each agent that cannot be built here."""

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import registry
 # A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
 from ..models.dataset import DATASET_PREFIX as DATASET_SPLIT_PREFIX
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+    from ..env import DevicePlacementEnv
 
 
 #: Placements each agent may measure per seed, unless --budget says (`place` of a saved agent: 0, zero-shot).
@@ -36,7 +40,7 @@ def key_values(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
     return out
 
 
-def env_factory(args: argparse.Namespace):
+def env_factory(args: argparse.Namespace) -> tuple[Callable[..., DevicePlacementEnv], Backend]:
     """``(make_env(model, feature_families), backend)``: one backend for every env of the command, so the real
     backend's measurement cache and the reference placement are shared, and one graph object per model."""
     from ..backends import make_backend

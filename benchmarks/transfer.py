@@ -39,10 +39,10 @@ import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 from placement_gym import evaluation, registry, results
 from placement_gym.backends import make_backend
-from placement_gym.cli import DATASET_SPLIT_PREFIX
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.features import DEFAULT_FAMILIES
 from placement_gym.models import load_graph
+from placement_gym.models.dataset import DATASET_PREFIX as DATASET_SPLIT_PREFIX
 
 
 def _gap(latency: float | None, optimum: float) -> float | None:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from _outputs import refuse_existing_outputs, run_metadata
 from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs, validation_parts
 from agents.imitation.training import train_case, zero_shot_gap
-from placement_gym.cli import _key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
+from placement_gym.commands.settings import key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
 from placement_gym.results import write_json
 
 #: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
@@ -188,7 +188,7 @@ def main(argv: "list[str] | None" = None) -> None:
     outputs = [checkpoint_path(args.out, preset, objective, seed) for preset, objective in args.cases
                for seed in args.seeds]
     refuse_existing_outputs(parser, outputs + [path.with_suffix(".json") for path in outputs], args.overwrite)
-    options = _key_values(args.agent_option, "--agent-option")
+    options = key_values(args.agent_option, "--agent-option")
     try:
         settings = LabelSettings(local_search_budget=args.label_search_budget,
                                  optimal_time_limit_s=args.label_optimal_s,

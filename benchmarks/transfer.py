@@ -39,10 +39,10 @@ import numpy as np
 from _outputs import refuse_existing_outputs, run_metadata
 from placement_gym import evaluation, registry, results
 from placement_gym.backends import make_backend
-from placement_gym.cli import DATASET_SPLIT_PREFIX
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.features import DEFAULT_FAMILIES
 from placement_gym.models import load_graph
+from placement_gym.models.dataset import DATASET_PREFIX as DATASET_SPLIT_PREFIX
 
 
 def _gap(latency: float | None, optimum: float) -> float | None:
@@ -140,9 +140,9 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
 
 def evaluation_options(args: argparse.Namespace) -> dict:
     """Constructor options given with ``--agent-option KEY=VALUE``."""
-    from placement_gym.cli import _key_values
+    from placement_gym.commands.settings import key_values
 
-    return _key_values(args.agent_option, "--agent-option")
+    return key_values(args.agent_option, "--agent-option")
 
 
 def _geomean_ratio(rows: list[dict], key: str) -> float | None:

@@ -547,5 +547,92 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
     return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
 
 
+
+# ----------------------------------------------------------------------- compare --ray's jobs and plan
+# The command's side of `compare`: what ``placement-gym compare --ray`` sends (`compare_jobs`) and what its
+# workers run (`compare_plan`, `compare_job`). A job carries the command's settings (its parsed arguments, as
+# plain data) and the worker rebuilds the command's env factory and agents from them
+# (`placement_gym.commands.settings`), so the driver never imports the agents.
+
+#: Per worker process: the env factory of each command's settings, so the jobs of one (model, row) share a
+#: graph and backend as the serial compare does (the exact optimum reuses its solve across seeds).
+_JOB_ENVS: dict[str, tuple] = {}
+
+
+def _job_env(settings: dict) -> tuple:
+    """In a Ray worker: ``(make_env, backend)`` of compare's `settings`, built once per worker."""
+    import argparse
+    import json
+
+    from .commands.settings import env_factory
+
+    key = json.dumps(settings, sort_keys=True, default=str)
+    if key not in _JOB_ENVS:
+        _JOB_ENVS[key] = env_factory(argparse.Namespace(**settings))
+    return _JOB_ENVS[key]
+
+
+def compare_jobs(settings: dict, rows: Mapping[str, str], seeds: Sequence[int], *, real: bool) -> list[dict]:
+    """compare's (model, table row, seed) runs as `compare`'s jobs, in the serial order (model, then row, then
+    seed): `settings` are the command's arguments, `rows` table row -> registry name (`compare_plan`'s
+    ``"rows"``); each job weighs its graph's size (bigger graphs take longer)."""
+    from .models import load_graph
+
+    models = settings["models"]
+    order = [(model, label, name, seed) for model in models for label, name in rows.items() for seed in seeds]
+    size = {model: load_graph(model).n_ops for model in models}
+    return [{"index": index, "model": model, "label": label, "agent": name, "seed": seed, "weight": size[model],
+             "real": real, "args": settings} for index, (model, label, name, seed) in enumerate(order)]
+
+
+def compare_plan(settings: dict, names: Sequence[str]) -> dict:
+    """In every Ray worker before compare --ray's runs (`warm_up`): import the agents and build the backend and
+    graphs the runs will use (seconds, the workers in parallel, instead of on each worker's first run), and say
+    what the table's rows are: ``{"rows": {row label: registry name}, "warm": [row labels whose agent takes warm
+    starts], "missing": [agents that cannot be built]}``."""
+    from . import evaluation
+    from .commands.settings import agent_rows, compare_agent_options
+
+    make_env, backend = _job_env(settings)
+    factories, rows, missing = agent_rows(names, backend.device_names,
+                                          compare_agent_options(settings.get("agent_option"), names))
+    for model in settings["models"]:
+        make_env(model)  # loads the graph once for this worker's runs (the env factory keeps it)
+    warm = [label for label, factory in factories.items() if isinstance(factory(), evaluation.TakesWarmStarts)]
+    return {"rows": rows, "warm": warm, "missing": missing}
+
+
+def compare_job(job: dict, warm_starts: list) -> dict:
+    """One (agent, model, seed) run of ``compare --ray``, in a Ray worker: ``{"records", "skipped"}``."""
+    from . import evaluation, registry
+    from .commands.settings import compare_agent_options
+
+    make_env, backend = _job_env(job["args"])
+    names = job["args"].get("agents") or list(registry.AGENTS)
+    options = compare_agent_options(job["args"].get("agent_option"), names)[job["agent"]]
+    agent = registry.agent_factories([job["agent"]], backend.device_names, options)[job["label"]]()
+    label, path = evaluation.model_label(job["model"])
+    try:
+        env = make_env(job["model"], None if agent.feature_families is None else tuple(agent.feature_families))
+        env.unwrapped.reference  # the reference first, as the serial compare pins it before any agent runs
+        if isinstance(agent, evaluation.TakesWarmStarts):
+            agent.warm_start(warm_starts)
+        records = evaluation.evaluate(agent, env, job["args"]["budget"], [job["seed"]], name=job["label"],
+                                      model=label, model_path=path, relative=False)
+    except evaluation.SKIPPABLE as exc:
+        return failed_compare_job(job, exc)
+    return {"records": records, "skipped": None}
+
+
+def failed_compare_job(job: dict, exc: Exception) -> dict:
+    """The outcome of a ``compare --ray`` run that gave no record: skipped, with why (`exc`), as the serial compare
+    reports a run it skipped. For an error the run raised (in its worker), and for a run whose Ray task failed for
+    good (its worker died on every retry: on the driver)."""
+    from . import evaluation
+
+    label, _ = evaluation.model_label(job["model"])
+    return {"records": [], "skipped": evaluation.skip_entry(label or str(job["model"]), job["label"], [job["seed"]],
+                                                            exc)}
+
 __all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect", "map_unordered",
            "warm_up"]

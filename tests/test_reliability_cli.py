@@ -63,7 +63,8 @@ def _run_and_signal(signum: int, command: str, tmp_path: Path, *extra: str) -> t
     env = {**os.environ, MARKER_ENV: str(marker),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     # SIGINT as a terminal's foreground command has it: a suite started in the background (``cmd &`` in a script)
-    # passes SIGINT on ignored, which the CLI leaves alone by design (`placement_gym.cli._signals_interrupt`)
+    # passes SIGINT on ignored, which the CLI leaves alone by design
+    # (`placement_gym.commands.signals.signals_interrupt`)
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

@@ -57,7 +57,8 @@ class ImitationAgent(GOAgent):
     #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
     HYBRID = None
 
-    #: No search settings either: ``--agent-option`` search keys are not handed to it (`placement_gym.cli`).
+    #: No search settings either: ``--agent-option`` search keys are not handed to it
+    #: (`placement_gym.commands.settings`).
     SEARCH_OPTIONS = frozenset()
 
     def __init__(self, *, sequential: bool = False, balance: bool = False, **go_settings: Any) -> None:

@@ -1,0 +1,23 @@
+"""``calibrate``: measure a device profile for the simulated backend on this machine's real devices."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import results
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure a device profile for the simulated backend on this machine's real devices."""
+    from ..backends.calibration import calibrate
+    from ..devices import two_cpu_devices
+
+    out = Path(args.out)
+    results.check_outputs({"--out": out}, args.overwrite,  # checked before the minutes of measuring
+                          inputs={f"--model {model}": model for model in args.model})
+    profile = calibrate(args.devices or two_cpu_devices(), args.model, runs=args.runs, warmup=args.warmup,
+                        placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock,
+                        name=args.name or out.stem, progress=print)
+    profile.save(out, overwrite=args.overwrite)
+    print(f"wrote {out}; use it with DevicePlacementEnv(model, backend='simulated', profile='{out}')")
+    return 0

@@ -146,10 +146,10 @@ def _output_paths(args: argparse.Namespace) -> dict[str, Path]:
     ``json``, ``csv``, ``curves``, ``bars``. `_check_outputs` checks them before any work."""
     paths: dict[str, Path] = {}
     if args.json:
-        stem = Path(args.json)
-        paths = {"json": stem, "csv": stem.with_suffix(".csv"), "curves": stem.with_suffix(".png")}
+        stem = Path(args.json)  # x.json or x.json.gz (written compressed): x.csv and x.png beside it
+        paths = {"json": stem, "csv": results.beside(stem, ".csv"), "curves": results.beside(stem, ".png")}
         if args.command == "compare":
-            paths["bars"] = stem.with_suffix(".bars.png")
+            paths["bars"] = results.beside(stem, ".bars.png")
     if args.csv:
         paths["csv"] = Path(args.csv)
     if args.plot:
@@ -1004,7 +1004,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None 
                         help="the seeds themselves, each once (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
     parser.add_argument("--repeats", type=int, help="real backend: timed inferences per placement (default 20)")
-    parser.add_argument("--json", help="write the records as JSON here (CSV and the curves PNG next to it)")
+    parser.add_argument("--json", help="write the records as JSON here (CSV and the curves PNG next to it; a path "
+                        "ending in .json.gz is written gzip-compressed)")
     parser.add_argument("--csv", help="write one CSV row per record here")
     parser.add_argument("--plot", help="write the best-so-far curves (PNG) here")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -1076,7 +1077,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         written += _print_sanity(out, suite, verdict, mine)
     elif not reference:
         print(f"note: suite {suite.name} ships no reference results: the table holds your agent alone "
-              "(benchmarks/reference_results.py makes them)", file=sys.stderr)
+              "(benchmarks/leaderboard/reference_results.py makes them)", file=sys.stderr)
     if args.json:
         written.append(_write_benchmark_json(args, suite, records + others, mine, verdict))
     print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)

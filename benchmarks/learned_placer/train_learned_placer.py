@@ -1,6 +1,6 @@
 """Rebuild the imitation placer's checkpoints (``imitation``, `agents.imitation`), one per preset x objective x seed.
 
-    python benchmarks/train_learned_placer.py
+    python benchmarks/learned_placer/train_learned_placer.py
 
 Its defaults are the shipped results' settings: every case of `CASES`, each case's `RECIPES` (``--synthetic 640
 --epochs 25 --rl-budget 3000`` for ai_pc throughput, ``--synthetic 640 --epochs 40 --average-from 20 --rl-budget
@@ -14,7 +14,7 @@ scores the existing checkpoints of ``--out`` and trains nothing.
 For each case: label the training graphs (the dataset's train split plus ``--synthetic`` and ``--varied``
 synthetic graphs; never a val or test family nor a held-out synthetic graph:
 `agents.imitation.labels.check_training_graphs`), read from ``--labels`` (default: the
-labels shipped in ``benchmarks/results/learned_placer_labels``, so the checkpoints come out the same on any
+labels shipped in ``benchmarks/learned_placer/labels``, so the checkpoints come out the same on any
 machine), the missing ones computed by ``--workers`` processes (or as tasks on the Ray cluster of ``--ray``) and
 written there; imitate the labels for
 ``--epochs`` passes (the weights averaged over the passes from ``--average-from`` on; 0: the last pass's); then
@@ -26,75 +26,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-from typing import NamedTuple
 
-from _outputs import refuse_existing_outputs, run_metadata
-from agents.imitation.labels import LabelCache, LabelSettings, labels_for, training_graphs, validation_parts
+from agents.imitation.labels import LabelCache, LabelSettings, labels_for, validation_parts
 from agents.imitation.training import train_case, zero_shot_gap
 from placement_gym.cli import _key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
 from placement_gym.results import write_json
 
-#: The labels the committed checkpoints and results were made from (`agents.imitation.labels.LabelCache` files).
-#: Shipped because a label whose optimum stopped at its time limit depends on the machine's speed and load:
-#: from these the training is deterministic. A label missing here is computed and written here.
-SHIPPED_LABELS = Path(__file__).resolve().parent / "results" / "learned_placer_labels"
+REPOSITORY = Path(__file__).resolve().parents[2]
+if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
+    sys.path.insert(0, str(REPOSITORY))
 
-#: The network the checkpoints use: GO's, narrower (the labels are few and the machine has 2 cores), deciding the
-#: ops in topological order with the placement state (`agents.imitation.policy.SequentialGOPolicy`), without
-#: GO's whole-graph cost term (chosen on the val split: docs/agents/learned-placer.md).
-NETWORK = {"hidden_channels": 32, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": False,
-           "sequential": True}
-
-
-class Recipe(NamedTuple):
-    """How one case's checkpoints are trained: `synthetic` training graphs beside dataset:train (and `varied` more
-    of varied sizes: `agents.imitation.labels.training_graphs`), `epochs` passes of imitation over their labels
-    (the weights averaged over the passes from `average_from` on when it is > 0: `ImitationAgent.pretrain`), then
-    `rl_budget` placements of GO's PPO (0: none); `balance`: the network above with the placement state's share
-    and pace columns (`agents.nn.placement_state`)."""
-
-    synthetic: int
-    epochs: int
-    rl_budget: int
-    balance: bool = False
-    average_from: int = 0
-    varied: int = 0
-
-    def graphs(self) -> list[str]:
-        """The training graphs: dataset:train, `synthetic` graphs of four sizes, `varied` graphs of varied sizes."""
-        return training_graphs(self.synthetic, n_varied=self.varied)
-
-
-#: The cases the shipped labels and results cover: every preset under both objectives (the default of --cases).
-CASES = [(preset, objective) for preset in ("ai_pc", "edge", "paper", "server")
-         for objective in ("latency", "throughput")]
-#: Per case, chosen on the val split with the network above (docs/agents/learned-placer.md, which has the figures),
-#: except where said. Six cases imitate 128 synthetic graphs beside dataset:train, then PPO. ai_pc and edge
-#: throughput imitate five times the synthetic graphs (with 128, ai_pc's labels were learnt by heart; on paper and
-#: server throughput more graphs did worse on val). The balance columns did better on val for ai_pc, edge and paper
-#: throughput, and on the validation graphs for server throughput. Edge throughput's zero-shot placements of the val
-#: graphs swing widely from one pass to the next: it ends with the mean weights of passes 20-40, better on val and on
-#: the test split, then four times the PPO of the other cases (chosen on the validation graphs). The mean weights
-#: without PPO did better on val for ai_pc throughput and worse on the test split, so ai_pc keeps its recipe: a choice
-#: the test split made. Edge latency ends its imitation with the mean weights of passes 50-100, then PPO (chosen on
-#: the validation graphs).
-BASE_RECIPE = Recipe(synthetic=128, epochs=100, rl_budget=3000)
-RECIPES = {case: BASE_RECIPE for case in CASES} | {
-    ("ai_pc", "throughput"): Recipe(synthetic=640, epochs=25, rl_budget=3000, balance=True),
-    ("edge", "throughput"): Recipe(synthetic=640, epochs=40, rl_budget=12000, balance=True, average_from=20),
-    ("paper", "throughput"): BASE_RECIPE._replace(balance=True),
-    ("server", "throughput"): BASE_RECIPE._replace(balance=True),
-    ("edge", "latency"): BASE_RECIPE._replace(average_from=50),
-}
-#: The training seeds of the shipped results.
-SEEDS = [0, 1, 2]
-
-
-def checkpoint_path(out: "str | Path", preset: str, objective: str, seed: int) -> Path:
-    """Where the checkpoint of (`preset`, `objective`, `seed`) lives under `out`."""
-    return Path(out) / f"imitation-{preset}-{objective}-s{seed}.pt"
-
+from benchmarks._outputs import refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks.learned_placer.recipes import (  # noqa: E402
+    CASES, NETWORK, RECIPES, REFERENCE, SEEDS, SHIPPED_LABELS, Recipe, checkpoint_path, parse_case,
+)
 
 def recipe_of(case: tuple[str, str], args: argparse.Namespace) -> Recipe:
     """`case`'s (preset, objective) `RECIPES` entry with what the command line set (``--synthetic``, ``--varied``,
@@ -108,8 +55,6 @@ def val_references(folder: str, preset: str, objective: str, args: argparse.Name
     """The reference labels of each of `validation_parts` under (`preset`, `objective`), as `learned_transfer`
     makes its test graphs' (read from `folder`, the missing ones computed there by ``--workers`` processes or on
     the ``--ray`` cluster)."""
-    from learned_transfer import REFERENCE  # here: learned_transfer imports this module
-
     return {part: labels_for(graphs, preset, objective, REFERENCE, LabelCache(folder), args.workers, args.ray)
             for part, graphs in validation_parts().items()}
 
@@ -129,15 +74,6 @@ def validate(args: argparse.Namespace) -> None:
             path = checkpoint_path(args.out, preset, objective, seed)
             print(json.dumps({"checkpoint": str(path), "val_gap": val_gaps(ImitationAgent.load(path), val)}),
                   flush=True)
-
-
-def parse_case(text: str) -> tuple[str, str]:
-    """``"PRESET:OBJECTIVE"`` -> (preset, objective)."""
-    preset, _, objective = text.partition(":")
-    if objective not in ("latency", "throughput"):
-        raise argparse.ArgumentTypeError(f"a case is PRESET:OBJECTIVE with OBJECTIVE latency or throughput, "
-                                         f"got {text!r}")
-    return preset, objective
 
 
 def main(argv: "list[str] | None" = None) -> None:

@@ -173,10 +173,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.devices = args.devices or two_cpu_devices()
     if args.replot:
-        import json
-
-        with open(args.json) as f:
-            report = json.load(f)
+        report = results.load_json(args.json)
         plot_path = Path(args.plot) if args.plot else Path(args.json).with_suffix(".png")
         plot_report(plot_path, report)
         print(f"wrote {plot_path}")

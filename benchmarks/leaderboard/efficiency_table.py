@@ -14,9 +14,10 @@ the last file given wins (list the re-run last).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
+
+from placement_gym.results import load_json
 
 THRESHOLDS = (5, 2, 1)
 
@@ -44,8 +45,7 @@ def main(argv=None) -> int:
     best: dict[tuple[str, str], float] = {}
     runs: dict[tuple[str, str, str], list[dict]] = {}  # (preset, agent, model) -> records of the last file
     for path in args.files:
-        with open(path) as handle:
-            data = json.load(handle)
+        data = load_json(path)  # x.json or x.json.gz
         preset = data["arguments"].get("profile") or "default"
         latest: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
         for record in data["records"]:

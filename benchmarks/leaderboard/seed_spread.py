@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from placement_gym.results import load_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
@@ -67,8 +68,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     records = []
     for path in args.files:
-        with open(path) as f:
-            records += json.load(f)["records"]
+        records += load_json(path)["records"]  # x.json or x.json.gz
     reference = best_known(records)
     runs: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     for record in records:  # in file order: a seed's run in a later file replaces it

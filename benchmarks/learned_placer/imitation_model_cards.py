@@ -25,6 +25,8 @@ from pathlib import Path
 
 from agents.imitation.labels import validation_parts
 from agents.imitation.shipped import REBUILD, checkpoint_name, shipped_cases
+from placement_gym.results import load_json
+from placement_gym.schema import stored
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
@@ -174,8 +176,8 @@ def card(preset: str, objective: str, record: dict, test: dict | None, val: dict
 def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args(argv)
-    test = json.loads(TEST.read_text()) if TEST.exists() else None
-    val = json.loads(VAL.read_text()) if VAL.exists() else None
+    test = load_json(TEST) if stored(TEST).exists() else None
+    val = load_json(VAL) if stored(VAL).exists() else None
     for preset, objective in shipped_cases():
         checkpoint = PRETRAINED / checkpoint_name(preset, objective)
         record = json.loads(checkpoint.with_suffix(".json").read_text())

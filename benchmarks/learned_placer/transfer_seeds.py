@@ -22,7 +22,6 @@ All figures SIMULATED (``--profile``); seconds per agent and seed.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -43,10 +42,9 @@ def best_known(reference_paths: list[str]) -> dict[str, float]:
     ``benchmarks/learned_placer/transfer.py``)."""
     known: dict[str, float] = {}
     for path in reference_paths:
-        with open(path) as f:
-            for result in json.load(f)["results"]:
-                for row in result["rows"]:
-                    known[row["model"]] = min(_reference(row), known.get(row["model"], math.inf))
+        for result in results.load_json(path)["results"]:
+            for row in result["rows"]:
+                known[row["model"]] = min(_reference(row), known.get(row["model"], math.inf))
     return known
 
 

@@ -70,7 +70,7 @@ def compare_grid(ray_address: str | None, out: Path) -> float:
 
 
 def comparable(path: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in json.loads(path.read_text())["records"]]
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in results.load_json(path)["records"]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,9 +92,10 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
 LEADERBOARD = "leaderboard"
 #: Per graph set (`leaderboard_table.GRAPH_SETS`), the command of its files: every preset under both objectives
 #: (the empty CASES argument: the script's default), 3 seeds (it resumes past the files that exist).
-LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2',
-                        "test": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2 "" '
-                                'test'}
+LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" '
+                               'local:2',
+                        "test": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" '
+                                'local:2 "" test'}
 
 
 def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
@@ -154,8 +155,8 @@ def leaderboard_long() -> str:
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
     references = _leaderboard_cases()
-    commands = "` and `".join(f'bash benchmarks/leaderboard/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 "{LONG_CASES}" '
-                              f'local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
+    commands = "` and `".join(f'bash benchmarks/leaderboard/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 '
+                              f'"{LONG_CASES}" local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
     texts = [leaderboard_table.long_run_table(paths, references[case]) for case, paths in groups.items()]
     return (source(_cited([p for paths in groups.values() for p in paths]), commands)
             + "  \nTables: `python benchmarks/leaderboard/leaderboard_table.py --long "
@@ -306,8 +307,8 @@ TRANSFER_HEADER = ["agent", "preset", "zero-shot", "never worse than worst singl
 
 def transfer_today() -> str:
     files = [f"transfer_{p}_go.json" for p in ("paper", "ai_pc")]
-    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train --test-models "
-               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train "
+               "--test-models dataset:test --train-budget 200 --profile P --untrained-finetune --json "
                "benchmarks/results/transfer_P_go.json")
     tables = [f"`{load(f)['profile']}`:\n\n" + transfer.markdown(r, [10, 50])
               for f in files for r in load(f)["results"]]
@@ -317,8 +318,8 @@ def transfer_today() -> str:
 
 def transfer_all() -> str:
     files = [f"transfer_{p}_consolidate{s}.json" for s in ("", "_others") for p in TRANSFER_PRESETS]
-    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train --test-models "
-               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train "
+               "--test-models dataset:test --train-budget 200 --profile P --untrained-finetune --json "
                "benchmarks/results/transfer_P_consolidate.json` and `... --agents hsdag rnn placeto ppo ppo-node "
                "--json benchmarks/results/transfer_P_consolidate_others.json")
     return source(files, command, at="ccb5dcf") + "\n\n" + md_table(TRANSFER_HEADER, _transfer_rows(files))
@@ -326,8 +327,8 @@ def transfer_all() -> str:
 
 # --- the imitation placer on unseen graphs (SIMULATED) ----------------------------------------------------------
 
-#: The imitation placer's transfer runs (benchmarks/learned_placer/learned_transfer.py), each file with the command that made it:
-#: the ai_pc and edge cases, then the paper and server cases (two commands run side by side).
+#: The imitation placer's transfer runs (benchmarks/learned_placer/learned_transfer.py), each file with the command that
+#: made it: the ai_pc and edge cases, then the paper and server cases (two commands run side by side).
 LEARNED_TRANSFER = ("learned_transfer.json", "learned_transfer_paper_server.json")
 
 
@@ -344,9 +345,9 @@ def learned_transfer_seeds() -> str:
     return _learned_source() + "\n\n" + learned_transfer.format_seeds(_learned_results())
 
 
-#: The other learned agents trained on the same graphs (benchmarks/learned_placer/learned_transfer_others.py): GO's network trained
-#: the imitation placer's way (every case; one file per seed), then the other agents by their own methods (the same
-#: two halves).
+#: The other learned agents trained on the same graphs (benchmarks/learned_placer/learned_transfer_others.py): GO's
+#: network trained the imitation placer's way (every case; one file per seed), then the other agents by their own
+#: methods (the same two halves).
 LEARNED_OTHERS = ("learned_transfer_others_go_imitation.json", "learned_transfer_others_go_imitation_s1.json",
                   "learned_transfer_others_go_imitation_s2.json", "learned_transfer_others.json",
                   "learned_transfer_others_paper_server.json")
@@ -367,8 +368,8 @@ def learned_transfer_cases() -> str:
             + "\n".join(learned_transfer.format_case(r) for r in _learned_results() if r["summary"]["seed"] == 0))
 
 
-#: The checkpoints that ship (agents/imitation/pretrained/, seed 0; benchmarks/learned_placer/imitation_model_cards.py writes
-#: their model cards from the same two files): zero-shot on the test graphs, then on the validation graphs.
+#: The checkpoints that ship (agents/imitation/pretrained/, seed 0; benchmarks/learned_placer/imitation_model_cards.py
+#: writes their model cards from the same two files): zero-shot on the test graphs, then on the validation graphs.
 LEARNED_SHIPPED = ("learned_transfer_shipped.json", "learned_transfer_shipped_val.json")
 
 
@@ -390,7 +391,8 @@ def simulator_speed() -> str:
     data = load(f)
     rows = [[r["graph"], f"{r['ops']:,}", r["placements"], f"{r['steps_per_s']:,.0f}", f"{r['us_per_step']:.0f}",
              f"{r['us_per_op']:.2f}", f"{r['mean_submodels']:.1f}"] for r in data["rows"]]
-    return (source([f], "python benchmarks/performance/simulator_speed.py --json benchmarks/results/simulator_speed.json") + "\n\n"
+    command = "python benchmarks/performance/simulator_speed.py --json benchmarks/results/simulator_speed.json"
+    return (source([f], command) + "\n\n"
             + md_table(["graph", "ops", "placements", "env steps/s", "us/step", "us/op", "submodels (mean)"], rows))
 
 
@@ -456,16 +458,17 @@ NOISE_LABELS = {"fixed": "fixed 20 runs", "adaptive": "adaptive, alone", "paired
 
 def real_noise() -> str:
     f = "real_noise_paired_quiet.json"
-    command = ("python benchmarks/fidelity/real_noise.py --models resnet inception bert --fresh 5 --rank-placements 20 0 0 "
-               "--json benchmarks/results/real_noise_paired_quiet.json")
+    command = ("python benchmarks/fidelity/real_noise.py --models resnet inception bert --fresh 5 --rank-placements 20 "
+               "0 0 --json benchmarks/results/real_noise_paired_quiet.json")
     return (source([f], command, date="2026-11-23") + " Nothing else ran on the 2 cores.\n\n"
             + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS)))
 
 
 def real_noise_variants() -> str:
     f = "real_noise_resnet_paired_variants.json"
-    command = ("python benchmarks/fidelity/real_noise.py --models resnet --settings fixed paired paired-fixed paired-2pct "
-               "--fresh 5 --rank-placements 20 --json benchmarks/results/real_noise_resnet_paired_variants.json")
+    command = ("python benchmarks/fidelity/real_noise.py --models resnet --settings fixed paired paired-fixed "
+               "paired-2pct --fresh 5 --rank-placements 20 --json "
+               "benchmarks/results/real_noise_resnet_paired_variants.json")
     return source([f], command, date="2026-11-23") + "\n\n" + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS))
 
 
@@ -499,8 +502,9 @@ def real_throughput() -> str:
                                for k in ("1", "2", "4")]
                             + [f"{s['ideal_pipeline_period_s'] * 1e3:.3f}"])
     command = ("python benchmarks/fidelity/real_throughput.py --models tiny_branch tiny_chain resnet --repeats 5 --out "
-               "benchmarks/results/real_throughput.json` and, for the control, `python benchmarks/fidelity/real_throughput.py "
-               "--models resnet --placements device0 --repeats 3 --devices \"CPU[PERFORMANCE_HINT=THROUGHPUT]\" "
+               "benchmarks/results/real_throughput.json` and, for the control, `python "
+               "benchmarks/fidelity/real_throughput.py --models resnet --placements device0 --repeats 3 --devices "
+               "\"CPU[PERFORMANCE_HINT=THROUGHPUT]\" "
                "\"CPU[INFERENCE_NUM_THREADS=1]\" --out benchmarks/results/real_throughput_control.json")
     return (source(files, command, date="2026-11-23") + " Devices `CPU` + `CPU[INFERENCE_NUM_THREADS=1]`; "
             "another job kept one core busy.\n\n"
@@ -523,7 +527,8 @@ def scale_env() -> str:
     for kind, s in env["steps"].items():
         rows.append([f"synthetic:{env['ops']}", f"one simulated step, {kind} placements",
                      f"{s['step_median_s'] * 1e3:.1f} ms (median of {len(s['step_s'])})", "-"])
-    return (source([f], "python benchmarks/performance/big_graphs.py --json benchmarks/results/big_graphs.json") + "\n\n"
+    command = "python benchmarks/performance/big_graphs.py --json benchmarks/results/big_graphs.json"
+    return (source([f], command) + "\n\n"
             + md_table(["graph", "what", "time", "peak RSS MB"], rows))
 
 
@@ -671,8 +676,8 @@ def published() -> str:
 def algorithm_ablation() -> str:
     f = "algorithm_ablation.json"
     data = load(f)
-    return (source([f], "python benchmarks/leaderboard/algorithm_ablation.py --json benchmarks/results/algorithm_ablation.json",
-                   at="143e167") + " SIMULATED, `paper` preset, budget 500, seeds 0-4.\n\n```text\n"
+    command = "python benchmarks/leaderboard/algorithm_ablation.py --json benchmarks/results/algorithm_ablation.json"
+    return (source([f], command, at="143e167") + " SIMULATED, `paper` preset, budget 500, seeds 0-4.\n\n```text\n"
             + results.format_learning_table(data["summary"]) + "\n```")
 
 

@@ -1,7 +1,7 @@
 """The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, a zero-shot
 placement of an unseen tiny graph that beats every single device (which an untrained policy's does not), the
-fine-tuning rows of its transfer benchmark (`benchmarks/learned_placer/learned_transfer.py --finetune`), and the checkpoints it
-ships (one per preset and objective, the default of ``--agent imitation`` on a preset)."""
+fine-tuning rows of its transfer benchmark (`benchmarks/learned_placer/learned_transfer.py --finetune`), and the
+checkpoints it ships (one per preset and objective, the default of ``--agent imitation`` on a preset)."""
 from __future__ import annotations
 
 import argparse
@@ -482,7 +482,7 @@ def test_a_checkpoint_ships_for_every_preset_and_objective_with_its_record_and_m
         assert data["hyperparameters"]["sequential"] is True and data["hyperparameters"]["seed"] == 0
         card = shipped.model_card(preset, objective)
         assert record["labels_sha256"] in card and shipped.REBUILD.format(preset=preset, objective=objective) in card
-        assert "python benchmarks/learned_placer/learned_transfer.py" in card  # its val and test figures, with their command
+        assert "python benchmarks/learned_placer/learned_transfer.py" in card  # its val and test figures, by command
 
 
 @pytest.mark.parametrize("case", shipped_cases())

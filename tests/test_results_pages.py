@@ -64,8 +64,9 @@ def test_the_test_splits_files_are_a_graph_set_of_their_own(tmp_path):
 
 
 def test_the_published_benchmarks_run_through_compare_and_render_as_the_page_does(tmp_path, monkeypatch):
-    """benchmarks/published/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its JSON;
-    results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split priced)."""
+    """benchmarks/published/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its
+    JSON; results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split
+    priced)."""
     import json
 
     script = load_benchmark("published.published_benchmarks")

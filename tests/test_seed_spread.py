@@ -1,5 +1,5 @@
-"""benchmarks/leaderboard/seed_spread.py: the median over every seed subset, "never" ranked above any count, seeds pooled
-across files (the last file's run of a seed wins) against one reference per model."""
+"""benchmarks/leaderboard/seed_spread.py: the median over every seed subset, "never" ranked above any count, seeds
+pooled across files (the last file's run of a seed wins) against one reference per model."""
 from __future__ import annotations
 
 import json

@@ -5,8 +5,8 @@ training.
 Each case has three files there, named by `checkpoint_name`::
 
     imitation-PRESET-OBJECTIVE-s0.pt     the checkpoint (`agents.core.checkpoint`), read by `ImitationAgent.load`
-    imitation-PRESET-OBJECTIVE-s0.json   what `benchmarks/learned_placer/train_learned_placer.py` wrote beside it: the case,
-                                         the training graphs, the label settings and digest, the wall times
+    imitation-PRESET-OBJECTIVE-s0.json   what `benchmarks/learned_placer/train_learned_placer.py` wrote beside it: the
+                                         case, the training graphs, the label settings and digest, the wall times
     imitation-PRESET-OBJECTIVE-s0.md     its model card: training graphs, labels digest, recipe, val and test
                                          figures with the commands that made them, the command that rebuilds it
 

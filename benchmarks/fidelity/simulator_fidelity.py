@@ -1,6 +1,7 @@
 """How well does the simulated backend predict the real one? Rank correlation and error on real placements.
 
-    python benchmarks/fidelity/simulator_fidelity.py --model resnet --placements 30 --json benchmarks/results/fidelity_resnet.json
+    python benchmarks/fidelity/simulator_fidelity.py --model resnet --placements 30 \
+        --json benchmarks/results/fidelity_resnet.json
 
 1. Calibrates a measured profile for two local devices (default `placement_gym.two_cpu_devices()`: ``CPU`` and
    a virtual ``CPU[INFERENCE_PRECISION_HINT=bf16]`` where the CPU runs bf16, else a one-thread copy): per-op

@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     print(results.format_learning_table(rows))
     if args.json:
         results.write_records(args.json, records, overwrite=args.overwrite, summary=rows, skipped=skipped,
-                              command="python benchmarks/leaderboard/algorithm_ablation.py " + " ".join(argv or sys.argv[1:]))
+                              command="python benchmarks/leaderboard/algorithm_ablation.py "
+                              + " ".join(argv or sys.argv[1:]))
         print(f"wrote {args.json}")
     return 0
 

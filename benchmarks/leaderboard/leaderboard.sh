@@ -5,9 +5,10 @@
 # graphs, of families never trained on), one `placement-gym compare` per (preset, objective, seed), written
 # gzip-compressed to OUT_DIR/PRESET_OBJECTIVE_seedN.json.gz (zoo) or OUT_DIR/PRESET_OBJECTIVE_test_seedN.json.gz
 # (test), with its CSV, log (.txt) and pictures (.png, .bars.png: not committed) beside it.
-# `python benchmarks/leaderboard/leaderboard_table.py OUT_DIR` reads a case's files (both graph sets, every seed) together and
-# turns them into tables (`python benchmarks/results_pages.py` writes those of benchmarks/results/leaderboard into
-# docs/results/leaderboard.md); every budget below BUDGET is read from the same runs' best-so-far curves.
+# `python benchmarks/leaderboard/leaderboard_table.py OUT_DIR` reads a case's files (both graph sets, every seed)
+# together and turns them into tables (`python benchmarks/results_pages.py` writes those of
+# benchmarks/results/leaderboard into docs/results/leaderboard.md); every budget below BUDGET is read from the same
+# runs' best-so-far curves.
 #
 # Seeds run one after another, every case of a seed before the next seed: a run cut short leaves whole seeds.
 # `optimal` runs with seed 0 only: its solve does not depend on the seed (it is warm-started with the best

@@ -1,7 +1,7 @@
 """The leaderboard tables from the results of `benchmarks/leaderboard/leaderboard.sh` (SIMULATED figures).
 
-    python benchmarks/leaderboard/leaderboard_table.py [benchmarks/results/leaderboard]               # the per-case tables
-    python benchmarks/leaderboard/leaderboard_table.py --summary [benchmarks/results/leaderboard]     # the summary table
+    python benchmarks/leaderboard/leaderboard_table.py [benchmarks/results/leaderboard]            # per-case tables
+    python benchmarks/leaderboard/leaderboard_table.py --summary [benchmarks/results/leaderboard]  # the summary table
     python benchmarks/leaderboard/leaderboard_table.py --graphs test [--summary] [FOLDER]   # one graph set's files only
     python benchmarks/leaderboard/leaderboard_table.py --long benchmarks/results/leaderboard LONG_DIR [LONG_DIR ...]
                                       # long runs of some agents (per case), against the leaderboard's best known
@@ -58,8 +58,8 @@ def case_of(data: dict) -> str:
     return f"{settings.get('profile')}:{settings.get('objective', 'latency')}"
 
 
-#: ``ai_pc_latency_seed2`` and ``ai_pc_latency_test_seed2`` -> ``ai_pc_latency``: benchmarks/leaderboard/leaderboard.sh writes
-#: one file per (case, graph set, seed), the zoo's untagged and the dataset's test split's tagged ``_test``.
+#: ``ai_pc_latency_seed2`` and ``ai_pc_latency_test_seed2`` -> ``ai_pc_latency``: benchmarks/leaderboard/leaderboard.sh
+#: writes one file per (case, graph set, seed), the zoo's untagged and the dataset's test split's tagged ``_test``.
 FILE_SUFFIX = re.compile(r"(_test)?_seed\d+$")
 
 

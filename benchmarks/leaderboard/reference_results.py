@@ -2,16 +2,17 @@
 run on the suite (SIMULATED), written to ``placement_gym/suites/reference/<suite>.json``.
 
     python benchmarks/leaderboard/reference_results.py --suite quick [--ray local:2] [--overwrite]
-    python benchmarks/leaderboard/reference_results.py --suite standard --from-leaderboard benchmarks/results/leaderboard
+    python benchmarks/leaderboard/reference_results.py --suite standard \
+        --from-leaderboard benchmarks/results/leaderboard
 
 Each agent's runs go to ``--work/<agent>/`` as they finish (a killed run resumes where it stopped when the
 command is run again); the reference file is written once every agent is done, and replaces an existing one
 only with ``--overwrite``. ``placement-gym benchmark`` then runs only the user's agent and ranks it among these.
 
 ``--from-leaderboard FOLDER`` runs nothing: the `standard` suite's runs are the leaderboard's
-(`benchmarks/leaderboard/leaderboard.sh` with GRAPHS ``zoo`` and ``test``: the same agents, cases, graphs, budget and seeds, one
-`placement-gym compare` per file), so its reference is read from those files (`leaderboard_records`) instead of
-running everything a second time. It is refused while a run is missing.
+(`benchmarks/leaderboard/leaderboard.sh` with GRAPHS ``zoo`` and ``test``: the same agents, cases, graphs, budget and
+seeds, one `placement-gym compare` per file), so its reference is read from those files (`leaderboard_records`) instead
+of running everything a second time. It is refused while a run is missing.
 """
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=None, help="folder of the runs (default: benchmarks/results/reference-SUITE)")
     parser.add_argument("--ray", default=None, metavar="ADDRESS", help="run on Ray, e.g. local:2")
     parser.add_argument("--from-leaderboard", default=None, metavar="FOLDER",
-                        help="read the runs from benchmarks/leaderboard/leaderboard.sh's results files in FOLDER; run nothing")
+                        help="read the runs from benchmarks/leaderboard/leaderboard.sh's results files in FOLDER; run "
+                             "nothing")
     parser.add_argument("--out", default=None, metavar="FILE",
                         help="where to write the reference (default: the suite's, placement_gym/suites/reference/)")
     parser.add_argument("--overwrite", action="store_true", help="replace the suite's reference file")

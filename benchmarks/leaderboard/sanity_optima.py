@@ -1,7 +1,7 @@
 """The proven optima the learning sanity suite ships (`placement_gym.sanity`), proven by the exact solver.
 
-    python benchmarks/leaderboard/sanity_optima.py --overwrite   # prove every (case, model) of the suite, write the optima file
-    python benchmarks/leaderboard/sanity_optima.py --check       # prove them again: exit 1 where the shipped file differs
+    python benchmarks/leaderboard/sanity_optima.py --overwrite   # prove every (case, model), write the optima file
+    python benchmarks/leaderboard/sanity_optima.py --check       # prove them again: exit 1 where the file differs
 
 Each (case, model) pair of the suite is solved by the registered ``optimal`` agent (SIMULATED: the cost model's
 optimum, with a proof) on a fresh graph; the file (``placement_gym/suites/reference/sanity_optima.json`` for the

@@ -118,7 +118,7 @@ def card(preset: str, objective: str, record: dict, test: dict | None, val: dict
         f"(`agents.imitation.labels`; settings {json.dumps(record['label_settings'])}), read from the labels "
         f"shipped in `benchmarks/learned_placer/labels`; SHA-256 of the (graph, placement) pairs imitated "
         f"(`labels_sha256`): `{record['labels_sha256']}`; label sources {json.dumps(record['label_sources'])}.",
-        f"- Network: {json.dumps(record['network'])} (`NETWORK` of `benchmarks/learned_placer/train_learned_placer.py`; GO's "
+        f"- Network: {json.dumps(record['network'])} (`NETWORK` of `benchmarks/learned_placer/recipes.py`; GO's "
         "network, narrower, deciding the ops in topological order with the placement state).",
         f"- Recipe (`RECIPES`): {imitation['epochs']} passes of imitation ({imitation['steps']} steps, one Adam step "
         f"per graph; cross-entropy of the last pass {imitation['loss']:.4f})"
@@ -160,7 +160,8 @@ def card(preset: str, objective: str, record: dict, test: dict | None, val: dict
         "",
         "```bash",
         REBUILD.format(preset=preset, objective=objective),
-        "python benchmarks/learned_placer/imitation_model_cards.py   # after the two learned_transfer.py commands of its docstring",
+        "python benchmarks/learned_placer/imitation_model_cards.py   # after the two learned_transfer.py commands of "
+        "its docstring",
         "```",
         "",
         "From the shipped labels the training is deterministic on a given CPU model: the JSON beside the checkpoint "

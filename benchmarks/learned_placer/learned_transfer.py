@@ -1,16 +1,17 @@
 """Zero-shot transfer of the imitation placer (``imitation``) against the classical planners, per preset x objective.
 
     python benchmarks/learned_placer/train_learned_placer.py
-    python benchmarks/learned_placer/learned_transfer.py --finetune 50 200 --json benchmarks/results/learned_transfer.json
+    python benchmarks/learned_placer/learned_transfer.py --finetune 50 200 \
+        --json benchmarks/results/learned_transfer.json
 
 (By default every case of `train_learned_placer.CASES`, its seeds, on `TEST_MODELS`; each shipped JSON file
 names the command that made it.)
 
 For each case and each checkpoint seed (``runs/learned_placer/imitation-PRESET-OBJECTIVE-sSEED.pt``, written by
-`benchmarks/learned_placer/train_learned_placer.py`), every test graph (families never trained on) is placed by ``predict``:
-one forward pass, its wall time taken, the placement then measured once. Beside it, from the graph's reference
-label (`agents.imitation.labels.compute_label` with ``--optimal-s`` and ``--search-budget``; read from ``--labels``,
-the shipped ones by default, as the training labels are): `cheapest`,
+`benchmarks/learned_placer/train_learned_placer.py`), every test graph (families never trained on) is placed by
+``predict``: one forward pass, its wall time taken, the placement then measured once. Beside it, from the graph's
+reference label (`agents.imitation.labels.compute_label` with ``--optimal-s`` and ``--search-budget``; read from
+``--labels``, the shipped ones by default, as the training labels are): `cheapest`,
 `dp`, `topo`, `metis`, every single device, `local-search` and `optimal`; the *best known* is the fastest of all
 of these and the zero-shot placement itself. Gaps are % above the best known. The table says per graph the
 zero-shot gap, the best classical planner's (best of dp / cheapest / topo / metis), the best single device's, and

@@ -10,9 +10,9 @@ For each case (preset x objective, `train_learned_placer.CASES`), seed and agent
 (dataset:train and its synthetic graphs, `agents.imitation.labels.label_env`), seeded; then ``predict`` places
 every test graph (one forward pass, no search, no measurement; its wall time taken) and the placement is measured
 once. The rows keep latencies; `join` sets them beside the imitation placer's rows of the same case and seed
-(`benchmarks/learned_placer/learned_transfer.py`'s results files) against one best known per graph, and `format_table` writes the
-table of docs/agents/learned-placer.md. The results file is written after every (case, seed), so a stopped run
-keeps what it finished. All figures SIMULATED.
+(`benchmarks/learned_placer/learned_transfer.py`'s results files) against one best known per graph, and `format_table`
+writes the table of docs/agents/learned-placer.md. The results file is written after every (case, seed), so a stopped
+run keeps what it finished. All figures SIMULATED.
 
 What the imitation placer has and these agents do not: the labels it imitates before its PPO phase, and its
 network (GO's with the placement state). ``--agents go-imitation`` (`GO_IMITATION`) adds the one network that can

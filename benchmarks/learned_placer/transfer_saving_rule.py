@@ -1,7 +1,8 @@
 """Is there a per-op cost rule that places unseen graphs zero-shot better than their best single device? (issue:
 transfer, target 3)
 
-    python benchmarks/learned_placer/transfer_saving_rule.py --profile ai_pc --json benchmarks/results/transfer_saving_rule_ai_pc.json
+    python benchmarks/learned_placer/transfer_saving_rule.py --profile ai_pc \
+        --json benchmarks/results/transfer_saving_rule_ai_pc.json
     python benchmarks/learned_placer/transfer_saving_rule.py --profile ai_pc --base CPU --splits test
 
 A diagnostic (in the agents: every learned agent's ``zero_shot_override``, the same function,

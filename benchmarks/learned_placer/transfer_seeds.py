@@ -6,11 +6,11 @@ it was trained with? (issue: transfer, targets 1-3)
         --json benchmarks/results/transfer_seeds_ai_pc.json
 
 For each agent and seed: one `learn` over ``--train-models`` for ``--train-budget`` placements (as
-``benchmarks/learned_placer/transfer.py`` trains), then its own placement (``predict``, zero-shot, with the zero-shot override)
-of every test graph, measured once. Gaps are % above the best placement known for each graph, read from the
-``--reference`` results of ``benchmarks/learned_placer/transfer.py`` (its ``best_known_s``: the optimum or a faster placement a
-run found), so no optimum is solved here and a gap is never negative (a faster zero-shot placement lowers the
-reference); also against each graph's best and worst single device. Without ``--reference``, gaps are against each
+``benchmarks/learned_placer/transfer.py`` trains), then its own placement (``predict``, zero-shot, with the zero-shot
+override) of every test graph, measured once. Gaps are % above the best placement known for each graph, read from the
+``--reference`` results of ``benchmarks/learned_placer/transfer.py`` (its ``best_known_s``: the optimum or a faster
+placement a run found), so no optimum is solved here and a gap is never negative (a faster zero-shot placement lowers
+the reference); also against each graph's best and worst single device. Without ``--reference``, gaps are against each
 graph's best single device: how the whole-graph cost term's weight was chosen, on the VAL split
 (``--test-models dataset:val``; `agents.nn.device_head.GRAPH_COST_WEIGHT`). Per agent and seed: the
 geometric-mean gap (target 1: within 10%), never worse than the worst single device (target 2), and how many of
@@ -34,7 +34,9 @@ if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAM
     sys.path.insert(0, str(REPOSITORY))
 
 from benchmarks._outputs import refuse_existing_outputs, run_metadata  # noqa: E402
-from benchmarks.learned_placer.transfer import _features, _reference, _test_graphs, train_agent, zero_shot_targets  # noqa: E402
+from benchmarks.learned_placer.transfer import (  # noqa: E402
+    _features, _reference, _test_graphs, train_agent, zero_shot_targets,
+)
 
 
 def best_known(reference_paths: list[str]) -> dict[str, float]:
@@ -54,7 +56,8 @@ def zero_shot(name: str, seed: int, args: argparse.Namespace, backend, known: di
     rows = []
     for model, env in _test_graphs(args.test_models, backend, _features(agent)).items():
         if args.reference and model not in known:
-            raise SystemExit(f"{model}: no best known latency in {args.reference}; run benchmarks/learned_placer/transfer.py on it")
+            raise SystemExit(f"{model}: no best known latency in {args.reference}; run "
+                             "benchmarks/learned_placer/transfer.py on it")
         singles = [v for v in evaluation.single_device_latencies(env).values() if v is not None]
         obs, _ = env.reset(seed=seed)
         placement = agent.predict(obs)
@@ -82,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="paper", help="simulated hardware preset (paper, ai_pc, server, edge)")
     parser.add_argument("--train-budget", type=int, default=200, help="placements of each training run")
     parser.add_argument("--reference", nargs="+", default=[],
-                        help="results of benchmarks/learned_placer/transfer.py on the same preset and test graphs (best known); "
+                        help="results of benchmarks/learned_placer/transfer.py on the same preset and test graphs "
+                             "(best known); "
                              "none: gaps against each graph's best single device (e.g. on --test-models "
                              "dataset:val, to choose settings without the test graphs or their optima)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE", help="agent constructor argument")

@@ -2,7 +2,8 @@
 and every agent on 80k ops.
 
     nice -n 10 python benchmarks/performance/big_graphs.py --json benchmarks/results/big_graphs.json
-    nice -n 10 python benchmarks/performance/big_graphs.py --only-agents --agent-budget 20 --json benchmarks/results/big_graphs_agents.json
+    nice -n 10 python benchmarks/performance/big_graphs.py --only-agents --agent-budget 20 \
+        --json benchmarks/results/big_graphs_agents.json
 
 Measures, on ``synthetic:N`` graphs (`placement_gym.models.synthetic`):
 

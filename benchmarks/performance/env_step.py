@@ -6,7 +6,8 @@ For each model, random two-device placements (CPU + a virtual one-thread CPU) ar
           compile on HETERO, create a request, `warmup` untimed and `repeats` timed inferences.
 Our overhead = env step wall time - raw wall time (medians over placements, and per-pair median).
 
-    python benchmarks/performance/env_step.py --models resnet inception bert --placements 7 --json benchmarks/results/env_step.json
+    python benchmarks/performance/env_step.py --models resnet inception bert --placements 7 \
+        --json benchmarks/results/env_step.json
 """
 from __future__ import annotations
 

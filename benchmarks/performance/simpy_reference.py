@@ -20,11 +20,11 @@ per-edge transfer times per device pair (`SimulatedBackend.prepare`), and the su
   and every channel is one resource, the calling thread, which first spends the boundary and split overheads.
   Latency = when the thread is done.
 
-The script checks, on ResNet-50, BERT-base and a 10,000-op synthetic graph (`benchmarks/performance/simulator_speed.py`'s
-generator), both schedules, ``paper`` profile, that both give the same latency on random and blocky (runs of 16
-ops) placements (max relative difference, required <= 1e-9), and times placements per second of our
-``backend.measure(..., use_cache=False)`` against `simpy_latency`, interleaved, median of ``--repeats`` loops,
-pinned to one CPU core. Both sides include the HETERO cut. SIMULATED latencies.
+The script checks, on ResNet-50, BERT-base and a 10,000-op synthetic graph
+(`benchmarks/performance/simulator_speed.py`'s generator), both schedules, ``paper`` profile, that both give the same
+latency on random and blocky (runs of 16 ops) placements (max relative difference, required <= 1e-9), and times
+placements per second of our ``backend.measure(..., use_cache=False)`` against `simpy_latency`, interleaved, median of
+``--repeats`` loops, pinned to one CPU core. Both sides include the HETERO cut. SIMULATED latencies.
 """
 from __future__ import annotations
 

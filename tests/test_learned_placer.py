@@ -102,6 +102,17 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     assert labels_digest([again]) == labels_digest([label]) != labels_digest([moved])
 
 
+def test_labels_are_cached_compressed_and_a_plain_label_file_of_an_older_cache_is_still_read(tmp_path):
+    cache = LabelCache(tmp_path)
+    label = labels_for(["synthetic:12:0"], PRESET, OBJECTIVE, FAST, cache, workers=1)[0]
+    path = cache.path("synthetic:12:0", PRESET, OBJECTIVE, FAST)
+    assert path.name.endswith(".json.gz") and gzip.decompress(path.read_bytes()).startswith(b"{")
+    plain = path.with_name(path.name.removesuffix(".gz"))
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    path.unlink()
+    assert np.array_equal(cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST).placement, label.placement)
+
+
 @pytest.mark.parametrize("change, found", [
     (lambda placement: placement[:1], "has shape (1,)"),
     (lambda placement: placement + [0], "has shape (13,)"),

@@ -3,8 +3,8 @@ recipe and network, where the shipped labels live, how a test graph's reference 
 the checkpoints.
 
 `train_learned_placer.py` trains by these, `learned_transfer.py` and `learned_transfer_others.py` test by them and
-`imitation_model_cards.py` writes them into the model cards; kept here so that no script imports another's
-command line (the two first imported each other before).
+`imitation_model_cards.py` writes them into the model cards. They live here, not in one of those scripts, so that
+no script imports another's command line (the training and the transfer scripts used to import each other).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Recipe(NamedTuple):
 #: The cases the shipped labels and results cover: every preset under both objectives (the default of --cases).
 CASES = [(preset, objective) for preset in ("ai_pc", "edge", "paper", "server")
          for objective in ("latency", "throughput")]
-#: Per case, chosen on the val split with the network above (docs/agents/learned-placer.md, which has the figures),
+#: Per case, chosen on the val split with the network above (docs/results/learned-placer.md: what was tried),
 #: except where said. Six cases imitate 128 synthetic graphs beside dataset:train, then PPO. ai_pc and edge
 #: throughput imitate five times the synthetic graphs (with 128, ai_pc's labels were learnt by heart; on paper and
 #: server throughput more graphs did worse on val). The balance columns did better on val for ai_pc, edge and paper

@@ -29,19 +29,17 @@ from typing import Callable
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from placement_gym import results
+from placement_gym.benchmark import format_gap
+from placement_gym.results import markdown_table as md_table
 
-import leaderboard_table  # noqa: E402  (benchmarks/ is not a package)
-import learned_transfer  # noqa: E402
-import learned_transfer_others  # noqa: E402
-import published_benchmarks  # noqa: E402
-import transfer  # noqa: E402
-from placement_gym import results  # noqa: E402
-from placement_gym.benchmark import format_gap  # noqa: E402
-from placement_gym.results import markdown_table as md_table  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a file (python benchmarks/results_pages.py): import benchmarks.*
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.leaderboard import leaderboard_table  # noqa: E402
+from benchmarks.learned_placer import learned_transfer, learned_transfer_others, transfer  # noqa: E402
+from benchmarks.published import published_benchmarks  # noqa: E402
 
 RESULTS = "benchmarks/results"
 PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
@@ -94,9 +92,10 @@ def source(files: list[str], command: str, *, date: str | None = None, at: str |
 LEADERBOARD = "leaderboard"
 #: Per graph set (`leaderboard_table.GRAPH_SETS`), the command of its files: every preset under both objectives
 #: (the empty CASES argument: the script's default), 3 seeds (it resumes past the files that exist).
-LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2',
-                        "test": 'bash benchmarks/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" local:2 "" '
-                                'test'}
+LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" '
+                               'local:2',
+                        "test": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard 3 "" '
+                                'local:2 "" test'}
 
 
 def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
@@ -114,7 +113,7 @@ def _leaderboard_source(graphs: str = "zoo") -> str:
 
 
 def _table_command(graphs: str, summary: bool) -> str:
-    words = ["python benchmarks/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
+    words = ["python benchmarks/leaderboard/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
     return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
 
 
@@ -146,7 +145,7 @@ def leaderboard_test_cases() -> str:
     return _leaderboard_tables("test", summary=False)
 
 
-#: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard.sh` each).
+#: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard/leaderboard.sh` each).
 LONG_RUNS = {"leaderboard_10k": "hsdag placeto rnn post go", "leaderboard_10k_sb3": "ppo ppo-node"}
 LONG_CASES = ""  # every case (the script's default)
 
@@ -156,11 +155,11 @@ def leaderboard_long() -> str:
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
     references = _leaderboard_cases()
-    commands = "` and `".join(f'bash benchmarks/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 "{LONG_CASES}" '
-                              f'local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
+    commands = "` and `".join(f'bash benchmarks/leaderboard/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 '
+                              f'"{LONG_CASES}" local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
     texts = [leaderboard_table.long_run_table(paths, references[case]) for case, paths in groups.items()]
     return (source(_cited([p for paths in groups.values() for p in paths]), commands)
-            + "  \nTables: `python benchmarks/leaderboard_table.py --long "
+            + "  \nTables: `python benchmarks/leaderboard/leaderboard_table.py --long "
             f"{RESULTS}/{LEADERBOARD} " + " ".join(f"{RESULTS}/{f.name}" for f in folders) + "`\n\n"
             + "\n\n".join(texts))
 
@@ -308,8 +307,8 @@ TRANSFER_HEADER = ["agent", "preset", "zero-shot", "never worse than worst singl
 
 def transfer_today() -> str:
     files = [f"transfer_{p}_go.json" for p in ("paper", "ai_pc")]
-    command = ("PYTHONPATH=. python benchmarks/transfer.py --agents go --train-models dataset:train --test-models "
-               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train "
+               "--test-models dataset:test --train-budget 200 --profile P --untrained-finetune --json "
                "benchmarks/results/transfer_P_go.json")
     tables = [f"`{load(f)['profile']}`:\n\n" + transfer.markdown(r, [10, 50])
               for f in files for r in load(f)["results"]]
@@ -319,8 +318,8 @@ def transfer_today() -> str:
 
 def transfer_all() -> str:
     files = [f"transfer_{p}_consolidate{s}.json" for s in ("", "_others") for p in TRANSFER_PRESETS]
-    command = ("PYTHONPATH=. python benchmarks/transfer.py --agents go --train-models dataset:train --test-models "
-               "dataset:test --train-budget 200 --profile P --untrained-finetune --json "
+    command = ("PYTHONPATH=. python benchmarks/learned_placer/transfer.py --agents go --train-models dataset:train "
+               "--test-models dataset:test --train-budget 200 --profile P --untrained-finetune --json "
                "benchmarks/results/transfer_P_consolidate.json` and `... --agents hsdag rnn placeto ppo ppo-node "
                "--json benchmarks/results/transfer_P_consolidate_others.json")
     return source(files, command, at="ccb5dcf") + "\n\n" + md_table(TRANSFER_HEADER, _transfer_rows(files))
@@ -328,8 +327,8 @@ def transfer_all() -> str:
 
 # --- the imitation placer on unseen graphs (SIMULATED) ----------------------------------------------------------
 
-#: The imitation placer's transfer runs (benchmarks/learned_transfer.py), each file with the command that made it:
-#: the ai_pc and edge cases, then the paper and server cases (two commands run side by side).
+#: The imitation placer's transfer runs (benchmarks/learned_placer/learned_transfer.py), each file with the command that
+#: made it: the ai_pc and edge cases, then the paper and server cases (two commands run side by side).
 LEARNED_TRANSFER = ("learned_transfer.json", "learned_transfer_paper_server.json")
 
 
@@ -346,9 +345,9 @@ def learned_transfer_seeds() -> str:
     return _learned_source() + "\n\n" + learned_transfer.format_seeds(_learned_results())
 
 
-#: The other learned agents trained on the same graphs (benchmarks/learned_transfer_others.py): GO's network trained
-#: the imitation placer's way (every case; one file per seed), then the other agents by their own methods (the same
-#: two halves).
+#: The other learned agents trained on the same graphs (benchmarks/learned_placer/learned_transfer_others.py): GO's
+#: network trained the imitation placer's way (every case; one file per seed), then the other agents by their own
+#: methods (the same two halves).
 LEARNED_OTHERS = ("learned_transfer_others_go_imitation.json", "learned_transfer_others_go_imitation_s1.json",
                   "learned_transfer_others_go_imitation_s2.json", "learned_transfer_others.json",
                   "learned_transfer_others_paper_server.json")
@@ -369,8 +368,8 @@ def learned_transfer_cases() -> str:
             + "\n".join(learned_transfer.format_case(r) for r in _learned_results() if r["summary"]["seed"] == 0))
 
 
-#: The checkpoints that ship (agents/imitation/pretrained/, seed 0; benchmarks/imitation_model_cards.py writes
-#: their model cards from the same two files): zero-shot on the test graphs, then on the validation graphs.
+#: The checkpoints that ship (agents/imitation/pretrained/, seed 0; benchmarks/learned_placer/imitation_model_cards.py
+#: writes their model cards from the same two files): zero-shot on the test graphs, then on the validation graphs.
 LEARNED_SHIPPED = ("learned_transfer_shipped.json", "learned_transfer_shipped_val.json")
 
 
@@ -392,7 +391,8 @@ def simulator_speed() -> str:
     data = load(f)
     rows = [[r["graph"], f"{r['ops']:,}", r["placements"], f"{r['steps_per_s']:,.0f}", f"{r['us_per_step']:.0f}",
              f"{r['us_per_op']:.2f}", f"{r['mean_submodels']:.1f}"] for r in data["rows"]]
-    return (source([f], "python benchmarks/simulator_speed.py --json benchmarks/results/simulator_speed.json") + "\n\n"
+    command = "python benchmarks/performance/simulator_speed.py --json benchmarks/results/simulator_speed.json"
+    return (source([f], command) + "\n\n"
             + md_table(["graph", "ops", "placements", "env steps/s", "us/step", "us/op", "submodels (mean)"], rows))
 
 
@@ -405,7 +405,7 @@ def simulator_batched() -> str:
             step = per_s["env.step"]
             for mode, value in per_s.items():
                 rows.append([cores, r["placements"], f"`{mode}`", f"{value:,.0f}", f"{value / step:.2f}x"])
-    command = ("python benchmarks/batched_simulation.py --repeats 21 [--no-pin] --json "
+    command = ("python benchmarks/performance/batched_simulation.py --repeats 21 [--no-pin] --json "
                "benchmarks/results/batched_simulation_crossings[_two_cores].json")
     return (source(files, command) + "\n\n"
             + md_table(["cores", "placements", "mode", "placements/s (median)", "vs `env.step`"], rows))
@@ -458,16 +458,17 @@ NOISE_LABELS = {"fixed": "fixed 20 runs", "adaptive": "adaptive, alone", "paired
 
 def real_noise() -> str:
     f = "real_noise_paired_quiet.json"
-    command = ("python benchmarks/real_noise.py --models resnet inception bert --fresh 5 --rank-placements 20 0 0 "
-               "--json benchmarks/results/real_noise_paired_quiet.json")
+    command = ("python benchmarks/fidelity/real_noise.py --models resnet inception bert --fresh 5 --rank-placements 20 "
+               "0 0 --json benchmarks/results/real_noise_paired_quiet.json")
     return (source([f], command, date="2026-11-23") + " Nothing else ran on the 2 cores.\n\n"
             + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS)))
 
 
 def real_noise_variants() -> str:
     f = "real_noise_resnet_paired_variants.json"
-    command = ("python benchmarks/real_noise.py --models resnet --settings fixed paired paired-fixed paired-2pct "
-               "--fresh 5 --rank-placements 20 --json benchmarks/results/real_noise_resnet_paired_variants.json")
+    command = ("python benchmarks/fidelity/real_noise.py --models resnet --settings fixed paired paired-fixed "
+               "paired-2pct --fresh 5 --rank-placements 20 --json "
+               "benchmarks/results/real_noise_resnet_paired_variants.json")
     return source([f], command, date="2026-11-23") + "\n\n" + md_table(NOISE_HEADER, _noise_rows(load(f), NOISE_LABELS))
 
 
@@ -479,7 +480,7 @@ def real_step_cost() -> str:
         rows.append([r["model"], str(r["n_ops"]), f"{m['env_wall_s']:.3f}", f"{m['raw_wall_s']:.3f}",
                      f"{m['env_compile_s']:.2f}",
                      f"{1e3 * m['overhead_s']:+.0f} ms ({100 * m['overhead_ratio']:+.1f}%)"])
-    command = ("python benchmarks/env_step.py --models resnet inception bert --placements 7 --json "
+    command = ("python benchmarks/performance/env_step.py --models resnet inception bert --placements 7 --json "
                "benchmarks/results/env_step.json")
     return (source([f], command, date="2026-11-21") + " Measured at commit 84d5e45, before adaptive repeats and "
             "paired timing: as with `target_rel_halfwidth=None, paired_reference=False` today (warmup 3, "
@@ -500,9 +501,10 @@ def real_throughput() -> str:
                             + [f"{s['period_median_s'][k] * 1e3:.3f} ({s['ratio_to_latency_median'][k]:.2f})"
                                for k in ("1", "2", "4")]
                             + [f"{s['ideal_pipeline_period_s'] * 1e3:.3f}"])
-    command = ("python benchmarks/real_throughput.py --models tiny_branch tiny_chain resnet --repeats 5 --out "
-               "benchmarks/results/real_throughput.json` and, for the control, `python benchmarks/real_throughput.py "
-               "--models resnet --placements device0 --repeats 3 --devices \"CPU[PERFORMANCE_HINT=THROUGHPUT]\" "
+    command = ("python benchmarks/fidelity/real_throughput.py --models tiny_branch tiny_chain resnet --repeats 5 --out "
+               "benchmarks/results/real_throughput.json` and, for the control, `python "
+               "benchmarks/fidelity/real_throughput.py --models resnet --placements device0 --repeats 3 --devices "
+               "\"CPU[PERFORMANCE_HINT=THROUGHPUT]\" "
                "\"CPU[INFERENCE_NUM_THREADS=1]\" --out benchmarks/results/real_throughput_control.json")
     return (source(files, command, date="2026-11-23") + " Devices `CPU` + `CPU[INFERENCE_NUM_THREADS=1]`; "
             "another job kept one core busy.\n\n"
@@ -525,7 +527,8 @@ def scale_env() -> str:
     for kind, s in env["steps"].items():
         rows.append([f"synthetic:{env['ops']}", f"one simulated step, {kind} placements",
                      f"{s['step_median_s'] * 1e3:.1f} ms (median of {len(s['step_s'])})", "-"])
-    return (source([f], "python benchmarks/big_graphs.py --json benchmarks/results/big_graphs.json") + "\n\n"
+    command = "python benchmarks/performance/big_graphs.py --json benchmarks/results/big_graphs.json"
+    return (source([f], command) + "\n\n"
             + md_table(["graph", "what", "time", "peak RSS MB"], rows))
 
 
@@ -542,7 +545,7 @@ def scale_agents() -> str:
                      f"{a['peak_rss_mb']:.0f}" if a.get("peak_rss_mb") else "-",
                      f"{a['latency_s']:.3f} / {a['predict_latency_s']:.3f}" if a.get("predict_latency_s")
                      else f"{a['latency_s']:.3f}"])
-    command = ("nice -n 10 python benchmarks/big_graphs.py --only-agents --agent-budget 20 --json "
+    command = ("nice -n 10 python benchmarks/performance/big_graphs.py --only-agents --agent-budget 20 --json "
                "benchmarks/results/big_graphs_agents.json` and, for GO, the same with `--agents go --json "
                "benchmarks/results/big_graphs_agents_go.json")
     return (source(files, command, at="81400d2 (GO: b133640)") + f" `synthetic:80000`, `paper` preset, seed 0, "
@@ -564,7 +567,7 @@ def ray_farm() -> str:
                      f"{m['grid_local_1_s']:.1f} / {m['grid_local_2_s']:.1f}",
                      f"**{s['grid_speedup_local2_vs_local1']:.2f}x**", f"{s['grid_speedup_local2_vs_serial']:.2f}x",
                      "yes" if s["grid_records_identical"] else "no"])
-    return (source(files, "python benchmarks/ray_farm.py --json benchmarks/results/ray_farm_versions.json",
+    return (source(files, "python benchmarks/performance/ray_farm.py --json benchmarks/results/ray_farm_versions.json",
                    date="2026-11-23 to 2026-11-24", at="fabedb7 / b2ed27f", data=load(files[0]))
             + f" Medians of {load(files[0])['settings']['rounds']} interleaved rounds each.\n\n"
             + md_table(["file", "real placements s, 1 / 2 workers", "speedup", "grid serial s",
@@ -673,8 +676,8 @@ def published() -> str:
 def algorithm_ablation() -> str:
     f = "algorithm_ablation.json"
     data = load(f)
-    return (source([f], "python benchmarks/algorithm_ablation.py --json benchmarks/results/algorithm_ablation.json",
-                   at="143e167") + " SIMULATED, `paper` preset, budget 500, seeds 0-4.\n\n```text\n"
+    command = "python benchmarks/leaderboard/algorithm_ablation.py --json benchmarks/results/algorithm_ablation.json"
+    return (source([f], command, at="143e167") + " SIMULATED, `paper` preset, budget 500, seeds 0-4.\n\n```text\n"
             + results.format_learning_table(data["summary"]) + "\n```")
 
 

@@ -5,7 +5,8 @@ after a few measured placements (SIMULATED backend).
 
 Training draws one graph of ``dataset:train`` per reset (a multi-graph env); the test graph comes from
 ``dataset:test`` (families never in training). The checkpoint goes to a temporary file and is loaded back, as a
-user would ship it. `benchmarks/transfer.py` runs the whole protocol (every test graph, the optimum, from scratch).
+user would ship it. `benchmarks/learned_placer/transfer.py` runs the whole protocol (every test graph, the optimum, from
+scratch).
 """
 import argparse
 import tempfile

@@ -66,7 +66,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None 
                         help="the seeds themselves, each once (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
     parser.add_argument("--repeats", type=int, help="real backend: timed inferences per placement (default 20)")
-    parser.add_argument("--json", help="write the records as JSON here (CSV and the curves PNG next to it)")
+    parser.add_argument("--json", help="write the records as JSON here (CSV and the curves PNG next to it; a path "
+                        "ending in .json.gz is written gzip-compressed)")
     parser.add_argument("--csv", help="write one CSV row per record here")
     parser.add_argument("--plot", help="write the best-so-far curves (PNG) here")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")

@@ -128,7 +128,7 @@ def local_core_shares(workers: int) -> "list[list[int] | None]":
 
     Why: OpenVINO compiles on more than one thread (an uncached measurement keeps more than one core busy, and
     the CPU plugin refuses ``COMPILATION_NUM_THREADS``), so two unpinned workers on 2 cores contend for both and
-    slow each other down; pinned, each has its core. `benchmarks/ray_farm.py` compares the two (results in
+    slow each other down; pinned, each has its core. `benchmarks/performance/ray_farm.py` compares the two (results in
     docs/results/ray.md)."""
     if not hasattr(os, "sched_getaffinity"):
         return [None] * workers

@@ -9,7 +9,9 @@
   line naming the first's pid, instead of both computing everything.
 * `check_outputs`: every file a job will write, checked before it starts: no two at one path, none over a
   file it reads, none over an existing file unless the caller says so.
-* `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings.
+* `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings;
+  a path ending in ``.gz`` is written gzip-compressed, and `load_json` (like every reader of `placement_gym.schema`)
+  reads ``x.json`` from ``x.json.gz`` where only that is stored.
 * `read_placements`: a results or placement file read back, checked (`placement_gym.schema`) before anything is
   built from it.
 * `summarize` / `format_table`: the paper's Table 2 layout (mean ± std over seeds per model and agent).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as _dt
+import gzip
 import importlib.metadata
 import io
 import json
@@ -39,6 +42,7 @@ import numpy as np
 
 from .schema import (
     MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Record, Text, check, mismatch, read_json,
+    read_text,
 )
 SCHEMA_VERSION = 2
 #: The agent name whose latency `summarize` measures every other agent's gap against.
@@ -233,8 +237,22 @@ def write_text(path: "str | os.PathLike", text: str, *, overwrite: bool = False)
 
 
 def write_json(path: "str | os.PathLike", data: Any, *, overwrite: bool = False) -> Path:
-    """Write `data` as strict JSON (numpy values as lists, non-finite floats as null) with `write_atomically`."""
-    return write_text(path, json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n", overwrite=overwrite)
+    """Write `data` as strict JSON (numpy values as lists, non-finite floats as null) with `write_atomically`;
+    gzip-compressed where `path` ends in ``.gz`` (``x.json.gz``: what `load_json` and `schema.read_text` read
+    back, also when asked for ``x.json``)."""
+    text = json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n"
+    if Path(path).suffix != ".gz":
+        return write_text(path, text, overwrite=overwrite)
+    packed = gzip.compress(text.encode("utf-8"), mtime=0)  # no timestamp: the same data, the same bytes
+    return write_atomically(path, lambda tmp: tmp.write_bytes(packed), overwrite=overwrite)
+
+
+def beside(path: "str | os.PathLike", suffix: str) -> Path:
+    """The file next to results file `path` with its name and `suffix`: ``x.json`` or ``x.json.gz`` and
+    ``".csv"`` -> ``x.csv`` (a compare's CSV and pictures beside its JSON)."""
+    path = Path(path)
+    name = path.name.removesuffix(".gz") if path.name.endswith(".json.gz") else path.name
+    return path.with_name(Path(name).stem + suffix)
 
 
 def _jsonable(value: Any) -> Any:
@@ -310,6 +328,13 @@ def write_csv(path, records: Sequence[Mapping[str, Any]], *, overwrite: bool = F
 # ------------------------------------------------------------------------------------- reading them back
 #: The largest results or placement file read back (a compare of thousands of runs is tens of MB).
 MAX_RESULTS_BYTES = 256 << 20
+
+
+def load_json(path: "str | os.PathLike") -> Any:
+    """The contents of results file `path`, or of its compressed twin ``path.gz`` where only that exists
+    (`schema.read_text`), unchecked: for the tables made of files this project wrote (`read_placements` checks
+    what it builds from)."""
+    return json.loads(read_text(path, max_bytes=MAX_RESULTS_BYTES, what="results file"))
 #: The most records one results file may hold.
 MAX_RECORDS = 100_000
 # Model and agent names go into the names of the files `show` writes: no path separators.

@@ -3,8 +3,8 @@
 The ``sanity`` suite (``placement_gym/suites/sanity.json``) runs small graphs (12-32 ops) under four presets and
 both objectives, 500 placements, 3 seeds. For each of its (case, model) pairs the exact solver (``optimal``,
 `agents.baselines.optimal`) proves the optimum of the cost model in seconds; the proven optima ship as data
-(``placement_gym/suites/reference/sanity_optima.json``, written and checked by ``benchmarks/sanity_optima.py``),
-so a check needs no solver.
+(``placement_gym/suites/reference/sanity_optima.json``, written and checked by
+``benchmarks/leaderboard/sanity_optima.py``), so a check needs no solver.
 
 `sanity_check` gives the verdict of each (agent, case, model): it **passes** iff
 
@@ -115,8 +115,8 @@ def load_optima(suite: "Suite | str | Path", path: "str | Path | None" = None) -
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     path = Path(path) if path is not None else optima_path(suite)
     if not path.is_file():
-        raise ValueError(f"suite {suite.name!r} ships no proven optima ({path}): `python benchmarks/sanity_optima.py "
-                         "--suite SUITE_FILE --out FILE` proves them")
+        raise ValueError(f"suite {suite.name!r} ships no proven optima ({path}): `python "
+                         "benchmarks/leaderboard/sanity_optima.py --suite SUITE_FILE --out FILE` proves them")
     data = read_json(path, OPTIMA_FILE, max_bytes=MAX_OPTIMA_BYTES, what="optima file")
     check_same_versions(suite.versions(), data, path)
     optima: dict[tuple[str, str], Optimum] = {}
@@ -131,7 +131,7 @@ def load_optima(suite: "Suite | str | Path", path: "str | Path | None" = None) -
     missing = [pair for pair in suite.pairs() if pair not in optima]
     if missing:
         raise mismatch(path, "optima", f"no entry for {missing[0][0]} {missing[0][1]}", "an optimum for every (case, "
-                       "model) pair of the suite: prove them again with python benchmarks/sanity_optima.py")
+                       "model) pair of the suite: prove them again with python benchmarks/leaderboard/sanity_optima.py")
     return optima
 
 

@@ -27,10 +27,12 @@ the schema has passed, and reported the same way with `mismatch`.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -38,7 +40,7 @@ from typing import Any, Callable, Mapping, Sequence
 __all__ = [
     "HEX64", "INT64_MAX", "INT64_MIN", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf",
     "Integer", "ListOf", "MapOf", "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged",
-    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text", "repeated",
+    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text", "repeated", "stored",
 ]
 
 #: The most ops a graph named in a file may have (``synthetic:N``, a placement's length): above the largest graphs
@@ -161,16 +163,28 @@ def check(value: Any, spec: "Spec", source: "str | os.PathLike", *, at: str = ""
     return value
 
 
+def stored(path: "str | os.PathLike") -> Path:
+    """Where the file `path` is stored: `path` itself, or its gzip-compressed twin ``path.gz`` where only that
+    exists (large results files and label caches are kept compressed: ``x.json`` is read from ``x.json.gz``)."""
+    path = Path(path)
+    if path.suffix != ".gz" and not path.exists():
+        packed = path.with_name(path.name + ".gz")
+        if packed.exists():
+            return packed
+    return path
+
+
 def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
               error: type[ValueError] = SchemaError) -> str:
-    """The UTF-8 text of the file at `path`, read bounded (the file's own parser then reads it; nothing is run).
+    """The UTF-8 text of the file at `path` (or of its compressed twin, `stored`), read bounded (the file's own
+    parser then reads it; nothing is run). A ``.gz`` file is decompressed (gzip, of the standard library).
 
     The size is checked before the file is read, so an oversized file costs nothing, and again on what was read
-    (the file may have grown since). ``FileNotFoundError`` when nothing is at `path`; every other problem (a
-    folder, too big, not UTF-8, unreadable) is one `error` naming the file (`what` says what kind of file was
-    expected).
+    (the file may have grown since; a compressed file's bound is on its text). ``FileNotFoundError`` when nothing
+    is at `path`; every other problem (a folder, too big, not UTF-8, not gzip, unreadable) is one `error` naming
+    the file (`what` says what kind of file was expected).
     """
-    path = Path(path)
+    path = stored(path)
     if not path.exists():
         raise FileNotFoundError(f"no {what} at {path}")
     if not path.is_file():
@@ -178,7 +192,7 @@ def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
     size = path.stat().st_size
     try:
         if size <= max_bytes:
-            with open(path, "rb") as f:
+            with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
                 data = f.read(max_bytes + 1)
             size = len(data)
         if size > max_bytes:
@@ -186,6 +200,8 @@ def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path} is not UTF-8 text; expected a {what}") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise error(f"{path} is not a whole gzip file ({exc}); expected a compressed {what}") from None
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 

@@ -2,10 +2,9 @@
 modules."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -84,16 +83,9 @@ def local_ray():
 
 
 def load_benchmark(name: str):
-    """benchmarks/<name>.py imported by path (benchmarks/ is not a package; its scripts import their sibling
-    modules, so that folder is on sys.path while one loads)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    """The benchmark script ``benchmarks/KIND/NAME.py`` as a module, by its module path under benchmarks/
+    (``"leaderboard.leaderboard_table"``): benchmarks/ is a package whose scripts import each other that way."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def break_device(backend, index: int = 1) -> None:

@@ -236,17 +236,19 @@ def test_an_unknown_agent_is_refused_before_any_run(tmp_path):
 
 
 def test_a_suites_reference_is_read_from_the_leaderboards_runs_as_run_suite_runs_them(tmp_path):
-    """`benchmarks/reference_results.py --from-leaderboard`: the leaderboard's `compare` files (one per case, graph
-    set and seed, as benchmarks/leaderboard.sh names them) hold the records `run_suite` makes of the same runs; a
-    missing run, another budget or another cost model is refused, naming it."""
-    reference = load_benchmark("reference_results")
+    """`benchmarks/leaderboard/reference_results.py --from-leaderboard`: the leaderboard's `compare` files (one per
+    case, graph set and seed, as benchmarks/leaderboard/leaderboard.sh names them; compressed or not) hold the records
+    `run_suite` makes of the same runs; a missing run, another budget or another cost model is refused, naming it."""
+    reference = load_benchmark("leaderboard.reference_results")
     suite = benchmark.load_suite(tiny_suite(tmp_path, cases=["paper:throughput"], budgets=[12]))
     board, agents = tmp_path / "board", ["single-device", "dp", "hsdag", "hybrid:post"]
     for seed in suite.seeds:
         for tag, model in (("", "tiny_branch"), ("_test", "synthetic:24:1")):
+            name = f"paper_throughput{tag}_seed{seed}.json" + (".gz" if seed == 0 else "")  # as leaderboard.sh writes
             assert cli(["compare", "--models", model, "--agents", *agents, "--budget", "12", "--seed", str(seed),
                         "--profile", "paper", "--objective", "throughput", "--unsupported", "repair", "--no-progress",
-                        "--json", str(board / f"paper_throughput{tag}_seed{seed}.json")]) == 0
+                        "--json", str(board / name)]) == 0
+    assert (board / "paper_throughput_seed0.csv").is_file()  # beside x.json.gz: x.csv, not x.json.csv
 
     def slim(records):
         rows = [without_timings({k: r.get(k) for k in benchmark.REFERENCE_KEYS}) for r in records]
@@ -262,7 +264,7 @@ def test_a_suites_reference_is_read_from_the_leaderboards_runs_as_run_suite_runs
 
     (board / "paper_throughput_test_seed1.json").rename(tmp_path / "aside.json")
     with pytest.raises(ValueError, match=r"5 runs of the suite tiny missing, e.g. paper:throughput CPU-only "
-                                         r"synthetic:24:1 seed 1;.*run benchmarks/leaderboard.sh"):
+                                         r"synthetic:24:1 seed 1;.*run benchmarks/leaderboard/leaderboard.sh"):
         reference.leaderboard_records(board, suite)
     longer = benchmark.load_suite(tiny_suite(tmp_path, cases=["paper:throughput"], budgets=[40]))
     with pytest.raises(ValueError, match="budget 12, not the suite's 40"):
@@ -279,7 +281,7 @@ def test_the_shipped_standard_reference_is_the_shipped_leaderboards_runs(tmp_pat
     """`placement_gym/suites/reference/standard.json` is what ``reference_results.py --from-leaderboard`` writes from
     the leaderboard files shipped in benchmarks/results/leaderboard: every case, model and seed of the suite, record
     for record (so the two cannot drift apart when one of them is rerun)."""
-    reference = load_benchmark("reference_results")
+    reference = load_benchmark("leaderboard.reference_results")
     suite = benchmark.load_suite("standard")
     out = tmp_path / "standard.json"
     assert reference.main(["--suite", "standard", "--from-leaderboard", str(BENCHMARKS / "results" / "leaderboard"),

@@ -249,6 +249,28 @@ def test_files_are_written_once_and_atomically(tmp_path):
     assert json.loads(path.read_text()) == {"x": 1}
 
 
+def test_a_results_file_ending_in_gz_is_written_compressed_and_read_back_by_either_name(tmp_path):
+    """Large result sets are stored as ``x.json.gz``: `write_json` compresses by the suffix (the same bytes for the
+    same data), `load_json` and the checked readers read it as ``x.json.gz`` or as ``x.json`` when only the
+    compressed file exists, a damaged one is one error naming it, and the CSV beside it is ``x.csv``."""
+    import gzip
+
+    from placement_gym.results import beside, load_json
+    from placement_gym.schema import SchemaError
+
+    data = {"records": [{"model": "m", "latency_s": 0.5}]}
+    packed = write_json(tmp_path / "x.json.gz", data)
+    assert gzip.decompress(packed.read_bytes()).decode().startswith("{")
+    assert load_json(tmp_path / "x.json") == load_json(packed) == data
+    assert write_json(tmp_path / "again.json.gz", data).read_bytes() == packed.read_bytes()
+    assert beside(packed, ".csv") == tmp_path / "x.csv" and beside(tmp_path / "x.json", ".png") == tmp_path / "x.png"
+    (tmp_path / "bad.json.gz").write_bytes(packed.read_bytes()[:20])  # cut short
+    with pytest.raises(SchemaError, match=r"bad\.json\.gz is not a whole gzip file"):
+        load_json(tmp_path / "bad.json")
+    with pytest.raises(FileNotFoundError):
+        load_json(tmp_path / "none.json")
+
+
 def test_learning_table_shows_predict_and_placements_to_within():
     records = [dict(_record("m", "learner", s, 5.0), placements_measured=50, predict_latency_s=8.0,
                     agent_ms_per_placement=2.0, placements_to_within={"5": n, "2": n, "1": None})

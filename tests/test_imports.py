@@ -1,5 +1,5 @@
-"""The library's layering, read from the source: no import circles in `placement_gym` or `agents`, and
-`placement_gym` never imports `agents`.
+"""The library's layering, read from the source: no import circles in `placement_gym`, `agents` or `benchmarks`,
+and `placement_gym` never imports `agents`.
 
 Every ``import`` counts, at module level or inside a function: a circle through a function-level import still
 ties the two modules together. ``from pkg import name`` counts as importing the submodule ``pkg.name`` where
@@ -91,6 +91,20 @@ def test_no_import_circle_in_agents():
     assert "agents.baselines.dp" in graph and "agents.search.hybrid" in graph  # the walk sees them
     cycle = _cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_no_import_circle_in_benchmarks_and_no_script_imported_by_bare_name():
+    """The benchmark scripts import each other by module path (``benchmarks.leaderboard.leaderboard_table``), never
+    a sibling by its bare name (which worked only from the script's own folder), and in no circle."""
+    graph = _graph("benchmarks")
+    assert "benchmarks.learned_placer.learned_transfer" in graph and "benchmarks.results_pages" in graph
+    cycle = _cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+    modules = _modules("benchmarks")
+    scripts = {path.stem for path in modules.values()} - {"__init__"}
+    bare = sorted(f"{name} imports {module}" for name, path in modules.items()
+                  for module in _imports(name, path, {}) if module.partition(".")[0] in scripts)
+    assert not bare, "imported by bare name: " + "; ".join(bare)
 
 
 def test_the_cycle_finder_finds_a_circle():

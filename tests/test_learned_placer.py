@@ -1,11 +1,12 @@
 """The imitation placer (`agents.imitation`): its labels, their cache, the train/test split, a zero-shot
 placement of an unseen tiny graph that beats every single device (which an untrained policy's does not), the
-fine-tuning rows of its transfer benchmark (`benchmarks/learned_transfer.py --finetune`), and the checkpoints it
-ships (one per preset and objective, the default of ``--agent imitation`` on a preset)."""
+fine-tuning rows of its transfer benchmark (`benchmarks/learned_placer/learned_transfer.py --finetune`), and the
+checkpoints it ships (one per preset and objective, the default of ``--agent imitation`` on a preset)."""
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import gzip
 import json
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from agents.imitation.labels import (
 from agents.imitation.training import place_zero_shot
 from placement_gym import registry
 from placement_gym.models.dataset import dataset_entries
+from placement_gym.results import load_json, write_json
 
 from .conftest import load_benchmark
 
@@ -80,16 +82,16 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     path = cache.path("synthetic:12:0", PRESET, OBJECTIVE, FAST)
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST).source == label.source
 
-    damaged = json.loads(path.read_text())
+    damaged = load_json(path)  # a .json.gz file
     damaged["placement"][0] = "GPU"
-    path.write_text(json.dumps(damaged))
+    write_json(path, damaged, overwrite=True)
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
     assert "damaged label" in caplog.text
     again = labels_for(["synthetic:12:0"], PRESET, OBJECTIVE, FAST, cache, workers=1)[0]
     assert np.array_equal(again.placement, label.placement)
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is not None  # the file was written again
 
-    path.write_text('{"graph": ')  # truncated
+    path.write_bytes(gzip.compress(b'{"graph": '))  # truncated
     assert cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST) is None
 
     # the digest a training records of its labels: the same for the same placements, another for another
@@ -98,6 +100,17 @@ def test_label_is_the_best_of_its_planners_and_the_cache_refuses_a_damaged_file(
     from agents.imitation.training import labels_digest
     moved = replace(label, placement=(label.placement + 1) % 3)
     assert labels_digest([again]) == labels_digest([label]) != labels_digest([moved])
+
+
+def test_labels_are_cached_compressed_and_a_plain_label_file_of_an_older_cache_is_still_read(tmp_path):
+    cache = LabelCache(tmp_path)
+    label = labels_for(["synthetic:12:0"], PRESET, OBJECTIVE, FAST, cache, workers=1)[0]
+    path = cache.path("synthetic:12:0", PRESET, OBJECTIVE, FAST)
+    assert path.name.endswith(".json.gz") and gzip.decompress(path.read_bytes()).startswith(b"{")
+    plain = path.with_name(path.name.removesuffix(".gz"))
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    path.unlink()
+    assert np.array_equal(cache.get("synthetic:12:0", PRESET, OBJECTIVE, FAST).placement, label.placement)
 
 
 @pytest.mark.parametrize("change, found", [
@@ -112,9 +125,9 @@ def test_a_label_file_that_does_not_fit_its_graph_is_refused_naming_the_file_and
     cache, graph = LabelCache(tmp_path), "synthetic:12:0"
     labels_for([graph], PRESET, OBJECTIVE, FAST, cache, workers=1)
     path = cache.path(graph, PRESET, OBJECTIVE, FAST)
-    data = json.loads(path.read_text())
+    data = load_json(path)
     data["placement"] = change(data["placement"])
-    path.write_text(json.dumps(data))  # still fits the label file's schema
+    write_json(path, data, overwrite=True)  # still fits the label file's schema
     with pytest.raises(ValueError) as error:
         train_case(PRESET, OBJECTIVE, [graph], epochs=1, settings=FAST, cache=cache, workers=1, agent_options=SMALL,
                    log=lambda line: None)
@@ -156,7 +169,7 @@ def test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart(tmp_
     assert "search-from-best" in better.planners and "search-from-best" not in plain.planners
     assert better.planners["dp"]["latency_s"] == plain.planners["dp"]["latency_s"]
     assert searched.key() != FAST.key() and "search_from_best" not in FAST.as_dict()
-    saved = json.loads(cache.path("synthetic:24:0", PRESET, OBJECTIVE, searched).read_text())
+    saved = load_json(cache.path("synthetic:24:0", PRESET, OBJECTIVE, searched))
     assert saved["settings"]["search_from_best"] == 30
     assert cache.get("synthetic:24:0", PRESET, OBJECTIVE, searched).latency_s == better.latency_s
 
@@ -239,7 +252,7 @@ def test_predict_is_the_policy_argmax_and_refuses_any_search():
 
 
 def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
-    transfer = load_benchmark("learned_transfer")
+    transfer = load_benchmark("learned_placer.learned_transfer")
     labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN[:3]]
     agent = ImitationAgent(seed=0, **SMALL)
     agent.pretrain([(label_env(label.graph, PRESET, OBJECTIVE, agent.feature_families), label.placement)
@@ -277,7 +290,8 @@ def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
 
 
 def test_other_learned_agents_train_on_the_same_graphs_and_are_set_beside_it_against_one_best_known(tmp_path):
-    transfer, others = load_benchmark("learned_transfer"), load_benchmark("learned_transfer_others")
+    transfer = load_benchmark("learned_placer.learned_transfer")
+    others = load_benchmark("learned_placer.learned_transfer_others")
     labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN[:3]]
     agent = ImitationAgent(seed=0, **SMALL)
     agent.pretrain([(label_env(label.graph, PRESET, OBJECTIVE, agent.feature_families), label.placement)
@@ -305,19 +319,19 @@ def test_the_shipped_labels_cover_the_documented_training_and_test_graphs():
     """The labels the committed checkpoints and results come from (`SHIPPED_LABELS`) are read back, checked, for
     every graph and case of the documented commands: a change of what a label is (its version, the cost model, the
     settings, the training graphs) makes them stale, and this says so instead of a silent recomputation."""
-    train = load_benchmark("train_learned_placer")
-    transfer = load_benchmark("learned_transfer")
-    shipped = LabelCache(train.SHIPPED_LABELS)
+    recipes = load_benchmark("learned_placer.recipes")
+    transfer = load_benchmark("learned_placer.learned_transfer")
+    shipped = LabelCache(recipes.SHIPPED_LABELS)  # benchmarks/learned_placer/labels, compressed
     tests = transfer.test_graph_names(transfer.TEST_MODELS)
-    missing = [(graph, preset, objective) for preset, objective in train.CASES
-               for graphs, settings in ((train.RECIPES[preset, objective].graphs(), LabelSettings()),
-                                        (tests, transfer.REFERENCE))
+    missing = [(graph, preset, objective) for preset, objective in recipes.CASES
+               for graphs, settings in ((recipes.RECIPES[preset, objective].graphs(), LabelSettings()),
+                                        (tests, recipes.REFERENCE))
                for graph in graphs if shipped.get(graph, preset, objective, settings) is None]
     # the validation graphs' reference labels the documented recipe comparisons use: under throughput on every
     # preset, and edge latency
     for preset, objective in [(p, "throughput") for p in ("ai_pc", "edge", "paper", "server")] + [("edge", "latency")]:
         missing += [(graph, preset, objective) for graph in validation_graphs()
-                    if shipped.get(graph, preset, objective, transfer.REFERENCE) is None]
+                    if shipped.get(graph, preset, objective, recipes.REFERENCE) is None]
     assert not missing, f"{len(missing)} shipped labels missing or stale, e.g. {missing[:3]}"
 
 
@@ -326,7 +340,7 @@ def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_set
     that field only."""
     import argparse
 
-    train = load_benchmark("train_learned_placer")
+    train = load_benchmark("learned_placer.train_learned_placer")
     unset = argparse.Namespace(synthetic=None, varied=None, epochs=None, rl_budget=None, average_from=None)
     more, fewer = ("ai_pc", "throughput"), ("paper", "throughput")
     assert train.recipe_of(more, unset) == train.RECIPES[more] != train.RECIPES[fewer]
@@ -337,7 +351,7 @@ def test_the_training_script_takes_each_cases_recipe_unless_the_command_line_set
 
 def test_the_training_script_refuses_to_replace_a_checkpoint(tmp_path):
     """Nothing is trained, and the existing checkpoint is kept, unless --overwrite."""
-    train = load_benchmark("train_learned_placer")
+    train = load_benchmark("learned_placer.train_learned_placer")
     existing = train.checkpoint_path(tmp_path, PRESET, OBJECTIVE, 0)
     existing.write_bytes(b"a checkpoint")
     with pytest.raises(SystemExit) as stopped:
@@ -462,7 +476,7 @@ def test_a_checkpoint_ships_for_every_preset_and_objective_with_its_record_and_m
     from agents.core.checkpoint import read_checkpoint
     from agents.imitation import shipped
 
-    train = load_benchmark("train_learned_placer")
+    train = load_benchmark("learned_placer.train_learned_placer")
     assert shipped.shipped_cases() == sorted(train.CASES)
     folder = Path(shipped.__file__).parent / shipped.PRETRAINED
     declared = read_configuration(Path(__file__).parents[1] / "setup.cfg")["options"]["package_data"]
@@ -479,7 +493,7 @@ def test_a_checkpoint_ships_for_every_preset_and_objective_with_its_record_and_m
         assert data["hyperparameters"]["sequential"] is True and data["hyperparameters"]["seed"] == 0
         card = shipped.model_card(preset, objective)
         assert record["labels_sha256"] in card and shipped.REBUILD.format(preset=preset, objective=objective) in card
-        assert "python benchmarks/learned_transfer.py" in card  # its val and test figures, with their command
+        assert "python benchmarks/learned_placer/learned_transfer.py" in card  # its val and test figures, by command
 
 
 @pytest.mark.parametrize("case", shipped_cases())

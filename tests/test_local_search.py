@@ -185,11 +185,10 @@ def test_go_refuses_bad_search_settings():
 
 def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
     import json
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import transfer
+    from .conftest import load_benchmark
+
+    transfer = load_benchmark("learned_placer.transfer")
 
     out = tmp_path / "transfer.json"
     assert transfer.main(["--train-models", "tiny_chain", "--test-models", "tiny_branch", "--train-budget", "8",

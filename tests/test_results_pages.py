@@ -28,16 +28,18 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
     reference file (its `optimal` row included), not to the best among themselves."""
     import json
 
-    table = load_benchmark("leaderboard_table")
-    reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"
-    data = json.loads(reference.read_text())
+    from placement_gym.results import load_json
+
+    table = load_benchmark("leaderboard.leaderboard_table")
+    reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
+    data = load_json(reference)
     data["records"] = [r for r in data["records"] if r["agent"] in ("go", "hsdag")]
     long = tmp_path / "paper_latency.json"
     long.write_text(json.dumps(data))
     case, rows = table.long_run_rows([long], reference)
     assert case == "paper:latency" and {r["agent"] for r in rows} == {"go", "hsdag"}
     alone = table.case_rows(long)[1]  # ranked among themselves: the better of the two has no gap at all
-    optimum = {r["model"]: r["latency_s"] for r in json.loads(reference.read_text())["records"]
+    optimum = {r["model"]: r["latency_s"] for r in load_json(reference)["records"]
                if r["agent"] == "optimal"}
     for row in rows:
         assert row["best_known_s"] <= optimum[row["model"]] * (1 + 1e-9)
@@ -50,7 +52,7 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
 def test_the_test_splits_files_are_a_graph_set_of_their_own(tmp_path):
     """`leaderboard_table.folder_cases`: a case's zoo and test-split files are read apart when a graph set is
     named (the zoo's tables keep their three models; the test split gets tables of its own), together when not."""
-    table = load_benchmark("leaderboard_table")
+    table = load_benchmark("leaderboard.leaderboard_table")
     names = ("paper_latency_seed0", "paper_latency_seed1", "paper_latency_test_seed0", "paper_latency_seed0.partial")
     for name in names:
         (tmp_path / f"{name}.json").write_text("{}")
@@ -62,11 +64,12 @@ def test_the_test_splits_files_are_a_graph_set_of_their_own(tmp_path):
 
 
 def test_the_published_benchmarks_run_through_compare_and_render_as_the_page_does(tmp_path, monkeypatch):
-    """benchmarks/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its JSON;
-    results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split priced)."""
+    """benchmarks/published/published_benchmarks.py runs each model as one `evaluation.compare` and writes only its
+    JSON; results_pages' ``published`` table renders it (their DP optimum reproduced by ``dp``, the expert split
+    priced)."""
     import json
 
-    script = load_benchmark("published_benchmarks")
+    script = load_benchmark("published.published_benchmarks")
     out = tmp_path / "published.json"
     model = "tarnawski:throughput-inputs/LayerGraphs/bert24_inference"
     assert script.main(["--inputs", model, "--agents", "single-device", "dp", "--budget", "1", "--json", str(out)]) == 0
@@ -99,14 +102,14 @@ def test_the_machine_line_names_the_cpu_model_a_file_recorded():
 
 
 def test_each_results_file_is_read_once(monkeypatch):
-    """`load` (`leaderboard_table.read`) caches: regenerating every page reads each file once."""
+    """`load` (`leaderboard_table.read`) caches: regenerating every page reads each file once, plain or
+    compressed (the leaderboard's files are ``.json.gz``)."""
+    table = load_benchmark("leaderboard.leaderboard_table")  # the module the pages use
+    table._read.cache_clear()  # a fresh cache
     reads: list[str] = []
-    read_text = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(str(self)) or read_text(self, *a, **k))
-    table = load_benchmark("leaderboard_table")
-    monkeypatch.setattr(pages, "leaderboard_table", table)  # a fresh cache
+    load_json = table.load_json
+    monkeypatch.setattr(table, "load_json", lambda path: reads.append(str(path)) or load_json(path))
     for name in pages.TABLES:
         if name.startswith(("leaderboard", "sample")):
             pages.TABLES[name]()
-    results = [r for r in reads if r.endswith(".json")]
-    assert results and len(results) == len(set(results))
+    assert reads and len(reads) == len(set(reads)) and any(r.endswith(".json.gz") for r in reads)

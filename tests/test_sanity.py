@@ -68,7 +68,7 @@ def test_the_shipped_optima_are_what_the_solver_proves_now(name):
     proven, at the shipped latency; the shipped placement measures that latency on the suite's own env."""
     suite = benchmark.load_suite(name)
     optima = sanity.load_optima(suite)
-    script = load_benchmark("sanity_optima")
+    script = load_benchmark("leaderboard.sanity_optima")
     proven = script.prove_all(suite)
     assert script.differences(optima, proven) == []
     for optimum in optima.values():

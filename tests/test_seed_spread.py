@@ -1,5 +1,5 @@
-"""benchmarks/seed_spread.py: the median over every seed subset, "never" ranked above any count, seeds pooled
-across files (the last file's run of a seed wins) against one reference per model."""
+"""benchmarks/leaderboard/seed_spread.py: the median over every seed subset, "never" ranked above any count, seeds
+pooled across files (the last file's run of a seed wins) against one reference per model."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import math
 
 from .conftest import load_benchmark
 
-spread = load_benchmark("seed_spread")
+spread = load_benchmark("leaderboard.seed_spread")
 
 
 def test_every_subset_median_is_enumerated_and_never_ranks_above_any_count():

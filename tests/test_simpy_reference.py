@@ -1,4 +1,4 @@
-"""The SimPy re-implementation of our cost model (benchmarks/simpy_reference.py) gives the latencies of
+"""The SimPy re-implementation of our cost model (benchmarks/performance/simpy_reference.py) gives the latencies of
 `SimulatedBackend` to 1e-9 relative, for both schedules: what makes its speed comparison meaningful."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ TOLERANCE = 1e-9
 
 @pytest.fixture(scope="module")
 def reference():
-    """benchmarks/simpy_reference.py as a module."""
-    return load_benchmark("simpy_reference")
+    """benchmarks/performance/simpy_reference.py as a module."""
+    return load_benchmark("performance.simpy_reference")
 
 
 def relative_differences(reference, backend, graph, placements) -> np.ndarray:

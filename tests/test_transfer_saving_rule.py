@@ -1,6 +1,6 @@
 """The per-op saving rule (`move_large_savings`, the learned agents' zero-shot override) moves exactly the ops whose
-saving on their cheapest allowed device exceeds the threshold; benchmarks/transfer_saving_rule.py runs end to end on
-a split, writing its JSON."""
+saving on their cheapest allowed device exceeds the threshold; benchmarks/learned_placer/transfer_saving_rule.py runs
+end to end on a split, writing its JSON."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ from .conftest import load_benchmark
 
 @pytest.fixture(scope="module")
 def rule():
-    return load_benchmark("transfer_saving_rule")
+    return load_benchmark("learned_placer.transfer_saving_rule")
 
 
 def test_only_ops_saving_more_than_the_threshold_move():

@@ -17,7 +17,7 @@ Why not SB3's defaults:
   against the spaces it was built with, so `agents.ppo.SB3Agent` calls the policy directly and rebuilds the
   algorithm around the same weights for another env).
 * SB3's ``MultiCategoricalDistribution`` builds one torch ``Categorical`` per node and loops over them in
-  Python: at 1,000 nodes that dominates the update (see ``benchmarks/sb3_distribution.py``).
+  Python: at 1,000 nodes that dominates the update (see ``benchmarks/performance/sb3_distribution.py``).
   `VectorizedMultiCategoricalDistribution` is one ``Categorical`` over a (B, N, D) logits tensor, with the same
   log-probabilities.
 

@@ -25,7 +25,7 @@ The method:
 
 A checkpoint belongs to one case: the device set (preset) and the objective are not inputs of the network beyond
 what the observation's device features and costs say, so each (preset, objective) gets its own checkpoint
-(`benchmarks/train_learned_placer.py` writes one per case with a JSON beside it naming the case).
+(`benchmarks/learned_placer/train_learned_placer.py` writes one per case with a JSON beside it naming the case).
 """
 from __future__ import annotations
 

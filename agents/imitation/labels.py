@@ -17,8 +17,8 @@ A *case* is a hardware preset and an objective (``("ai_pc", "throughput")``). Fo
 and keeps the fastest placement as measured (after the env's ``unsupported="repair"``). Every planner's latency
 and wall time is kept beside it, so the same label is the "best known" reference of a transfer table.
 
-Labels are cached on disk, one JSON file per (graph, preset, objective, cost-model version, label settings),
-written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
+Labels are cached on disk, one gzip-compressed JSON file per (graph, preset, objective, cost-model version, label
+settings), written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
 (`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again. A label's
 placement is checked against its graph before anything imitates it (`check_placement`: one device per op, each a
 device of the preset that can run the op): one that does not fit is refused in one line naming the file.
@@ -280,7 +280,8 @@ def _compute(job: "tuple[str, str, str, LabelSettings, Label | None]") -> Label:
 
 # ------------------------------------------------------------------------------------------------ the cache
 class LabelCache:
-    """Labels on disk under `directory` (default: ``<model cache>/labels``), one JSON file per key."""
+    """Labels on disk under `directory` (default: ``<model cache>/labels``), one gzip-compressed JSON file per key
+    (``.json.gz``; a plain ``.json`` of the same key, as caches were written before, is read too)."""
 
     def __init__(self, directory: "str | Path | None" = None) -> None:
         self.directory = Path(directory) if directory is not None else model_cache_dir() / "labels"
@@ -291,12 +292,14 @@ class LabelCache:
         safe = safe_name(graph)
         digest = hashlib.sha256(graph.encode()).hexdigest()[:8]  # two names that map to one safe name stay apart
         return self.directory / (f"{safe}-{digest}-{preset}-{objective}-cm{COST_MODEL_VERSION}-"
-                                 f"{settings.key()}.json")
+                                 f"{settings.key()}.json.gz")
 
     def get(self, graph: str, preset: str, objective: str, settings: LabelSettings) -> Label | None:
         """The cached label, or None when there is none or the file is damaged or belongs to another key (said
         in the log; the caller computes it again and `put` replaces the file)."""
         path = self.path(graph, preset, objective, settings)
+        if not path.exists():  # a cache written before labels were compressed: x.json
+            path = path.with_name(path.name.removesuffix(".gz"))
         try:
             data = read_json(path, LABEL_FILE, max_bytes=MAX_LABEL_BYTES, what="placement label")
         except FileNotFoundError:

@@ -5,8 +5,8 @@ training.
 Each case has three files there, named by `checkpoint_name`::
 
     imitation-PRESET-OBJECTIVE-s0.pt     the checkpoint (`agents.core.checkpoint`), read by `ImitationAgent.load`
-    imitation-PRESET-OBJECTIVE-s0.json   what `benchmarks/train_learned_placer.py` wrote beside it: the case,
-                                         the training graphs, the label settings and digest, the wall times
+    imitation-PRESET-OBJECTIVE-s0.json   what `benchmarks/learned_placer/train_learned_placer.py` wrote beside it: the
+                                         case, the training graphs, the label settings and digest, the wall times
     imitation-PRESET-OBJECTIVE-s0.md     its model card: training graphs, labels digest, recipe, val and test
                                          figures with the commands that made them, the command that rebuilds it
 
@@ -35,7 +35,7 @@ PRETRAINED = "pretrained"
 #: The training seed of the shipped checkpoints.
 SHIPPED_SEED = 0
 #: The command that rebuilds one case's checkpoint into the package folder (``{preset}``, ``{objective}``).
-REBUILD = ("python benchmarks/train_learned_placer.py --cases {preset}:{objective} --seeds 0 "
+REBUILD = ("python benchmarks/learned_placer/train_learned_placer.py --cases {preset}:{objective} --seeds 0 "
            "--out agents/imitation/pretrained --overwrite")
 
 
@@ -88,7 +88,7 @@ def checkpoint_for(preset: "str | None", objective: str, devices: str = "") -> P
         what = f"the {preset!r} preset" if preset is not None else (devices or "this device set")
         raise ValueError(f"no shipped imitation checkpoint for {what} under {objective}; shipped (the simulated "
                          f"presets' full device sets): {_describe(cases)}; give --load CHECKPOINT "
-                         "(benchmarks/train_learned_placer.py trains one), or --agent "
+                         "(benchmarks/learned_placer/train_learned_placer.py trains one), or --agent "
                          "agents.imitation:ImitationAgent for an untrained network")
     with _as_path(preset, objective) as path:
         return Path(path)

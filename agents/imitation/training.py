@@ -1,7 +1,7 @@
 """One case's training of the imitation placer: label the training graphs, imitate the labels, optionally PPO.
 
-`train_case` is what `benchmarks/train_learned_placer.py` runs per (preset, objective); it returns the agent and a
-report of what ran and how long each phase took (labelling, imitation, RL).
+`train_case` is what `benchmarks/learned_placer/train_learned_placer.py` runs per (preset, objective); it returns the
+agent and a report of what ran and how long each phase took (labelling, imitation, RL).
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def labels_digest(labels: Sequence[Label]) -> str:
 def place_zero_shot(agent: Any, graph: str, preset: str, objective: str) -> tuple[Any, Any, Any, float]:
     """`agent`'s zero-shot placement of `graph` under (`preset`, `objective`) on the env labels are measured on
     (`label_env`), measured once: ``(env, placement (N,), measurement, predict wall seconds)``. `agent`: an
-    `ImitationAgent`, or any agent with ``predict`` (`benchmarks/learned_transfer_others.py` places the other
-    learned agents with it)."""
+    `ImitationAgent`, or any agent with ``predict`` (`benchmarks/learned_placer/learned_transfer_others.py` places the
+    other learned agents with it)."""
     env = label_env(graph, preset, objective, agent.feature_families).unwrapped
     obs = env.reset(seed=0)[0]
     started = time.perf_counter()

@@ -31,7 +31,7 @@ device, which the rest of the head corrects where the training graphs say so. Wh
 head learns device leads shared by the training graphs (a per-device prior, items alike across graphs), and from
 -3 (1.8 logits per 6%) they could outgrow it: a lead for the small-memory accelerator of ``edge`` beat the term's
 preference for the CPU on a graph whose accelerator alone is much slower (GO, the RNN; chosen on the VAL split with
-``benchmarks/transfer_seeds.py --test-models dataset:val``).
+``benchmarks/learned_placer/transfer_seeds.py --test-models dataset:val``).
 An untrained head's logits are the term alone, so its own first placement, the graph's fastest device by the
 summed costs, is the same from either. Without it, a policy trained on many
 graphs learned one device for all of them (on the `edge` preset the CPU, far from the optimum zero-shot on the

@@ -58,9 +58,10 @@ HEURISTIC_STARTS = ("off", "measure", "refit")
 #: The learned agents' default ``heuristic_start``.
 HEURISTIC_START = "measure"
 #: The learned agents' default ``zero_shot_override``: an op moves when it saves more than what the move adds on
-#: links plus this many per-submodel overheads. Chosen on the TRAIN split (``benchmarks/transfer_saving_rule.py``):
-#: on ``ai_pc`` 2 is the only value where every train graph whose optimum mixes devices gains and none is slower;
-#: on ``edge`` from the CPU (the trained policies' placement) no train graph is slower at 2, one is at 1.
+#: links plus this many per-submodel overheads. Chosen on the TRAIN split
+#: (``benchmarks/learned_placer/transfer_saving_rule.py``): on ``ai_pc`` 2 is the only value where every train graph
+#: whose optimum mixes devices gains and none is slower; on ``edge`` from the CPU (the trained policies' placement) no
+#: train graph is slower at 2, one is at 1.
 ZERO_SHOT_OVERRIDE = 2.0
 #: Column of ``obs["device_features"]`` with log10 of each device's slowest link in bytes per second.
 LINK_FEATURE = DEVICE_FEATURES.index("log10_link_Bps")
@@ -120,7 +121,7 @@ def move_large_savings(placement: np.ndarray, cost: np.ndarray, mask: np.ndarray
     the cheapest devices; None: nothing) below its time where `placement` puts it moved there; the other ops
     stay. An op on a device that cannot run it saves "infinitely" much: it always moves. `cost` (N, D) seconds
     and `mask` (N, D) bool as for `cheapest_devices`. The zero-shot override's rule (`override_zero_shot`) and
-    the saving-rule diagnostic's (``benchmarks/transfer_saving_rule.py``)."""
+    the saving-rule diagnostic's (``benchmarks/learned_placer/transfer_saving_rule.py``)."""
     return _moves_and_gain(placement, cost, mask, threshold_s, added_s)[0]
 
 

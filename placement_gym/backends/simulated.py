@@ -114,7 +114,7 @@ class HeteroCutter:
     Checked against OpenVINO 2026.4: this rule is a port of ``SubgraphCollector`` in OpenVINO's sources, and
     was compared with a line-by-line Python port of that source on random, blocky and contiguous placements of
     the zoo models (BERT: now and then one submodel too many) and with the real ``HETERO_NUMBER_OF_SUBMODELS``
-    of compiled placements (benchmarks/simulator_fidelity.py). With only a few ops on the second device the
+    of compiled placements (benchmarks/fidelity/simulator_fidelity.py). With only a few ops on the second device the
     released plugin sometimes cuts where the branches fork instead of where they join, giving a few submodels
     more (per-op profiling under HETERO shows the pieces). tests/test_simulated.py compiles tiny_branch
     placements and compares.

@@ -56,7 +56,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         written += _print_sanity(out, suite, verdict, mine)
     elif not reference:
         print(f"note: suite {suite.name} ships no reference results: the table holds your agent alone "
-              "(benchmarks/reference_results.py makes them)", file=sys.stderr)
+              "(benchmarks/leaderboard/reference_results.py makes them)", file=sys.stderr)
     if args.json:
         written.append(_write_benchmark_json(args, suite, records + others, mine, verdict))
     print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)

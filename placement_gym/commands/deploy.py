@@ -39,7 +39,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                          "--model or --seed")
     outs = [Path(args.out)] if args.out else [
         path.with_suffix(".png") if not placements.results_file else
-        path.with_name(f"{path.stem}.{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
+        results.beside(path, f".{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
     names = ["--out"] if args.out else [f"the picture of {r.get('model')}, {r.get('agent')}, seed {r.get('seed')}"
                                         f" (#{i + 1} in FILE)" for i, r in enumerate(chosen)]
     results.check_outputs(dict(zip(names, outs)), args.overwrite, inputs={"FILE": path})

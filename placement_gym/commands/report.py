@@ -17,10 +17,10 @@ def output_paths(args: argparse.Namespace) -> dict[str, Path]:
     ``json``, ``csv``, ``curves``, ``bars``. `check_outputs` checks them before any work."""
     paths: dict[str, Path] = {}
     if args.json:
-        stem = Path(args.json)
-        paths = {"json": stem, "csv": stem.with_suffix(".csv"), "curves": stem.with_suffix(".png")}
+        stem = Path(args.json)  # x.json or x.json.gz (written compressed): x.csv and x.png beside it
+        paths = {"json": stem, "csv": results.beside(stem, ".csv"), "curves": results.beside(stem, ".png")}
         if args.command == "compare":
-            paths["bars"] = stem.with_suffix(".bars.png")
+            paths["bars"] = results.beside(stem, ".bars.png")
     if args.csv:
         paths["csv"] = Path(args.csv)
     if args.plot:

@@ -1,0 +1,1 @@
+"""The field's published benchmarks (Tarnawski et al., DOPPLER) run through `placement-gym compare`."""

@@ -26,17 +26,28 @@ TORCH_INTS = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 NOT_ARRAYS = [None, "0", "", {}, {"a": 1}, object(), print, b"\x00", 1j]
 
 
+#: How many forms `_in_valid_form` gives an array of valid device indices in.
+VALID_FORMS = 3
+
+
+def _in_valid_form(rng: np.random.Generator, values: np.ndarray, form: int) -> Any:
+    """`values` (device indices in range, of any shape) in form `form` (0..VALID_FORMS-1) of those an env takes:
+    any numpy integer dtype, nested lists, a torch integer tensor. One place, so that a placement and a batch of
+    them are fuzzed with the same valid forms."""
+    if form == 0:
+        return values.astype(rng.choice(INT_DTYPES))
+    if form == 1:
+        return values.tolist()
+    return torch.tensor(values, dtype=TORCH_INTS[rng.integers(len(TORCH_INTS))])
+
+
 def _action(rng: np.random.Generator, n: int, d: int) -> tuple[Any, bool]:
     """One random action for an env of `n` ops and `d` devices, and whether it is valid (an (n,) array of integers
     in 0..d-1: lists, any numpy or torch integer dtype)."""
     kind = rng.integers(20)
     values = rng.integers(0, d, n)
-    if kind == 0:
-        return values.astype(rng.choice(INT_DTYPES)), True
-    if kind == 1:
-        return values.tolist(), True
-    if kind == 2:
-        return torch.tensor(values, dtype=TORCH_INTS[rng.integers(len(TORCH_INTS))]), True
+    if kind < VALID_FORMS:
+        return _in_valid_form(rng, values, kind), True
     if kind == 3:  # out of range
         bad = values.copy()
         bad[rng.integers(n)] = rng.choice([-1, d, d + 7, -(2 ** 31), 2 ** 62])
@@ -114,12 +125,8 @@ def _batch(rng: np.random.Generator, k: int, n: int, d: int) -> tuple[Any, bool]
     refused late would show in the first sub-envs' state."""
     kind = rng.integers(12)
     values = rng.integers(0, d, (k, n))
-    if kind == 0:
-        return values.astype(rng.choice(INT_DTYPES)), True
-    if kind == 1:
-        return values.tolist(), True
-    if kind == 2:
-        return torch.tensor(values, dtype=TORCH_INTS[rng.integers(len(TORCH_INTS))]), True
+    if kind < VALID_FORMS:
+        return _in_valid_form(rng, values, kind), True
     if kind < 8:  # the last row bad: a refused single-env action
         row, valid = _action(rng, n, d)
         while valid or _bools(row):  # next to integer rows a row of bools would read as integers 0 and 1

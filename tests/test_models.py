@@ -8,7 +8,9 @@ import openvino.opset13 as ops
 import pytest
 
 from placement_gym.models import ZOO, example_inputs, load_model, model_cache_dir, zoo_names
-from placement_gym.models.zoo import ZOO_VERSION, ZooEntry, _save_ir_atomically
+from placement_gym.models.zoo import ZOO_VERSION, _save_ir_atomically
+
+from .cached_zoo import count_cached_tiny_builds
 
 NON_COMPUTE = {"Constant", "Parameter", "Result"}
 
@@ -139,14 +141,7 @@ def test_truncated_user_ir_and_a_directory_named_like_a_model(tmp_path):
 
 def test_a_damaged_cached_zoo_model_is_rebuilt(monkeypatch, tmp_path):
     """A torch-kind zoo entry (here built from the tiny opset model, so the test is fast) goes through the cache."""
-    monkeypatch.setenv("PLACEMENT_GYM_CACHE", str(tmp_path))
-    builds = []
-
-    def build():
-        builds.append(1)
-        return load_model("tiny_branch")
-
-    monkeypatch.setitem(ZOO, "cached_tiny", ZooEntry(build, "tiny_branch through the cache", "x", "torch"))
+    builds = count_cached_tiny_builds(monkeypatch, tmp_path)
     load_model("cached_tiny")
     load_model("cached_tiny")
     assert len(builds) == 1  # built once, then read from the cache

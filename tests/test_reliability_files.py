@@ -18,11 +18,12 @@ import pytest
 
 from placement_gym import cli
 from placement_gym.backends.profiles import PRESETS
-from placement_gym.models import ZOO, load_graph, load_model
-from placement_gym.models.zoo import ZOO_VERSION, ZooEntry
+from placement_gym.models import load_graph, load_model
+from placement_gym.models.zoo import ZOO_VERSION
 from placement_gym.results import MAX_RECORDS, MAX_RESULTS_BYTES
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json
 
+from .cached_zoo import count_cached_tiny_builds
 from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
 
 
@@ -32,14 +33,7 @@ from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
 def test_a_manifest_of_valid_json_but_the_wrong_shape_is_damage_and_the_model_is_rebuilt(monkeypatch, tmp_path,
                                                                                           content):
     """A torch-kind zoo entry (built from the tiny opset model, so the test is fast) goes through the real cache."""
-    monkeypatch.setenv("PLACEMENT_GYM_CACHE", str(tmp_path))
-    builds = []
-
-    def build():
-        builds.append(1)
-        return load_model("tiny_branch")
-
-    monkeypatch.setitem(ZOO, "cached_tiny", ZooEntry(build, "tiny_branch through the cache", "x", "torch"))
+    builds = count_cached_tiny_builds(monkeypatch, tmp_path)
     load_model("cached_tiny")
     manifest = tmp_path / f"cached_tiny-{ZOO_VERSION}.manifest.json"
     assert isinstance(json.loads(manifest.read_text()), dict) and len(builds) == 1

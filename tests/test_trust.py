@@ -188,6 +188,23 @@ def add_tensor(content: dict, name: str) -> None:
     content["checksum"] = tensor_checksum(content["state_dict"])
 
 
+def assert_refused_naming_the_field(load, path, field: str) -> None:
+    """`load(path)` raises a CheckpointError of one line that starts with the file and `field` ("field x.y:") and
+    says what was expected."""
+    with pytest.raises(CheckpointError) as error:
+        load(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+
+
+def assert_refused_before_building(load, path, field: str) -> None:
+    """`assert_refused_naming_the_field`, and the refusal came before anything big was built: the process's peak
+    memory grew by less than `BUILT_NOTHING_BYTES`."""
+    peak = peak_rss_bytes()
+    assert_refused_naming_the_field(load, path, field)
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES
+
+
 #: (name, change, the field the error names). Widths and depths out of range are refused by the schema; a width
 #: in range that is not the stored tensors' by the shapes its settings would build.
 OVERSIZED = [
@@ -213,12 +230,7 @@ def test_settings_that_do_not_fit_the_stored_tensors_are_refused_naming_the_fiel
     from agents.hsdag import HSDAGAgent
 
     path = rewritten(saved, tmp_path, "crafted", change)
-    peak = peak_rss_bytes()
-    with pytest.raises(CheckpointError) as error:
-        HSDAGAgent.load(path)
-    message = str(error.value)
-    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
-    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES  # nothing big was built
+    assert_refused_before_building(HSDAGAgent.load, path, field)
 
 
 # Loads the real checkpoint (every import and a real policy: the baseline), then each crafted one; prints how much
@@ -277,10 +289,7 @@ def test_run_state_fields_of_the_wrong_type_name_the_file_and_the_field(tmp_path
     from agents.hsdag import HSDAGAgent
 
     path = rewritten(saved, tmp_path, "crafted", change)
-    with pytest.raises(CheckpointError) as error:
-        HSDAGAgent.load(path)
-    message = str(error.value)
-    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+    assert_refused_naming_the_field(HSDAGAgent.load, path, field)
 
 
 @pytest.fixture(scope="module")
@@ -319,12 +328,7 @@ def test_a_crafted_sb3_checkpoint_is_refused_before_its_model_is_built(tmp_path,
     from agents.ppo import PPOAgent
 
     path = rewritten(saved_ppo, tmp_path, "crafted", change)
-    peak = peak_rss_bytes()
-    with pytest.raises(CheckpointError) as error:
-        PPOAgent.load(path)
-    message = str(error.value)
-    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
-    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES  # nothing big was built
+    assert_refused_before_building(PPOAgent.load, path, field)
 
 
 def test_a_checkpoint_that_unpacks_to_more_than_the_bound_is_refused_before_it_is_read(tmp_path, saved):
@@ -422,7 +426,4 @@ def test_a_saved_planner_of_the_wrong_shape_names_the_file_and_the_field(tmp_pat
     change(data)
     path = tmp_path / "crafted.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(CheckpointError) as error:
-        SingleDevice.load(path)
-    message = str(error.value)
-    assert message.startswith(f"{path}: {field}") and "expected" in message and "\n" not in message, message
+    assert_refused_naming_the_field(SingleDevice.load, path, field)

@@ -25,6 +25,18 @@ def refuse_existing_outputs(parser: argparse.ArgumentParser, paths: Iterable["st
         parser.error(str(exc))
 
 
+def parse_args_with_results_file(parser: argparse.ArgumentParser, argv: "list[str] | None", *,
+                                 help: str = "results JSON path", option: str = "--json") -> argparse.Namespace:
+    """Adds the results file's option (`option`, optional, described by `help`) and ``--overwrite`` as the last
+    options of `parser`, parses `argv` and refuses a results file that may not be replaced
+    (`refuse_existing_outputs`): what every benchmark that writes one results file checks before any work."""
+    results_file = parser.add_argument(option, help=help)
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    refuse_existing_outputs(parser, [getattr(args, results_file.dest)], args.overwrite)
+    return args
+
+
 def pin_to_one_core(enabled: bool = True) -> bool:
     """Pin this process to one CPU core (where the OS allows it), so timings are not spread over cores that other
     jobs use; returns whether it did."""

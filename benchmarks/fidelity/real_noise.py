@@ -33,7 +33,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
 
 #: Settings compared: name -> (extra device properties for both devices, OpenVINO backend options).
 SETTINGS = {
@@ -80,10 +80,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reference-before", action="store_true",
                         help="also measure the reference before every measurement")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="results JSON path")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv)
 
     devices = two_cpu_devices()
     out = {"devices": devices, "settings": {k: {"device_properties": SETTINGS[k][0], "backend_options": SETTINGS[k][1]}

@@ -47,7 +47,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
 
 
 def fixed_placements(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -75,10 +75,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="compiles (and timings) of each placement")
     parser.add_argument("--window-s", type=float, default=0.2, help="shortest timed window of the throughput timing")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random split")
-    parser.add_argument("--out", help="results JSON path (refused if it exists, unless --overwrite)")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.out], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, option="--out",
+                                        help="results JSON path (refused if it exists, unless --overwrite)")
     if args.repeats < 1 or min(args.requests) < 1:
         parser.error("--repeats and --requests must be >= 1")
 

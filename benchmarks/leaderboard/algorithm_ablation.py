@@ -30,7 +30,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,10 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="paper", help="simulated hardware profile (preset name)")
     parser.add_argument("--budget", type=int, default=500, help="placements per run")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1")
-    parser.add_argument("--json", help="write the records and the summary here")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, help="write the records and the summary here")
 
     backend = make_backend("simulated", "auto", profile=args.profile)
     variants = {}

@@ -47,7 +47,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, run_metadata  # noqa: E402
 
 
 def _gap(latency: float | None, optimum: float) -> float | None:
@@ -244,10 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--untrained-finetune", action="store_true",
                         help="also run the fine-tuning procedure with a fresh (untrained) agent: what training adds")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="write the results here (benchmarks/results/...)")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, help="write the results here (benchmarks/results/...)")
     backend = make_backend("simulated", profile=args.profile)
     out = []
     with tempfile.TemporaryDirectory() as tmp:

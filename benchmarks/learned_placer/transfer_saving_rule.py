@@ -37,7 +37,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, run_metadata  # noqa: E402
 
 
 def main(argv: "list[str] | None" = None) -> None:
@@ -52,10 +52,7 @@ def main(argv: "list[str] | None" = None) -> None:
     parser.add_argument("--rebase", action="store_true",
                         help="let the rule start from another device when its moves gain more from there (the "
                              "agents' override does; `override_zero_shot`'s rebase); default: from --base")
-    parser.add_argument("--json", help="write the per-graph figures here")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, help="write the per-graph figures here")
 
     backend = make_backend("simulated", "auto", profile=args.profile)
     overhead = submodel_overhead(backend)  # what obs["submodel_overhead"] holds

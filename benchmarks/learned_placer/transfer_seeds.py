@@ -33,7 +33,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, run_metadata  # noqa: E402
 from benchmarks.learned_placer.transfer import (  # noqa: E402
     _features, _reference, _test_graphs, train_agent, zero_shot_targets,
 )
@@ -90,10 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                              "none: gaps against each graph's best single device (e.g. on --test-models "
                              "dataset:val, to choose settings without the test graphs or their optima)")
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE", help="agent constructor argument")
-    parser.add_argument("--json", help="write the results here (benchmarks/results/...)")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, help="write the results here (benchmarks/results/...)")
     backend = make_backend("simulated", profile=args.profile)
     known = best_known(args.reference)
     out = []

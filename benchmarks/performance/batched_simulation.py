@@ -43,7 +43,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import pin_to_one_core, refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, pin_to_one_core, run_metadata  # noqa: E402
 
 
 def timed(run: Callable[[], int]) -> float:
@@ -113,10 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=7, help="interleaved timed loops; medians reported")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="results JSON path")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv)
     multiple = int(np.lcm.reduce([*args.batches, args.num_envs]))
     if args.placements % multiple:
         parser.error(f"--placements must be a multiple of every batch size and --num-envs ({multiple})")

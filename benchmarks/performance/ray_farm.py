@@ -33,7 +33,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import refuse_existing_outputs  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
 
 #: Timing-relevant record fields that differ between runs; everything else must match.
 TIMING_KEYS = {"wall_s", "agent_ms_per_placement", "extra", "backend_settings"}
@@ -80,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", nargs="+", default=["CPU[INFERENCE_NUM_THREADS=1]",
                                                          "CPU[INFERENCE_NUM_THREADS=1,INFERENCE_PRECISION_HINT=bf16]"])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv, help="write the figures here")
 
     graph = load_graph("tiny_branch")
     rng = np.random.default_rng(args.seed)

@@ -45,7 +45,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import pin_to_one_core, refuse_existing_outputs  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, pin_to_one_core  # noqa: E402
 from benchmarks.performance.simulator_speed import synthetic_graph  # noqa: E402
 
 #: Agreement required between our simulator and the SimPy reference (relative).
@@ -214,10 +214,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timed loops; the median is reported")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="results JSON path")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
 

@@ -25,7 +25,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import pin_to_one_core, refuse_existing_outputs, run_metadata  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, pin_to_one_core, run_metadata  # noqa: E402
 
 ZOO = ("resnet", "inception", "bert")
 SYNTHETIC_SIZES = (1_000, 3_000, 10_000)
@@ -78,10 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--blocky", action="store_true", help="also time blocky placements (runs of 16 ops)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="results JSON path")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    refuse_existing_outputs(parser, [args.json], args.overwrite)
+    args = parse_args_with_results_file(parser, argv)
 
     pin_to_one_core(not args.no_pin)
     graphs = [load_graph(m) for m in args.models] + [synthetic_graph(n, args.seed) for n in args.sizes]

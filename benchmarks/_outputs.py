@@ -1,6 +1,6 @@
 """What the benchmark scripts share before any work: refuse existing output files (unless ``--overwrite``) with
 argparse's usage error, so a long measurement never ends on a file it may not replace; and pin the timing
-process to one CPU core."""
+process to one CPU core. After it: what every results JSON records beside its numbers, and writing it."""
 from __future__ import annotations
 
 import argparse
@@ -56,3 +56,11 @@ def run_metadata(argv: "list[str] | None", note: str) -> dict:
         "versions": results.versions(),
         "machine": results.machine(),
     }
+
+
+def write_results(path: "str | Path | None", data: dict, overwrite: bool = False) -> None:
+    """Write `data` to the results file `path` (`results.write_json`) and say so; nothing where no path was given
+    (a benchmark's results file is optional: it prints its figures either way)."""
+    if path:
+        results.write_json(path, data, overwrite=overwrite)
+        print(f"wrote {path}")

@@ -33,7 +33,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, write_results  # noqa: E402
 
 #: Settings compared: name -> (extra device properties for both devices, OpenVINO backend options).
 SETTINGS = {
@@ -165,9 +165,7 @@ def main(argv=None) -> int:
                      if args.reference_before else ""), flush=True)
         for env in envs.values():
             env.close()
-    if args.json:
-        results.write_json(args.json, out, overwrite=args.overwrite)
-        print(f"wrote {args.json}")
+    write_results(args.json, out, args.overwrite)
     return 0
 
 

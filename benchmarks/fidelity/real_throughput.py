@@ -47,7 +47,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks._outputs import parse_args_with_results_file  # noqa: E402
+from benchmarks._outputs import parse_args_with_results_file, write_results  # noqa: E402
 
 
 def fixed_placements(n: int, seed: int) -> dict[str, np.ndarray]:
@@ -149,9 +149,7 @@ def main(argv=None) -> int:
                 for k in args.requests) + f" {s['ideal_pipeline_period_s'] * 1e3:14.3f}")
     print(f"load average before {out['load_average_before']}, after {out['load_average_after']}; {out['wall_s']:.0f} s")
     backend.close()
-    if args.out:
-        results.write_json(args.out, out, overwrite=args.overwrite)
-        print(f"wrote {args.out}")
+    write_results(args.out, out, args.overwrite)
     return 0
 
 

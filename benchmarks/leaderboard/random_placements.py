@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
+    sys.path.insert(0, str(REPOSITORY))
 
 
 def main(argv=None) -> int:
@@ -25,7 +30,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from placement_gym import DevicePlacementEnv
-    from placement_gym.results import machine, versions, write_json
+    from benchmarks._outputs import write_results
+    from placement_gym.results import machine, versions
 
     results = {"settings": vars(args), "versions": versions(), "machine": machine(), "models": {}}
     for model in args.models:
@@ -49,9 +55,7 @@ def main(argv=None) -> int:
         print(f"{model:10s} ({n} ops): {singles} | random mean {row['random_mean_ms']:.3f} ± {row['random_std_ms']:.3f}, "
               f"best {row['random_best_ms']:.3f} ms over {args.samples}{' (SIMULATED)' if backend.simulated else ''}")
         env.close()
-    if args.json:
-        write_json(args.json, results)
-        print(f"wrote {args.json}")
+    write_results(args.json, results)
     return 0
 
 

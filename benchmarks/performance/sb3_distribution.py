@@ -24,9 +24,14 @@ import statistics
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
+    sys.path.insert(0, str(REPOSITORY))
 
 
 def synthetic_graph(n_ops: int, seed: int = 0, width: int = 8):
@@ -140,7 +145,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    from placement_gym.results import machine, versions, write_json
+    from benchmarks._outputs import write_results
+    from placement_gym.results import machine, versions
 
     results: dict = {"distribution_only": [], "ppo": [], "settings": vars(args), "versions": versions(), "machine": machine()}
     print(f"part 1: distribution only (D={args.devices_count}, minibatch {args.batch}, median of {args.repeats})")
@@ -172,9 +178,7 @@ def main(argv=None) -> int:
         speedup = runs["stock"]["update_s_mean"] / runs["vectorized"]["update_s_mean"]
         results.setdefault("ppo_update_speedup", {})[model] = speedup
         print(f"  {model}: PPO update x{speedup:.2f} faster with the vectorised distribution")
-    if args.json:
-        write_json(args.json, results)
-        print(f"wrote {args.json}")
+    write_results(args.json, results)
     return 0
 
 

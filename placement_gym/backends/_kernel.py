@@ -48,6 +48,19 @@ def _components(n, src, dst, keep, labels):
 
 
 @njit(cache=True, nogil=True)
+def _first_member_after(members, lo, hi, op):
+    """The first index of ``members[lo:hi]`` (one subgraph's ops, in index order) holding an op after `op`; `hi`
+    where none is: a binary search, as a subgraph may hold thousands of ops."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if members[mid] <= op:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
 def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_exit, reach, last, exits, members,
          member_start, pair_order):
     """HETERO's cut of one placement into `labels` (smallest op index of each op's submodel).
@@ -94,13 +107,7 @@ def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_ex
                 k = exits[j]
                 owner = labels[src[k]]
                 # Members of `owner` after dst[k] (only they can be its descendants).
-                lo, hi = member_start[owner], member_start[owner + 1]
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if members[mid] <= dst[k]:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = _first_member_after(members, member_start[owner], member_start[owner + 1], dst[k])
                 pairs += member_start[owner + 1] - lo
                 if pairs >= count * words:
                     break
@@ -111,13 +118,7 @@ def _cut(device, src, dst, descendants, split_cycles, keep, labels, late, has_ex
                 k = exits[j]
                 owner = labels[src[k]]
                 d = dst[k]
-                lo, hi = member_start[owner], member_start[owner + 1]
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if members[mid] <= d:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = _first_member_after(members, member_start[owner], member_start[owner + 1], d)
                 for jj in range(lo, member_start[owner + 1]):
                     v = members[jj]
                     if (descendants[d, v >> 6] >> np.uint64(v & 63)) & np.uint64(1):

@@ -17,9 +17,11 @@ from __future__ import annotations
 import gymnasium as gym
 
 from agents.core.run import RunLoop
-from agents.search.coarse_to_fine import REFIT_STEPS
+__all__ = ["REFIT_STEPS", "LearnedAgent"]
 
-__all__ = ["LearnedAgent"]
+#: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's
+#: final distillation is off (``distill_steps=0``); otherwise the refit takes ``distill_steps``.
+REFIT_STEPS = 1000
 
 
 class LearnedAgent:

@@ -36,8 +36,9 @@ aims at) and ``run.predict_observation()`` are the coarse ones the policy works 
 with `agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
 recomputed from the observation itself, so a saved agent needs no stored mapping.
 
-Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
-override (`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
+Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to goes through the named
+point `RunAgent.on_predict`, where the search layer applies the zero-shot override
+(`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
 saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there
 (from another device than the policy's, where the policy put the graph on one device and the moves gain enough
 more from the other: `override_zero_shot`'s ``rebase``; runs of ops the policy put off its main device that do not

@@ -2,7 +2,7 @@
 
 The run loop (`agents.core.run`) and the trainers (`agents.algos`) keep the books and compute the updates; they
 never import this package. Where a hybrid's search acts inside a run, they call a named point that does nothing
-for a pure agent, and this module fills it in from above:
+for a pure agent, and this module fills it in from above::
 
     point                          where                                            search behaviour here
     ----------------------------   ----------------------------------------------   ------------------------------

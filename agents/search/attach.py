@@ -131,5 +131,7 @@ class SearchLayer:
         return override_zero_shot(placement, obs, self.zero_shot_override)
 
     def training_hooks(self) -> SearchDuringTraining:
-        """The trainer's points (`SearchDuringTraining`), from the agent's trainer settings."""
+        """The trainer's points (`SearchDuringTraining`), from the agent's trainer settings (``trainer_config``): what
+        a `PolicyGradientAgent`'s ``make_trainer`` hands its trainer. The SB3 agents train with Stable-Baselines3
+        and never call it."""
         return SearchDuringTraining(self.trainer_config)

@@ -1,5 +1,6 @@
 """The library's layering, read from the source: no import circles in `placement_gym`, `agents` or `benchmarks`,
-and `placement_gym` never imports `agents`.
+`placement_gym` never imports `agents`, and in `agents` the search is a layer above the run loop, the networks and
+the trainers (nothing in `agents.core`, `agents.nn` or `agents.algos` imports `agents.search`).
 
 Every ``import`` counts, at module level or inside a function: a circle through a function-level import still
 ties the two modules together. ``from pkg import name`` counts as importing the submodule ``pkg.name`` where
@@ -117,3 +118,26 @@ def test_placement_gym_never_imports_agents():
     offenders = {name: sorted(m for m in _imports(name, path, modules) if m == "agents" or m.startswith("agents."))
                  for name, path in modules.items()}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+#: The roles below the search layer, bottom up: the run bookkeeping, the networks, the update rules.
+BELOW_SEARCH = ("agents.core", "agents.nn", "agents.algos")
+
+
+def _in(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_search_is_a_layer_above_the_run_loop_the_networks_and_the_trainers():
+    graph = _graph("agents")
+    assert "agents.core.run" in graph and "agents.algos.reinforce" in graph and "agents.nn.refine" in graph
+    offenders = {name: sorted(m for m in imports if _in(m, ("agents.search",)))
+                 for name, imports in graph.items() if _in(name, BELOW_SEARCH)}
+    assert {k: v for k, v in offenders.items() if v} == {}, "imports the wrong way (into agents.search)"
+
+
+def test_the_search_layer_reaches_the_roles_below_it():
+    """The search layer is built on the run loop and the trainers' hook points (the walk sees the edges)."""
+    graph = _graph("agents")
+    assert "agents.algos.hooks" in graph["agents.search.attach"]
+    assert "agents.core.search_settings" in graph["agents.search.config"]

@@ -2,6 +2,7 @@
 
     learned          THE learned-agent script (`LearnedAgent.train`): every policy-gradient and SB3 agent's run
     rollout          experience collection (bandit / episodic) and advantages, shared by both trainers
+    hooks            `TrainingHooks`: the named points inside a trainer's run where the search layer acts (no-ops)
     reinforce        THE REINFORCE trainer (baseline, entropy bonus, clipping, bandit/episodic modes)
     ppo              THE PPO trainer (clipped surrogate, epochs, KL stop, baseline or critic) for the same policies
     policy_gradient  a `BaseAgent` trained by either, ``algorithm="reinforce" | "ppo"``

@@ -9,17 +9,24 @@ HSDAG, Placeto, the RNN placer, Post, GO) and the Stable-Baselines3 agents (`age
     6. search: express, distil split the groups until the best is one the policy can return, then fit the
                                policy to it, so ``predict`` returns it        (`split_to_express`, `distill_best`)
 
-Steps 2, 4 and 6 are the search layer's (`agents.search.config.SearchConfig`): a pure agent (no search) runs
-none of them, so its run is steps 1, 3 and 5, its paper's method.
+Steps 2, 4 and 6 are the search layer's (`agents.core.search_settings.SearchConfig`): a pure agent (no search)
+runs none of them, so its run is steps 1, 3 and 5, its paper's method. The script calls the search at named points
+and never imports it: step 2's start placements are `RunAgent.measure_heuristic_start`, step 5's trainer calls
+its `agents.algos.hooks.TrainingHooks` (memory fit, proposals, coarse to fine), ``predict`` calls
+`RunAgent.on_predict` (the zero-shot override); all do nothing here and are filled in from above by
+`agents.search.attach.SearchLayer`, which every named learned agent composes. Steps 4 and 6 are the policy's own
+training (gradient steps toward the run's best), so they stay here.
 """
 from __future__ import annotations
 
 import gymnasium as gym
 
 from agents.core.run import RunLoop
-from agents.search.coarse_to_fine import REFIT_STEPS
+__all__ = ["REFIT_STEPS", "LearnedAgent"]
 
-__all__ = ["LearnedAgent"]
+#: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's
+#: final distillation is off (``distill_steps=0``); otherwise the refit takes ``distill_steps``.
+REFIT_STEPS = 1000
 
 
 class LearnedAgent:

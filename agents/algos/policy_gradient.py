@@ -20,10 +20,11 @@ import torch
 
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.run import RunLoop
+from agents.core.search_settings import option_names
 from agents.nn.device_head import enable_graph_cost
-from agents.search.coarse_to_fine import split_until_expressible
-from agents.search.config import option_names
+from agents.nn.groups import split_until_expressible
 
+from .hooks import TrainingHooks
 from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
@@ -140,7 +141,14 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
         return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
-                           on_split=self.refit_best if self.split_refit else None, on_update=self.on_update)
+                           on_split=self.refit_best if self.split_refit else None, on_update=self.on_update,
+                           hooks=self.training_hooks())
+
+    def training_hooks(self) -> TrainingHooks:
+        """The search layer's points inside the trainer's run (`agents.algos.hooks`), handed to the trainer
+        `make_trainer` builds: none here (a pure agent's); `agents.search.attach.SearchLayer` builds the search's
+        from the agent's settings."""
+        return TrainingHooks()
 
     #: ``on_update(run)``: called by the trainer after every update (`PolicyGradientTrainer`'s ``on_update``);
     #: None here, HSDAG's boundary exploration sets it.
@@ -204,8 +212,9 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         the final distillation, not at the start (splitting to one group per op at the start left Post and PPO a
         per-op search: under throughput on `paper` it ended much further from the best found than with the
         coarse groups). True if it split."""
-        return self.trainer.stall is not None and split_until_expressible(run.best_action, self.expressible,
-                                                                          self.policy.split)
+        if self.trainer.config.split_patience is None:
+            return False
+        return split_until_expressible(run.best_action, self.expressible, self.policy.split)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from agents.core.run import RunLoop
 from agents.nn.gnn import MLP
 
+from .hooks import TrainingHooks
 from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
 from .rollout import Decision, Measured, collect_episode, collect_placements, discounted_returns
 
@@ -113,16 +114,17 @@ class PPOTrainer(PolicyGradientTrainer):
         policy: the policy module.
         config: `PPOConfig` (defaults if None).
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
-        on_split, on_update: see `PolicyGradientTrainer`.
+        on_split, on_update, hooks: see `PolicyGradientTrainer`.
     """
 
     def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None,
                  on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None) -> None:
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
                              "decisions it collected (agents.nn.policy); train it with REINFORCE instead")
-        super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split, on_update=on_update)
+        super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split, on_update=on_update,
+                         hooks=hooks)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 

@@ -68,7 +68,11 @@ Both modes use (each switchable, for ablations)::
                         dataset are never capped (`agents.algos.policy_gradient.distill_cap`).
 
 The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
-callbacks are the shared run loop's (`agents.core.run`), whose ``run.env`` the trainer steps.
+callbacks are the shared run loop's (`agents.core.run`), whose ``run.env`` the trainer steps; ``search_proposals``,
+``fit_memory`` and ``split_patience`` are the search layer's, which acts at the trainer's named hook points
+(`agents.algos.hooks.TrainingHooks`: ``fit_samples`` before the samples are measured, ``proposals`` and
+``after_update`` after every update), built from above (`agents.search.attach.SearchDuringTraining`) and handed
+in; this module never imports `agents.search`.
 """
 from __future__ import annotations
 
@@ -81,10 +85,10 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.run import RunLoop
+from agents.core.search_settings import check_split_patience
 from agents.nn.policy import PolicySample, sample_categorical
-from agents.search.coarse_to_fine import StallDetector, check_split_patience
-from agents.search.local_search import AroundBest, BlockSearch
 
+from .hooks import TrainingHooks
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_argmax, collect_episode,
                       collect_placements, discounted_returns)
 
@@ -192,11 +196,14 @@ class PolicyGradientTrainer:
             reaction to a new grouping (the RNN distils the run's best placement into its longer decoder).
         on_update: called with the run after every update (before a split): the agent's reaction to the
             placements measured so far (HSDAG samples around the run's best, ``boundary_explore``).
+        hooks: the search layer's points inside the run (`agents.algos.hooks.TrainingHooks`; None: none, a pure
+            agent's). A `config` with ``search_proposals``, ``fit_memory`` or ``split_patience`` on needs hooks
+            that run them (`agents.search.attach.SearchDuringTraining`).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
                  imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None) -> None:
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
         self.policy, self.config, self.imitate, self.on_split = policy, config, imitate, on_split
         self.on_update = on_update
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
@@ -205,16 +212,15 @@ class PolicyGradientTrainer:
         if config.split_patience is not None and not callable(getattr(policy, "split", None)):
             raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
                              f"{type(policy).__name__} has no split()")
-        self.stall = None if config.split_patience is None else StallDetector(config.split_patience)
-        self.search: tuple[RunLoop, BlockSearch] | None = None  # the current run's graph, as proposals and fit read it
-        self.around_best: tuple[RunLoop, AroundBest] | None = None  # the cost-guided proposals of the current run
+        self.hooks = TrainingHooks() if hooks is None else hooks
+        self.hooks.check(config)
 
     def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> "list[Decision | Measured]":
-        """After every update, with the placements it measured: the cost-guided proposals (``search_proposals``),
-        the agent's ``on_update``, then `coarse_to_fine`. Returns the update's decisions and the proposals (what
-        was measured since the last update)."""
+        """After every update, with the placements it measured: the search layer's proposals (``proposals``,
+        ``search_proposals``), the agent's ``on_update``, then `coarse_to_fine`. Returns the update's decisions and
+        the proposals (what was measured since the last update)."""
         measured: list[Decision | Measured] = list(decisions)
-        proposals = self.propose(run, decisions[0].obs)
+        proposals = self.hooks.proposals(run, decisions[0].obs)
         if proposals is not None:
             self.elites.offer([proposals])
             measured.append(proposals)
@@ -224,49 +230,16 @@ class PolicyGradientTrainer:
         self.coarse_to_fine(run, measured, stats)
         return measured
 
-    def propose(self, run: RunLoop, obs) -> Measured | None:
-        """Measure ``search_proposals`` cost-guided proposals around the run's best placement (module docstring);
-        None when off, on a run over many graphs, before the run has a best, or once its budget is spent. `obs`:
-        the graph as the policy sees it (its per-op costs guide the proposals)."""
-        count = min(self.config.search_proposals, run.remaining)
-        if count == 0 or run.many_graphs or run.best_action is None or run.stopped:
-            return None
-        if self.around_best is None or self.around_best[0] is not run:  # a new run: its own graph and search
-            self.around_best = (run, AroundBest(self.block_search(run, obs)))
-        latencies, placements = self.around_best[1].measure(run, count)
-        return Measured(latencies, placements)
-
-    def block_search(self, run: RunLoop, obs) -> BlockSearch:
-        """The run's `BlockSearch` (its graph's costs, edges and memory, from `obs`), built once per run."""
-        if self.search is None or self.search[0] is not run:
-            self.search = (run, BlockSearch.of_observation(obs, seed=run.seed))
-        return self.search[1]
-
     def memory_fit(self, run: RunLoop, obs) -> Callable[[np.ndarray], np.ndarray] | None:
-        """``fit_memory``: (K, N) sampled actions -> the same fitted to the devices' memory around the run's best
-        placement (`BlockSearch.fit_memory`; `collect_placements`'s `fit`); None when off, on a run over many
-        graphs, or where the observation says nothing of per-op costs or memory."""
-        if not self.config.fit_memory or run.many_graphs or "node_device_cost" not in obs:
-            return None
-        search, best = self.block_search(run, obs), run.best_action
-        if search.memory is None:  # the observation says nothing of memory (`BlockSearch.of_observation`)
-            return None
-
-        def fit(actions: np.ndarray) -> np.ndarray:
-            fitted = np.array(actions, dtype=np.int64)
-            for placement in fitted:  # before the run has a best, no op of a sample counts as moved
-                search.fit_memory(placement, placement.copy() if best is None else np.asarray(best, dtype=np.int64))
-            return fitted
-        return fit
+        """What fits the sampled actions before they are measured (the hooks' ``fit_samples``: ``fit_memory``);
+        None: measure them as drawn. `obs`: the graph as the policy sees it."""
+        return self.hooks.fit_samples(run, obs)
 
     def coarse_to_fine(self, run: RunLoop, decisions: "list[Decision | Measured]", stats: dict) -> None:
-        """Halve the policy's groups when the search has stalled (``split_patience``,
-        `agents.search.coarse_to_fine`); called after every update with the placements it measured. Only on a
-        run on one graph: the groups are cut positions of that graph's topological order, and across graphs a
-        "new best" compares latencies of different graphs (training over many graphs, for transfer, keeps them)."""
-        if self.stall is None or run.many_graphs:
-            return
-        if self.stall.offer(latency for decision in decisions for latency in decision.latencies):
+        """Halve the policy's groups when the hooks say the search has stalled (``after_update``:
+        ``split_patience``, `agents.search.coarse_to_fine`); called after every update with the placements it
+        measured; then the agent's ``on_split``."""
+        if self.hooks.after_update(run, decisions):
             if self.policy.split() and self.on_split is not None:
                 self.on_split(run)
 
@@ -307,15 +280,15 @@ class ReinforceTrainer(PolicyGradientTrainer):
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
     Args:
-        policy, optimizer, imitate, on_split, on_update: see `PolicyGradientTrainer`.
+        policy, optimizer, imitate, on_split, on_update, hooks: see `PolicyGradientTrainer`.
         config: `ReinforceConfig` (defaults if None).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
                  optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None,
                  on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None) -> None:
-        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update)
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update, hooks)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""

@@ -52,7 +52,7 @@ from torch.distributions import Categorical
 
 from placement_gym.wrappers import contiguous_groups
 
-from agents.search.coarse_to_fine import split_groups
+from agents.nn.groups import split_groups
 
 from agents.nn.device_head import DeviceScorer, device_input_width, placed_device_inputs
 from agents.nn.gnn import MLP, DirectedGNN

@@ -32,7 +32,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agents.search.config import gather_search_options
+from agents.core.search_settings import gather_search_options
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Text
 
 from .checkpoint import (

@@ -36,8 +36,9 @@ aims at) and ``run.predict_observation()`` are the coarse ones the policy works 
 with `agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
 recomputed from the observation itself, so a saved agent needs no stored mapping.
 
-Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to applies the zero-shot
-override (`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
+Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to goes through the named
+point `RunAgent.on_predict`, where the search layer applies the zero-shot override
+(`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
 saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there
 (from another device than the policy's, where the policy put the graph on one device and the moves gain enough
 more from the other: `override_zero_shot`'s ``rebase``; runs of ops the policy put off its main device that do not
@@ -79,8 +80,7 @@ from placement_gym.coarsen import MAX_NODES, Coarsening
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
 
 from agents.core.checkpoint import SETTINGS, CheckpointError
-from agents.search.config import SearchConfig, check_components, option_names
-from agents.search.heuristic_start import measure_start_placements, override_zero_shot
+from agents.core.search_settings import SearchConfig, check_components, option_names
 
 __all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
 
@@ -427,7 +427,7 @@ def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarra
     """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
     through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
     (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
-    zero-shot override (module docstring) moves the ops that save most on their cheapest device. A decorated
+    named point `RunAgent.on_predict` (the search layer's zero-shot override, module docstring) may change it. A decorated
     ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
 
     @functools.wraps(predict)
@@ -445,7 +445,7 @@ def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarra
             self._predicting = False
         if not self.zero_shot_active:
             return placement
-        return override_zero_shot(placement, obs, self.zero_shot_override)
+        return self.on_predict(placement, obs)
 
     return wrapper
 
@@ -525,10 +525,11 @@ class RunAgent(abc.ABC):
             clusters (module docstring); None or 0: never (the default here; the learned agents set
             `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
-        search: the search components around the agent's own method (`agents.search.config.SearchConfig`, a
-            dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
+        search: the search components around the agent's own method (`agents.core.search_settings.SearchConfig`,
+            a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
             The run loop itself reads ``heuristic_start``, ``finetune_from_predict`` and ``zero_shot_override``
-            (module docstring, "Zero-shot"); the trainers read the rest.
+            (module docstring, "Zero-shot"); the trainers read the rest. What the search does is the search
+            layer's (`agents.search`), attached from above at this class's named points (`SEARCH_LAYER`).
 
     After `learn`::
 
@@ -553,6 +554,11 @@ class RunAgent(abc.ABC):
     #: what their training runs.
     SEARCH_OPTIONS: ClassVar[frozenset[str]] = option_names("heuristic_start", "finetune_from_predict",
                                                             "zero_shot_override")
+    #: Whether the search layer is attached at this class's named points (`measure_heuristic_start`,
+    #: `on_predict`, a trainer's ``training_hooks``): `agents.search.attach.SearchLayer` sets it. Without it the
+    #: points do nothing and the components they carry (`agents.core.search_settings.LAYER_COMPONENTS`) are
+    #: refused when the agent is built.
+    SEARCH_LAYER: ClassVar[bool] = False
 
     #: The constructor keywords that the base classes keep themselves (subclasses add theirs): everything else
     #: in an agent's signature is its own setting (`keep_settings`).
@@ -574,7 +580,8 @@ class RunAgent(abc.ABC):
         self.torch_threads = torch_threads
         #: The search components around the agent's own method (`agents.search.config`; none by default).
         self.search = SearchConfig.resolve(search, type(self).HYBRID)
-        check_components(self.search, type(self).SEARCH_OPTIONS, self.name or type(self).__name__)
+        check_components(self.search, type(self).SEARCH_OPTIONS, self.name or type(self).__name__,
+                         layer=type(self).SEARCH_LAYER)
         self.zero_shot_active = False
         self.coarsen_above = int(coarsen_above) if coarsen_above else None
         self.max_nodes = int(max_nodes)
@@ -657,7 +664,7 @@ class RunAgent(abc.ABC):
         if trained:
             self.start_fine_tuning(run, env, seed, obs)
         elif self.heuristic_start != "off":
-            measure_start_placements(run, obs, seed)
+            self.measure_heuristic_start(run, obs, seed)
         if run.budget > 0:  # the zero-shot placement is measured (or not asked for): from here predict is this
             self.zero_shot_active = False  # graph's own (module docstring, "Zero-shot")
 
@@ -682,9 +689,22 @@ class RunAgent(abc.ABC):
         if self.finetune_from_predict and not run.done:
             self.measure_predict(run, seed, obs)
         if self.heuristic_start != "off":
-            measure_start_placements(run, obs)
+            self.measure_heuristic_start(run, obs)
         if isinstance(env, NodePlacementWrapper) and run.best_action is not None:
             env.start_from_best(run.best_action, run.best_latency_s)
+
+    # ------------------------------------------------------------ named points of the search layer (no-ops here)
+    def measure_heuristic_start(self, run: RunLoop, obs: Mapping[str, Any], seed: int | None = None) -> int:
+        """Before training (called by `measure_starts` and `start_fine_tuning` where ``heuristic_start`` is on):
+        measure the heuristic start's placements through ``run.env``; the placements measured. Nothing here: the
+        search layer's (`agents.search.attach.SearchLayer`, `agents.search.heuristic_start`)."""
+        return 0
+
+    def on_predict(self, placement: np.ndarray, obs: Mapping[str, Any]) -> np.ndarray:
+        """On predict (`agent_predict`, while `zero_shot_active`): the (N,) placement to return for `obs` instead
+        of the policy's `placement` (N,). `placement` itself here: the zero-shot override is the search layer's
+        (`agents.search.attach.SearchLayer`, `agents.search.heuristic_start.override_zero_shot`)."""
+        return placement
 
     def measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
         """Measure the policy's own placement for `obs` (``run.predict_observation()``) through ``run.env`` (one

@@ -51,6 +51,7 @@ from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
 from agents.core.run import RunLoop
+from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -71,7 +72,7 @@ SEARCH_EXPLORE = 1.0
 FINETUNE_SEARCH_KEYS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
-class GOAgent(PolicyGradientAgent):
+class GOAgent(SearchLayer, PolicyGradientAgent):
     """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
 
     Args:

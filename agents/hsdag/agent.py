@@ -63,6 +63,7 @@ import torch
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
+from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
@@ -88,7 +89,7 @@ def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, stru
     return tuple(families)
 
 
-class HSDAGAgent(PolicyGradientAgent):
+class HSDAGAgent(SearchLayer, PolicyGradientAgent):
     """HSDAG: directed GNN + graph-parsing pooling + per-group placer, trained with REINFORCE.
 
     Build its env with ``features=agent.feature_families`` (the CLI does).

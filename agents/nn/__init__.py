@@ -5,6 +5,7 @@
     policy        the policy contract (act / evaluate -> PolicySample) and the vectorised categorical
     device_head   THE device head: scores an op, group or node against each device from their features
     refine        the per-op refinement stage after a group placer (a learned network; on in some hybrids)
+    groups        contiguous op groups of group placers: halving them, splitting until a placement is expressible
 """
 from .gnn import MLP, DirectedConv, DirectedGNN, EdgeMessage
 from .graph_batch import GraphBatch, obs_to_batch

@@ -34,12 +34,25 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from agents.search.local_search import neighbour_device_shares
-
 from .device_head import DeviceScorer, Devices
 from .gnn import MLP
 
-__all__ = ["OpRefiner"]
+__all__ = ["OpRefiner", "neighbour_device_shares"]
+
+
+def neighbour_device_shares(devices: torch.Tensor, edge_index: torch.Tensor, n_devices: int) -> torch.Tensor:
+    """(K, N, D) share of each op's graph neighbours (producers and consumers, edges counted once each way)
+    on each device, for K placements `devices` (K, N) and the ops' `edge_index` (2, E); zeros for an op
+    without neighbours. The boundary moves' reading, here and in the search layer's proposals
+    (`agents.search.local_search.BlockSearch`, which re-exports it)."""
+    k, n = devices.shape
+    one_hot = torch.nn.functional.one_hot(devices, n_devices).to(torch.float32)  # (K, N, D)
+    src, dst = edge_index[0], edge_index[1]
+    counts = torch.zeros_like(one_hot)
+    counts.index_add_(1, dst, one_hot[:, src])  # producers' devices, at the consumer
+    counts.index_add_(1, src, one_hot[:, dst])  # consumers' devices, at the producer
+    degree = counts.sum(-1, keepdim=True)
+    return counts / degree.clamp(min=1.0)
 
 
 class OpRefiner(nn.Module):

@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
+from agents.search.attach import SearchLayer
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
@@ -56,7 +57,7 @@ from .policy import PlacetoPolicy
 __all__ = ["PlacetoAgent"]
 
 
-class PlacetoAgent(PolicyGradientAgent):
+class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     """Placeto-like agent (see the module docstring).
 
     Args:

@@ -51,6 +51,7 @@ from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
+from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
 from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
@@ -65,15 +66,16 @@ class PostTrainer(PPOTrainer):
     Args:
         policy: a `PostPolicy`.
         config: `PPOConfig` (its ``split_patience``: coarse to fine, the shared trainer's
-            `PolicyGradientTrainer.coarse_to_fine`).
+            `PolicyGradientTrainer.coarse_to_fine`, at the search layer's ``after_update``).
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
         ce_every, elite_fraction, ce_smoothing: see `PostAgent`.
         on_split: called with the run after every split of the groups (`PostAgent.explore_boundary`).
+        hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``training_hooks``).
     """
 
     def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int = 5, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.5, on_split=None) -> None:
-        super().__init__(policy, config, imitate, on_split)
+                 ce_smoothing: float = 0.5, on_split=None, hooks=None) -> None:
+        super().__init__(policy, config, imitate, on_split, hooks=hooks)
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
         self.updates = 0
         self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
@@ -92,7 +94,7 @@ class PostTrainer(PPOTrainer):
         self.pool = []
 
 
-class PostAgent(PolicyGradientAgent):
+class PostAgent(SearchLayer, PolicyGradientAgent):
     """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
 
     Args:
@@ -172,7 +174,8 @@ class PostAgent(PolicyGradientAgent):
     def make_trainer(self, policy: PostPolicy) -> PostTrainer:
         return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
                            elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
-                           on_split=self.explore_boundary if self.search.boundary_explore > 0 else None)
+                           on_split=self.explore_boundary if self.search.boundary_explore > 0 else None,
+                           hooks=self.training_hooks())
 
     def explore_boundary(self, run) -> None:
         """After a split of the groups: the groups at a device boundary of the run's best placement get back

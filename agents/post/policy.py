@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.base import PolicySpec
-from agents.search.coarse_to_fine import split_groups
+from agents.nn.groups import split_groups
 from agents.nn.policy import (
     PolicySample, categorical_log_prob, first_of_groups, group_majority, group_mean_logits, groups_at_device_boundary,
     sample_categorical, with_uniform_share,

@@ -44,6 +44,7 @@ from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
+from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import StallDetector, split_until_expressible
 from agents.search.config import SearchConfig, gather_search_options, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -122,7 +123,7 @@ class _CoarseToFine(BaseCallback):
                 self.on_split()
 
 
-class SB3Agent(LearnedAgent, RunAgent):
+class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
     """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
 
     Args:

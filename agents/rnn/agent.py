@@ -36,6 +36,7 @@ import torch
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF
+from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -50,7 +51,7 @@ __all__ = ["RNNAgent", "REWARDS"]
 REWARDS = ("neg_sqrt_latency", "env")
 
 
-class RNNAgent(PolicyGradientAgent):
+class RNNAgent(SearchLayer, PolicyGradientAgent):
     """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
 
     Args:

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.base import PolicySpec
-from agents.search.coarse_to_fine import split_groups
+from agents.nn.groups import split_groups
 from agents.nn.device_head import DeviceScorer, Devices, device_input_width, device_inputs
 from agents.nn.graph_batch import obs_to_batch
 from agents.nn.policy import PolicySample, group_majority

@@ -16,11 +16,13 @@ and GO's single-graph search (Post starts from 4 groups and splits after 30, PPO
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from typing import Iterable
 
-import numpy as np
-
-from placement_gym.wrappers import contiguous_groups
+# Re-exported here: the grouping helpers (`agents.nn.groups`), the patience check (`agents.core.search_settings`)
+# and the refit's step limit (`agents.algos.learned`) live in the layers that use them.
+from agents.algos.learned import REFIT_STEPS
+from agents.core.search_settings import check_split_patience
+from agents.nn.groups import split_groups, split_until_expressible
 
 __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups",
            "split_until_expressible"]
@@ -30,34 +32,6 @@ __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patien
 #: search had converged; the RNN and GO use the same value (PPO with 16 groups, too, came closer to the optimum
 #: on ResNet and Inception with 80 than with the groups fixed).
 SPLIT_PATIENCE = 80
-
-#: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's
-#: final distillation is off (``distill_steps=0``); otherwise the refit takes ``distill_steps``.
-REFIT_STEPS = 1000
-
-
-def check_split_patience(patience: int | None) -> int | None:
-    """`patience` unchanged if it is None (never split) or >= 1; else a ValueError saying so."""
-    if patience is not None and patience < 1:
-        raise ValueError(f"split_patience must be >= 1 or None (never split), got {patience}")
-    return patience
-
-
-def split_groups(n_ops: int, n_groups: int) -> tuple[np.ndarray, int]:
-    """((N,) int64 groups, G'): `n_ops` ops in G' = min(2 `n_groups`, N) contiguous groups (`contiguous_groups`).
-    Every new group lies inside one old group, so a placement constant on the old groups is constant on the new."""
-    g = min(2 * int(n_groups), int(n_ops))
-    return contiguous_groups(n_ops, g), g
-
-
-def split_until_expressible(placement: np.ndarray, expressible: Callable[[np.ndarray], np.ndarray],
-                            split: Callable[[], bool]) -> bool:
-    """Call `split` (halve a placer's groups; False when it cannot) until `expressible(placement)` (the placement
-    nearest `placement` the placer can return) is `placement` itself; True if it split at least once."""
-    did_split = False
-    while not np.array_equal(expressible(placement), placement) and split():
-        did_split = True
-    return did_split
 
 
 class StallDetector:

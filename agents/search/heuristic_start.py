@@ -44,6 +44,7 @@ from typing import Any, Mapping
 import numpy as np
 from gymnasium import spaces
 
+from agents.core.search_settings import HEURISTIC_STARTS, check_heuristic_start  # re-exported: its settings
 from placement_gym.backends.base import DEVICE_FEATURES
 from placement_gym.backends.profiles import memory_need
 from placement_gym.env import strip_padding
@@ -53,8 +54,6 @@ __all__ = ["HEURISTIC_START", "HEURISTIC_STARTS", "ZERO_SHOT_OVERRIDE", "check_h
            "fit_to_memory", "measure_start_placements", "memory_capacity", "move_large_savings", "override_zero_shot",
            "runs_back_to_base", "start_placements", "transfer_change"]
 
-#: The accepted ``heuristic_start`` settings (module docstring).
-HEURISTIC_STARTS = ("off", "measure", "refit")
 #: The learned agents' default ``heuristic_start``.
 HEURISTIC_START = "measure"
 #: The learned agents' default ``zero_shot_override``: an op moves when it saves more than what the move adds on
@@ -67,13 +66,6 @@ ZERO_SHOT_OVERRIDE = 2.0
 LINK_FEATURE = DEVICE_FEATURES.index("log10_link_Bps")
 #: Column of ``obs["device_features"]`` with log10 of each device's memory in bytes (12: unbounded).
 MEMORY_FEATURE = DEVICE_FEATURES.index("log10_memory_bytes")
-
-
-def check_heuristic_start(mode: str) -> str:
-    """`mode` if it is one of `HEURISTIC_STARTS`, else a ValueError saying which are accepted."""
-    if mode not in HEURISTIC_STARTS:
-        raise ValueError(f"heuristic_start must be one of {HEURISTIC_STARTS}, got {mode!r}")
-    return mode
 
 
 def _runnable(cost: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -46,6 +46,8 @@ class SearchAround(RunAgent):
     HYBRID = SearchConfig(heuristic_start="measure", local_search=0.25)
     #: The layer's own components (the wrapped agent's search, if any, was checked when it was built).
     SEARCH_OPTIONS = option_names("heuristic_start", "local_search")
+    #: The layer itself: it runs its components directly (`train`), not through an agent's named points.
+    SEARCH_LAYER = True
 
     def __init__(self, agent: RunAgent | None = None, search: "SearchConfig | Mapping[str, Any] | str | None" = "hybrid",
                  seed: int | None = None) -> None:

@@ -31,29 +31,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import torch
 
+from agents.nn.groups import split_groups
+from agents.nn.refine import neighbour_device_shares  # re-exported: the refinement stage's, which the search shares
 from placement_gym.backends.profiles import memory_need
 
-from .coarse_to_fine import split_groups
 from .heuristic_start import cheapest_devices, memory_capacity
 
 if TYPE_CHECKING:
     from agents.core.run import RunLoop
 
 __all__ = ["AroundBest", "BlockSearch", "neighbour_device_shares", "search_around_best"]
-
-
-def neighbour_device_shares(devices: torch.Tensor, edge_index: torch.Tensor, n_devices: int) -> torch.Tensor:
-    """(K, N, D) share of each op's graph neighbours (producers and consumers, edges counted once each way)
-    on each device, for K placements `devices` (K, N) and the ops' `edge_index` (2, E); zeros for an op
-    without neighbours."""
-    k, n = devices.shape
-    one_hot = torch.nn.functional.one_hot(devices, n_devices).to(torch.float32)  # (K, N, D)
-    src, dst = edge_index[0], edge_index[1]
-    counts = torch.zeros_like(one_hot)
-    counts.index_add_(1, dst, one_hot[:, src])  # producers' devices, at the consumer
-    counts.index_add_(1, src, one_hot[:, dst])  # consumers' devices, at the producer
-    degree = counts.sum(-1, keepdim=True)
-    return counts / degree.clamp(min=1.0)
 
 
 class BlockSearch:

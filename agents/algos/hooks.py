@@ -1,0 +1,63 @@
+"""`TrainingHooks`: the named points inside a trainer's run where the search layer acts, doing nothing here.
+
+A trainer (`agents.algos.reinforce`, `agents.algos.ppo`) computes losses and updates; it does not search. Where a
+hybrid's search acts inside the training loop, the trainer calls one of these points, in this order per update::
+
+    fit_samples   before the samples are measured: a function that fits each sampled placement to the devices'
+                  memory (``fit_memory``), or None (measure the samples as drawn);
+    proposals     after the gradient step: placements measured beside the policy's samples (``search_proposals``),
+                  or None;
+    after_update  after the agent's own ``on_update``, with everything measured since the last update: True when
+                  the policy should halve its groups now (coarse to fine, ``split_patience``).
+
+The class here is a pure agent's: no fit, no proposals, never a split. The search layer's implementation,
+`agents.search.attach.SearchDuringTraining`, is built from above (the agent's ``training_hooks()``, which
+`agents.search.attach.SearchLayer` overrides) and handed to the trainer, so that nothing in `agents.algos`
+imports `agents.search`. `RUNS` says which trainer settings a hooks object carries: a trainer refuses settings
+that its hooks would silently ignore.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from agents.core.run import RunLoop
+
+    from .rollout import Decision, Measured
+
+__all__ = ["SEARCH_SETTINGS", "TrainingHooks"]
+
+#: The trainer settings (`agents.algos.reinforce.ReinforceConfig` fields) whose behaviour is the search layer's,
+#: each with its value when off.
+SEARCH_SETTINGS = {"search_proposals": 0, "fit_memory": False, "split_patience": None}
+
+
+class TrainingHooks:
+    """The search layer's points inside a trainer's run (module docstring); every one does nothing here."""
+
+    #: The trainer settings (names of `SEARCH_SETTINGS`) these hooks act on: none here.
+    RUNS: ClassVar[frozenset[str]] = frozenset()
+
+    def fit_samples(self, run: "RunLoop", obs) -> Callable[[np.ndarray], np.ndarray] | None:
+        """(K, N) sampled actions -> the actions to measure, or None: measure them as drawn. `obs`: the graph as
+        the policy sees it."""
+        return None
+
+    def proposals(self, run: "RunLoop", obs) -> "Measured | None":
+        """Placements measured after an update beside the policy's samples (from the run's budget), or None."""
+        return None
+
+    def after_update(self, run: "RunLoop", measured: "Sequence[Decision | Measured]") -> bool:
+        """Whether the policy should split its groups now, given what was `measured` since the last update."""
+        return False
+
+    def check(self, config) -> None:
+        """ValueError if `config` (the trainer's settings) turns on a search setting these hooks do not run."""
+        on = sorted(name for name, off in SEARCH_SETTINGS.items() if getattr(config, name) != off and name not in self.RUNS)
+        if on:
+            raise ValueError(f"{on} are the search layer's (agents.search); this trainer's hooks "
+                             f"({type(self).__name__}) do not run them: pass hooks=agents.search.attach."
+                             "SearchDuringTraining(config), or build the agent with the search layer "
+                             "(agents.search.attach.SearchLayer)")

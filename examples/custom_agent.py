@@ -2,7 +2,7 @@
 
 Subclass `agents.core.run.RunAgent` and write the algorithm in ``train(run, seed)``: measure placements with
 ``run.env.step(placement)`` until ``run.done`` (``run.base.graph.n_ops``, ``run.base.n_devices`` and the rest of
-what a run offers: `agents.core.run.RunLoop`). That is all an agent needs: ``predict`` only if it has a policy
+what a run offers: `agents.core.loop.RunLoop`). That is all an agent needs: ``predict`` only if it has a policy
 of its own, and ``hyperparameters`` / ``save`` / ``load`` have defaults (the constructor's keywords read back from
 same-named attributes, plain JSON). The shared run loop around ``train`` does the rest, as for every agent shipped
 here: the exact budget, the best placement and its fresh re-measurement, the best-so-far curve, the agent's

@@ -1,6 +1,6 @@
 """Callbacks of an agent's run: a progress bar, TensorBoard logging, and the base class for your own.
 
-The run loop of every agent (`agents.core.run.RunLoop`) calls, in order:
+The run loop of every agent (`agents.core.loop.RunLoop`) calls, in order:
 
     on_training_start(budget, config)      once; budget = env steps (placements) it will take
     on_step(step, reward, info) -> bool    after every env step; return False to stop early

@@ -75,7 +75,7 @@ def check_budget(budget: Any) -> int:
 # ------------------------------------------------------------------------------------------- agents
 @dataclass
 class RunSummary:
-    """What one ``learn`` did and found (built by the run loop, `agents.core.run.RunLoop.finish`).
+    """What one ``learn`` did and found (built by the run loop, `agents.core.loop.RunLoop.finish`).
 
     Attributes:
         budget, seed: as given to ``learn``.

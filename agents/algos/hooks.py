@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from agents.core.run import RunLoop
+    from agents.core.loop import RunLoop
 
     from .rollout import Decision, Measured
 

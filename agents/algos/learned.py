@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from agents.core.run import RunLoop
+from agents.core.loop import RunLoop
 __all__ = ["REFIT_STEPS", "LearnedAgent"]
 
 #: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's

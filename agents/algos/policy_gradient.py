@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from agents.core.base import BaseAgent, PolicySpec
-from agents.core.run import RunLoop
+from agents.core.loop import RunLoop
 from agents.core.search_settings import option_names
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.groups import split_until_expressible

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.core.run import RunLoop
+from agents.core.loop import RunLoop
 from agents.nn.gnn import MLP
 
 from .hooks import TrainingHooks

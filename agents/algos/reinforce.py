@@ -84,7 +84,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.core.run import RunLoop
+from agents.core.loop import RunLoop
 from agents.core.search_settings import check_split_patience
 from agents.nn.policy import PolicySample, sample_categorical
 

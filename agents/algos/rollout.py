@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from agents.core.run import RunLoop
+from agents.core.loop import RunLoop
 from agents.nn.policy import PolicySample
 
 __all__ = ["AdvantageEstimator", "Decision", "EliteSet", "Measured", "collect_argmax", "collect_episode", "collect_placements", "discounted_returns"]

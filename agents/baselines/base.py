@@ -15,7 +15,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from agents.core.checkpoint import SETTINGS, CheckpointError
-from agents.core.run import RunAgent, RunLoop
+from agents.core.loop import RunLoop
+from agents.core.run import RunAgent
 from placement_gym.results import write_json
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Number, Optional, Plain, Record, Text, read_json
 

@@ -1,522 +1,76 @@
-"""THE run loop: the bookkeeping of one `learn` call, shared by every agent and baseline.
+"""`RunAgent`, what every agent and baseline is: its `RunAgent.learn` runs the shared run loop around the agent's
+own `RunAgent.train`.
 
 Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which reads top to bottom:
 
-    1. check the budget (placements the agent may measure, an int >= 0) and seed every generator once;
-    2. pin torch's threads (``torch_threads``, default 1: on a busy machine torch's extra threads spin and
-       can make training several times slower);
-    3. open a `RunLoop` on the env: ``run.env`` is the env wrapped in a recorder that counts every placement
-       measured, times the env apart from the agent, keeps the best placement seen and the best-so-far
-       curve, calls the user's callback, and refuses to measure past the budget; on a graph of more than the
-       agent's ``coarsen_above`` ops, ``run.env`` shows it coarsened to at most ``max_nodes`` clusters
-       (`placement_gym.wrappers.CoarsenedPlacement`, see "Big graphs" below);
+    1. check the budget (placements the agent may measure, an int >= 0) and seed every generator once
+       (`agents.core.loop.set_seed`);
+    2. pin torch's threads (`agents.core.loop.torch_threads`, default 1: on a busy machine torch's extra threads
+       spin and can make training several times slower);
+    3. open the run's books, a `agents.core.loop.RunLoop`, on the env: ``run.env`` is the env wrapped in a recorder
+       that counts, times and keeps the best of every placement measured and refuses to measure past the budget;
+       on a graph of more than the agent's ``coarsen_above`` ops, ``run.env`` shows it coarsened to at most
+       ``max_nodes`` clusters (see "Big graphs" below);
     4. call the agent's own `RunAgent.train(run, seed)`, the algorithm: it steps ``run.env`` (or a wrapper of
-       it) until ``run.done`` and reports each update's statistics with ``run.record_update``. A run that
-       continues a policy trained before on one graph (fine-tuning: ``learn`` called again, ``placement-gym
-       evaluate --load A.pt --budget K``) first measures the policy's own placement and the heuristic start's
+       it) until ``run.done`` and reports each update's statistics with ``run.record_update``; an agent built for
+       one graph at a time is trained over a multi-graph env in turns (`train_in_turns`). A run that continues a
+       policy trained before on one graph (fine-tuning: ``learn`` called again, ``placement-gym evaluate --load
+       A.pt --budget K``) first measures the policy's own placement and the heuristic start's
        (`RunAgent.start_fine_tuning`), so it ends no worse than either;
-    5. `RunLoop.finish`: re-measure the best placement afresh (bypassing the measurement cache, so the
-       reported latency is not the luckiest of many noisy draws) and the agent's own deterministic
-       placement (``predict``), and return a `placement_gym.evaluation.RunSummary`.
-
-On a multi-graph env (``model=[...]`` or ``"dataset:SPLIT"``: each reset draws a graph) a best placement
-across graphs means nothing, so the loop keeps the best per graph (``best_by_graph``), its curve is in a
-graph-free unit (the mean over the graphs seen of best latency / reference latency), and `finish` re-measures
-every graph's best and predicts on every graph, reporting them in ``details["graphs"]``.
-
-The summary is what the harness (`placement_gym.evaluation.evaluate`) turns into a results record, so every
-agent, ours or a user's subclass, reports the same things: the curve, placements to the best, the agent's
-compute per placement, and both its best placement and its own policy's placement.
+    5. ``run.finish``: re-measure the best placement afresh and the agent's own deterministic placement
+       (``predict``), and return a `placement_gym.evaluation.RunSummary` (`agents.core.loop`).
 
 Big graphs. An agent with ``coarsen_above`` set (the learned agents: `placement_gym.coarsen.COARSEN_ABOVE`
 ops) learns a graph of more ops than that on its coarsening (`placement_gym.coarsen`, at most ``max_nodes``
-clusters): ``run.env`` takes a device per cluster, the recorder below it still sees every full placement, so
-the run's best placement and the final measurements are full-size, while ``run.best_action`` (what distillation
-aims at) and ``run.predict_observation()`` are the coarse ones the policy works with. ``predict`` (decorated
-with `agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
+clusters; how the run keeps full-size books beneath it: `agents.core.loop`). ``predict`` (decorated with
+`agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
 recomputed from the observation itself, so a saved agent needs no stored mapping.
 
 Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to goes through the named
-point `RunAgent.on_predict`, where the search layer applies the zero-shot override
-(`agents.search.heuristic_start.override_zero_shot`, the agent's ``zero_shot_override``): every op that
-saves more on its cheapest device than the move adds on links plus that many per-submodel overheads moves there
-(from another device than the policy's, where the policy put the graph on one device and the moves gain enough
-more from the other: `override_zero_shot`'s ``rebase``; runs of ops the policy put off its main device that do not
-pay for themselves go back first: ``consolidate``). It stays on for the
-placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
+point `RunAgent.on_predict`, where the search layer applies the zero-shot override (the agent's
+``zero_shot_override``; which ops it moves, and how: `agents.search.heuristic_start.override_zero_shot`). It stays on
+for the placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
 fine-tuning run measures) and goes off once a run on one graph has measured its start: from there ``predict`` is
 the placement that run distils, as for any run on one graph (`RunAgent.zero_shot_active`).
+
+The agent's settings and its default plain-JSON ``save`` / ``load`` are `agents.core.settings.AgentSettings`, which
+`RunAgent` inherits. `RunLoop`, `BestPlacement`, `set_seed` and `torch_threads` (`agents.core.loop`) can be
+imported from here too, as a custom agent does: ``from agents.core.run import RunAgent, RunLoop``.
 """
 from __future__ import annotations
 
 import abc
-import contextlib
 import functools
-import inspect
-import math
-import random
-import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import gymnasium as gym
 import numpy as np
-import torch
-
-from placement_gym.backends.base import Measurement
-from placement_gym.env import DevicePlacementEnv
-from placement_gym.evaluation import RunSummary, check_budget
-from placement_gym.results import write_json
-from placement_gym.schema import (
-    MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, SchemaError, Text, check, mismatch,
-    read_json,
-)
-from placement_gym.graph import ComputationGraph
-from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from placement_gym.callbacks import Callback, make_callback
 from placement_gym.coarsen import MAX_NODES, Coarsening
-from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
+from placement_gym.evaluation import RunSummary, check_budget
+from placement_gym.graph import ComputationGraph
+from placement_gym.vector_env import DevicePlacementVectorEnv
+from placement_gym.wrappers import NodePlacementWrapper
 
-from agents.core.checkpoint import SETTINGS, CheckpointError
+from agents.core.loop import BestPlacement, RunLoop, set_seed, torch_threads  # noqa: F401 (re-exported)
 from agents.core.search_settings import SearchConfig, check_components, option_names
+from agents.core.settings import AgentSettings
 
-__all__ = ["BestPlacement", "RunAgent", "RunLoop", "agent_predict", "set_seed", "torch_threads", "train_in_turns"]
-
-_MISSING = object()
-#: What the default `RunAgent.save` writes, as the default `RunAgent.load` checks it.
-AGENT_FILE = Record({
-    "agent": Text(max_len=500), "hyperparameters": SETTINGS,
-    "best_placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
-    "best_latency_s": Optional(Number(positive=True)),
-})
-MAX_AGENT_FILE_BYTES = 16 << 20
+__all__ = ["RunAgent", "agent_predict", "train_in_turns"]
 
 
-def _is_plain(value: Any) -> bool:
-    """Whether `value` is a setting the default `RunAgent.load` takes back: plain data as `SETTINGS` accepts it
-    for any setting (None, bool, int, float, str, lists and dicts of them, bounded)."""
-    try:
-        check(value, SETTINGS.others, "hyperparameters")
-    except SchemaError:
-        return False
-    return True
-
-
-#: The ``predict_error`` of a run whose agent has no policy of its own (`RunAgent.has_policy`).
-NO_POLICY = "the agent has no policy of its own (it defines no predict)"
-
-
-@dataclass(frozen=True)
-class BestPlacement:
-    """The best placement of one graph seen in a run: its drift-corrected latency (seconds) as measured during
-    the run, the (N,) int64 placement measured, the (N,) int64 action the agent sent (before any repair), and the
-    step that found it."""
-
-    latency_s: float
-    placement: np.ndarray
-    action: np.ndarray
-    step: int
-
-
-def set_seed(seed: int | None) -> None:
-    """Seed Python's, NumPy's and torch's global generators (no-op for None)."""
-    if seed is None:
-        return
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-    random.seed(int(seed))
-    np.random.seed(int(seed) % 2**32)
-    torch.manual_seed(int(seed))
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with torch using `n` threads (None: leave torch's setting alone), then restore it."""
-    if n is None:
-        yield
-        return
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"torch_threads must be a positive number of threads or None, got {n!r}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-class RunLoop:
-    """Bookkeeping of one `learn` call on a `DevicePlacementEnv` (see the module docstring).
-
-    Args:
-        env: the env `learn` was given: a `DevicePlacementEnv`, possibly wrapped (e.g. by ``gym.make``), or a
-            `DevicePlacementVectorEnv` (``gym.make_vec``), whose sub-env 0 is then the env and which measures
-            batches (`vector`).
-        budget: placements the agent may measure (env steps of `env`).
-        seed: the run's seed (recorded; the agent uses it).
-        callback: a `Callback` that sees every step and update; ``on_step`` returning False stops the run.
-        config: the agent's settings, handed to ``callback.on_training_start``.
-        max_nodes: None, or show the agent the graph coarsened to at most this many clusters (module docstring;
-            a vector env is then stepped through its first sub-env, one placement at a time).
-
-    Attributes (what an agent's ``train`` reads):
-        env: `env` wrapped in the recorder: the agent measures placements through it (or through its own
-            wrappers of it, e.g. the node-by-node variant).
-        base: the unwrapped `DevicePlacementEnv`: ``base.graph`` (a `placement_gym.graph.ComputationGraph`:
-            ``n_ops``, ``edge_index`` (2, E), ``op_types``, ``name``), ``base.n_devices``, ``base.device_names``,
-            ``base.reference_placement`` ((N,) int64, the placement rewards are relative to),
-            ``base.validate_action(placement)`` and ``base.multi_graph``.
-        budget: placements the agent may measure; done: whether the budget is spent (or a callback stopped the
-            run); remaining: placements left.
-        steps: placements measured so far; best_latency_s / best_placement / best_step: the best seen so far
-            (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve: ``[[steps, latency_s], ...]`` each time the
-            best improved; history: one dict of statistics per update; details: what the agent reports about
-            its run (a planner's plan, e.g. the optimum's proven bound), JSON-able.
-        best_by_graph: ``{graph name: BestPlacement}``, the best of each graph seen. On a multi-graph env it is
-            the result, best_placement / best_action stay None (a placement belongs to one graph), and
-            best_latency_s and curve are the mean over the graphs seen of best latency / reference latency
-            (unitless; 1.0 = the reference; it can rise when a new graph is first seen).
-        vector: with a vector env, it wrapped in the recorder: one ``step`` measures ``num_envs`` placements in
-            one batch, each counted and recorded as a step of `env` would be (the bandit collector,
-            `agents.algos.rollout.collect_placements`, uses it); None for a single env or a coarsened run.
-        coarsening: the `placement_gym.coarsen.Coarsening` ``env`` shows (None: the graph as it is).
-    """
-
-    def __init__(self, env: "gym.Env | DevicePlacementVectorEnv", budget: int, seed: int | None = None,
-                 callback: Callback | None = None, config: Mapping[str, Any] | None = None,
-                 max_nodes: int | None = None) -> None:
-        vector = env if isinstance(env, DevicePlacementVectorEnv) else None
-        if vector is not None:
-            env = vector.envs[0]
-        if not isinstance(env.unwrapped, DevicePlacementEnv):
-            raise TypeError(f"expected a DevicePlacementEnv (or a wrapper of one) or a DevicePlacementVectorEnv, "
-                            f"got {type(env.unwrapped).__name__}")
-        self.base: DevicePlacementEnv = env.unwrapped
-        self.user_env = env
-        self.budget = check_budget(budget)
-        self.seed = seed
-        self.callback = callback or Callback()
-        self.steps, self.updates = 0, 0
-        self.best_latency_s, self.best_placement, self.best_step = math.inf, None, None
-        # The action the agent sent at the best step: the best placement before the env's ``unsupported="repair"``
-        # moved ops off devices that cannot run them (the same placement otherwise; the placement itself where the
-        # env's action is not a whole placement; a device per cluster on a coarsened run). It is what the agent's
-        # own policy can produce, so distillation aims at it.
-        self.best_action: np.ndarray | None = None
-        self.curve: list[list] = []
-        self.best_by_graph: dict[str, BestPlacement] = {}
-        self.history: list[dict] = []
-        self.details: dict[str, Any] = {}
-        self.stopped = False  # a callback asked to stop
-        self.env_s = 0.0
-        self._started = time.perf_counter()
-        self.env: gym.Env = _Recorder(env, self)
-        self.coarsening: Coarsening | None = None
-        if max_nodes is not None:
-            # Outside the recorder, so the recorder sees (and the run reports) every full placement.
-            self.env = CoarsenedPlacement(self.env, max_nodes)
-            self.coarsening = self.env.coarsening
-            self.details["coarsened"] = {"ops": self.base.graph.n_ops, "clusters": self.coarsening.n_clusters,
-                                         "cluster_edges": int(self.coarsening.edge_index.shape[1])}
-            vector = None  # the vector env measures full placements; the coarse env is stepped one at a time
-        self.vector = None if vector is None else _VectorRecorder(vector, self)
-        self.callback.on_training_start(self.budget, dict(config or {}))
-
-    # ------------------------------------------------------------------------------------ for agents
-    @property
-    def remaining(self) -> int:
-        """Placements the agent may still measure."""
-        return self.budget - self.steps
-
-    @property
-    def done(self) -> bool:
-        """True once the budget is spent or a callback asked to stop."""
-        return self.stopped or self.steps >= self.budget
-
-    @property
-    def many_graphs(self) -> bool:
-        """True when the run trains over several graphs: its env draws one per reset, or it is one graph's turn
-        of such a run (`train_in_turns`). Then there is no single graph whose best placement the policy should
-        end on: no heuristic start, coarse to fine, self-imitation or final distillation."""
-        return self.base.multi_graph
-
-    def turn(self, model: str, budget: int, max_nodes: int | None = None) -> "RunLoop":
-        """A run of at most `budget` placements on graph `model` of this multi-graph run (`train_in_turns`): it
-        steps a single-graph env of that graph (`DevicePlacementEnv.one_graph`; shown coarsened to at most
-        `max_nodes` clusters unless None) and records every step into this run (its budget, best per graph,
-        curve, callback)."""
-        return _Turn(self, model, budget, max_nodes)
-
-    def record_update(self, stats: Mapping[str, Any]) -> None:
-        """Report one update of the agent's parameters (loss, entropy, ...): kept in `history`, passed on to
-        the callback with the step count and the best latency so far added."""
-        stats = {**stats, "step": self.steps, "best_latency_s": self.best_latency_s}
-        self.updates += 1
-        self.history.append(stats)
-        self.callback.on_update(self.steps, stats)
-
-    # ------------------------------------------------------------------------------------ the recorder
-    def _record_step(self, action: Any, reward: float, info: Mapping[str, Any]) -> None:
-        self.steps += 1
-        latency = float(info["latency_corrected_s"])  # drift-corrected: comparable over a long real run
-        best = self.best_by_graph.get(info["model"])
-        if info["ok"] and (best is None or latency < best.latency_s):
-            placement = np.array(info["placement"], dtype=np.int64)
-            action = np.array(action, dtype=np.int64)  # a node-by-node env's action is one node's device only
-            if action.ndim == 1 and action.shape[0] > placement.shape[0]:
-                action = action[:placement.shape[0]]  # a multi-graph env's padded action: its real part
-            if action.shape != placement.shape:
-                action = placement.copy()
-            if self.coarsening is not None:  # the recorder saw the expanded action: back to one device per cluster
-                action = self.coarsening.majority(action, self.base.n_devices)
-            self.best_by_graph[info["model"]] = BestPlacement(latency, placement, action, self.steps)
-            if not self.base.multi_graph:
-                self.best_latency_s, self.best_step = latency, self.steps
-                self.best_placement, self.best_action = placement, action
-                self.curve.append([self.steps, latency])
-            else:
-                relative = float(np.mean([b.latency_s / self.base.reference_of(name).latency_s
-                                          for name, b in self.best_by_graph.items()]))
-                self.best_latency_s, self.best_step = relative, self.steps
-                self.curve.append([self.steps, relative])
-        if self.callback.on_step(self.steps, float(reward), info) is False:
-            self.stopped = True
-
-    def as_measured(self, action: np.ndarray) -> np.ndarray:
-        """(N,) the placement the env would measure for an agent's `action`: a coarse action expanded to every
-        op on a coarsened run, then the env's own `as_measured` (``unsupported="repair"``). Distillation compares
-        placements through it."""
-        action = np.asarray(action)
-        if self.coarsening is not None:
-            action = self.coarsening.expand(action)
-        return self.base.as_measured(action)
-
-    # ------------------------------------------------------------------------------------- the end
-    def predict_observation(self) -> dict[str, np.ndarray]:
-        """The observation `finish` gives ``predict``: the whole graph with the reference placement (what the env
-        shows after a reset), built without resetting the env (agents fit their policy to it, `distill`);
-        coarsened on a coarsened run, as ``predict`` would coarsen it."""
-        obs = self.base.observation(self.base.reference_placement)
-        return obs if self.coarsening is None else self.coarsening.observation(obs)
-
-    def finish(self, predict: Callable[[Mapping[str, Any]], np.ndarray] | None) -> RunSummary:
-        """Measure the best placement seen and the agent's deterministic placement (``predict`` on a fresh
-        observation of the whole graph) afresh, and return the run's summary. Neither measurement counts
-        against the budget. `predict` None: the agent has no policy of its own (`RunAgent.has_policy`); its
-        ``predict_latency_s`` is None.
-
-        On a multi-graph env this is done for every graph of ``env.models`` (a graph never drawn gets only the
-        prediction; a ``ValueError`` from ``predict``, e.g. a planner's placement made for another graph, is
-        reported as that graph's ``predict_error``); ``details["graphs"]`` holds the results by graph, and the
-        summary's placement fields describe the first graph with a best placement (else the first graph)."""
-        finish_started = time.perf_counter()
-        if self.base.multi_graph:
-            results = {name: self._finish_graph(name, predict) for name in self.base.models}
-            self.details["graphs"] = {name: row for name, (row, *_) in results.items()}
-            name = next((n for n in self.base.models if n in self.best_by_graph), self.base.models[0])
-            _, placement, source, final, predicted, predicted_m = results[name]
-            best = self.best_by_graph.get(name)
-            best_step, best_seen = (best.step, best.latency_s) if best else (None, None)
-        else:
-            _, placement, source, final, predicted, predicted_m = self._finish_graph(self.base.graph.name, predict)
-            best_step = self.best_step
-            best_seen = self.best_latency_s if self.best_placement is not None else None
-        now = time.perf_counter()
-        finish_s = now - finish_started
-        wall_s = now - self._started
-        summary = RunSummary(
-            budget=self.budget, seed=self.seed, steps=self.steps, updates=self.updates, curve=self.curve,
-            best_step=best_step, best_latency_seen_s=best_seen,
-            placement=placement, placement_source=source, final=final,
-            predict_placement=predicted, predict=predicted_m,
-            wall_s=wall_s, env_s=self.env_s, agent_s=wall_s - self.env_s - finish_s, finish_s=finish_s,
-            details=dict(self.details),
-        )
-        self.callback.on_training_end(summary.to_dict())
-        return summary
-
-    def _finish_graph(self, name: str, predict: Callable[[Mapping[str, Any]], np.ndarray] | None) -> tuple:
-        """Graph `name`'s final measurements: ``(details row, placement, source, final, predicted placement,
-        its measurement)``."""
-        options = {"model": name} if self.base.multi_graph else None
-        obs, _ = self.base.reset(seed=self.seed, options=options)
-        row: dict[str, Any] = {"reference_latency_s": float(self.base.reference.latency_s)}
-        best = self.best_by_graph.get(name)
-        if predict is None:  # no policy of its own: nothing to predict; its result is its best or the reference
-            predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(NO_POLICY)
-            row["predict_error"] = NO_POLICY
-            if best is None:
-                placement, source, final = predicted, "reference", self.base.measure(predicted)
-            else:
-                placement, source, final = best.placement, "best_placement", self.base.measure(best.placement)
-        else:
-            try:
-                predicted = self.base.as_measured(predict(obs))  # with unsupported="repair", as a step would
-                predicted_m = self.base.measure(predicted)  # measure it
-            except ValueError as exc:
-                if not self.base.multi_graph:
-                    raise
-                predicted, predicted_m = self.base.reference_placement.copy(), Measurement.failure(f"predict: {exc}")
-                row["predict_error"] = str(exc)
-            if best is None:  # nothing measured (budget 0): the policy's own placement is the result
-                placement, source, final = predicted, "predict", predicted_m
-            else:
-                placement, source = best.placement, "best_placement"
-                final = predicted_m if np.array_equal(placement, predicted) else self.base.measure(placement)
-        row.update(
-            best_step=None if best is None else best.step,
-            best_latency_seen_s=None if best is None else best.latency_s,
-            latency_s=float(final.latency_s) if final.ok else None,
-            speedup=row["reference_latency_s"] / final.latency_s if final.ok else None,
-            placement_source=source, ok=final.ok, error=final.error,
-            predict_latency_s=float(predicted_m.latency_s) if predicted_m.ok else None,
-        )
-        return row, placement, source, final, predicted, predicted_m
-
-
-class _Turn(RunLoop):
-    """One graph's turn of a multi-graph run (`RunLoop.turn`): a run of its own budget on a single-graph env whose
-    steps and updates are recorded into the parent run (it keeps no best placement of its own)."""
-
-    def __init__(self, parent: RunLoop, model: str, budget: int, max_nodes: int | None) -> None:
-        self.parent = parent
-        super().__init__(parent.base.one_graph(model), budget, parent.seed, max_nodes=max_nodes)
-
-    @property
-    def many_graphs(self) -> bool:
-        return True
-
-    def _record_step(self, action: Any, reward: float, info: Mapping[str, Any]) -> None:
-        self.steps += 1
-        self.parent._record_step(action, reward, info)
-        self.stopped = self.parent.stopped
-
-    def record_update(self, stats: Mapping[str, Any]) -> None:
-        self.parent.record_update(stats)
-
-
-def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
-    """Train `agent` over the graphs of a multi-graph `run` one graph at a time, for agents whose env or model is
-    built for one graph (a node-by-node wrapper's groups, SB3's spaces and rollout buffer): turns of
-    ``agent.placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
-    (`RunLoop.turn`), every graph once in a seeded random order, then again, until the run's budget is spent.
-    Each turn is the agent's `RunAgent.train` on that turn's run, continuing what it learned
-    (`RunLoop.many_graphs` keeps the single-graph extras off: heuristic start, coarse to fine, self-imitation,
-    final distillation)."""
-    rng = np.random.default_rng(seed)
-    order: list[str] = []
-    turns = 0
-    while not run.done:
-        if not order:
-            order = [run.base.models[i] for i in rng.permutation(len(run.base.models))]
-        model = order.pop()
-        graph = run.base.graphs[model]
-        placements = max(1, int(agent.placements_per_turn(graph)))
-        coarse = agent.coarsens(graph.n_ops)
-        turn = run.turn(model, min(placements, run.remaining), agent.max_nodes if coarse else None)
-        agent.train(turn, None if seed is None else seed + turns)
-        run.env_s += turn.env_s
-        turns += 1
-        if turn.steps == 0:
-            break  # the agent measured nothing in its turn: another would not either
-
-
-def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
-    through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
-    (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
-    named point `RunAgent.on_predict` (the search layer's zero-shot override, module docstring) may change it. A decorated
-    ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
-
-    @functools.wraps(predict)
-    def wrapper(self: "RunAgent", obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
-        if getattr(self, "_predicting", False):  # inside another decorated predict of this agent
-            return predict(self, obs, deterministic)
-        self._predicting = True
-        try:
-            coarsening = self.coarsening_for(obs)
-            if coarsening is None:
-                placement = predict(self, obs, deterministic)
-            else:
-                placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
-        finally:
-            self._predicting = False
-        if not self.zero_shot_active:
-            return placement
-        return self.on_predict(placement, obs)
-
-    return wrapper
-
-
-class _Recorder(gym.Wrapper):
-    """The env as the agent sees it during a run: every step is counted, timed and recorded by the `RunLoop`."""
-
-    def __init__(self, env: gym.Env, run: RunLoop) -> None:
-        super().__init__(env)
-        self.run = run
-
-    @property
-    def placements_left(self) -> int:
-        """Placements the run may still measure (wrappers that measure on reset ask, `NodePlacementWrapper`)."""
-        return self.run.remaining
-
-    def step(self, action):
-        if self.run.steps >= self.run.budget:
-            raise RuntimeError(
-                f"the budget of {self.run.budget} placements is spent; an agent must stop when run.done is True"
-            )
-        started = time.perf_counter()
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.run.env_s += time.perf_counter() - started
-        self.run._record_step(action, reward, info)
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        started = time.perf_counter()
-        try:
-            return self.env.reset(**kwargs)
-        finally:
-            self.run.env_s += time.perf_counter() - started
-
-
-class _VectorRecorder:
-    """The vector env as the agent sees it during a run: one `step` measures a placement per sub-env in one
-    batch; the `RunLoop` counts, times and records each as a step of the single env."""
-
-    def __init__(self, env: DevicePlacementVectorEnv, run: RunLoop) -> None:
-        self.vector_env, self.run = env, run
-        self.num_envs = env.num_envs
-        started = time.perf_counter()
-        env.reset(seed=run.seed)
-        run.env_s += time.perf_counter() - started
-
-    def step(self, actions: np.ndarray) -> list[tuple[float, dict]]:
-        """Measure `actions` ((num_envs, N) ints, one placement per sub-env) in one step of the vector env;
-        returns each sub-env's ``(reward, info)``, info as `DevicePlacementEnv.step` returns it."""
-        if self.run.steps + self.num_envs > self.run.budget:
-            raise RuntimeError(f"a vector step measures {self.num_envs} placements; only {self.run.remaining} of "
-                               f"the budget of {self.run.budget} remain (step the single env, run.env, instead)")
-        started = time.perf_counter()
-        _, rewards, _, _, _ = self.vector_env.step(actions)
-        self.run.env_s += time.perf_counter() - started
-        results = list(zip(rewards.tolist(), self.vector_env.step_infos))
-        for action, (reward, info) in zip(actions, results):
-            self.run._record_step(action, reward, info)
-        return results
-
-
-class RunAgent(abc.ABC):
+class RunAgent(AgentSettings, abc.ABC):
     """What every placement agent is: `learn` runs the shared run loop around the agent's `train`.
 
     A subclass implements `train` (the algorithm: measure placements through ``run.env`` until ``run.done``;
     `RunLoop` lists what ``run`` offers). Everything else is optional: ``name`` (the class name by default),
     ``feature_families`` if it needs particular node features, `predict` if it has a policy (without one its
     result is its best placement and tables show no ``predict``), and `hyperparameters` / `save` / `load`, whose
-    defaults read the constructor's keywords from same-named attributes and write plain JSON. It meets
-    `placement_gym.evaluation.Agent`, so the harness and ``placement-gym benchmark|compare|evaluate --agent
-    module:Class`` (or ``--agent path/to/file.py:Class``) run it like the agents shipped here.
+    defaults (`agents.core.settings.AgentSettings`) read the constructor's keywords from same-named attributes
+    and write plain JSON. It meets `placement_gym.evaluation.Agent`, so the harness and ``placement-gym
+    benchmark|compare|evaluate --agent module:Class`` (or ``--agent path/to/file.py:Class``) run it like the
+    agents shipped here.
 
     Args:
         seed: default seed of `learn` (its own `seed` argument wins).
@@ -564,9 +118,6 @@ class RunAgent(abc.ABC):
     #: in an agent's signature is its own setting (`keep_settings`).
     BASE_SETTINGS: ClassVar[frozenset[str]] = frozenset({"seed", "torch_threads", "device", "coarsen_above",
                                                           "max_nodes", "search"})
-    #: The names of the agent's own settings, kept as attributes of the same name (`keep_settings`).
-    own_setting_names: tuple[str, ...] = ()
-
     def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
                  max_nodes: int = MAX_NODES,
                  search: "SearchConfig | Mapping[str, Any] | str | None" = None) -> None:
@@ -765,63 +316,55 @@ class RunAgent(abc.ABC):
         default."""
         return type(self).predict is not RunAgent.predict
 
-    def keep_settings(self, arguments: Mapping[str, Any]) -> None:
-        """Keep the agent's own settings: every constructor keyword in `arguments` (the constructor's ``locals()``,
-        taken before it defines anything else) that is not one of ``BASE_SETTINGS``, as an attribute of the same
-        name, named in ``own_setting_names``; `own_settings` and `hyperparameters` read them back. So each
-        setting is written once, in the constructor's signature."""
-        self.own_setting_names = tuple(name for name in arguments
-                                       if name not in ("self", "__class__") and name not in self.BASE_SETTINGS)
-        for name in self.own_setting_names:
-            setattr(self, name, arguments[name])
 
-    def own_settings(self, target: "Callable[..., Any] | None" = None) -> dict[str, Any]:
-        """The agent's own settings (`keep_settings`) by name: all of them, or those that `target` (a class or
-        function: a policy, a trainer) takes as keywords."""
-        names = self.own_setting_names
-        if target is not None:
-            names = [name for name in names if name in inspect.signature(target).parameters]
-        return {name: getattr(self, name) for name in names}
+def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
+    """Train `agent` over the graphs of a multi-graph `run` one graph at a time, for agents whose env or model is
+    built for one graph (a node-by-node wrapper's groups, SB3's spaces and rollout buffer): turns of
+    ``agent.placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
+    (`RunLoop.turn`), every graph once in a seeded random order, then again, until the run's budget is spent.
+    Each turn is the agent's `RunAgent.train` on that turn's run, continuing what it learned
+    (`RunLoop.many_graphs` keeps the single-graph extras off: heuristic start, coarse to fine, self-imitation,
+    final distillation)."""
+    rng = np.random.default_rng(seed)
+    order: list[str] = []
+    turns = 0
+    while not run.done:
+        if not order:
+            order = [run.base.models[i] for i in rng.permutation(len(run.base.models))]
+        model = order.pop()
+        graph = run.base.graphs[model]
+        placements = max(1, int(agent.placements_per_turn(graph)))
+        coarse = agent.coarsens(graph.n_ops)
+        turn = run.turn(model, min(placements, run.remaining), agent.max_nodes if coarse else None)
+        agent.train(turn, None if seed is None else seed + turns)
+        run.env_s += turn.env_s
+        turns += 1
+        if turn.steps == 0:
+            break  # the agent measured nothing in its turn: another would not either
 
-    def hyperparameters(self) -> dict[str, Any]:
-        """Constructor keyword arguments that rebuild this agent (plain Python values only).
 
-        This default reads each keyword of the class's ``__init__`` from the attribute of the same name, where
-        one holds a plain value (None, bool, int, float, str, or lists / dicts of them); a keyword without such
-        an attribute is left to its default. Override it when the attributes are named otherwise."""
-        params = inspect.signature(type(self).__init__).parameters.values()
-        return {p.name: getattr(self, p.name) for p in params
-                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                and _is_plain(getattr(self, p.name, _MISSING))}
+def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
+    through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
+    (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
+    named point `RunAgent.on_predict` (the search layer's zero-shot override, module docstring) may change it. A decorated
+    ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
 
-    def save(self, path: "str | Path", overwrite: bool = False) -> Path:
-        """Write the agent to `path`; refuses to replace an existing file unless `overwrite`.
-
-        This default writes plain JSON: the class, `hyperparameters` and the last run's best placement. An agent
-        with learned state (weights, tables) overrides it (and `load`)."""
-        return write_json(path, {
-            "agent": f"{type(self).__module__}:{type(self).__qualname__}",
-            "hyperparameters": self.hyperparameters(),
-            "best_placement": None if self.best_placement is None else np.asarray(self.best_placement).tolist(),
-            "best_latency_s": self.best_latency_s,
-        }, overwrite=overwrite)
-
-    @classmethod
-    def load(cls, path: "str | Path") -> "RunAgent":
-        """Rebuild an agent written by the default `save` (plain JSON checked against `AGENT_FILE` before anything
-        is built: nothing in it is imported or run; the file must name this class)."""
-        data = read_json(path, AGENT_FILE, max_bytes=MAX_AGENT_FILE_BYTES, what=f"agent saved by {cls.__name__}.save",
-                         error=CheckpointError)
-        expected = f"{cls.__module__}:{cls.__qualname__}"
-        if data["agent"] != expected:
-            raise mismatch(path, "agent", data["agent"], f"{expected!r} (a file written by {cls.__name__}.save)",
-                           CheckpointError)
+    @functools.wraps(predict)
+    def wrapper(self: "RunAgent", obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        if getattr(self, "_predicting", False):  # inside another decorated predict of this agent
+            return predict(self, obs, deterministic)
+        self._predicting = True
         try:
-            agent = cls(**data["hyperparameters"])
-        except (TypeError, ValueError) as exc:  # settings this class does not take, or refuses
-            raise mismatch(path, "hyperparameters", Found(str(exc).splitlines()[0][:200]),
-                           f"the settings {cls.__name__} takes", CheckpointError) from None
-        best = data["best_placement"]
-        agent.best_placement = None if best is None else np.asarray(best, dtype=np.int64)
-        agent.best_latency_s = data["best_latency_s"]
-        return agent
+            coarsening = self.coarsening_for(obs)
+            if coarsening is None:
+                placement = predict(self, obs, deterministic)
+            else:
+                placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
+        finally:
+            self._predicting = False
+        if not self.zero_shot_active:
+            return placement
+        return self.on_predict(placement, obs)
+
+    return wrapper

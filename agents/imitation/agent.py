@@ -38,7 +38,7 @@ import torch
 
 from agents.algos.reinforce import apply_gradients
 from agents.core.base import PolicySpec
-from agents.core.run import torch_threads
+from agents.core.loop import torch_threads
 from agents.go import GOAgent
 from agents.go.policy import GOPolicy
 from agents.search.config import SearchConfig

@@ -38,7 +38,8 @@ from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
     restore_run_state, write_checkpoint,
 )
-from agents.core.run import RunAgent, RunLoop, agent_predict
+from agents.core.loop import RunLoop
+from agents.core.run import RunAgent, agent_predict
 from agents.algos.learned import LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action

@@ -42,7 +42,7 @@ from .local_search import AroundBest, BlockSearch
 
 if TYPE_CHECKING:
     from agents.algos.rollout import Decision
-    from agents.core.run import RunLoop
+    from agents.core.loop import RunLoop
 
 __all__ = ["SearchDuringTraining", "SearchLayer"]
 

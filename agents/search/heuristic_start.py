@@ -374,7 +374,7 @@ def start_placements(obs: Mapping[str, Any]) -> list[np.ndarray]:
 
 
 def measure_start_placements(run, obs: Mapping[str, Any], seed: int | None = None) -> int:
-    """Measure `start_placements(obs)` through ``run.env`` (a `agents.core.run.RunLoop` on one graph; `obs` is
+    """Measure `start_placements(obs)` through ``run.env`` (a `agents.core.loop.RunLoop` on one graph; `obs` is
     the graph as the agent's actions address it, coarsened on a coarsened run), within the budget. Returns the
     placements measured."""
     if not isinstance(run.env.action_space, spaces.MultiDiscrete):  # a node-by-node env given directly

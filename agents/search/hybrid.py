@@ -22,7 +22,8 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 
-from agents.core.run import RunAgent, RunLoop
+from agents.core.loop import RunLoop
+from agents.core.run import RunAgent
 from placement_gym.registry import HYBRID_PREFIX
 
 from .config import SearchConfig, option_names, split_search_options

@@ -38,7 +38,7 @@ from placement_gym.backends.profiles import memory_need
 from .heuristic_start import cheapest_devices, memory_capacity
 
 if TYPE_CHECKING:
-    from agents.core.run import RunLoop
+    from agents.core.loop import RunLoop
 
 __all__ = ["AroundBest", "BlockSearch", "neighbour_device_shares", "search_around_best"]
 

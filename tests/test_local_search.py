@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from agents.search.local_search import BlockSearch
-from agents.algos.reinforce import ReinforceConfig
+from agents.algos.reinforce import ReinforceConfig, check_search
+from agents.core.search_settings import SearchConfig
 from agents.go import GOAgent
 from agents.post import PostAgent
 from placement_gym.backends import make_backend
@@ -118,7 +119,7 @@ def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_
     # ... and the GPU is used in them, for what it holds.
     assert any((p == 1).any() for p in outcomes[True].placements)
     with pytest.raises(ValueError, match="fit_memory needs mode='bandit'"):
-        ReinforceConfig(mode="episodic", fit_memory=True)
+        check_search(ReinforceConfig(mode="episodic"), SearchConfig(fit_memory=True))
 
 
 def test_the_search_of_an_observation_knows_the_devices_memory():
@@ -238,10 +239,10 @@ def test_search_proposals_settings_are_checked():
     from agents.search.local_search import AroundBest
     from agents.algos.reinforce import ReinforceConfig
 
-    with pytest.raises(ValueError, match="search_proposals must be >= 0"):
-        ReinforceConfig(search_proposals=-1)
+    with pytest.raises(ValueError, match="search_proposals=-1"):
+        SearchConfig(search_proposals=-1)
     with pytest.raises(ValueError, match="needs mode='bandit'"):
-        ReinforceConfig(mode="episodic", search_proposals=2)
+        check_search(ReinforceConfig(mode="episodic"), SearchConfig(search_proposals=2))
     with pytest.raises(ValueError, match="batch must be >= 1"):
         AroundBest(BlockSearch(np.ones((3, 2))), batch=0)
     with pytest.raises(ValueError, match="node_device_cost"):

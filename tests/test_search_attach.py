@@ -9,6 +9,7 @@ from agents.algos import PolicyGradientAgent, ReinforceConfig, ReinforceTrainer
 from agents.algos.hooks import TrainingHooks
 from agents.core import PolicySpec, RunLoop
 from agents.search.attach import SearchDuringTraining, SearchLayer
+from agents.search.config import SearchConfig
 from agents.search.heuristic_start import start_placements
 from placement_gym.env import DevicePlacementEnv
 
@@ -59,9 +60,9 @@ def test_a_trainer_refuses_search_settings_its_hooks_do_not_run():
     env = DevicePlacementEnv(chain_graph(), backend=CountingBackend())
     policy = NodePolicy(PolicySpec.from_env(env))
     with pytest.raises(ValueError, match="search layer"):
-        ReinforceTrainer(policy, ReinforceConfig(search_proposals=2))
-    config = ReinforceConfig(search_proposals=2)
-    trainer = ReinforceTrainer(policy, config, hooks=SearchDuringTraining(config))
+        ReinforceTrainer(policy, ReinforceConfig(), search=SearchConfig(search_proposals=2))
+    search = SearchConfig(search_proposals=2)
+    trainer = ReinforceTrainer(policy, ReinforceConfig(), hooks=SearchDuringTraining(search), search=search)
     run = RunLoop(env, budget=12, seed=0)
     run.env.reset(seed=0)
     run.env.step(np.zeros(6, dtype=np.int64))  # a best to propose around

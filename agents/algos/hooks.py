@@ -13,7 +13,7 @@ hybrid's search acts inside the training loop, the trainer calls one of these po
 The class here is a pure agent's: no fit, no proposals, never a split. The search layer's implementation,
 `agents.search.attach.SearchDuringTraining`, is built from above (the agent's ``training_hooks()``, which
 `agents.search.attach.SearchLayer` overrides) and handed to the trainer, so that nothing in `agents.algos`
-imports `agents.search`. `RUNS` says which trainer settings a hooks object carries: a trainer refuses settings
+imports `agents.search`. `RUNS` says which search settings a hooks object carries: a trainer refuses settings
 that its hooks would silently ignore.
 """
 from __future__ import annotations
@@ -29,15 +29,15 @@ if TYPE_CHECKING:
 
 __all__ = ["SEARCH_SETTINGS", "TrainingHooks"]
 
-#: The trainer settings (`agents.algos.reinforce.ReinforceConfig` fields) whose behaviour is the search layer's,
-#: each with its value when off.
+#: The search settings a trainer hands to its hooks (`agents.core.search_settings.SearchConfig` fields) whose
+#: behaviour is the search layer's, each with its value when off.
 SEARCH_SETTINGS = {"search_proposals": 0, "fit_memory": False, "split_patience": None}
 
 
 class TrainingHooks:
     """The search layer's points inside a trainer's run (module docstring); every one does nothing here."""
 
-    #: The trainer settings (names of `SEARCH_SETTINGS`) these hooks act on: none here.
+    #: The search settings (names of `SEARCH_SETTINGS`) these hooks act on: none here.
     RUNS: ClassVar[frozenset[str]] = frozenset()
 
     def fit_samples(self, run: "RunLoop", obs) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -54,10 +54,11 @@ class TrainingHooks:
         return False
 
     def check(self, config) -> None:
-        """ValueError if `config` (the trainer's settings) turns on a search setting these hooks do not run."""
+        """ValueError if `config` (the agent's search settings, `SearchConfig`) turns on a search setting these
+        hooks do not run."""
         on = sorted(name for name, off in SEARCH_SETTINGS.items() if getattr(config, name) != off and name not in self.RUNS)
         if on:
             raise ValueError(f"{on} are the search layer's (agents.search); this trainer's hooks "
                              f"({type(self).__name__}) do not run them: pass hooks=agents.search.attach."
-                             "SearchDuringTraining(config), or build the agent with the search layer "
+                             "SearchDuringTraining(search), or build the agent with the search layer "
                              "(agents.search.attach.SearchLayer)")

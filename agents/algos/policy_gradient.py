@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, fields
 from typing import Any, Callable, Mapping
 
 
@@ -27,11 +27,11 @@ from agents.nn.groups import split_until_expressible
 from .hooks import TrainingHooks
 from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
-from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
+from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients, check_search
 
 __all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
-#: The learned agents' default ``distill_seconds`` (`agents.algos.reinforce.ReinforceConfig`): a cap on the final
+#: The learned agents' default ``distill_seconds`` (`agents.core.search_settings.SearchConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step is a forward and backward pass over
 #: a graph of up to ~1,000 clusters. The zoo models are never capped: on a busy machine a cap of this size stopped
 #: the distillation of ResNet short for hsdag and placeto (``predict`` then fell well short of the run's best),
@@ -47,11 +47,8 @@ def distill_cap(seconds: float | None, run: RunLoop) -> float | None:
 ALGORITHMS = ("reinforce", "ppo")
 _PPO_ONLY = tuple(f.name for f in fields(PPOConfig) if f.name not in {g.name for g in fields(ReinforceConfig)})
 #: `ReinforceConfig`'s fields an agent's constructor may take by name (``mode`` is the agent's, fixed; the search
-#: components the trainers run come from ``search``, `agents.search.config`).
-_TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode", "imitation_coef", "elites",
-                                                                         "distill_steps", "distill_seconds",
-                                                                         "split_patience", "search_proposals",
-                                                                         "fit_memory"}
+#: components the trainers run are the agent's ``search``, `agents.search.config`).
+_TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode"}
 
 
 class PolicyGradientAgent(LearnedAgent, BaseAgent):
@@ -70,8 +67,12 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
-        seed, torch_threads, device, coarsen_above, max_nodes, search: see `BaseAgent` (the search components
-            the trainers run, ``search.imitation_coef`` ... ``search.fit_memory``, join the trainer's settings).
+        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
+        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
+            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
+        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
+            method alone; ``"hybrid"``: the class's ``HYBRID``); the trainers read the search components they run
+            (``imitation_coef`` ... ``fit_memory``) from it.
     """
 
     #: The search components the trainers run (`agents.algos.reinforce`) besides the run loop's.
@@ -93,10 +94,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         if ppo and algorithm != "ppo":
             raise ValueError("PPO settings were given but algorithm is 'reinforce': add algorithm='ppo'")
         config = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
-        s = self.search  # the search components the trainers run (`agents.search.config`)
-        config = replace(config, imitation_coef=s.imitation_coef, elites=s.elites, distill_steps=s.distill_steps,
-                         distill_seconds=s.distill_seconds, split_patience=s.split_patience,
-                         search_proposals=s.search_proposals, fit_memory=s.fit_memory)
+        check_search(config, self.search)  # refused here, before the trainer is built at the first `learn`
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
         self.trainer_config = PPOConfig(**asdict(config), **self.ppo) if algorithm == "ppo" else config
         self.trainer: ReinforceTrainer | PPOTrainer | None = None
@@ -142,7 +140,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
         return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
                            on_split=self.refit_best if self.split_refit else None, on_update=self.on_update,
-                           hooks=self.training_hooks())
+                           hooks=self.training_hooks(), search=self.search)
 
     def training_hooks(self) -> TrainingHooks:
         """The search layer's points inside the trainer's run (`agents.algos.hooks`), handed to the trainer
@@ -212,7 +210,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         the final distillation, not at the start (splitting to one group per op at the start left Post and PPO a
         per-op search: under throughput on `paper` it ended much further from the best found than with the
         coarse groups). True if it split."""
-        if self.trainer.config.split_patience is None:
+        if self.search.split_patience is None:
             return False
         return split_until_expressible(run.best_action, self.expressible, self.policy.split)
 

@@ -31,7 +31,14 @@ Both modes use (each switchable, for ablations)::
                         deterministic placement (its argmax) once, from the budget; the policy's output, not a
                         search, recorded per update as ``argmax_latency_s``. A per-op stochastic policy's best
                         sample understates it;
-    max_grad_norm       gradient-norm clipping (None = off);
+    max_grad_norm       gradient-norm clipping (None = off).
+
+The search components a trainer runs are not its settings: they are the agent's search settings (its
+`agents.core.search_settings.SearchConfig`, declared there once), handed to the trainer as ``search``. It reads
+``imitation_coef`` and ``elites`` (the self-imitation term of its loss), refuses ``search_proposals`` and
+``fit_memory`` outside bandit mode and ``split_patience`` on a policy without groups to split, and checks that its
+hooks run ``search_proposals``, ``fit_memory`` and ``split_patience`` (`check_search`)::
+
     imitation_coef      weight of a self-imitation term, ``-log p(elite placement)`` (per decision) averaged
                         over the `elites` fastest placements measured so far (`agents.algos.rollout.EliteSet`);
                         0 = off (the papers' methods). It makes the policy's own (deterministic) placement
@@ -85,14 +92,14 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.loop import RunLoop
-from agents.core.search_settings import check_split_patience
+from agents.core.search_settings import SearchConfig
 from agents.nn.policy import PolicySample, sample_categorical
 
 from .hooks import TrainingHooks
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_argmax, collect_episode,
                       collect_placements, discounted_returns)
 
-__all__ = ["SWITCHES_OFF", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "imitation_loss", "sample_categorical"]
+__all__ = ["SWITCHES_OFF", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "check_search", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -112,13 +119,6 @@ class ReinforceConfig:
     leave_one_out: bool = False
     measure_argmax: bool = False
     max_grad_norm: float | None = 1.0
-    imitation_coef: float = 0.0
-    elites: int = 4
-    distill_steps: int = 0
-    distill_seconds: float | None = None
-    split_patience: int | None = None
-    search_proposals: int = 0
-    fit_memory: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("bandit", "episodic"):
@@ -131,24 +131,20 @@ class ReinforceConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.entropy_coef < 0:
             raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
-        if self.distill_steps < 0:
-            raise ValueError(f"distill_steps must be >= 0, got {self.distill_steps}")
-        if self.distill_seconds is not None and not self.distill_seconds > 0:
-            raise ValueError(f"distill_seconds must be None (no limit) or > 0, got {self.distill_seconds}")
-        check_split_patience(self.split_patience)
-        if self.search_proposals < 0:
-            raise ValueError(f"search_proposals must be >= 0 (0: off), got {self.search_proposals}")
-        if self.search_proposals and self.mode != "bandit":
-            raise ValueError("search_proposals needs mode='bandit': a proposal is a whole placement, the episodic "
-                             "mode's env takes one op's device per step")
-        if self.fit_memory and self.mode != "bandit":
-            raise ValueError("fit_memory needs mode='bandit': it fits a whole sampled placement, the episodic mode's "
-                             "env takes one op's device per step")
         if (self.leave_one_out or self.measure_argmax) and self.mode != "bandit":
             raise ValueError("leave_one_out and measure_argmax need mode='bandit' (K whole placements per update); "
                              "the episodic mode's baseline is per step index")
-        if self.imitation_coef < 0 or self.elites < 1:
-            raise ValueError(f"imitation_coef must be >= 0 and elites >= 1, got {self.imitation_coef}, {self.elites}")
+
+
+def check_search(config: ReinforceConfig, search: SearchConfig) -> None:
+    """ValueError, in one line, if the `search` components a trainer runs (module docstring) do not go with its
+    `config`: ``search_proposals`` and ``fit_memory`` need bandit mode (ranges are `SearchConfig`'s own checks)."""
+    for name in ("search_proposals", "fit_memory"):
+        if getattr(search, name) and config.mode != "bandit":
+            what = "a proposal is a whole placement" if name == "search_proposals" else \
+                "it fits a whole sampled placement"
+            raise ValueError(f"{name} needs mode='bandit': {what}, the episodic mode's env takes one op's device "
+                             "per step")
 
 
 #: The switches that keep updates from collapsing (module docstring), all off: the trainer's defaults, and what
@@ -161,14 +157,14 @@ SWITCHES_OFF = {"entropy_per_decision": False, "leave_one_out": False, "measure_
 Imitate = Callable[[np.ndarray], Tensor]
 
 
-def imitation_loss(imitate: Imitate | None, elites: EliteSet, config: ReinforceConfig) -> Tensor | float:
-    """The self-imitation term of the loss: ``-imitation_coef * mean log p(elite placement)`` (0 when off or
-    while no placement was measured)."""
-    if config.imitation_coef == 0 or not elites.members:
+def imitation_loss(imitate: Imitate | None, elites: EliteSet, coef: float) -> Tensor | float:
+    """The self-imitation term of the loss: ``-coef * mean log p(elite placement)`` (`coef`: the search's
+    ``imitation_coef``; 0 when off or while no placement was measured)."""
+    if coef == 0 or not elites.members:
         return 0.0
     if imitate is None:
         raise ValueError("imitation_coef > 0 needs the agent's imitate(placement) (PolicyGradientAgent.imitate)")
-    return -config.imitation_coef * torch.stack([imitate(p) for p in elites.placements]).mean()
+    return -coef * torch.stack([imitate(p) for p in elites.placements]).mean()
 
 
 def apply_gradients(optimizer: torch.optim.Optimizer, parameters, loss: Tensor, max_grad_norm: float | None) -> float:
@@ -197,23 +193,28 @@ class PolicyGradientTrainer:
         on_update: called with the run after every update (before a split): the agent's reaction to the
             placements measured so far (HSDAG samples around the run's best, ``boundary_explore``).
         hooks: the search layer's points inside the run (`agents.algos.hooks.TrainingHooks`; None: none, a pure
-            agent's). A `config` with ``search_proposals``, ``fit_memory`` or ``split_patience`` on needs hooks
+            agent's). A `search` with ``search_proposals``, ``fit_memory`` or ``split_patience`` on needs hooks
             that run them (`agents.search.attach.SearchDuringTraining`).
+        search: the agent's search settings (`SearchConfig`; None: no search), of which the trainer runs the
+            self-imitation (``imitation_coef``, ``elites``; module docstring).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
                  imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None,
+                 search: SearchConfig | None = None) -> None:
         self.policy, self.config, self.imitate, self.on_split = policy, config, imitate, on_split
+        self.search = SearchConfig() if search is None else search
+        check_search(config, self.search)
         self.on_update = on_update
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
         self.advantages = AdvantageEstimator(config.baseline, config.baseline_decay, config.normalize_advantage)
-        self.elites = EliteSet(config.elites if config.imitation_coef > 0 else 0)
-        if config.split_patience is not None and not callable(getattr(policy, "split", None)):
+        self.elites = EliteSet(self.search.elites if self.search.imitation_coef > 0 else 0)
+        if self.search.split_patience is not None and not callable(getattr(policy, "split", None)):
             raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
                              f"{type(policy).__name__} has no split()")
         self.hooks = TrainingHooks() if hooks is None else hooks
-        self.hooks.check(config)
+        self.hooks.check(self.search)
 
     def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> "list[Decision | Measured]":
         """After every update, with the placements it measured: the search layer's proposals (``proposals``,
@@ -280,15 +281,16 @@ class ReinforceTrainer(PolicyGradientTrainer):
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
     Args:
-        policy, optimizer, imitate, on_split, on_update, hooks: see `PolicyGradientTrainer`.
+        policy, optimizer, imitate, on_split, on_update, hooks, search: see `PolicyGradientTrainer`.
         config: `ReinforceConfig` (defaults if None).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
                  optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None,
                  on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
-        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update, hooks)
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None,
+                 search: SearchConfig | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update, hooks, search)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
@@ -340,7 +342,8 @@ class ReinforceTrainer(PolicyGradientTrainer):
         `entropy_bonus` weighs it."""
         policy_loss = -(advantage.detach() * log_prob).mean()
         entropy_term = entropy.mean()
-        loss = policy_loss - self.config.entropy_coef * entropy_term + imitation_loss(self.imitate, self.elites, self.config)
+        loss = (policy_loss - self.config.entropy_coef * entropy_term
+                + imitation_loss(self.imitate, self.elites, self.search.imitation_coef))
         grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, self.config.max_grad_norm)
         baseline = self.advantages.baseline
         return {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),

@@ -88,14 +88,11 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
             graph (`start_run`).
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
-        algorithm, ppo: ``"ppo"`` (default, the paper's) or ``"reinforce"``, and PPO's settings.
-        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: `HYBRID`). GO reads ``finetune_search`` and ``finetune_search_options``
-            (keys `FINETUNE_SEARCH_KEYS`), ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its
-            per-group search on one graph) besides the fields every learned agent reads.
+        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
+            `agents.algos.policy_gradient.PolicyGradientAgent` (GO's trainer: ``"ppo"``, the paper's).
+            GO reads ``finetune_search`` and ``finetune_search_options`` (keys `FINETUNE_SEARCH_KEYS`),
+            ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its per-group search on one
+            graph) besides the fields every learned agent reads.
     """
 
     name = "go"

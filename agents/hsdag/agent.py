@@ -111,13 +111,8 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
         learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
         max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
             authors' setting.
-        algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
-            (`agents.algos.policy_gradient`).
-        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: `HYBRID`).
+        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
+            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: the paper's: ``"reinforce"``).
     """
 
     name = "hsdag"

@@ -84,13 +84,8 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
             sometimes missed the best placement, 0 and 0.5 did not.
         learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.algos.reinforce.ReinforceConfig`, mode "episodic").
-        algorithm, ppo: train with ``"reinforce"`` (Placeto's) or ``"ppo"`` and its settings
-            (`agents.algos.policy_gradient`).
-        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: `HYBRID`).
+        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
+            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: Placeto's: ``"reinforce"``).
     """
 
     name = "placeto"

@@ -65,17 +65,18 @@ class PostTrainer(PPOTrainer):
 
     Args:
         policy: a `PostPolicy`.
-        config: `PPOConfig` (its ``split_patience``: coarse to fine, the shared trainer's
-            `PolicyGradientTrainer.coarse_to_fine`, at the search layer's ``after_update``).
+        config: `PPOConfig`.
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
         ce_every, elite_fraction, ce_smoothing: see `PostAgent`.
         on_split: called with the run after every split of the groups (`PostAgent.explore_boundary`).
         hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``training_hooks``).
+        search: the agent's search settings (`PolicyGradientTrainer`; its ``split_patience``: coarse to fine, the
+            shared trainer's `PolicyGradientTrainer.coarse_to_fine`, at the search layer's ``after_update``).
     """
 
     def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int = 5, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.5, on_split=None, hooks=None) -> None:
-        super().__init__(policy, config, imitate, on_split, hooks=hooks)
+                 ce_smoothing: float = 0.5, on_split=None, hooks=None, search=None) -> None:
+        super().__init__(policy, config, imitate, on_split, hooks=hooks, search=search)
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
         self.updates = 0
         self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
@@ -106,11 +107,8 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
         elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
         ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
             the way, the paper's closed form).
-        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: `HYBRID`).
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
+        seed, torch_threads, device, coarsen_above, max_nodes, search: see
+            `agents.algos.policy_gradient.PolicyGradientAgent` (Post always trains with PPO).
     """
 
     name = "post"
@@ -175,7 +173,7 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
         return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
                            elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
                            on_split=self.explore_boundary if self.search.boundary_explore > 0 else None,
-                           hooks=self.training_hooks())
+                           hooks=self.training_hooks(), search=self.search)
 
     def explore_boundary(self, run) -> None:
         """After a split of the groups: the groups at a device boundary of the run's best placement get back

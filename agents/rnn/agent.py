@@ -63,13 +63,8 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
         reward: one of `REWARDS`.
         learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
             (`agents.algos.reinforce.ReinforceConfig`, mode "bandit").
-        algorithm, ppo: train with ``"reinforce"`` (the paper's) or ``"ppo"`` and its settings
-            (`agents.algos.policy_gradient`).
-        seed, torch_threads, device: see `agents.core.base.BaseAgent`.
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: `HYBRID`).
+        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
+            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: the paper's: ``"reinforce"``).
     """
 
     name = "rnn"

@@ -54,9 +54,8 @@ class SearchDuringTraining(TrainingHooks):
     proposals are the current run's, built on first use with the run's seed.
 
     Args:
-        config: the trainer's settings (`agents.algos.reinforce.ReinforceConfig` or `PPOConfig`), whose
-            ``search_proposals``, ``fit_memory`` and ``split_patience`` (copied from the agent's `SearchConfig`)
-            say what runs.
+        config: the agent's search settings (`SearchConfig`), whose ``search_proposals``, ``fit_memory`` and
+            ``split_patience`` say what runs.
     """
 
     RUNS: ClassVar[frozenset[str]] = frozenset({"search_proposals", "fit_memory", "split_patience"})
@@ -131,7 +130,7 @@ class SearchLayer:
         return override_zero_shot(placement, obs, self.zero_shot_override)
 
     def training_hooks(self) -> SearchDuringTraining:
-        """The trainer's points (`SearchDuringTraining`), from the agent's trainer settings (``trainer_config``): what
+        """The trainer's points (`SearchDuringTraining`), from the agent's search settings (``search``): what
         a `PolicyGradientAgent`'s ``make_trainer`` hands its trainer. The SB3 agents train with Stable-Baselines3
         and never call it."""
-        return SearchDuringTraining(self.trainer_config)
+        return SearchDuringTraining(self.search)

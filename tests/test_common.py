@@ -180,6 +180,36 @@ def test_trainer_is_reproducible(env):
     assert [h["reward_mean"] for h in a.history] == [h["reward_mean"] for h in b.history]
 
 
+def _policy_gradient_agents() -> list[type]:
+    from placement_gym import registry
+
+    classes = [registry.load_agent_class(name) for name in registry.AGENTS]
+    return [cls for cls in classes if isinstance(cls, type) and issubclass(cls, PolicyGradientAgent)]
+
+
+@pytest.mark.parametrize("cls", _policy_gradient_agents(), ids=lambda cls: cls.name)
+def test_each_trainer_default_is_declared_once_in_trainer(cls):
+    """Every trainer keyword an agent's constructor takes (``TRAINER_OPTIONS``) defaults to its ``TRAINER``'s value,
+    and an agent built with no settings trains with ``TRAINER``; one given replaces its own field only."""
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(cls.__init__).parameters
+    for name in cls.TRAINER_OPTIONS:
+        assert parameters[name].default == getattr(cls.TRAINER, name), (cls.__name__, name)
+    config = cls().trainer_config
+    assert {f.name: getattr(config, f.name) for f in dataclasses.fields(ReinforceConfig)} == \
+        dataclasses.asdict(cls.TRAINER)
+    for name in cls.TRAINER_OPTIONS:
+        default = getattr(cls.TRAINER, name)
+        value = not default if isinstance(default, bool) else default + 1 if isinstance(default, int) else default / 2
+        agent = cls(**{name: value})
+        assert getattr(agent.trainer_config, name) == value and agent.hyperparameters()[name] == value
+        assert {f: getattr(agent.trainer_config, f) for f in cls.TRAINER_OPTIONS if f != name} == \
+            {f: getattr(cls.TRAINER, f) for f in cls.TRAINER_OPTIONS if f != name}
+    assert [name for name in cls().hyperparameters() if name in cls.TRAINER_OPTIONS] == list(cls.TRAINER_OPTIONS)
+
+
 def test_switches_change_the_update(env):
     config = ReinforceConfig(baseline=False, normalize_advantage=False, entropy_coef=0.0, max_grad_norm=None)
     torch.manual_seed(0)

@@ -8,10 +8,9 @@ instead, with the PPO settings given in ``ppo`` (a dict of `PPOConfig` fields be
 """
 from __future__ import annotations
 
-import inspect
 import time
-from dataclasses import asdict, fields
-from typing import Any, Callable, Mapping
+from dataclasses import asdict, fields, replace
+from typing import Any, Callable, ClassVar, Mapping
 
 
 import gymnasium as gym
@@ -55,12 +54,21 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
     (`agents.algos.learned.LearnedAgent`).
 
-    Subclasses implement `build_policy(spec)`, take their method's trainer settings in their constructor's
-    signature under `ReinforceConfig`'s names and pass ``self.trainer_settings(locals(), mode=...)`` to this
-    constructor, keep their own settings with ``self.keep_settings(locals())`` (so each setting is written once,
-    in the signature, and `hyperparameters` needs no override), and may override `agent_env` to train on a
-    wrapper of the run's env (the node-by-node variant, another reward). Calling `learn` again continues
-    training (same optimiser and baselines).
+    Subclasses implement `build_policy(spec)`, keep their own settings with ``self.keep_settings(locals())`` (so
+    `hyperparameters` needs no override), and may override `agent_env` to train on a wrapper of the run's env (the
+    node-by-node variant, another reward). Calling `learn` again continues training (same optimiser and baselines).
+
+    Their trainer settings are declared in two class attributes: `TRAINER`, the `ReinforceConfig` of their method
+    (its mode and every default that differs from `ReinforceConfig`'s), the one place those defaults are written,
+    and `TRAINER_OPTIONS`, the names of its fields the constructor takes (in the order `hyperparameters` writes
+    them). The constructor keeps them as explicit keywords (its public API and help text) whose defaults are read
+    from `TRAINER` in the class body (``learning_rate: float = TRAINER.learning_rate``: a default of a method is
+    evaluated in the class body, where `TRAINER` is already defined), so a value is never written twice and the
+    signature still shows it (``--help``, ``inspect``; a sentinel default would hide it); the constructor hands the
+    values by name to `trainer_settings` (``self.trainer_settings(learning_rate=learning_rate, ...)``), whose
+    result it passes to this constructor. A subclass that inherits a constructor and declares a `TRAINER` of its own
+    takes none of the inherited trainer keywords (`TRAINER_OPTIONS` empty, as the imitation agent does), or
+    writes its own constructor: the inherited keywords' defaults are the parent's `TRAINER`'s.
 
     Args:
         reinforce: `ReinforceConfig` or a dict of its fields: the method's settings (mode, step size, ...).
@@ -79,6 +87,12 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     SEARCH_OPTIONS = BaseAgent.SEARCH_OPTIONS | option_names(
         "distill_steps", "distill_seconds", "imitation_coef", "elites", "search_proposals", "fit_memory",
         "split_patience", "split_refit")
+    #: The trainer settings of the class's method (class docstring): its mode and its defaults. Here
+    #: `ReinforceConfig`'s own.
+    TRAINER: ClassVar[ReinforceConfig] = ReinforceConfig()
+    #: The fields of `TRAINER` the constructor takes by name, in the order `hyperparameters` writes them (class
+    #: docstring). None here: this class takes them all in ``reinforce``.
+    TRAINER_OPTIONS: ClassVar[tuple[str, ...]] = ()
     #: Kept by this class: the trainer's settings, the algorithm and its PPO settings.
     BASE_SETTINGS = BaseAgent.BASE_SETTINGS | _TRAINER_FIELDS | {"algorithm", "ppo"}
 
@@ -104,22 +118,23 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         """The trainer settings (a `PPOConfig` with ``algorithm="ppo"``)."""
         return self.trainer_config
 
-    @classmethod
-    def trainer_setting_names(cls) -> list[str]:
-        """The `ReinforceConfig` fields the class's constructor takes under their own names (its method's
-        trainer settings), in the constructor's order."""
-        return [name for name in inspect.signature(cls.__init__).parameters if name in _TRAINER_FIELDS]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        unknown = sorted(set(cls.TRAINER_OPTIONS) - _TRAINER_FIELDS)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.TRAINER_OPTIONS names {unknown}, which are not ReinforceConfig fields "
+                            f"an agent takes ({sorted(_TRAINER_FIELDS)})")
 
     @classmethod
-    def trainer_settings(cls, arguments: Mapping[str, Any], mode: str) -> ReinforceConfig:
-        """The `ReinforceConfig` of `mode` from a constructor's `arguments` (its ``locals()``): each field of
-        `trainer_setting_names` taken from the argument of the same name, so that a setting is written once,
-        in the constructor's signature."""
-        return ReinforceConfig(mode=mode, **{name: arguments[name] for name in cls.trainer_setting_names()})
+    def trainer_settings(cls, **given: Any) -> ReinforceConfig:
+        """`TRAINER` with the constructor's values of `TRAINER_OPTIONS` (`given`, by name; the constructor hands
+        them all). A value `given` under another name is not the class's to take and is left out: a subclass that
+        takes none of them (`TRAINER_OPTIONS` empty, the imitation agent's) runs with its `TRAINER` as declared."""
+        return replace(cls.TRAINER, **{name: given[name] for name in cls.TRAINER_OPTIONS})
 
     def trainer_options(self) -> dict[str, Any]:
-        """The trainer settings the constructor took (`trainer_setting_names`), for `hyperparameters`."""
-        return {name: getattr(self.reinforce, name) for name in self.trainer_setting_names()}
+        """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
+        return {name: getattr(self.reinforce, name) for name in self.TRAINER_OPTIONS}
 
     def algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""

@@ -99,7 +99,8 @@ from .hooks import TrainingHooks
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_argmax, collect_episode,
                       collect_placements, discounted_returns)
 
-__all__ = ["SWITCHES_OFF", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "apply_gradients", "check_search", "imitation_loss", "sample_categorical"]
+__all__ = ["SWITCHES_OFF", "SWITCHES_ON", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer",
+           "apply_gradients", "check_search", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -150,6 +151,9 @@ def check_search(config: ReinforceConfig, search: SearchConfig) -> None:
 #: The switches that keep updates from collapsing (module docstring), all off: the trainer's defaults, and what
 #: the hybrid forms of the agents were tuned with (their ``HYBRID_SETTINGS``).
 SWITCHES_OFF = {"entropy_per_decision": False, "leave_one_out": False, "measure_argmax": False}
+#: The same switches all on: what the bandit agents (HSDAG, GO, the RNN placer, Post) train with by default (their
+#: ``TRAINER``, `agents.algos.policy_gradient.PolicyGradientAgent`).
+SWITCHES_ON = dict.fromkeys(SWITCHES_OFF, True)
 
 
 #: ``imitate(placement (N,) int64) -> ()``: the log-likelihood, per decision, that the current policy produces

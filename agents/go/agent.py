@@ -49,7 +49,7 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.core.loop import RunLoop
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
@@ -111,6 +111,11 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
     #: the hybrid was tuned.
     HYBRID_SETTINGS = {"entropy_coef": 0.01, **SWITCHES_OFF}
 
+    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
+    TRAINER = ReinforceConfig(mode="bandit", samples_per_update=16, entropy_coef=0.1, **SWITCHES_ON)
+    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "baseline_decay", "entropy_coef",
+                       "entropy_per_decision", "leave_one_out", "measure_argmax", "normalize_advantage", "max_grad_norm")
+
     def __init__(
         self,
         *,
@@ -121,16 +126,16 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
         segment_length: int = 128,
         use_edge_features: bool = True,
         graph_cost: bool = True,
-        learning_rate: float = 1e-3,
-        samples_per_update: int = 16,
-        baseline: bool = True,
-        baseline_decay: float = 0.9,
-        entropy_coef: float = 0.1,
-        entropy_per_decision: bool = True,
-        leave_one_out: bool = True,
-        measure_argmax: bool = True,
-        normalize_advantage: bool = True,
-        max_grad_norm: float | None = 1.0,
+        learning_rate: float = TRAINER.learning_rate,
+        samples_per_update: int = TRAINER.samples_per_update,
+        baseline: bool = TRAINER.baseline,
+        baseline_decay: float = TRAINER.baseline_decay,
+        entropy_coef: float = TRAINER.entropy_coef,
+        entropy_per_decision: bool = TRAINER.entropy_per_decision,
+        leave_one_out: bool = TRAINER.leave_one_out,
+        measure_argmax: bool = TRAINER.measure_argmax,
+        normalize_advantage: bool = TRAINER.normalize_advantage,
+        max_grad_norm: float | None = TRAINER.max_grad_norm,
         algorithm: str = "ppo",
         ppo: "dict[str, Any] | None" = None,
         seed: int | None = None,
@@ -140,10 +145,14 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
         max_nodes: int = MAX_NODES,
         search: "SearchConfig | dict[str, Any] | str | None" = None,
     ) -> None:
-        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
-        # `PolicyGradientAgent.trainer_settings`)
+        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
+        # (`PolicyGradientAgent.trainer_settings`)
         self.keep_settings(locals())
-        trainer = self.trainer_settings(locals(), mode="bandit")
+        trainer = self.trainer_settings(
+            learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
+            baseline_decay=baseline_decay, entropy_coef=entropy_coef, entropy_per_decision=entropy_per_decision,
+            leave_one_out=leave_one_out, measure_argmax=measure_argmax, normalize_advantage=normalize_advantage,
+            max_grad_norm=max_grad_norm)
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
                          device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         unknown = sorted(set(self.search.finetune_search_options) - set(FINETUNE_SEARCH_KEYS))

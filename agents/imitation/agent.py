@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.algos.reinforce import apply_gradients
+from agents.algos.reinforce import ReinforceConfig, apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.loop import torch_threads
 from agents.go import GOAgent
@@ -60,6 +60,12 @@ class ImitationAgent(GOAgent):
     #: No search settings either: ``--agent-option`` search keys are not handed to it
     #: (`placement_gym.commands.settings`).
     SEARCH_OPTIONS = frozenset()
+
+    #: Its trainer's settings (`agents.algos.policy_gradient.PolicyGradientAgent`): `ReinforceConfig`'s defaults,
+    #: not GO's. It takes none of them by name: GO's trainer keywords (``learning_rate`` ...), which its constructor
+    #: passes on to `GOAgent`, are left out (its checkpoints and pinned runs were made so).
+    TRAINER = ReinforceConfig(mode="bandit")
+    TRAINER_OPTIONS = ()
 
     def __init__(self, *, sequential: bool = False, balance: bool = False, **go_settings: Any) -> None:
         """`sequential`: decide the ops in topological order, each seeing where the ops before it went

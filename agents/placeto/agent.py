@@ -44,6 +44,7 @@ from agents.core.base import PolicySpec
 from agents.search.attach import SearchLayer
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
+from agents.algos.reinforce import ReinforceConfig
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
 from agents.search.config import SearchConfig, option_names
@@ -97,9 +98,16 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 
+    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
+    TRAINER = ReinforceConfig(mode="episodic", gamma=0.5)
+    TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
+                       "max_grad_norm")
+
     def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
-                 sweeps: int = 1, start: str = "random", learning_rate: float = 1e-3, entropy_coef: float = 0.01, gamma: float = 0.5,
-                 episodes_per_update: int = 1, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+                 sweeps: int = 1, start: str = "random", learning_rate: float = TRAINER.learning_rate,
+                 entropy_coef: float = TRAINER.entropy_coef, gamma: float = TRAINER.gamma,
+                 episodes_per_update: int = TRAINER.episodes_per_update, baseline_decay: float = TRAINER.baseline_decay,
+                 max_grad_norm: float | None = TRAINER.max_grad_norm,
                  algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
                  *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
@@ -108,10 +116,12 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
             raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
         if start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {start!r}")
-        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
-        # `PolicyGradientAgent.trainer_settings`)
+        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
+        # (`PolicyGradientAgent.trainer_settings`)
         self.keep_settings(locals())
-        trainer = self.trainer_settings(locals(), mode="episodic")
+        trainer = self.trainer_settings(
+            learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
+            episodes_per_update=episodes_per_update, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)

@@ -48,7 +48,7 @@ import torch
 from agents.core.base import PolicySpec
 from agents.nn.policy import group_majority_placement
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.attach import SearchLayer
@@ -126,9 +126,17 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     HYBRID_SETTINGS = {"n_groups": 4, "samples_per_update": 10, "entropy_coef": 0.0, "ce_smoothing": 0.5,
                        **SWITCHES_OFF}
 
-    def __init__(self, n_groups: int | None = None, learning_rate: float = 0.05, samples_per_update: int = 20,
-                 entropy_coef: float = 0.1, entropy_per_decision: bool = True, leave_one_out: bool = True,
-                 measure_argmax: bool = True, baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0,
+    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
+    TRAINER = ReinforceConfig(mode="bandit", learning_rate=0.05, samples_per_update=20, entropy_coef=0.1,
+                              **SWITCHES_ON)
+    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
+                       "measure_argmax", "baseline_decay", "max_grad_norm")
+
+    def __init__(self, n_groups: int | None = None, learning_rate: float = TRAINER.learning_rate,
+                 samples_per_update: int = TRAINER.samples_per_update, entropy_coef: float = TRAINER.entropy_coef,
+                 entropy_per_decision: bool = TRAINER.entropy_per_decision, leave_one_out: bool = TRAINER.leave_one_out,
+                 measure_argmax: bool = TRAINER.measure_argmax, baseline_decay: float = TRAINER.baseline_decay,
+                 max_grad_norm: float | None = TRAINER.max_grad_norm,
                  ppo: "dict[str, Any] | None" = None, ce_every: int = 3, elite_fraction: float = 0.1,
                  ce_smoothing: float = 0.2, *, seed: int | None = None, torch_threads: int | None = 1,
                  device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
@@ -137,10 +145,13 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
             raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
         if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
             raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
-        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
-        # `PolicyGradientAgent.trainer_settings`)
+        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
+        # (`PolicyGradientAgent.trainer_settings`)
         self.keep_settings(locals())
-        trainer = self.trainer_settings(locals(), mode="bandit")
+        trainer = self.trainer_settings(
+            learning_rate=learning_rate, samples_per_update=samples_per_update, entropy_coef=entropy_coef,
+            entropy_per_decision=entropy_per_decision, leave_one_out=leave_one_out, measure_argmax=measure_argmax,
+            baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
         super().__init__(trainer, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         if not 0 <= self.search.boundary_explore <= 1:

@@ -35,7 +35,7 @@ import torch
 
 from agents.core.base import PolicySpec
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
@@ -79,10 +79,17 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
     #: and the trainer's switches as when the hybrid was tuned.
     HYBRID_SETTINGS = {"n_groups": 8, "entropy_coef": 0.01, **SWITCHES_OFF}
 
+    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
+    TRAINER = ReinforceConfig(mode="bandit", entropy_coef=0.1, **SWITCHES_ON)
+    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
+                       "measure_argmax", "baseline_decay", "max_grad_norm")
+
     def __init__(self, n_groups: int = 256, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
-                 learning_rate: float = 1e-3, samples_per_update: int = 8, entropy_coef: float = 0.1,
-                 entropy_per_decision: bool = True, leave_one_out: bool = True, measure_argmax: bool = True,
-                 baseline_decay: float = 0.9, max_grad_norm: float | None = 1.0, algorithm: str = "reinforce",
+                 learning_rate: float = TRAINER.learning_rate, samples_per_update: int = TRAINER.samples_per_update,
+                 entropy_coef: float = TRAINER.entropy_coef, entropy_per_decision: bool = TRAINER.entropy_per_decision,
+                 leave_one_out: bool = TRAINER.leave_one_out, measure_argmax: bool = TRAINER.measure_argmax,
+                 baseline_decay: float = TRAINER.baseline_decay, max_grad_norm: float | None = TRAINER.max_grad_norm,
+                 algorithm: str = "reinforce",
                  ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
                  torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
                  coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
@@ -91,10 +98,13 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        # the settings of the signature above, each by its name (`RunAgent.keep_settings`,
-        # `PolicyGradientAgent.trainer_settings`)
+        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
+        # (`PolicyGradientAgent.trainer_settings`)
         self.keep_settings(locals())
-        trainer = self.trainer_settings(locals(), mode="bandit")
+        trainer = self.trainer_settings(
+            learning_rate=learning_rate, samples_per_update=samples_per_update, entropy_coef=entropy_coef,
+            entropy_per_decision=entropy_per_decision, leave_one_out=leave_one_out, measure_argmax=measure_argmax,
+            baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
         super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
                          coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
         self.n_groups = int(n_groups)

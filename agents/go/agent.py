@@ -96,11 +96,11 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "go"
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: The trainers' search components and GO's own: the per-group search of a run on one graph and the fine-tuning
     #: run's local search.
     SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names(
         "explore", "refine", "search_groups", "finetune_search", "finetune_search_options")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True, finetune_search=1.0,
                           search_groups=SEARCH_GROUPS, split_patience=SPLIT_PATIENCE, explore=SEARCH_EXPLORE,

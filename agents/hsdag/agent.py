@@ -117,10 +117,10 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
 
     name = "hsdag"
     feature_families = hsdag_feature_families()
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: The trainers' search components and the policy's own: uniform and boundary exploration, the per-op refinement.
     SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("explore", "boundary_explore", "refine",
                                                                       "refine_boundary")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", search_proposals=2, split_patience=50, split_refit=True,
                           explore=0.5, boundary_explore=2.0, refine=True, refine_boundary=True, imitation_coef=0.5,
                           distill_steps=1000, distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,

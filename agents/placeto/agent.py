@@ -90,11 +90,11 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "placeto"
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: The trainers' search components less those an episode of one node per step cannot run: proposals and the
     #: memory fit take whole placements, and Placeto's node groups do not split coarse to fine.
     SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS - option_names("search_proposals", "fit_memory",
                                                                       "split_patience", "split_refit")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 

@@ -112,9 +112,9 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "post"
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: The trainers' search components and Post's exploration at the best placement's boundaries after a split.
     SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("boundary_explore")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=30, boundary_explore=0.5, fit_memory=True,
                           distill_steps=1000, distill_seconds=DISTILL_SECONDS, finetune_from_predict=True)
     # Post's distribution is per op group of its training graph (`agents.post.policy`): no transfer, by design.

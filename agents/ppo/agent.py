@@ -485,9 +485,9 @@ class PPOAgent(SB3Agent):
     """
 
     name = "ppo"
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: SB3's search components, coarse to fine over the action groups and the greedy final placement.
     SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | option_names("split_patience", "greedy_final")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, greedy_final=True, distill_steps=1000,
                           distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)

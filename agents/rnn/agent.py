@@ -68,9 +68,9 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "rnn"
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     #: The trainers' search components and the per-op refinement stage after the decoder.
     SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("refine", "refine_boundary")
+    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", split_patience=SPLIT_PATIENCE, split_refit=True, refine=True,
                           refine_boundary=True, imitation_coef=0.5, distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)

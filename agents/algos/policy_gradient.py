@@ -28,7 +28,7 @@ from .learned import LearnedAgent
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients, check_search
 
-__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
+__all__ = ["ALGORITHMS", "BANDIT_TRAINER_OPTIONS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
 #: The learned agents' default ``distill_seconds`` (`agents.core.search_settings.SearchConfig`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step is a forward and backward pass over
@@ -48,6 +48,11 @@ _PPO_ONLY = tuple(f.name for f in fields(PPOConfig) if f.name not in {g.name for
 #: `ReinforceConfig`'s fields an agent's constructor may take by name (``mode`` is the agent's, fixed; the search
 #: components the trainers run are the agent's ``search``, `agents.search.config`).
 _TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode"}
+#: The `TRAINER_OPTIONS` of an agent that takes every bandit-mode trainer setting by name (HSDAG, GO), in the order
+#: their constructors and `hyperparameters` list them.
+BANDIT_TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "baseline_decay", "entropy_coef",
+                          "entropy_per_decision", "leave_one_out", "measure_argmax", "normalize_advantage",
+                          "max_grad_norm")
 
 
 class PolicyGradientAgent(LearnedAgent, BaseAgent):

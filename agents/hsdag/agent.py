@@ -61,7 +61,7 @@ import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
-from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
@@ -132,8 +132,7 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
     TRAINER = ReinforceConfig(mode="bandit", samples_per_update=10, entropy_coef=0.1, **SWITCHES_ON)
-    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "baseline_decay", "entropy_coef",
-                       "entropy_per_decision", "leave_one_out", "measure_argmax", "normalize_advantage", "max_grad_norm")
+    TRAINER_OPTIONS = BANDIT_TRAINER_OPTIONS
 
     def __init__(
         self,

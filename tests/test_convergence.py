@@ -187,6 +187,23 @@ def test_cross_entropy_step_moves_the_distribution_toward_the_elites():
     assert torch.softmax(grouped.logits, -1).argmax(-1).tolist() == [1, 0]
 
 
+def test_shared_device_logits_keep_the_cross_entropy_step_exact_and_load_older_policies():
+    shared = PostPolicy(PolicySpec(4, 1, 2, None, n_ops=6), n_groups=None, shared_device_logits=True)
+    assert torch.allclose(torch.softmax(shared.logits, -1), torch.full((6, 2), 0.5))  # uniform at first
+    with torch.no_grad():
+        shared.device_logits.copy_(torch.tensor([0.7, -0.3]))
+    elites = np.array([[1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
+    shared.fit(elites, smoothing=1.0)  # the closed form, whatever the shared part
+    expected = np.clip([1.0, 1.0, 0.5, 0.0, 0.0, 0.0], 1e-3, None)
+    p = torch.softmax(shared.logits, -1)[:, 1].detach().numpy()
+    assert np.allclose(p, expected / (expected + np.clip(1 - np.array([1.0, 1.0, 0.5, 0, 0, 0]), 1e-3, None)), atol=1e-6)
+    # a policy saved without the shared logits loads into one with them, with the same distributions
+    alone = PostPolicy(PolicySpec(4, 1, 2, None, n_ops=6), n_groups=None)
+    alone.fit(elites, smoothing=0.5)
+    shared.load_state_dict(alone.state_dict())
+    assert torch.allclose(torch.softmax(shared.logits, -1), torch.softmax(alone.logits, -1))
+
+
 def test_post_interleaves_ppo_and_cross_entropy_and_finds_the_known_optimum():
     agent = PostAgent(seed=0, n_groups=None, ce_every=3)
     env = make_env(agent, chain_graph(12), SplitBackend())

@@ -3,7 +3,12 @@
     p(placement) = prod_g softmax(theta_g)[device of g]
 
 The parameters theta (G, D) are the distribution itself, not a network's output: the cross-entropy step can set
-them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PPO moves them by gradient.
+them to the elites' device frequencies in closed form (`PostPolicy.fit`), and PPO moves them by gradient. With
+``shared_device_logits`` theta_g = u_g + b: every group's own logits u_g plus one logit per device b shared by all
+groups (zero at first: uniform). The distributions are the same family; b gives a gradient step a direction that
+moves every group toward a device at once (with u alone each group's gradient sees only its neighbours' current
+devices, and from uniform the groups settle in runs on different devices). The cross-entropy step still sets
+theta in closed form (u takes theta - b).
 Groups are contiguous chunks of the topological order (``n_groups``; None = one per op). theta is stored per
 op, (N, D), every op of a group holding its group's values (theta_g is their mean, so gradient steps and the
 cross-entropy step keep them equal): `split` halves the groups (coarse to fine,
@@ -48,9 +53,10 @@ class PostPolicy(nn.Module):
     Args:
         spec: sizes from the env (`PolicySpec`, with ``n_ops``).
         n_groups: G contiguous groups of ops (None: one per op).
+        shared_device_logits: add one logit per device shared by all groups (module docstring).
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int | None = None) -> None:
+    def __init__(self, spec: PolicySpec, n_groups: int | None = None, shared_device_logits: bool = False) -> None:
         super().__init__()
         if spec.n_ops is None:
             raise ValueError("PostPolicy is built for one graph: its PolicySpec needs n_ops")
@@ -60,15 +66,21 @@ class PostPolicy(nn.Module):
         # G now (saved: a split policy reloads with its groups); theta per op, uniform at first.
         self.register_buffer("n_groups", torch.tensor(g))
         self.op_logits = nn.Parameter(torch.zeros(self.n_ops, spec.n_devices))
+        # one logit per device added to every group's (zero at first: uniform); a parameter only when asked
+        self.device_logits = nn.Parameter(torch.zeros(spec.n_devices)) if shared_device_logits else None
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        if self.device_logits is not None and prefix + "device_logits" not in state_dict:
+            # saved before the shared device logits: zero ones give the same distributions
+            state_dict[prefix + "device_logits"] = torch.zeros_like(self.device_logits)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.groups = torch.as_tensor(contiguous_groups(self.n_ops, int(self.n_groups)), device=self.op_logits.device)
 
     @property
     def logits(self) -> Tensor:
         """(G, D) theta: each group's mean of its ops' logits (all equal within a group)."""
-        return group_mean_logits(self.op_logits, self.groups)
+        logits = group_mean_logits(self.op_logits, self.groups)
+        return logits if self.device_logits is None else logits + self.device_logits
 
     @torch.no_grad()
     def split(self) -> bool:
@@ -144,4 +156,7 @@ class PostPolicy(nn.Module):
 
     def _set_probabilities(self, p: Tensor) -> None:
         """Set theta to the log of the group distributions `p` (G, D) (every device kept >= 1e-3)."""
-        self.op_logits.copy_(torch.log(p.clamp_min(1e-3))[self.groups])
+        logits = torch.log(p.clamp_min(1e-3))
+        if self.device_logits is not None:  # the shared part stays; the groups' own part takes the rest
+            logits = logits - self.device_logits
+        self.op_logits.copy_(logits[self.groups])

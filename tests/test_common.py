@@ -189,12 +189,13 @@ def _policy_gradient_agents() -> list[type]:
 
 @pytest.mark.parametrize("cls", _policy_gradient_agents(), ids=lambda cls: cls.name)
 def test_each_trainer_default_is_declared_once_in_trainer(cls):
-    """Every trainer keyword an agent's constructor takes (``TRAINER_OPTIONS``) defaults to its ``TRAINER``'s value,
-    and an agent built with no settings trains with ``TRAINER``; one given replaces its own field only."""
+    """Every trainer keyword an agent's constructor takes (``TRAINER_OPTIONS``) defaults to its ``TRAINER``'s value
+    (as its signature shows it: ``help()``, IDEs), and an agent built with no settings trains with ``TRAINER``; one
+    given replaces its own field only."""
     import dataclasses
     import inspect
 
-    parameters = inspect.signature(cls.__init__).parameters
+    parameters = inspect.signature(cls).parameters
     for name in cls.TRAINER_OPTIONS:
         assert parameters[name].default == getattr(cls.TRAINER, name), (cls.__name__, name)
     config = cls().trainer_config

@@ -22,7 +22,14 @@ from __future__ import annotations
 import gymnasium as gym
 
 from agents.core.loop import RunLoop
-__all__ = ["REFIT_STEPS", "LearnedAgent"]
+from agents.core.settings import RunSettings
+from placement_gym.coarsen import COARSEN_ABOVE
+
+__all__ = ["LEARNED_RUN", "REFIT_STEPS", "LearnedAgent"]
+
+#: The run's settings of the learned agents shipped here (their ``RUN``): graphs of more than
+#: `placement_gym.coarsen.COARSEN_ABOVE` ops are learned and placed coarsened (`agents.core.run`, "Big graphs").
+LEARNED_RUN = RunSettings(coarsen_above=COARSEN_ABOVE)
 
 #: Gradient steps of the refit after a split (the run's best placement fitted into the policy) when the agent's
 #: final distillation is off (``distill_steps=0``); otherwise the refit takes ``distill_steps``.

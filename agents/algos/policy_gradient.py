@@ -20,6 +20,7 @@ import torch
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.loop import RunLoop
 from agents.core.search_settings import option_names
+from agents.core.settings import field_values
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.groups import split_until_expressible
 
@@ -59,21 +60,17 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
     (`agents.algos.learned.LearnedAgent`).
 
-    Subclasses implement `build_policy(spec)`, keep their own settings with ``self.keep_settings(locals())`` (so
-    `hyperparameters` needs no override), and may override `agent_env` to train on a wrapper of the run's env (the
-    node-by-node variant, another reward). Calling `learn` again continues training (same optimiser and baselines).
+    Subclasses implement `build_policy(spec)`, declare their own settings in ``SETTINGS`` (an instance of their
+    settings dataclass, `agents.core.settings`: the constructor takes its fields as keywords and keeps them as
+    attributes of the same name, so `hyperparameters` needs no override), and may override `agent_env` to train on
+    a wrapper of the run's env (the node-by-node variant, another reward). Calling `learn` again continues
+    training (same optimiser and baselines).
 
     Their trainer settings are declared in two class attributes: `TRAINER`, the `ReinforceConfig` of their method
     (its mode and every default that differs from `ReinforceConfig`'s), the one place those defaults are written,
-    and `TRAINER_OPTIONS`, the names of its fields the constructor takes (in the order `hyperparameters` writes
-    them). The constructor keeps them as explicit keywords (its public API and help text) whose defaults are read
-    from `TRAINER` in the class body (``learning_rate: float = TRAINER.learning_rate``: a default of a method is
-    evaluated in the class body, where `TRAINER` is already defined), so a value is never written twice and the
-    signature still shows it (``--help``, ``inspect``; a sentinel default would hide it); the constructor hands the
-    values by name to `trainer_settings` (``self.trainer_settings(learning_rate=learning_rate, ...)``), whose
-    result it passes to this constructor. A subclass that inherits a constructor and declares a `TRAINER` of its own
-    takes none of the inherited trainer keywords (`TRAINER_OPTIONS` empty, as the imitation agent does), or
-    writes its own constructor: the inherited keywords' defaults are the parent's `TRAINER`'s.
+    and `TRAINER_OPTIONS`, the names of its fields the constructor takes as keywords (in the order
+    `hyperparameters` writes them); a subclass that takes none of them (`TRAINER_OPTIONS` empty, as the imitation
+    agent does) refuses them. The trainer is picked by ``algorithm`` (default: the class's `ALGORITHM`).
 
     Args:
         reinforce: `ReinforceConfig` or a dict of its fields: the method's settings (mode, step size, ...).
@@ -98,13 +95,18 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     #: The fields of `TRAINER` the constructor takes by name, in the order `hyperparameters` writes them (class
     #: docstring). None here: this class takes them all in ``reinforce``.
     TRAINER_OPTIONS: ClassVar[tuple[str, ...]] = ()
-    #: Kept by this class: the trainer's settings, the algorithm and its PPO settings.
-    BASE_SETTINGS = BaseAgent.BASE_SETTINGS | _TRAINER_FIELDS | {"algorithm", "ppo"}
+    #: The trainer ``algorithm`` defaults to (one of `ALGORITHMS`).
+    ALGORITHM: ClassVar[str] = "reinforce"
 
-    def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *, algorithm: str = "reinforce",
-                 ppo: Mapping[str, Any] | None = None, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu", **run_options: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, device=device, **run_options)
+    def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *,
+                 algorithm: str | None = None, ppo: Mapping[str, Any] | None = None, **options: Any) -> None:
+        # The trainer's keywords (`TRAINER_OPTIONS`) replace `TRAINER`'s fields (or those of `reinforce`, a
+        # subclass's own config); the rest are the agent's own settings and the run's (`BaseAgent`).
+        given = {name: options.pop(name) for name in self.TRAINER_OPTIONS if name in options}
+        if algorithm is not None and "algorithm" not in self.option_defaults():
+            raise self.refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
+        super().__init__(**options)
+        algorithm = self.ALGORITHM if algorithm is None else algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
         unknown = sorted(set(ppo or {}) - set(_PPO_ONLY))
@@ -112,7 +114,9 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
             raise ValueError(f"unknown PPO settings {unknown}; accepted: {list(_PPO_ONLY)}")
         if ppo and algorithm != "ppo":
             raise ValueError("PPO settings were given but algorithm is 'reinforce': add algorithm='ppo'")
-        config = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
+        base = reinforce if isinstance(reinforce, ReinforceConfig) else \
+            self.TRAINER if reinforce is None else ReinforceConfig(**dict(reinforce))
+        config = replace(base, **given)
         check_search(config, self.search)  # refused here, before the trainer is built at the first `learn`
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
         self.trainer_config = PPOConfig(**asdict(config), **self.ppo) if algorithm == "ppo" else config
@@ -124,18 +128,18 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         return self.trainer_config
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
         unknown = sorted(set(cls.TRAINER_OPTIONS) - _TRAINER_FIELDS)
         if unknown:
             raise TypeError(f"{cls.__name__}.TRAINER_OPTIONS names {unknown}, which are not ReinforceConfig fields "
                             f"an agent takes ({sorted(_TRAINER_FIELDS)})")
+        super().__init_subclass__(**kwargs)  # then the class's signature, from its declarations
 
     @classmethod
-    def trainer_settings(cls, **given: Any) -> ReinforceConfig:
-        """`TRAINER` with the constructor's values of `TRAINER_OPTIONS` (`given`, by name; the constructor hands
-        them all). A value `given` under another name is not the class's to take and is left out: a subclass that
-        takes none of them (`TRAINER_OPTIONS` empty, the imitation agent's) runs with its `TRAINER` as declared."""
-        return replace(cls.TRAINER, **{name: given[name] for name in cls.TRAINER_OPTIONS})
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The trainer's keywords (`TRAINER_OPTIONS`, defaults from `TRAINER`), ``algorithm`` and ``ppo``, then
+        `BaseAgent`'s."""
+        return {**field_values(cls.TRAINER, cls.TRAINER_OPTIONS), "algorithm": cls.ALGORITHM, "ppo": None,
+                **super().base_option_defaults()}
 
     def trainer_options(self) -> dict[str, Any]:
         """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
@@ -152,7 +156,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
                 **self.algorithm_options(), **self.coarsen_options()}
 
     def hyperparameters(self) -> dict[str, Any]:
-        """The agent's own settings (`keep_settings`), then `run_options`."""
+        """The agent's own settings (``SETTINGS``), then `run_options`."""
         return {**self.own_settings(), **self.run_options()}
 
     def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:

@@ -100,15 +100,15 @@ SPEC_FIELDS = {"spec": Record(
      "device_features": _FEATURES}, others=None)}
 
 
+#: The torch device a policy is built on unless the agent's ``device`` says.
+DEVICE = "cpu"
+
+
 class BaseAgent(RunAgent):
     """An agent with a torch policy built lazily for the env's sizes (see the module docstring).
 
-    Args:
-        seed: default seed of `learn` (its own `seed` argument wins).
-        torch_threads: torch threads while learning (`RunAgent`).
-        device: torch device of the policy.
-        coarsen_above, max_nodes, search: big graphs are learned and placed coarsened; the search components
-            around the agent's method (`RunAgent`).
+    Keywords: ``device``, the torch device of the policy, and `RunAgent`'s (the run's settings and a subclass's
+    own).
     """
 
     #: True when the policy's parameters hold no graph size (N) or device count (D): it learns and predicts on
@@ -117,12 +117,16 @@ class BaseAgent(RunAgent):
     #: Why a policy that is not ``size_free`` cannot serve another graph, and what to do instead.
     size_bound_reason: ClassVar[str] = ""
 
-    def __init__(self, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", **run_options: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, **run_options)
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+        super().__init__(**options)
         self.device = torch.device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """`RunAgent`'s keywords and the policy's torch ``device``."""
+        return {**super().base_option_defaults(), "device": DEVICE}
 
     @abc.abstractmethod
     def build_policy(self, spec: PolicySpec) -> nn.Module:

@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import abc
 import functools
+from dataclasses import replace
 from typing import Any, Callable, ClassVar, Mapping
 
 import gymnasium as gym
 import numpy as np
 
 from placement_gym.callbacks import Callback, make_callback
-from placement_gym.coarsen import MAX_NODES, Coarsening
+from placement_gym.coarsen import Coarsening
 from placement_gym.evaluation import RunSummary, check_budget
 from placement_gym.graph import ComputationGraph
 from placement_gym.vector_env import DevicePlacementVectorEnv
@@ -55,7 +56,7 @@ from placement_gym.wrappers import NodePlacementWrapper
 
 from agents.core.loop import BestPlacement, RunLoop, set_seed, torch_threads  # noqa: F401 (re-exported)
 from agents.core.search_settings import SearchConfig, check_components, option_names
-from agents.core.settings import AgentSettings
+from agents.core.settings import AgentSettings, field_values
 
 __all__ = ["RunAgent", "agent_predict", "train_in_turns"]
 
@@ -67,23 +68,17 @@ class RunAgent(AgentSettings, abc.ABC):
     `RunLoop` lists what ``run`` offers). Everything else is optional: ``name`` (the class name by default),
     ``feature_families`` if it needs particular node features, `predict` if it has a policy (without one its
     result is its best placement and tables show no ``predict``), and `hyperparameters` / `save` / `load`, whose
-    defaults (`agents.core.settings.AgentSettings`) read the constructor's keywords from same-named attributes
-    and write plain JSON. It meets `placement_gym.evaluation.Agent`, so the harness and ``placement-gym
+    defaults (`agents.core.settings.AgentSettings`) read the keywords it takes (`option_names`) from same-named
+    attributes and write plain JSON. It meets `placement_gym.evaluation.Agent`, so the harness and ``placement-gym
     benchmark|compare|evaluate --agent module:Class`` (or ``--agent path/to/file.py:Class``) run it like the
     agents shipped here.
 
-    Args:
-        seed: default seed of `learn` (its own `seed` argument wins).
-        torch_threads: torch threads while learning (None: leave torch's setting alone).
-        coarsen_above: learn and predict on graphs of more ops than this coarsened to at most `max_nodes`
-            clusters (module docstring); None or 0: never (the default here; the learned agents set
-            `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never coarsened again.
-        max_nodes: clusters of a coarsened graph, at most.
-        search: the search components around the agent's own method (`agents.core.search_settings.SearchConfig`,
-            a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
-            The run loop itself reads ``heuristic_start``, ``finetune_from_predict`` and ``zero_shot_override``
-            (module docstring, "Zero-shot"); the trainers read the rest. What the search does is the search
-            layer's (`agents.search`), attached from above at this class's named points (`SEARCH_LAYER`).
+    Keywords: the run's settings, `agents.core.settings.RunSettings` (``seed``, ``torch_threads``,
+    ``coarsen_above``, ``max_nodes``, ``search``; the class's ``RUN`` holds their defaults), and a subclass's own
+    (its ``SETTINGS``); any other is refused. Of ``search``, the run loop itself reads ``heuristic_start``,
+    ``finetune_from_predict`` and ``zero_shot_override`` (module docstring, "Zero-shot"); the trainers read the
+    rest. What the search does is the search layer's (`agents.search`), attached from above at this class's named
+    points (`SEARCH_LAYER`).
 
     After `learn`::
 
@@ -114,28 +109,23 @@ class RunAgent(AgentSettings, abc.ABC):
     #: refused when the agent is built.
     SEARCH_LAYER: ClassVar[bool] = False
 
-    #: The constructor keywords that the base classes keep themselves (subclasses add theirs): everything else
-    #: in an agent's signature is its own setting (`keep_settings`).
-    BASE_SETTINGS: ClassVar[frozenset[str]] = frozenset({"seed", "torch_threads", "device", "coarsen_above",
-                                                          "max_nodes", "search"})
-    def __init__(self, seed: int | None = None, torch_threads: int | None = 1, *, coarsen_above: int | None = None,
-                 max_nodes: int = MAX_NODES,
-                 search: "SearchConfig | Mapping[str, Any] | str | None" = None) -> None:
-        if not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
-            raise ValueError(f"max_nodes must be a positive number of clusters, got {max_nodes!r}")
-        if coarsen_above is not None and (not isinstance(coarsen_above, (int, np.integer)) or
-                                          (coarsen_above and coarsen_above < max_nodes)):
-            raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
-                             f"({max_nodes}), so a coarsened graph is not coarsened again; got {coarsen_above!r}")
-        self.seed = seed
-        self.torch_threads = torch_threads
+    def __init__(self, **options: Any) -> None:
+        # The agent's own settings (``SETTINGS``) first, then the run's (``RUN``); any other keyword is refused in
+        # one line naming those the class takes (`agents.core.settings`).
+        self.take_own_settings(options)
+        unknown = set(options) - set(field_values(type(self).RUN))
+        if unknown:
+            raise self.refusal(unknown)
+        run = replace(type(self).RUN, **options)
+        self.seed = run.seed
+        self.torch_threads = run.torch_threads
         #: The search components around the agent's own method (`agents.search.config`; none by default).
-        self.search = SearchConfig.resolve(search, type(self).HYBRID)
+        self.search = SearchConfig.resolve(run.search, type(self).HYBRID)
         check_components(self.search, type(self).SEARCH_OPTIONS, self.name or type(self).__name__,
                          layer=type(self).SEARCH_LAYER)
         self.zero_shot_active = False
-        self.coarsen_above = int(coarsen_above) if coarsen_above else None
-        self.max_nodes = int(max_nodes)
+        self.coarsen_above = int(run.coarsen_above) if run.coarsen_above else None
+        self.max_nodes = int(run.max_nodes)
         self.best_placement: np.ndarray | None = None
         self.best_latency_s: float | None = None
         self.run_summary: RunSummary | None = None

@@ -1,22 +1,38 @@
-"""An agent's settings and its default file: `AgentSettings`, the part of `agents.core.run.RunAgent` that says what
-the agent is built from, apart from the run's books.
+"""An agent's settings and its default file: `RunSettings`, the run's settings every agent takes, and
+`AgentSettings`, the part of `agents.core.run.RunAgent` that says what the agent is built from, apart from the run's
+books.
 
-Each setting is written once, in the constructor's signature: `AgentSettings.keep_settings` keeps the constructor's
-own keywords as attributes of the same name, `AgentSettings.own_settings` hands them by name to what takes them (a
-policy, a trainer), and `AgentSettings.hyperparameters` reads back the keywords that rebuild the agent
-(``cls(**hyperparameters)``). The default `AgentSettings.save` writes them as plain JSON with the last run's best
-placement; the default `AgentSettings.load` checks such a file against `AGENT_FILE` before it builds anything
-(nothing in it is imported or run). Agents with learned state (weights, tables) override both
-(`agents.core.base.BaseAgent`, the SB3 agents).
+Each setting is declared once, in a dataclass per role, whose instance on the class holds the defaults:
+
+* the agent's own settings: ``SETTINGS``, an instance of the agent's settings dataclass (``HSDAGSettings()``), whose
+  ``__post_init__`` checks them;
+* the trainer's: ``TRAINER`` and ``TRAINER_OPTIONS`` (`agents.algos.policy_gradient.PolicyGradientAgent`);
+* the run's: ``RUN``, a `RunSettings` (seed, threads, coarsening, search);
+* the search's: `agents.core.search_settings.SearchConfig` (the ``search`` setting).
+
+The constructor takes them all as keywords (``HSDAGAgent(hidden_channels=32, learning_rate=0.01, seed=0)``),
+refuses any other in one line naming those it accepts, and keeps the agent's own as attributes of the same name.
+`AgentSettings.option_names` lists them (the command line's ``--agent-option`` reads it), the class's
+``__signature__`` shows them with their defaults (``help()``, IDEs), and `AgentSettings.hyperparameters` reads
+back the keywords that rebuild the agent (``cls(**hyperparameters)``). The default `AgentSettings.save` writes them
+as plain JSON with the last run's best placement; the default `AgentSettings.load` checks such a file against
+`AGENT_FILE` before it builds anything (nothing in it is imported or run). Agents with learned state (weights,
+tables) override both (`agents.core.base.BaseAgent`, the SB3 agents).
+
+A user's own agent may instead take its settings in a plain constructor, ``def __init__(self, tries: int = 3)``,
+keeping each as an attribute of the same name (docs/custom-agents.md): for a class that declares no ``SETTINGS``,
+`constructor_keywords` reads them from the constructor's signature, the one place a signature is read.
 """
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 
+from placement_gym.coarsen import MAX_NODES
 from placement_gym.results import write_json
 from placement_gym.schema import (
     MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, SchemaError, Text, check, mismatch,
@@ -25,7 +41,10 @@ from placement_gym.schema import (
 
 from agents.core.checkpoint import SETTINGS, CheckpointError
 
-__all__ = ["AGENT_FILE", "AgentSettings"]
+if TYPE_CHECKING:
+    from agents.core.search_settings import SearchConfig
+
+__all__ = ["AGENT_FILE", "AgentSettings", "RunSettings", "constructor_keywords", "field_values"]
 
 
 _MISSING = object()
@@ -38,6 +57,45 @@ AGENT_FILE = Record({
 MAX_AGENT_FILE_BYTES = 16 << 20
 
 
+def field_values(settings: Any, names: "Iterable[str] | None" = None) -> dict[str, Any]:
+    """``{name: value}`` of the dataclass instance `settings`: its fields in declaration order, or `names` (values
+    as they are: unlike `dataclasses.asdict`, nested objects are not copied)."""
+    if names is None:
+        names = [f.name for f in fields(settings)]
+    return {name: getattr(settings, name) for name in names}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The run's settings, every agent's (`agents.core.run.RunAgent`); a class's ``RUN`` holds its defaults.
+
+    Args:
+        seed: default seed of `learn` (its own `seed` argument wins).
+        torch_threads: torch threads while learning (None: leave torch's setting alone).
+        coarsen_above: learn and predict on graphs of more ops than this coarsened to at most `max_nodes`
+            clusters (`agents.core.run`, "Big graphs"); None or 0: never (the default here; the learned agents
+            set `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never
+            coarsened again.
+        max_nodes: clusters of a coarsened graph, at most.
+        search: the search components around the agent's own method (`agents.core.search_settings.SearchConfig`,
+            a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
+    """
+
+    seed: int | None = None
+    torch_threads: int | None = 1
+    coarsen_above: int | None = None
+    max_nodes: int = MAX_NODES
+    search: "SearchConfig | Mapping[str, Any] | str | None" = None  # resolved by the agent (its ``HYBRID``)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_nodes, (int, np.integer)) or self.max_nodes < 1:
+            raise ValueError(f"max_nodes must be a positive number of clusters, got {self.max_nodes!r}")
+        above = self.coarsen_above
+        if above is not None and (not isinstance(above, (int, np.integer)) or (above and above < self.max_nodes)):
+            raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
+                             f"({self.max_nodes}), so a coarsened graph is not coarsened again; got {above!r}")
+
+
 def _is_plain(value: Any) -> bool:
     """Whether `value` is a setting the default `AgentSettings.load` takes back: plain data as `SETTINGS` accepts it
     for any setting (None, bool, int, float, str, lists and dicts of them, bounded)."""
@@ -48,44 +106,97 @@ def _is_plain(value: Any) -> bool:
     return True
 
 
+def constructor_keywords(cls: "type[AgentSettings]") -> tuple[str, ...]:
+    """The keywords the constructor of `cls` takes, read from its signature and, where it passes ``**kwargs`` on,
+    its base classes' (each once, in order; up to `RunAgent`'s, which takes the declared run settings,
+    `AgentSettings.base_option_defaults`). Only for a class that declares no ``SETTINGS``: a user's own agent
+    with a plain constructor, or a baseline (module docstring); the agents shipped here declare theirs."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters.values()
+        names += [p.name for p in parameters if p.name != "self" and p.name not in names
+                  and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return tuple(names)  # a plain constructor that passes nothing on
+    return tuple(names) + tuple(name for name in cls.base_option_defaults() if name not in names)
+
+
 class AgentSettings:
-    """Mixin of `agents.core.run.RunAgent`: the agent's own settings and its default plain-JSON ``save`` / ``load``
-    (module docstring). It reads the agent's ``best_placement`` and ``best_latency_s`` (set by ``RunAgent``) and
-    the class's ``BASE_SETTINGS``: the constructor keywords the base classes keep themselves
-    (`agents.core.run.RunAgent.BASE_SETTINGS`, which subclasses extend)."""
+    """Mixin of `agents.core.run.RunAgent`: the agent's declared settings, the keywords its constructor takes, and
+    its default plain-JSON ``save`` / ``load`` (module docstring). It reads the agent's ``best_placement`` and
+    ``best_latency_s`` (set by ``RunAgent``)."""
 
-    BASE_SETTINGS: ClassVar[frozenset[str]]
-    #: The names of the agent's own settings, kept as attributes of the same name (`keep_settings`).
-    own_setting_names: tuple[str, ...] = ()
+    #: The agent's own settings with their defaults: an instance of its settings dataclass, whose fields are
+    #: constructor keywords kept as attributes of the same name. None: a class that takes its own settings in a
+    #: plain constructor (module docstring).
+    SETTINGS: ClassVar[Any] = None
+    #: The run's settings with this class's defaults (the learned agents coarsen big graphs).
+    RUN: ClassVar[RunSettings] = RunSettings()
 
-    def keep_settings(self, arguments: Mapping[str, Any]) -> None:
-        """Keep the agent's own settings: every constructor keyword in `arguments` (the constructor's ``locals()``,
-        taken before it defines anything else) that is not one of ``BASE_SETTINGS``, as an attribute of the same
-        name, named in ``own_setting_names``; `own_settings` and `hyperparameters` read them back. So each
-        setting is written once, in the constructor's signature."""
-        self.own_setting_names = tuple(name for name in arguments
-                                       if name not in ("self", "__class__") and name not in self.BASE_SETTINGS)
-        for name in self.own_setting_names:
-            setattr(self, name, arguments[name])
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # help() and IDEs show the declared keywords of a class that takes them as ``**options``; a class with a
+        # plain constructor shows its own (None: inspect reads the constructor).
+        cls.__signature__ = None if cls.SETTINGS is None else inspect.Signature(
+            [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+             for name, default in cls.option_defaults().items()])
 
-    def own_settings(self, target: "Callable[..., Any] | None" = None) -> dict[str, Any]:
-        """The agent's own settings (`keep_settings`) by name: all of them, or those that `target` (a class or
-        function: a policy, a trainer) takes as keywords."""
-        names = self.own_setting_names
-        if target is not None:
-            names = [name for name in names if name in inspect.signature(target).parameters]
-        return {name: getattr(self, name) for name in names}
+    @classmethod
+    def own_setting_names(cls) -> tuple[str, ...]:
+        """The names of the agent's own settings: the fields of ``SETTINGS`` (none for a class without one)."""
+        return () if cls.SETTINGS is None else tuple(f.name for f in fields(cls.SETTINGS))
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The keywords the base classes take, with this class's defaults: here the run's (``RUN``); subclasses
+        add theirs (the torch device, the trainer's)."""
+        return field_values(cls.RUN)
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """Every keyword a class with ``SETTINGS`` takes, with its default: its own settings, then the base
+        classes' (`base_option_defaults`)."""
+        own = {} if cls.SETTINGS is None else field_values(cls.SETTINGS)
+        return {**own, **cls.base_option_defaults()}
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """The keywords the constructor takes (what ``--agent-option KEY=VALUE`` may name): the declared ones
+        (`option_defaults`), or, for a class with a plain constructor, its signature's (`constructor_keywords`)."""
+        return tuple(cls.option_defaults()) if cls.SETTINGS is not None else constructor_keywords(cls)
+
+    @classmethod
+    def refusal(cls, unknown: Iterable[str]) -> TypeError:
+        """The one-line error for keywords the constructor does not take, naming those it does."""
+        return TypeError(f"{cls.__name__} takes no {', '.join(sorted(unknown))}; accepted: "
+                         f"{', '.join(cls.option_names())}")
+
+    def take_own_settings(self, options: dict[str, Any]) -> None:
+        """Build the agent's own settings from the constructor's `options` (popped from it): ``SETTINGS`` with the
+        given values replaced, checked by its dataclass, kept as ``self.settings`` and each as an attribute of
+        the same name (what the agent's code and `own_settings` read)."""
+        if self.SETTINGS is None:
+            return
+        given = {name: options.pop(name) for name in self.own_setting_names() if name in options}
+        self.settings = replace(self.SETTINGS, **given)
+        for name, value in field_values(self.settings).items():
+            setattr(self, name, value)
+
+    def own_settings(self) -> dict[str, Any]:
+        """The agent's own settings by name (`own_setting_names`), as its attributes hold them."""
+        return {name: getattr(self, name) for name in self.own_setting_names()}
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this agent (plain Python values only).
 
-        This default reads each keyword of the class's ``__init__`` from the attribute of the same name, where
-        one holds a plain value (None, bool, int, float, str, or lists / dicts of them); a keyword without such
-        an attribute is left to its default. Override it when the attributes are named otherwise."""
-        params = inspect.signature(type(self).__init__).parameters.values()
-        return {p.name: getattr(self, p.name) for p in params
-                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                and _is_plain(getattr(self, p.name, _MISSING))}
+        This default reads each keyword the constructor takes (`option_names`) from the attribute of the same
+        name, where one holds a plain value (None, bool, int, float, str, or lists / dicts of them); a keyword
+        without such an attribute is left to its default. Override it when the attributes are named otherwise."""
+        return {name: getattr(self, name) for name in self.option_names()
+                if _is_plain(getattr(self, name, _MISSING))}
 
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
         """Write the agent to `path`; refuses to replace an existing file unless `overwrite`.

@@ -43,11 +43,12 @@ the budget (``finetune_search``); the final distillation; and the zero-shot over
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
-import torch
-
 from agents.core.base import PolicySpec
+from agents.core.settings import field_values
+from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.core.loop import RunLoop
@@ -56,12 +57,11 @@ from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.local_search import BlockSearch, search_around_best
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.features import DEFAULT_FAMILIES
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
+__all__ = ["GOAgent", "GOSettings", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
 
 #: GO's hybrid per-group search on one graph (``search_groups``, ``explore`` of `GOAgent.HYBRID`); its
 #: ``split_patience`` is the shared `agents.search.coarse_to_fine.SPLIT_PATIENCE`.
@@ -72,8 +72,10 @@ SEARCH_EXPLORE = 1.0
 FINETUNE_SEARCH_KEYS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
 
 
-class GOAgent(SearchLayer, PolicyGradientAgent):
-    """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
+@dataclass(frozen=True)
+class GOSettings:
+    """GO's own settings (`GOAgent`'s keywords besides the trainer's and the run's), with their defaults: all of
+    them are `GOPolicy`'s (`policy_options`).
 
     Args:
         hidden_channels: embedding width H.
@@ -85,14 +87,32 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
             (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
             their first run over many graphs); a prior for transfer, off (scale 0) while a new policy learns one
-            graph (`start_run`).
-        learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
-        max_grad_norm: trainer settings (`ReinforceConfig`); samples_per_update placements of one graph per update.
-        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
-            `agents.algos.policy_gradient.PolicyGradientAgent` (GO's trainer: ``"ppo"``, the paper's).
-            GO reads ``finetune_search`` and ``finetune_search_options`` (keys `FINETUNE_SEARCH_KEYS`),
-            ``search_groups`` with ``split_patience``, ``explore`` and ``refine`` (its per-group search on one
-            graph) besides the fields every learned agent reads.
+            graph (`GOAgent.start_run`).
+    """
+
+    hidden_channels: int = 64
+    num_layers: int = 3
+    attention_layers: int = 2
+    heads: int = 4
+    segment_length: int = 128
+    use_edge_features: bool = True
+    graph_cost: bool = True
+
+    def policy_options(self) -> dict[str, Any]:
+        """The keywords `GOPolicy` takes: GO's own settings (a subclass's added fields are not among them)."""
+        return field_values(self, [f.name for f in fields(GOSettings)])
+
+
+class GOAgent(SearchLayer, PolicyGradientAgent):
+    """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
+
+    Keywords: its own settings (`GOSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
+    ``samples_per_update``, ...: `ReinforceConfig`, defaults in `TRAINER`; samples_per_update placements of one
+    graph per update); ``algorithm`` (GO's: ``"ppo"``, the paper's), ``ppo`` and the run's (``seed``,
+    ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
+    `agents.algos.policy_gradient.PolicyGradientAgent`. GO's search reads ``finetune_search`` and
+    ``finetune_search_options`` (keys `FINETUNE_SEARCH_KEYS`), ``search_groups`` with ``split_patience``,
+    ``explore`` and ``refine`` (its per-group search on one graph) besides the fields every learned agent reads.
     """
 
     name = "go"
@@ -115,49 +135,17 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
     TRAINER = ReinforceConfig(mode="bandit", samples_per_update=16, entropy_coef=0.1, **SWITCHES_ON)
     TRAINER_OPTIONS = BANDIT_TRAINER_OPTIONS
 
-    def __init__(
-        self,
-        *,
-        hidden_channels: int = 64,
-        num_layers: int = 3,
-        attention_layers: int = 2,
-        heads: int = 4,
-        segment_length: int = 128,
-        use_edge_features: bool = True,
-        graph_cost: bool = True,
-        learning_rate: float = TRAINER.learning_rate,
-        samples_per_update: int = TRAINER.samples_per_update,
-        baseline: bool = TRAINER.baseline,
-        baseline_decay: float = TRAINER.baseline_decay,
-        entropy_coef: float = TRAINER.entropy_coef,
-        entropy_per_decision: bool = TRAINER.entropy_per_decision,
-        leave_one_out: bool = TRAINER.leave_one_out,
-        measure_argmax: bool = TRAINER.measure_argmax,
-        normalize_advantage: bool = TRAINER.normalize_advantage,
-        max_grad_norm: float | None = TRAINER.max_grad_norm,
-        algorithm: str = "ppo",
-        ppo: "dict[str, Any] | None" = None,
-        seed: int | None = None,
-        torch_threads: int | None = 1,
-        device: "str | torch.device" = "cpu",
-        coarsen_above: int | None = COARSEN_ABOVE,
-        max_nodes: int = MAX_NODES,
-        search: "SearchConfig | dict[str, Any] | str | None" = None,
-    ) -> None:
-        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
-        # (`PolicyGradientAgent.trainer_settings`)
-        self.keep_settings(locals())
-        trainer = self.trainer_settings(
-            learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
-            baseline_decay=baseline_decay, entropy_coef=entropy_coef, entropy_per_decision=entropy_per_decision,
-            leave_one_out=leave_one_out, measure_argmax=measure_argmax, normalize_advantage=normalize_advantage,
-            max_grad_norm=max_grad_norm)
-        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
+    #: Its own settings (`GOSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = GOSettings()
+    RUN = LEARNED_RUN
+    ALGORITHM = "ppo"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         unknown = sorted(set(self.search.finetune_search_options) - set(FINETUNE_SEARCH_KEYS))
         if unknown:
             raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(FINETUNE_SEARCH_KEYS)}")
-        self.whole_graph_cost = graph_cost  # built with the policy (`GOPolicy`), never added by a run
+        self.whole_graph_cost = self.graph_cost  # built with the policy (`GOPolicy`), never added by a run
 
     def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
         """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
@@ -200,5 +188,5 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
         return self.policy_class(spec, **self.policy_settings())
 
     def policy_settings(self) -> dict[str, Any]:
-        """The keywords `build_policy` hands the network: the agent's own settings that `GOPolicy` takes."""
-        return self.own_settings(GOPolicy)
+        """The keywords `build_policy` hands the network (`GOSettings.policy_options`)."""
+        return self.settings.policy_options()

@@ -55,22 +55,24 @@ zero-shot override (`agents.search.config`). Those were this agent's defaults be
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
+from agents.core.settings import field_values
+from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import HSDAGPolicy
 
-__all__ = ["HSDAGAgent", "hsdag_feature_families"]
+__all__ = ["HSDAGAgent", "HSDAGSettings", "hsdag_feature_families"]
 
 
 def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, structure: bool = True,
@@ -89,10 +91,16 @@ def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, stru
     return tuple(families)
 
 
-class HSDAGAgent(SearchLayer, PolicyGradientAgent):
-    """HSDAG: directed GNN + graph-parsing pooling + per-group placer, trained with REINFORCE.
+#: The settings of `HSDAGSettings` that `HSDAGPolicy` takes (the others pick the env's node features).
+POLICY_SETTINGS = ("hidden_channels", "num_layers", "pooling", "place", "max_levels", "stochastic_parsing", "stay_bias",
+                   "directed", "use_edge_features")
+#: The settings of `HSDAGSettings` that pick the node-feature families (`hsdag_feature_families`).
+FEATURE_SWITCHES = ("output_shape", "node_id", "structure", "cost")
 
-    Build its env with ``features=agent.feature_families`` (the CLI does).
+
+@dataclass(frozen=True)
+class HSDAGSettings:
+    """HSDAG's own settings (`HSDAGAgent`'s keywords besides the trainer's and the run's), with their defaults.
 
     Args:
         hidden_channels: embedding width.
@@ -101,18 +109,48 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
             embeddings alone; ablation).
         place: ``"op"`` (every op decides, reading its group's embedding too) or ``"group"`` (the paper's: one
             device per group, all its ops following).
-        max_levels: cap on pooling levels (None: parse until nothing merges, the paper's rule; see below).
+        max_levels: cap on pooling levels (None: parse until nothing merges, the paper's rule; module docstring).
         stochastic_parsing: sample the parsing choices while training so the reward trains the grouping
-            (default False: the paper's argmax rule throughout; see above).
+            (default False: the paper's argmax rule throughout; module docstring).
         stay_bias: initial learned bias of the pooling's no-merge (self-loop) logits.
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
-        output_shape, node_id, structure, cost: feature-family switches (ablations).
-        learning_rate, samples_per_update, baseline, baseline_decay, entropy_coef, normalize_advantage,
-        max_grad_norm: REINFORCE settings (`ReinforceConfig`); ``baseline=False, entropy_coef=0`` is the
-            authors' setting.
-        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
-            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: the paper's: ``"reinforce"``).
+        output_shape, node_id, structure, cost: feature-family switches (ablations, `hsdag_feature_families`).
+    """
+
+    hidden_channels: int = 64
+    num_layers: int = 3
+    pooling: bool = True
+    place: str = "op"
+    max_levels: int | None = 1
+    stochastic_parsing: bool = False
+    stay_bias: float = 0.0
+    directed: bool = True
+    use_edge_features: bool = True
+    output_shape: bool = True
+    node_id: bool = True
+    structure: bool = True
+    cost: bool = True
+
+    def policy_options(self) -> dict[str, Any]:
+        """The keywords `HSDAGPolicy` takes from these settings (`POLICY_SETTINGS`)."""
+        return field_values(self, POLICY_SETTINGS)
+
+    def feature_families(self) -> tuple[str, ...]:
+        """The node-feature families these switches observe (`hsdag_feature_families`)."""
+        return hsdag_feature_families(**field_values(self, FEATURE_SWITCHES))
+
+
+class HSDAGAgent(SearchLayer, PolicyGradientAgent):
+    """HSDAG: directed GNN + graph-parsing pooling + per-group placer, trained with REINFORCE.
+
+    Build its env with ``features=agent.feature_families`` (the CLI does).
+
+    Keywords: its own settings (`HSDAGSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
+    ``samples_per_update``, ``baseline``, ...: `ReinforceConfig`, defaults in `TRAINER`; ``baseline=False,
+    entropy_coef=0`` is the authors' setting); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's
+    (``seed``, ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
+    `agents.algos.policy_gradient.PolicyGradientAgent`. ``help(HSDAGAgent)`` lists them all with their defaults.
     """
 
     name = "hsdag"
@@ -134,60 +172,21 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
     TRAINER = ReinforceConfig(mode="bandit", samples_per_update=10, entropy_coef=0.1, **SWITCHES_ON)
     TRAINER_OPTIONS = BANDIT_TRAINER_OPTIONS
 
-    def __init__(
-        self,
-        *,
-        hidden_channels: int = 64,
-        num_layers: int = 3,
-        pooling: bool = True,
-        place: str = "op",
-        max_levels: int | None = 1,
-        stochastic_parsing: bool = False,
-        stay_bias: float = 0.0,
-        directed: bool = True,
-        use_edge_features: bool = True,
-        output_shape: bool = True,
-        node_id: bool = True,
-        structure: bool = True,
-        cost: bool = True,
-        learning_rate: float = TRAINER.learning_rate,
-        samples_per_update: int = TRAINER.samples_per_update,
-        baseline: bool = TRAINER.baseline,
-        baseline_decay: float = TRAINER.baseline_decay,
-        entropy_coef: float = TRAINER.entropy_coef,
-        entropy_per_decision: bool = TRAINER.entropy_per_decision,
-        leave_one_out: bool = TRAINER.leave_one_out,
-        measure_argmax: bool = TRAINER.measure_argmax,
-        normalize_advantage: bool = TRAINER.normalize_advantage,
-        max_grad_norm: float | None = TRAINER.max_grad_norm,
-        algorithm: str = "reinforce",
-        ppo: "dict[str, Any] | None" = None,
-        seed: int | None = None,
-        torch_threads: int | None = 1,
-        device: "str | torch.device" = "cpu",
-        coarsen_above: int | None = COARSEN_ABOVE,
-        max_nodes: int = MAX_NODES,
-        search: "SearchConfig | dict[str, Any] | str | None" = None,
-    ) -> None:
-        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
-        # (`PolicyGradientAgent.trainer_settings`)
-        self.keep_settings(locals())
-        trainer = self.trainer_settings(
-            learning_rate=learning_rate, samples_per_update=samples_per_update, baseline=baseline,
-            baseline_decay=baseline_decay, entropy_coef=entropy_coef, entropy_per_decision=entropy_per_decision,
-            leave_one_out=leave_one_out, measure_argmax=measure_argmax, normalize_advantage=normalize_advantage,
-            max_grad_norm=max_grad_norm)
-        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads,
-                         device=device, coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
+    #: Its own settings (`HSDAGSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = HSDAGSettings()
+    RUN = LEARNED_RUN
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         #: The env's node features for this agent (instance attribute: the ablation switches change it).
-        self.feature_families = hsdag_feature_families(**self.own_settings(hsdag_feature_families))
+        self.feature_families = self.settings.feature_families()
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:
         if spec.feature_families is not None and tuple(spec.feature_families) != self.feature_families:
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         s = self.search  # the policy's own search hooks: refinement stage, uniform and boundary exploration
-        return HSDAGPolicy(spec, **self.own_settings(HSDAGPolicy), refine=s.refine,
+        return HSDAGPolicy(spec, **self.settings.policy_options(), refine=s.refine,
                            refine_boundary=s.refine_boundary, explore=s.explore, boundary_explore=s.boundary_explore)
 
     def start_run(self, run, env, seed, trained) -> None:

@@ -30,6 +30,7 @@ what the observation's device features and costs say, so each (preset, objective
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -39,19 +40,43 @@ import torch
 from agents.algos.reinforce import ReinforceConfig, apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.loop import torch_threads
-from agents.go import GOAgent
+from agents.go import GOAgent, GOSettings
 from agents.go.policy import GOPolicy
 from agents.search.config import SearchConfig
 
 from .labels import check_placement
 from .policy import SequentialGOPolicy
 
-__all__ = ["ImitationAgent"]
+__all__ = ["ImitationAgent", "ImitationSettings"]
+
+
+@dataclass(frozen=True)
+class ImitationSettings(GOSettings):
+    """GO's network settings (`agents.go.GOSettings`) and the imitation agent's own.
+
+    Args:
+        sequential: decide the ops in topological order, each seeing where the ops before it went
+            (`agents.imitation.policy.SequentialGOPolicy`); False: GO's network as it is.
+        balance: (with `sequential` only) the placement state's share and pace columns
+            (`agents.nn.placement_state`).
+    """
+
+    sequential: bool = False
+    balance: bool = False
+
+    def __post_init__(self) -> None:
+        if self.balance and not self.sequential:
+            raise ValueError("balance=True adds columns to the placement state, which only the sequential policy "
+                             "has; accepted: balance=True with sequential=True, or balance=False")
 
 
 class ImitationAgent(GOAgent):
-    """GO's network and PPO, pretrained by imitation of solver labels (module docstring). Takes GO's settings;
-    ``search`` must stay None (a hybrid is ``hybrid:imitation``, the generic layer around it)."""
+    """GO's network and PPO, pretrained by imitation of solver labels (module docstring).
+
+    Keywords: its settings (`ImitationSettings`: GO's network and ``sequential``, ``balance``), ``algorithm``,
+    ``ppo`` and the run's (`GOAgent`); ``search`` must stay None (a hybrid is ``hybrid:imitation``, the generic
+    layer around it). GO's trainer keywords (``learning_rate`` ...) are refused: its trainer runs with its own
+    `TRAINER` as declared (its checkpoints and pinned runs were made so)."""
 
     name = "imitation"
     #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
@@ -62,23 +87,12 @@ class ImitationAgent(GOAgent):
     SEARCH_OPTIONS = frozenset()
 
     #: Its trainer's settings (`agents.algos.policy_gradient.PolicyGradientAgent`): `ReinforceConfig`'s defaults,
-    #: not GO's. It takes none of them by name: GO's trainer keywords (``learning_rate`` ...), which its constructor
-    #: passes on to `GOAgent`, are left out (its checkpoints and pinned runs were made so).
+    #: not GO's. It takes none of them as keywords (``TRAINER_OPTIONS`` empty: ``learning_rate=...`` is refused,
+    #: and ``--agent-option learning_rate=...`` is not handed to it).
     TRAINER = ReinforceConfig(mode="bandit")
     TRAINER_OPTIONS = ()
-
-    def __init__(self, *, sequential: bool = False, balance: bool = False, **go_settings: Any) -> None:
-        """`sequential`: decide the ops in topological order, each seeing where the ops before it went
-        (`agents.imitation.policy.SequentialGOPolicy`); False: GO's network as it is. `balance` (with
-        `sequential` only): the placement state's share and pace columns (`agents.nn.placement_state`). The rest:
-        `GOAgent`'s."""
-        if balance and not sequential:
-            raise ValueError("balance=True adds columns to the placement state, which only the sequential policy "
-                             "has; accepted: balance=True with sequential=True, or balance=False")
-        super().__init__(**go_settings)
-        self.sequential = sequential
-        self.balance = balance
-        self.own_setting_names += ("sequential", "balance")
+    #: Its own settings with their defaults (`ImitationSettings`).
+    SETTINGS = ImitationSettings()
 
     @property
     def policy_class(self) -> type[GOPolicy]:

@@ -35,6 +35,7 @@ override (`agents.search.config`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -45,21 +46,22 @@ from agents.search.attach import SearchLayer
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
 from agents.algos.reinforce import ReinforceConfig
+from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
 
 from .policy import PlacetoPolicy
 
-__all__ = ["PlacetoAgent"]
+__all__ = ["PlacetoAgent", "PlacetoSettings"]
 
 
-class PlacetoAgent(SearchLayer, PolicyGradientAgent):
-    """Placeto-like agent (see the module docstring).
+@dataclass(frozen=True)
+class PlacetoSettings:
+    """Placeto's own settings (`PlacetoAgent`'s keywords besides the trainer's and the run's), with their defaults.
 
     Args:
         hidden_dim, n_layers, directed: `PlacetoPolicy` encoder settings.
@@ -78,15 +80,40 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
             (`agents.core.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
             nodes it has not placed yet (`agents.algos.sb3.placement_input_features`), so ``predict`` does not
             depend on it.
-        gamma: discount of the per-step rewards in the returns. A step's reward is the latency change that
-            step's move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what
-            the next moves make of it (e.g. a cut that the next group's move removes). With gamma 1 every step
-            is credited with the whole rest of the episode: on the simulated ResNet / Inception / BERT gamma 1
-            sometimes missed the best placement, 0 and 0.5 did not.
-        learning_rate, entropy_coef, episodes_per_update, baseline_decay, max_grad_norm: REINFORCE settings
-            (`agents.algos.reinforce.ReinforceConfig`, mode "episodic").
-        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
-            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: Placeto's: ``"reinforce"``).
+    """
+
+    hidden_dim: int = 64
+    n_layers: int = 3
+    directed: bool = True
+    groups: int | None = 16
+    sweeps: int = 1
+    start: str = "random"
+
+    def __post_init__(self) -> None:
+        if self.groups is not None and (not isinstance(self.groups, (int, np.integer)) or self.groups < 1):
+            raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), "
+                             f"got {self.groups!r}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {self.start!r}")
+        # numpy integers from a config, as plain ints
+        object.__setattr__(self, "groups", None if self.groups is None else int(self.groups))
+        object.__setattr__(self, "sweeps", int(self.sweeps))
+
+
+class PlacetoAgent(SearchLayer, PolicyGradientAgent):
+    """Placeto-like agent (see the module docstring).
+
+    Keywords: its own settings (`PlacetoSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
+    ``entropy_coef``, ``gamma``, ``episodes_per_update``, ``baseline_decay``, ``max_grad_norm``:
+    `agents.algos.reinforce.ReinforceConfig`, mode "episodic", defaults in `TRAINER`); ``algorithm`` (Placeto's:
+    ``"reinforce"``), ``ppo`` and the run's (``seed``, ``torch_threads``, ``device``, ``coarsen_above``,
+    ``max_nodes``, ``search``): see `agents.algos.policy_gradient.PolicyGradientAgent`.
+
+    ``gamma`` discounts the per-step rewards in the returns. A step's reward is the latency change that step's
+    move caused, so most of its credit is immediate; gamma 0.5 still credits a move for what the next moves make
+    of it (e.g. a cut that the next group's move removes). With gamma 1 every step is credited with the whole rest
+    of the episode: on the simulated ResNet / Inception / BERT gamma 1 sometimes missed the best placement, 0 and
+    0.5 did not.
     """
 
     name = "placeto"
@@ -103,28 +130,12 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
                        "max_grad_norm")
 
-    def __init__(self, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True, groups: int | None = 16,
-                 sweeps: int = 1, start: str = "random", learning_rate: float = TRAINER.learning_rate,
-                 entropy_coef: float = TRAINER.entropy_coef, gamma: float = TRAINER.gamma,
-                 episodes_per_update: int = TRAINER.episodes_per_update, baseline_decay: float = TRAINER.baseline_decay,
-                 max_grad_norm: float | None = TRAINER.max_grad_norm,
-                 algorithm: str = "reinforce", ppo: "dict[str, Any] | None" = None,
-                 *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES, search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
-        if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
-            raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), got {groups!r}")
-        if start not in STARTS:
-            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
-        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
-        # (`PolicyGradientAgent.trainer_settings`)
-        self.keep_settings(locals())
-        trainer = self.trainer_settings(
-            learning_rate=learning_rate, entropy_coef=entropy_coef, gamma=gamma,
-            episodes_per_update=episodes_per_update, baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
-                         coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        self.groups, self.sweeps = None if groups is None else int(groups), int(sweeps)
+    #: Its own settings (`PlacetoSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = PlacetoSettings()
+    RUN = LEARNED_RUN
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.node_grouping = NodeGroups(self.groups)
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
 

@@ -45,24 +45,24 @@ fit of samples, the final distillation and a fine-tuning run's first measurement
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from agents.core.base import PolicySpec
 from agents.nn.policy import group_majority_placement
+from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
 
-__all__ = ["PostAgent", "PostTrainer"]
+__all__ = ["PostAgent", "PostSettings", "PostTrainer"]
 
 
 class PostTrainer(PPOTrainer):
@@ -100,22 +100,42 @@ class PostTrainer(PPOTrainer):
         self.pool = []
 
 
-class PostAgent(SearchLayer, PolicyGradientAgent):
-    """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
+@dataclass(frozen=True)
+class PostSettings:
+    """Post's own settings (`PostAgent`'s keywords besides the trainer's and the run's), with their defaults.
 
     Args:
         n_groups: G contiguous op groups with one distribution each (None: one per op).
-        learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: the PPO settings shared
-            with REINFORCE (`agents.algos.reinforce.ReinforceConfig`, bandit mode).
-        ppo: further PPO settings (`agents.algos.ppo.PPOConfig`: n_epochs, clip_range, target_kl, ...).
         ce_every: PPO updates between two cross-entropy steps.
         elite_fraction: share of the placements sampled since the last cross-entropy step that are elites.
         ce_smoothing: how far a cross-entropy step moves the distributions to the elites' frequencies (1: all
             the way, the paper's closed form).
         shared_device_logits: every group's logits are its own plus one logit per device shared by all groups
             (`PostPolicy`; False: the groups' own alone, the paper's parameters).
-        seed, torch_threads, device, coarsen_above, max_nodes, search: see
-            `agents.algos.policy_gradient.PolicyGradientAgent` (Post always trains with PPO).
+    """
+
+    n_groups: int | None = None
+    ce_every: int = 3
+    elite_fraction: float = 0.1
+    ce_smoothing: float = 0.2
+    shared_device_logits: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_groups is not None and self.n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {self.n_groups}")
+        if self.ce_every < 1 or not 0 < self.elite_fraction <= 1 or not 0 < self.ce_smoothing <= 1:
+            raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
+
+
+class PostAgent(SearchLayer, PolicyGradientAgent):
+    """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
+
+    Keywords: its own settings (`PostSettings`); the PPO settings shared with REINFORCE, `TRAINER_OPTIONS`
+    (``learning_rate``, ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.ReinforceConfig`,
+    bandit mode, defaults in `TRAINER`); ``ppo``, further PPO settings (`agents.algos.ppo.PPOConfig`: n_epochs,
+    clip_range, target_kl, ...); and the run's (``seed``, ``torch_threads``, ``device``, ``coarsen_above``,
+    ``max_nodes``, ``search``): see `agents.algos.policy_gradient.PolicyGradientAgent`. No ``algorithm``: Post
+    always trains with PPO.
     """
 
     name = "post"
@@ -140,31 +160,23 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
                        "measure_argmax", "baseline_decay", "max_grad_norm")
 
-    def __init__(self, n_groups: int | None = None, learning_rate: float = TRAINER.learning_rate,
-                 samples_per_update: int = TRAINER.samples_per_update, entropy_coef: float = TRAINER.entropy_coef,
-                 entropy_per_decision: bool = TRAINER.entropy_per_decision, leave_one_out: bool = TRAINER.leave_one_out,
-                 measure_argmax: bool = TRAINER.measure_argmax, baseline_decay: float = TRAINER.baseline_decay,
-                 max_grad_norm: float | None = TRAINER.max_grad_norm,
-                 ppo: "dict[str, Any] | None" = None, ce_every: int = 3, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.2, shared_device_logits: bool = True, *, seed: int | None = None, torch_threads: int | None = 1,
-                 device: "str | torch.device" = "cpu", coarsen_above: int | None = COARSEN_ABOVE,
-                 max_nodes: int = MAX_NODES, search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
-        if n_groups is not None and n_groups < 1:
-            raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {n_groups}")
-        if ce_every < 1 or not 0 < elite_fraction <= 1 or not 0 < ce_smoothing <= 1:
-            raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
-        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
-        # (`PolicyGradientAgent.trainer_settings`)
-        self.keep_settings(locals())
-        trainer = self.trainer_settings(
-            learning_rate=learning_rate, samples_per_update=samples_per_update, entropy_coef=entropy_coef,
-            entropy_per_decision=entropy_per_decision, leave_one_out=leave_one_out, measure_argmax=measure_argmax,
-            baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(trainer, algorithm="ppo", ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
-                         coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
+    #: Its own settings (`PostSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = PostSettings()
+    RUN = LEARNED_RUN
+    ALGORITHM = "ppo"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         if not 0 <= self.search.boundary_explore <= 1:
             raise ValueError(f"Post's boundary_explore is a share of the uniform distribution in [0, 1] (0: off), got "
                              f"{self.search.boundary_explore}")
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The policy-gradient agents' keywords but ``algorithm``: Post always trains with PPO."""
+        options = super().base_option_defaults()
+        del options["algorithm"]
+        return options
 
     def algorithm_options(self) -> dict[str, Any]:
         """The PPO settings and the search (no ``algorithm``: Post always trains with PPO)."""

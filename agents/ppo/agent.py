@@ -38,9 +38,11 @@ from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
     restore_run_state, write_checkpoint,
 )
+from agents.core.base import DEVICE
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
-from agents.algos.learned import LearnedAgent
+from agents.core.settings import field_values
+from agents.algos.learned import LEARNED_RUN, LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
@@ -50,14 +52,13 @@ from agents.search.coarse_to_fine import StallDetector, split_until_expressible
 from agents.search.config import SearchConfig, gather_search_options, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.env import strip_padding
 from placement_gym.schema import (
     Found, Integer, ListOf, MapOf, Number, OneOf, Plain, Record, Tagged, Text, Where, mismatch,
 )
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
-__all__ = ["PPOAgent", "PPONodeAgent", "SB3Agent"]
+__all__ = ["PPOAgent", "PPONodeAgent", "PPOSettings", "SB3Agent"]
 
 
 class _BudgetSpent(Exception):
@@ -142,9 +143,8 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
     #: The run loop's search components and the final distillation (`LearnedAgent.distill_best`).
     SEARCH_OPTIONS = RunAgent.SEARCH_OPTIONS | option_names("distill_steps", "distill_seconds")
 
-    def __init__(self, model: BaseAlgorithm | None = None, *, seed: int | None = None,
-                 torch_threads: int | None = 1, **run_options: Any) -> None:
-        super().__init__(seed=seed, torch_threads=torch_threads, **run_options)
+    def __init__(self, model: BaseAlgorithm | None = None, **options: Any) -> None:
+        super().__init__(**options)  # the run's settings (`agents.core.settings.RunSettings`), a subclass's own
         self.model = model
 
     # ------------------------------------------------------------------ for subclasses
@@ -261,7 +261,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        """A subclass's own settings (`keep_settings`), the seed and threads, the coarsening and the search."""
+        """A subclass's own settings (``SETTINGS``), the seed and threads, the coarsening and the search."""
         return {**self.own_settings(), "seed": self.seed, "torch_threads": self.torch_threads,
                 **self.coarsen_options(), **self.search_options()}
 
@@ -449,8 +449,17 @@ def space_from_data(data: Mapping[str, Any]) -> gym.Space:
 EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True}
 
 
-class PPOAgent(SB3Agent):
-    """SB3 PPO with `GraphPolicy` (see the module docstring).
+#: The settings of `PPOSettings` that SB3's `PPO` takes (`PPOSettings.algorithm_options`).
+SB3_PPO_SETTINGS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "clip_range", "target_kl", "ent_coef",
+                    "vf_coef", "max_grad_norm", "gamma", "gae_lambda")
+#: The settings of `PPOSettings` that `GraphPolicy` takes (`PPOSettings.policy_options`).
+GRAPH_POLICY_SETTINGS = ("hidden_dim", "n_layers", "distribution", "entropy_per_node", "action_groups")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOSettings:
+    """`PPOAgent`'s own settings (its keywords besides the torch device and the run's), with their defaults: SB3
+    PPO's (`SB3_PPO_SETTINGS`), `GraphPolicy`'s (`GRAPH_POLICY_SETTINGS`) and the node-by-node variant's.
 
     Args:
         learning_rate: Adam step size (summed log-probabilities over many nodes make PPO's ratio jumpy:
@@ -465,7 +474,7 @@ class PPOAgent(SB3Agent):
             ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
             moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
             express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
-            to fine (`HYBRID_SETTINGS`).
+            to fine (`PPOAgent.HYBRID_SETTINGS`).
             Ignored on the node-by-node env (its groups are ``node_groups``).
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
@@ -476,12 +485,56 @@ class PPOAgent(SB3Agent):
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
-        seed, torch_threads: see `agents.core.run.RunAgent`; device: torch device of the policy.
-        coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
-            `max_nodes` clusters (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: see `SB3Agent`; here ``split_patience`` halves the action groups after that many placements
-            without a new best (coarse to fine, the run's best refit into the policy after each split) and
-            ``greedy_final`` spends the budget's last placement on the policy's deterministic placement.
+    """
+
+    learning_rate: float = 3e-4
+    n_steps: int = 16
+    batch_size: int = 16
+    n_epochs: int = 4
+    clip_range: float = 0.2
+    target_kl: float | None = 0.05
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    hidden_dim: int = 64
+    n_layers: int = 3
+    distribution: str = "vectorized"
+    entropy_per_node: bool = False
+    action_groups: int | None = None
+    node_groups: int | None = None
+    start: str = "random"
+
+    def __post_init__(self) -> None:
+        if self.n_steps < 1 or self.batch_size < 1:
+            raise ValueError(f"n_steps and batch_size must be >= 1, got {self.n_steps}, {self.batch_size}")
+        groups = self.node_groups
+        if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
+            raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, "
+                             f"got {groups!r}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {STARTS}, got {self.start!r}")
+        object.__setattr__(self, "node_groups", None if groups is None else int(groups))  # a numpy integer as an int
+
+    def algorithm_options(self) -> dict[str, Any]:
+        """The keywords SB3's `PPO` takes from these settings (`SB3_PPO_SETTINGS`)."""
+        return field_values(self, SB3_PPO_SETTINGS)
+
+    def policy_options(self) -> dict[str, Any]:
+        """The keywords `GraphPolicy` takes from these settings (`GRAPH_POLICY_SETTINGS`)."""
+        return field_values(self, GRAPH_POLICY_SETTINGS)
+
+
+class PPOAgent(SB3Agent):
+    """SB3 PPO with `GraphPolicy` (see the module docstring).
+
+    Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's),
+    ``device`` (the torch device of the policy) and the run's (``seed``, ``torch_threads``, ``coarsen_above``,
+    ``max_nodes``, ``search``: `agents.core.settings.RunSettings`). Of ``search`` (see `SB3Agent`), here
+    ``split_patience`` halves the action groups after that many placements without a new best (coarse to fine,
+    the run's best refit into the policy after each split) and ``greedy_final`` spends the budget's last placement
+    on the policy's deterministic placement.
     """
 
     name = "ppo"
@@ -496,41 +549,31 @@ class PPOAgent(SB3Agent):
     #: fine, and the step sizes as when the hybrid was tuned.
     HYBRID_SETTINGS = {**EARLIER_SETTINGS, "action_groups": 8}
 
-    def __init__(self, learning_rate: float = 3e-4, n_steps: int = 16, batch_size: int = 16, n_epochs: int = 4,
-                 clip_range: float = 0.2, target_kl: float | None = 0.05, ent_coef: float = 0.01,
-                 vf_coef: float = 0.5, max_grad_norm: float = 0.5, gamma: float = 1.0, gae_lambda: float = 0.95,
-                 hidden_dim: int = 64, n_layers: int = 3, distribution: str = "vectorized",
-                 entropy_per_node: bool = False, action_groups: int | None = None,
-                 node_groups: int | None = None, start: str = "random", *, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
-                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
-                 search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
-        # the settings of the signature above, each by its name (`RunAgent.keep_settings`): SB3's PPO takes
-        # those named as its keywords (`algorithm_kwargs`), `GraphPolicy` those named as its own
-        self.keep_settings(locals())
-        super().__init__(seed=seed, torch_threads=torch_threads, coarsen_above=coarsen_above, max_nodes=max_nodes,
-                         search=search)
-        if n_steps < 1 or batch_size < 1:
-            raise ValueError(f"n_steps and batch_size must be >= 1, got {n_steps}, {batch_size}")
-        if node_groups is not None and (not isinstance(node_groups, (int, np.integer)) or node_groups < 1):
-            raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, got {node_groups!r}")
-        self.node_groups = None if node_groups is None else int(node_groups)
-        self.node_grouping = None if node_groups is None else NodeGroups(self.node_groups)
+    #: Its own settings (`PPOSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = PPOSettings()
+    RUN = LEARNED_RUN
+
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+        super().__init__(**options)
+        self.node_grouping = None if self.node_groups is None else NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(self._node_logits)
-        if start not in STARTS:
-            raise ValueError(f"start must be one of {STARTS}, got {start!r}")
         self.device = torch.device(device)
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The run's keywords and the policy's torch ``device``."""
+        return {**super().base_option_defaults(), "device": DEVICE}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return {**hyperparameters, "device": device}
 
     def algorithm_kwargs(self) -> dict[str, Any]:
-        return dict(self.own_settings(PPO), verbose=0)
+        return dict(self.settings.algorithm_options(), verbose=0)
 
     # ------------------------------------------------------------------ learning
     def make_model(self, env: gym.Env, seed: int | None) -> PPO:
-        policy_kwargs = self.own_settings(GraphPolicy)
+        policy_kwargs = self.settings.policy_options()
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
             policy_kwargs["action_groups"] = None
         return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
@@ -649,9 +692,6 @@ class PPONodeAgent(PPOAgent):
     HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
     SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - option_names("split_patience")
 
-    def __init__(self, *args: Any, node_groups: int | None = 16, **kwargs: Any) -> None:
-        # Node by node, the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one device per
-        # step: no summed log-probability over many decisions to temper).
-        for name, value in EARLIER_SETTINGS.items():
-            kwargs.setdefault(name, value)
-        super().__init__(*args, node_groups=node_groups, **kwargs)
+    #: Node by node (16 groups), with the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one
+    #: device per step: no summed log-probability over many decisions to temper).
+    SETTINGS = dataclasses.replace(PPOAgent.SETTINGS, node_groups=16, **EARLIER_SETTINGS)

@@ -29,30 +29,30 @@ self-imitation, the final distillation and the zero-shot override (`agents.searc
 """
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from dataclasses import dataclass
 
 from agents.core.base import PolicySpec
+from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
-from placement_gym.coarsen import COARSEN_ABOVE, MAX_NODES
 from placement_gym.wrappers import SqrtLatencyReward
 
 from .policy import RNNPolicy
 
-__all__ = ["RNNAgent", "REWARDS"]
+__all__ = ["RNNAgent", "RNNSettings", "REWARDS"]
 
 #: ``"neg_sqrt_latency"``: the paper's reward; ``"env"``: whatever reward the env gives (default: speedup).
 REWARDS = ("neg_sqrt_latency", "env")
 
 
-class RNNAgent(SearchLayer, PolicyGradientAgent):
-    """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
+@dataclass(frozen=True)
+class RNNSettings:
+    """The RNN placer's own settings (`RNNAgent`'s keywords besides the trainer's and the run's), with their
+    defaults.
 
     Args:
         n_groups: G, op groups (contiguous chunks of the topological order) that the decoder places. Fewer
@@ -61,10 +61,28 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
             hierarchical planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
         hidden_dim: LSTM width.
         reward: one of `REWARDS`.
-        learning_rate, samples_per_update, entropy_coef, baseline_decay, max_grad_norm: REINFORCE settings
-            (`agents.algos.reinforce.ReinforceConfig`, mode "bandit").
-        algorithm, ppo, seed, torch_threads, device, coarsen_above, max_nodes, search: see
-            `agents.algos.policy_gradient.PolicyGradientAgent` (the trainer: the paper's: ``"reinforce"``).
+    """
+
+    n_groups: int = 256
+    hidden_dim: int = 64
+    reward: str = "neg_sqrt_latency"
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1, got {self.n_groups}")
+        object.__setattr__(self, "n_groups", int(self.n_groups))  # a numpy integer from a config, as a plain int
+
+
+class RNNAgent(SearchLayer, PolicyGradientAgent):
+    """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
+
+    Keywords: its own settings (`RNNSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
+    ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.ReinforceConfig`, mode "bandit",
+    defaults in `TRAINER`); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's (``seed``,
+    ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
+    `agents.algos.policy_gradient.PolicyGradientAgent`.
     """
 
     name = "rnn"
@@ -84,30 +102,9 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
     TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
                        "measure_argmax", "baseline_decay", "max_grad_norm")
 
-    def __init__(self, n_groups: int = 256, hidden_dim: int = 64, reward: str = "neg_sqrt_latency",
-                 learning_rate: float = TRAINER.learning_rate, samples_per_update: int = TRAINER.samples_per_update,
-                 entropy_coef: float = TRAINER.entropy_coef, entropy_per_decision: bool = TRAINER.entropy_per_decision,
-                 leave_one_out: bool = TRAINER.leave_one_out, measure_argmax: bool = TRAINER.measure_argmax,
-                 baseline_decay: float = TRAINER.baseline_decay, max_grad_norm: float | None = TRAINER.max_grad_norm,
-                 algorithm: str = "reinforce",
-                 ppo: "dict[str, Any] | None" = None, *, seed: int | None = None,
-                 torch_threads: int | None = 1, device: "str | torch.device" = "cpu",
-                 coarsen_above: int | None = COARSEN_ABOVE, max_nodes: int = MAX_NODES,
-                 search: "SearchConfig | dict[str, Any] | str | None" = None) -> None:
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
-        if n_groups < 1:
-            raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        # the agent's own settings, each by its name (`RunAgent.keep_settings`), and the trainer's
-        # (`PolicyGradientAgent.trainer_settings`)
-        self.keep_settings(locals())
-        trainer = self.trainer_settings(
-            learning_rate=learning_rate, samples_per_update=samples_per_update, entropy_coef=entropy_coef,
-            entropy_per_decision=entropy_per_decision, leave_one_out=leave_one_out, measure_argmax=measure_argmax,
-            baseline_decay=baseline_decay, max_grad_norm=max_grad_norm)
-        super().__init__(trainer, algorithm=algorithm, ppo=ppo, seed=seed, torch_threads=torch_threads, device=device,
-                         coarsen_above=coarsen_above, max_nodes=max_nodes, search=search)
-        self.n_groups = int(n_groups)
+    #: Its own settings (`RNNSettings`) with their defaults; the run's, with the learned agents' coarsening.
+    SETTINGS = RNNSettings()
+    RUN = LEARNED_RUN
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
         return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.search.refine, self.search.refine_boundary)

@@ -102,26 +102,18 @@ def compare_agent_options(items: Sequence[str] | None, names: Sequence[str]) -> 
 
 
 def _takes(name: str, key: str) -> bool:
-    """Whether the constructor of agent `name` takes keyword `key` (False for an agent that cannot be loaded:
-    compare reports it as missing). A constructor that passes ``**kwargs`` on is followed to its base class."""
-    import inspect
-
+    """Whether agent `name` takes keyword `key`: one of its search settings, or a keyword its class declares
+    (``option_names()``, `agents.core.settings.AgentSettings`; an agent class without it, one that is not a
+    ``RunAgent``, takes only the options scoped to it). False for an agent that cannot be loaded: compare
+    reports it as missing."""
     try:
         cls = registry.load_agent_class(name)
     except ValueError:
         return False
     if key in getattr(cls, "SEARCH_OPTIONS", ()):  # a search setting: taken by the agents built with a search
         return True
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        parameters = inspect.signature(init).parameters
-        if key in parameters:
-            return True
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            return False
-    return False
+    option_names = getattr(cls, "option_names", None)
+    return option_names is not None and key in option_names()
 
 
 def agent_rows(names: Sequence[str], device_names: Sequence[str],

@@ -40,7 +40,7 @@ from .checkpoint import (
 )
 from .run import RunAgent, agent_predict
 
-__all__ = ["BaseAgent", "PolicySpec"]
+__all__ = ["BaseAgent", "PolicySpec", "TorchDevice"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,22 @@ SPEC_FIELDS = {"spec": Record(
 DEVICE = "cpu"
 
 
-class BaseAgent(RunAgent):
+class TorchDevice:
+    """Mixin of an agent with a torch policy (placed before `RunAgent` in its bases): the ``device`` keyword, the
+    policy's torch device (`DEVICE` unless given), kept as ``self.device`` and declared beside the run's settings
+    (`agents.core.settings.AgentSettings.base_option_defaults`). `BaseAgent` and the SB3 agents share it."""
+
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+        super().__init__(**options)
+        self.device = torch.device(device)
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The base classes' keywords and the policy's torch ``device``."""
+        return {**super().base_option_defaults(), "device": DEVICE}
+
+
+class BaseAgent(TorchDevice, RunAgent):
     """An agent with a torch policy built lazily for the env's sizes (see the module docstring).
 
     Keywords: ``device``, the torch device of the policy, and `RunAgent`'s (the run's settings and a subclass's
@@ -117,16 +132,10 @@ class BaseAgent(RunAgent):
     #: Why a policy that is not ``size_free`` cannot serve another graph, and what to do instead.
     size_bound_reason: ClassVar[str] = ""
 
-    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+    def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.device = torch.device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
-
-    @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
-        """`RunAgent`'s keywords and the policy's torch ``device``."""
-        return {**super().base_option_defaults(), "device": DEVICE}
 
     @abc.abstractmethod
     def build_policy(self, spec: PolicySpec) -> nn.Module:

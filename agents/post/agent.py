@@ -72,15 +72,15 @@ class PostTrainer(PPOTrainer):
         policy: a `PostPolicy`.
         config: `PPOConfig`.
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
-        ce_every, elite_fraction, ce_smoothing: see `PostAgent`.
+        ce_every, elite_fraction, ce_smoothing: see `PostSettings` (their defaults; the agent passes them).
         on_split: called with the run after every split of the groups (`PostAgent.explore_boundary`).
         hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``training_hooks``).
         search: the agent's search settings (`PolicyGradientTrainer`; its ``split_patience``: coarse to fine, the
             shared trainer's `PolicyGradientTrainer.coarse_to_fine`, at the search layer's ``after_update``).
     """
 
-    def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int = 5, elite_fraction: float = 0.1,
-                 ce_smoothing: float = 0.5, on_split=None, hooks=None, search=None) -> None:
+    def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int, elite_fraction: float,
+                 ce_smoothing: float, on_split=None, hooks=None, search=None) -> None:
         super().__init__(policy, config, imitate, on_split, hooks=hooks, search=search)
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
         self.updates = 0

@@ -38,7 +38,7 @@ from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
     restore_run_state, write_checkpoint,
 )
-from agents.core.base import DEVICE
+from agents.core.base import TorchDevice
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
 from agents.core.settings import field_values
@@ -526,7 +526,7 @@ class PPOSettings:
         return field_values(self, GRAPH_POLICY_SETTINGS)
 
 
-class PPOAgent(SB3Agent):
+class PPOAgent(TorchDevice, SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
     Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's),
@@ -553,16 +553,10 @@ class PPOAgent(SB3Agent):
     SETTINGS = PPOSettings()
     RUN = LEARNED_RUN
 
-    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
-        super().__init__(**options)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)  # its own settings, the torch ``device`` (`TorchDevice`) and the run's
         self.node_grouping = None if self.node_groups is None else NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(self._node_logits)
-        self.device = torch.device(device)
-
-    @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
-        """The run's keywords and the policy's torch ``device``."""
-        return {**super().base_option_defaults(), "device": DEVICE}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:

@@ -28,7 +28,7 @@ Where it differs from the paper (the defaults are Post's method; no search runs 
   zero at first, so the distributions start uniform; the same family of distributions, parameterised so that a
   gradient step can move every op toward a device at once). With independent per-op logits alone, each op's
   gradient sees only its neighbours' current devices, so from uniform the ops settle in runs on different devices
-  (the sanity suite's ``edge`` latency: +100% over the optimum, +28% after 2,000 placements).
+  (the sanity suite's ``edge`` latency; measured on docs/agents/post.md).
 * the PPO update compares each placement with the others of its update (``leave_one_out``; the distribution reads
   no observation, so a critic would have nothing to read), weighs the entropy of every op (``entropy_coef=0.1``,
   ``entropy_per_decision``), measures the distributions' argmax once per update (``measure_argmax``),

@@ -98,9 +98,27 @@ LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 
                                 'local:2 "" test'}
 
 
+#: Per graph set, the folder of the pure learned agents' reruns after their defaults changed (2026-11-26, `post`'s
+#: again 2026-11-27): their rows in the leaderboard's tables come from there (`leaderboard_table.case_records`), the
+#: other rows (baselines, search, hybrids, whose settings did not change) from the leaderboard's own files.
+PURE_RERUNS = {"zoo": "pure-agents"}
+#: The commands of those reruns (per case; the folder's files name their case).
+PURE_RERUN_COMMANDS = ("placement-gym compare --models resnet inception bert --agents hsdag go post rnn ppo placeto "
+                       "ppo-node --backend simulated --profile P --objective O --unsupported repair --budget 1000 "
+                       "--seed 0 (then --seed 1 2) --json benchmarks/results/pure-agents/P_O_seed0.json.gz (P_O_seeds1-2)",
+                       "the same with --agents post --seed 0 1 2 --json "
+                       "benchmarks/results/pure-agents/P_O_post_seeds0-2.json.gz")
+
+
 def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
     """The leaderboard's results files of one graph set by case (``ai_pc_latency``: its seeds' files)."""
     return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD, graphs)
+
+
+def _pure_reruns(graphs: str = "zoo") -> dict[str, list[Path]]:
+    """The pure learned agents' reruns of one graph set by case (`PURE_RERUNS`; none: empty)."""
+    folder = PURE_RERUNS.get(graphs)
+    return {} if folder is None else leaderboard_table.update_cases(ROOT / RESULTS / folder)
 
 
 def _cited(paths: list[Path]) -> list[str]:
@@ -108,12 +126,21 @@ def _cited(paths: list[Path]) -> list[str]:
 
 
 def _leaderboard_source(graphs: str = "zoo") -> str:
-    return source(_cited([p for paths in _leaderboard_cases(graphs).values() for p in paths]),
-                  LEADERBOARD_COMMANDS[graphs])
+    """The source lines of a graph set's tables: the leaderboard's files and command, and the pure learned agents'
+    reruns' (`PURE_RERUNS`)."""
+    paths = [p for paths in _leaderboard_cases(graphs).values() for p in paths]
+    commands = LEADERBOARD_COMMANDS[graphs]
+    updates = _pure_reruns(graphs)
+    if updates:
+        paths += [p for paths in updates.values() for p in paths]
+        commands += "`; the pure learned agents' rows: `" + "` and `".join(PURE_RERUN_COMMANDS)
+    return source(_cited(paths), commands)
 
 
 def _table_command(graphs: str, summary: bool) -> str:
     words = ["python benchmarks/leaderboard/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
+    if graphs in PURE_RERUNS:
+        words += ["--update", f"{RESULTS}/{PURE_RERUNS[graphs]}"]
     return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
 
 
@@ -122,10 +149,12 @@ def _leaderboard_tables(graphs: str, summary: bool) -> str:
     cases = _leaderboard_cases(graphs)
     if not cases:
         return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
+    updates = _pure_reruns(graphs)
     if summary:
-        label, body = "Table", leaderboard_table.summary_table(list(cases.values()))
+        label, body = "Table", leaderboard_table.summary_table(cases, updates)
     else:
-        label, body = "Tables", "\n\n".join(leaderboard_table.table(paths) for paths in cases.values())
+        label, body = "Tables", "\n\n".join(leaderboard_table.table(paths, updates.get(name, ()))
+                                             for name, paths in cases.items())
     return _leaderboard_source(graphs) + f"  \n{label}: `{_table_command(graphs, summary)}`\n\n" + body
 
 
@@ -173,10 +202,11 @@ def sample_efficiency() -> str:
     """Per leaderboard case: each searching agent's best-so-far gap after k placements, geometric mean of
     (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
     out = [_leaderboard_source()]
-    for paths in _leaderboard_cases().values():
+    updates = _pure_reruns()
+    for name, paths in _leaderboard_cases().items():
         budget = leaderboard_table.case_records(paths)[1]
         budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= budget)
-        case, rows = leaderboard_table.case_rows(paths, budgets)
+        case, rows = leaderboard_table.case_rows(paths, budgets, updates.get(name, ()))
         agents = [a for a in dict.fromkeys(r["agent"] for r in rows)
                   if a.removeprefix("hybrid:") in leaderboard_table.LEARNED or a in SEARCHING]
         table = [[a] + [leaderboard_table.geomean_gap([r["gap_pct"][b] for r in rows if r["agent"] == a])

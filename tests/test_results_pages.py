@@ -49,6 +49,42 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
     assert "within 2% of the best known** on paper:latency" in table.long_run_table([long], reference)
 
 
+def test_reruns_replace_their_agents_rows_and_the_newest_file_wins(tmp_path):
+    """`leaderboard_table.case_records` with an update: every agent the reruns hold comes from them, in the place
+    of its first rows; the other agents' rows stay; where two rerun files hold the same (agent, model, seed), the
+    later-created one's record is used (an agent rerun again after its defaults changed once more)."""
+    import json
+
+    from placement_gym.results import load_json
+
+    table = load_benchmark("leaderboard.leaderboard_table")
+    reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
+    data = load_json(reference)
+    old = [r for r in data["records"] if r["agent"] == "hsdag"]
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({**data, "created": "2026-01-01T00:00:00+00:00",
+                                 "records": [{**r, "latency_s": 2.0} for r in old]}))
+    second.write_text(json.dumps({**data, "created": "2026-01-02T00:00:00+00:00",
+                                  "records": [{**r, "latency_s": 1.0} for r in old[:1]]}))
+    case, budget, records = table.case_records(reference, [second, first])  # order of the files does not matter
+    mine = [r for r in records if r["agent"] == "hsdag"]
+    assert case == "paper:latency" and len(mine) == len(old)
+    assert sorted(r["latency_s"] for r in mine) == [1.0] + [2.0] * (len(old) - 1)
+    assert [r["agent"] for r in records if r["agent"] != "hsdag"] == [
+        r["agent"] for r in data["records"] if r["agent"] != "hsdag"]
+    agents = list(dict.fromkeys(r["agent"] for r in records))
+    assert agents == list(dict.fromkeys(r["agent"] for r in data["records"]))
+    assert set(table.update_cases(tmp_path)) == {"paper_latency"}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**data, "budget": 500}))
+    try:
+        table.case_records(reference, [other])
+    except ValueError as error:
+        assert "different cases or budgets" in str(error)
+    else:
+        raise AssertionError("a rerun of another budget was accepted")
+
+
 def test_the_test_splits_files_are_a_graph_set_of_their_own(tmp_path):
     """`leaderboard_table.folder_cases`: a case's zoo and test-split files are read apart when a graph set is
     named (the zoo's tables keep their three models; the test split gets tables of its own), together when not."""

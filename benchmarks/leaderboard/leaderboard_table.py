@@ -3,6 +3,8 @@
     python benchmarks/leaderboard/leaderboard_table.py [benchmarks/results/leaderboard]            # per-case tables
     python benchmarks/leaderboard/leaderboard_table.py --summary [benchmarks/results/leaderboard]  # the summary table
     python benchmarks/leaderboard/leaderboard_table.py --graphs test [--summary] [FOLDER]   # one graph set's files only
+    python benchmarks/leaderboard/leaderboard_table.py --update benchmarks/results/pure-agents [--summary] [FOLDER]
+                                      # the agents the update folder holds from there (reruns with new defaults)
     python benchmarks/leaderboard/leaderboard_table.py --long benchmarks/results/leaderboard LONG_DIR [LONG_DIR ...]
                                       # long runs of some agents (per case), against the leaderboard's best known
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -100,21 +102,54 @@ def folder_cases(folder: Path, graphs: str | None = None) -> dict[str, list[Path
     return case_files([p for p in results_files(folder) if graphs is None or graph_set(p) == graphs])
 
 
-def case_records(paths: "Path | Sequence[Path]") -> tuple[str, int, list[dict]]:
+def case_records(paths: "Path | Sequence[Path]", update: Sequence[Path] = ()) -> tuple[str, int, list[dict]]:
     """The case ``"preset:objective"``, the budget and the records (``case`` added) of one case's results files
-    (one per seed); refuses files of different cases or budgets."""
+    (one per seed); refuses files of different cases or budgets.
+
+    `update`: results files of the same case and budget that rerun some agents (the pure learned agents after
+    their defaults changed): every agent they hold is taken from them (`newest_runs`) instead of from `paths`."""
     paths = [paths] if isinstance(paths, Path) else list(paths)
-    found = {(case_of(read(p)), read(p)["budget"]) for p in paths}
+    found = {(case_of(read(p)), read(p)["budget"]) for p in [*paths, *update]}
     if len(found) != 1:
-        raise ValueError(f"{', '.join(map(str, paths))}: results of different cases or budgets {sorted(found)}")
+        raise ValueError(f"{', '.join(map(str, [*paths, *update]))}: results of different cases or budgets "
+                         f"{sorted(found)}")
     (case, budget), = found
-    return case, budget, [{**r, "case": case} for p in paths for r in read(p)["records"]]
+    records = [r for p in paths for r in read(p)["records"]]
+    if update:
+        reruns = newest_runs(update)
+        rerun_agents = {r["agent"] for r in reruns}
+        kept = [r for r in records if r["agent"] not in rerun_agents]
+        # the reruns where the agents' first runs were, so the tables keep their order of rows
+        first = next((i for i, r in enumerate(records) if r["agent"] in rerun_agents), len(records))
+        before = sum(r["agent"] not in rerun_agents for r in records[:first])
+        records = kept[:before] + reruns + kept[before:]
+    return case, budget, [{**r, "case": case} for r in records]
 
 
-def case_rows(paths: "Path | Sequence[Path]", budgets: tuple[int, ...] | None = None) -> tuple[str, list[dict]]:
-    """The case ``"preset:objective"`` of one case's results files and their `benchmark.leaderboard` rows at
-    `budgets` (default: `EARLY_BUDGETS` below the runs' budget, and the runs' budget)."""
-    case, budget, records = case_records(paths)
+def newest_runs(paths: Sequence[Path]) -> list[dict]:
+    """The records of `paths`, one per (agent, model, seed): where several files hold the same run (an agent rerun
+    after its defaults changed again), the most recently created file's."""
+    runs: dict[tuple, dict] = {}
+    for path in sorted(paths, key=lambda p: read(p)["created"]):
+        runs.update({(r["agent"], r["model"], r["seed"]): r for r in read(path)["records"]})
+    return list(runs.values())
+
+
+def update_cases(folder: Path) -> dict[str, list[Path]]:
+    """An update folder's results files by case, named as `folder_cases` names them (``ai_pc_latency``), read from
+    each file's settings (its files need not follow the leaderboard's names)."""
+    cases: dict[str, list[Path]] = {}
+    for path in results_files(folder):
+        cases.setdefault(case_of(read(path)).replace(":", "_"), []).append(path)
+    return cases
+
+
+def case_rows(paths: "Path | Sequence[Path]", budgets: tuple[int, ...] | None = None,
+              update: Sequence[Path] = ()) -> tuple[str, list[dict]]:
+    """The case ``"preset:objective"`` of one case's results files (with `update`'s reruns: `case_records`) and
+    their `benchmark.leaderboard` rows at `budgets` (default: `EARLY_BUDGETS` below the runs' budget, and the
+    runs' budget)."""
+    case, budget, records = case_records(paths, update)
     if budgets is None:
         budgets = tuple(b for b in EARLY_BUDGETS if b < budget) + (budget,)
     return case, benchmark.leaderboard(records, budgets)
@@ -171,9 +206,10 @@ def long_run_table_files(folders: list[Path]) -> dict[str, list[Path]]:
     return case_files([path for folder in folders for path in results_files(folder)])
 
 
-def table(paths: "Path | Sequence[Path]") -> str:
-    """One case's tables (`benchmark.leaderboard_markdown`) and its headroom line."""
-    case, rows = case_rows(paths)
+def table(paths: "Path | Sequence[Path]", update: Sequence[Path] = ()) -> str:
+    """One case's tables (`benchmark.leaderboard_markdown`; `update`: reruns, `case_records`) and its headroom
+    line."""
+    case, rows = case_rows(paths, update=update)
     headroom = best_single_gaps(rows)
     notes = []
     for model, gap in headroom.items():
@@ -185,11 +221,12 @@ def table(paths: "Path | Sequence[Path]") -> str:
             + f"\n**headroom** (best single device vs best found) on {case}: " + "; ".join(notes))
 
 
-def summary_table(cases_files: Sequence[Sequence[Path]]) -> str:
-    """One row per agent, one column per case (`cases_files`: each case's files): the agent's gap at the runs'
-    budget to the best found, mean over seeds, geometric mean of (1 + gap) over the models; the headroom row (best
-    single device vs best found) first."""
-    cases = [case_rows(paths) for paths in cases_files]
+def summary_table(cases_files: Mapping[str, Sequence[Path]], updates: Mapping[str, Sequence[Path]] = {}) -> str:
+    """One row per agent, one column per case (`cases_files`: each case's files by case name, `folder_cases`;
+    `updates`: reruns of some agents by the same names, `case_records`): the agent's gap at the runs' budget to
+    the best found, mean over seeds, geometric mean of (1 + gap) over the models; the headroom row (best single
+    device vs best found) first."""
+    cases = [case_rows(paths, update=updates.get(name, ())) for name, paths in cases_files.items()]
     agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows
                                 if not r["agent"].endswith(SINGLE_SUFFIX)))
 
@@ -212,6 +249,9 @@ def main(argv: list[str]) -> int:
         return 0
     summary = "--summary" in argv
     argv = [a for a in argv if a != "--summary"]
+    updates: dict[str, list[Path]] = {}
+    if argv[:1] == ["--update"]:
+        updates, argv = update_cases(Path(argv[1])), argv[2:]
     graphs = None
     if argv[:1] == ["--graphs"]:
         if argv[1:2] not in ([g] for g in GRAPH_SETS):
@@ -219,7 +259,8 @@ def main(argv: list[str]) -> int:
             return 2
         graphs, argv = argv[1], argv[2:]
     cases = folder_cases(Path(argv[0] if argv else "benchmarks/results/leaderboard"), graphs)
-    print(summary_table(list(cases.values())) if summary else "\n\n".join(table(paths) for paths in cases.values()))
+    print(summary_table(cases, updates) if summary
+          else "\n\n".join(table(paths, updates.get(name, ())) for name, paths in cases.items()))
     return 0
 
 

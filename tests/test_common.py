@@ -230,6 +230,21 @@ def test_episodic_mode_uses_per_step_baselines():
     assert len(agent.trainer.advantages.step_baselines) == 3  # one baseline per step of the episode
 
 
+def test_episodic_leave_one_out_compares_each_step_with_the_other_episodes():
+    """``leave_one_out`` in episodic mode: a step's return is compared with the mean return of the update's other
+    episodes at the same step index (a step only one episode reached, with itself: advantage 0); the moving
+    average per step index is then never used."""
+    trainer = ReinforceTrainer(NodePolicy(PolicySpec(node_features=4, edge_features=0, n_devices=2)),
+                               ReinforceConfig(mode="episodic", episodes_per_update=3, leave_one_out=True))
+    returns = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([3.0, 4.0]), torch.tensor([5.0, 0.0, 6.0])]
+    compared = trainer.step_comparison(returns)
+    assert [c.tolist() for c in compared] == [[4.0, 2.0, 6.0], [3.0, 1.0], [2.0, 3.0, 3.0]]
+    assert trainer.step_comparison(returns[:1]) is None  # one episode: the moving average
+    env = DevicePlacementEnv(chain_graph(), backend=CountingBackend(), horizon=3)
+    agent = NodeAgent(seed=0, mode="episodic", episodes_per_update=2, leave_one_out=True).learn(env, budget=30)
+    assert agent.run_summary.updates == 5 and agent.trainer.advantages.step_baselines == []
+
+
 def test_callback_sees_every_step_and_can_stop(env):
     class Recorder(Callback):
         def __init__(self):

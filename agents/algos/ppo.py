@@ -191,7 +191,12 @@ class PPOTrainer(PolicyGradientTrainer):
         """Per decision: advantages (n,) of its measured actions and the critic's regression targets (n,)."""
         cfg = self.config
         advantages, targets = [], []
-        for steps in episodes:
+        # episodic mode with the baseline: each step's return against the other episodes' (``leave_one_out``)
+        compared = None
+        if cfg.mode == "episodic" and cfg.value != "critic":
+            compared = self.step_comparison([discounted_returns([float(d.rewards[0]) for d in steps], cfg.gamma)
+                                             for steps in episodes])
+        for index, steps in enumerate(episodes):
             values = [self._values(d) for d in steps]
             if cfg.mode == "bandit":  # one decision, K placements of the same observation
                 r = steps[0].rewards
@@ -200,9 +205,11 @@ class PPOTrainer(PolicyGradientTrainer):
                 targets.append(r)
                 continue
             rewards = [float(d.rewards[0]) for d in steps]
-            if values[0] is None:  # moving-average baseline per step index, as REINFORCE
+            if values[0] is None:  # the baseline per step index, as REINFORCE's
                 g = discounted_returns(rewards, cfg.gamma)
-                advantages += list(self.advantages.per_step(g).split(1))
+                centred = (self.advantages.per_step(g) if compared is None
+                           else self.advantages(g, values=compared[index]))
+                advantages += list(centred.split(1))
                 targets += [g[t:t + 1] for t in range(len(g))]
                 continue
             v = torch.stack(values).cpu().numpy()

@@ -24,9 +24,13 @@ Both modes use (each switchable, for ablations)::
                         M decisions' entropies); off: coef x their MEAN, whose weight per decision, coef / M,
                         vanishes on a placement of many decisions (per-op ResNet: 176);
     leave_one_out       bandit mode: each of the K placements of an update is compared with the mean reward of the
-                        other K - 1 (an unbiased baseline that moves with the policy); off: the moving average,
+                        other K - 1 (an unbiased baseline that moves with the policy); episodic mode: each step's
+                        return with the mean return at the same step index of the update's other episodes
+                        (`episodes_per_update` >= 2; with one, the moving average); off: the moving average,
                         which trails an improving reward so that every advantage is about +1 and the update
-                        becomes maximum likelihood of the policy's own samples;
+                        becomes maximum likelihood of the policy's own samples (with ``normalize_advantage`` a
+                        lag that decays as the rewards settle stays an advantage of constant size: the RMS it is
+                        divided by decays with it);
     measure_argmax      bandit mode, a run on one graph: after every update, measure the policy's own
                         deterministic placement (its argmax) once, from the budget; the policy's output, not a
                         search, recorded per update as ``argmax_latency_s``. A per-op stochastic policy's best
@@ -132,9 +136,10 @@ class ReinforceConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.entropy_coef < 0:
             raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
-        if (self.leave_one_out or self.measure_argmax) and self.mode != "bandit":
-            raise ValueError("leave_one_out and measure_argmax need mode='bandit' (K whole placements per update); "
-                             "the episodic mode's baseline is per step index")
+        if self.measure_argmax and self.mode != "bandit":
+            raise ValueError("measure_argmax needs mode='bandit' (whole placements); the episodic mode places one "
+                             "node per step")
+
 
 
 def check_search(config: ReinforceConfig, search: SearchConfig) -> None:
@@ -255,6 +260,26 @@ class PolicyGradientTrainer:
             return None
         return (r.sum() - r) / (r.numel() - 1)
 
+    def step_comparison(self, returns: list[Tensor]) -> list[Tensor] | None:
+        """Episodic ``leave_one_out``: per episode of an update, what each step's return G_t (`returns`: one (T_k,)
+        tensor per episode) is compared with: the mean G_t of the update's other episodes at the same step index
+        (an episode cut short by the budget has fewer steps; a step no other episode reached is compared with
+        itself). None: the moving average per step index (`AdvantageEstimator.per_step`)."""
+        if not self.config.leave_one_out or len(returns) < 2:
+            return None
+        length = max(len(g) for g in returns)
+        padded = torch.zeros(len(returns), length)
+        present = torch.zeros(len(returns), length)
+        for k, g in enumerate(returns):
+            padded[k, :len(g)], present[k, :len(g)] = g, 1.0
+        totals, counts = padded.sum(0), present.sum(0)
+        compared = []
+        for k, g in enumerate(returns):
+            others = (counts - 1)[:len(g)]
+            mean_of_others = (totals - padded[k])[:len(g)] / others.clamp_min(1)
+            compared.append(torch.where(others > 0, mean_of_others, g))
+        return compared
+
     def entropy_bonus(self, sample: PolicySample) -> Tensor:
         """The entropy the bonus rewards: the mean per decision, times the number of decisions with
         ``entropy_per_decision`` (their sum, as the log-probability is)."""
@@ -322,21 +347,25 @@ class ReinforceTrainer(PolicyGradientTrainer):
 
     def _episodic_update(self, run: RunLoop, env: gym.Env) -> dict:
         """`episodes_per_update` episodes one action at a time, per-step returns and baselines, one step."""
-        log_probs, entropies, advantages, episode_rewards = [], [], [], []
+        log_probs, entropies, returns, episode_rewards = [], [], [], []
         for _ in range(self.config.episodes_per_update):
             if run.done:
                 break
             steps = collect_episode(self.policy, run, env)
             self.elites.offer(steps)
             rewards = [float(step.rewards[0]) for step in steps]
-            g = discounted_returns(rewards, self.config.gamma)
-            advantages += list(self.advantages.per_step(g))
+            returns.append(discounted_returns(rewards, self.config.gamma))
             log_probs += [step.sample.log_prob[0] for step in steps]
             entropies += [self.entropy_bonus(step.sample).mean() for step in steps]
             episode_rewards.append(float(sum(rewards)))
         if not log_probs:
             return {"reward_mean": 0.0}
-        advantage = torch.stack(advantages).to(log_probs[0].device)
+        compared = self.step_comparison(returns)
+        if compared is None:
+            advantages = [self.advantages.per_step(g) for g in returns]
+        else:
+            advantages = [self.advantages(g, values=values) for g, values in zip(returns, compared)]
+        advantage = torch.cat(advantages).to(log_probs[0].device)
         stats = self._gradient_step(torch.stack(log_probs), advantage, torch.stack(entropies))
         stats.update(reward_mean=float(np.mean(episode_rewards)), reward_max=float(np.max(episode_rewards)))
         return stats

@@ -125,10 +125,13 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
 
-    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
+    #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written. One episode per
+    #: update against the moving average per step index; several episodes per update compared with each other
+    #: (``leave_one_out``) learn sanity rows that this does not given ten times the budget, but leave too few
+    #: updates at the suite's (docs/agents/placeto.md).
     TRAINER = ReinforceConfig(mode="episodic", gamma=0.5)
     TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
-                       "max_grad_norm")
+                       "leave_one_out", "max_grad_norm")
 
     #: Its own settings (`PlacetoSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PlacetoSettings()

@@ -149,3 +149,25 @@ def test_each_results_file_is_read_once(monkeypatch):
         if name.startswith(("leaderboard", "sample")):
             pages.TABLES[name]()
     assert reads and len(reads) == len(set(reads)) and any(r.endswith(".json.gz") for r in reads)
+
+
+def test_the_group_space_program_returns_placements_of_the_space():
+    """benchmarks/leaderboard/group_space.py: with G groups every group has one device; with one group per op the
+    program's cuts are everywhere, so it returns what ``dp``'s program returns; the program's cut positions are
+    restored after."""
+    import numpy as np
+
+    from agents.baselines import dp
+    from placement_gym.env import DevicePlacementEnv
+    from placement_gym.wrappers import contiguous_groups
+
+    script = load_benchmark("leaderboard.group_space")
+    env = DevicePlacementEnv("synthetic:20:11", backend="simulated", profile="ai_pc", unsupported="repair")
+    everywhere = dp._cut_positions
+    for n_groups in (1, 4):
+        placement = script.group_space_placement(env, n_groups)
+        groups = contiguous_groups(20, n_groups)
+        assert all(len(set(placement[groups == g].tolist())) == 1 for g in range(n_groups))
+    per_op = script.group_space_placement(env, 20)
+    assert np.array_equal(per_op, dp.contiguous_dp(env.unwrapped.backend, env.unwrapped.graph)[0])
+    assert dp._cut_positions is everywhere

@@ -141,7 +141,6 @@ class ReinforceConfig:
                              "node per step")
 
 
-
 def check_search(config: ReinforceConfig, search: SearchConfig) -> None:
     """ValueError, in one line, if the `search` components a trainer runs (module docstring) do not go with its
     `config`: ``search_proposals`` and ``fit_memory`` need bandit mode (ranges are `SearchConfig`'s own checks)."""

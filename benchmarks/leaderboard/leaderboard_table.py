@@ -221,11 +221,13 @@ def table(paths: "Path | Sequence[Path]", update: Sequence[Path] = ()) -> str:
             + f"\n**headroom** (best single device vs best found) on {case}: " + "; ".join(notes))
 
 
-def summary_table(cases_files: Mapping[str, Sequence[Path]], updates: Mapping[str, Sequence[Path]] = {}) -> str:
+def summary_table(cases_files: Mapping[str, Sequence[Path]],
+                  updates: Mapping[str, Sequence[Path]] | None = None) -> str:
     """One row per agent, one column per case (`cases_files`: each case's files by case name, `folder_cases`;
     `updates`: reruns of some agents by the same names, `case_records`): the agent's gap at the runs' budget to
     the best found, mean over seeds, geometric mean of (1 + gap) over the models; the headroom row (best single
     device vs best found) first."""
+    updates = updates or {}
     cases = [case_rows(paths, update=updates.get(name, ())) for name, paths in cases_files.items()]
     agents = list(dict.fromkeys(r["agent"] for _, rows in cases for r in rows
                                 if not r["agent"].endswith(SINGLE_SUFFIX)))

@@ -191,11 +191,11 @@ class PPOTrainer(PolicyGradientTrainer):
         """Per decision: advantages (n,) of its measured actions and the critic's regression targets (n,)."""
         cfg = self.config
         advantages, targets = [], []
-        # episodic mode with the baseline: each step's return against the other episodes' (``leave_one_out``)
-        compared = None
+        # episodic mode with the baseline: every episode's step returns and their advantages, as REINFORCE's
+        step_returns, step_advantages = [], []
         if cfg.mode == "episodic" and cfg.value != "critic":
-            compared = self.step_comparison([discounted_returns([float(d.rewards[0]) for d in steps], cfg.gamma)
-                                             for steps in episodes])
+            step_returns = [discounted_returns([float(d.rewards[0]) for d in steps], cfg.gamma) for steps in episodes]
+            step_advantages = self.step_advantages(step_returns)
         for index, steps in enumerate(episodes):
             values = [self._values(d) for d in steps]
             if cfg.mode == "bandit":  # one decision, K placements of the same observation
@@ -206,10 +206,8 @@ class PPOTrainer(PolicyGradientTrainer):
                 continue
             rewards = [float(d.rewards[0]) for d in steps]
             if values[0] is None:  # the baseline per step index, as REINFORCE's
-                g = discounted_returns(rewards, cfg.gamma)
-                centred = (self.advantages.per_step(g) if compared is None
-                           else self.advantages(g, values=compared[index]))
-                advantages += list(centred.split(1))
+                g = step_returns[index]
+                advantages += list(step_advantages[index].split(1))
                 targets += [g[t:t + 1] for t in range(len(g))]
                 continue
             v = torch.stack(values).cpu().numpy()

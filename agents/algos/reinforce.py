@@ -279,6 +279,15 @@ class PolicyGradientTrainer:
             compared.append(torch.where(others > 0, mean_of_others, g))
         return compared
 
+    def step_advantages(self, returns: list[Tensor]) -> list[Tensor]:
+        """Episodic mode with the baseline: per episode of an update, the advantages (T_k,) of its step returns
+        (`returns`: one (T_k,) tensor per episode), against the other episodes' (`step_comparison`) or the moving
+        average per step index, then normalised (`AdvantageEstimator`)."""
+        compared = self.step_comparison(returns)
+        if compared is None:
+            return [self.advantages.per_step(g) for g in returns]
+        return [self.advantages(g, values=values) for g, values in zip(returns, compared)]
+
     def entropy_bonus(self, sample: PolicySample) -> Tensor:
         """The entropy the bonus rewards: the mean per decision, times the number of decisions with
         ``entropy_per_decision`` (their sum, as the log-probability is)."""
@@ -359,12 +368,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
             episode_rewards.append(float(sum(rewards)))
         if not log_probs:
             return {"reward_mean": 0.0}
-        compared = self.step_comparison(returns)
-        if compared is None:
-            advantages = [self.advantages.per_step(g) for g in returns]
-        else:
-            advantages = [self.advantages(g, values=values) for g, values in zip(returns, compared)]
-        advantage = torch.cat(advantages).to(log_probs[0].device)
+        advantage = torch.cat(self.step_advantages(returns)).to(log_probs[0].device)
         stats = self._gradient_step(torch.stack(log_probs), advantage, torch.stack(entropies))
         stats.update(reward_mean=float(np.mean(episode_rewards)), reward_max=float(np.max(episode_rewards)))
         return stats

@@ -153,8 +153,8 @@ def test_each_results_file_is_read_once(monkeypatch):
 
 def test_the_group_space_program_returns_placements_of_the_space():
     """benchmarks/leaderboard/group_space.py: with G groups every group has one device; with one group per op the
-    program's cuts are everywhere, so it returns what ``dp``'s program returns; the program's cut positions are
-    restored after."""
+    program's cuts are everywhere, so it returns what ``dp``'s program returns; ``dp``'s own cut positions are
+    left as they are."""
     import numpy as np
 
     from agents.baselines import dp

@@ -54,12 +54,15 @@ def _cut_positions(work: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(([0], np.searchsorted(cumulative, targets[1:-1]), [n]))).astype(np.int64)
 
 
-def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool = False) -> tuple[np.ndarray, dict]:
+def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool = False,
+                  cut_positions: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """The best contiguous placement of `graph` under `backend`'s costs and objective (module docstring).
 
     `one_segment_per_device` (always so for throughput, where every device is one pipeline stage) lets each
     device hold at most one segment, so a segment's memory is its device's: the latency program's fallback when
-    several segments on one device together overflow its memory.
+    several segments on one device together overflow its memory. `cut_positions` ((M + 1,) int64, 0 first and N
+    last): where segments may start and end (default: every position, at most `MAX_CUT_POSITIONS`); given the
+    boundaries of fixed groups of ops, the program places whole groups.
 
     Returns:
         placement: (N,) int64 device per op.
@@ -70,7 +73,8 @@ def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool
     n, d = prepared.op_seconds.shape
     constraints = Constraints.of(backend, graph)
     profile = backend.profile
-    positions = _cut_positions(prepared.op_seconds.min(axis=1))
+    positions = (_cut_positions(prepared.op_seconds.min(axis=1)) if cut_positions is None
+                 else np.asarray(cut_positions, dtype=np.int64))
     m = positions.size - 1
 
     # Prefix sums at the cut positions: compute per device, unsupported ops per device, weights.

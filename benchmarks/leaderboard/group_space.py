@@ -40,14 +40,9 @@ def group_space_placement(env: DevicePlacementEnv, n_groups: int) -> np.ndarray:
     backend, graph = env.unwrapped.backend, env.unwrapped.graph
     groups = contiguous_groups(graph.n_ops, n_groups)
     positions = np.concatenate(([0], np.flatnonzero(np.diff(groups)) + 1, [graph.n_ops])).astype(np.int64)
-    everywhere = dp._cut_positions
-    dp._cut_positions = lambda work: positions  # the program's candidate cuts: the group boundaries only
-    try:
-        placement, _ = dp.contiguous_dp(backend, graph)
-        if backend.check_feasible(graph, placement) is not None:  # as the dp baseline re-plans
-            placement, _ = dp.contiguous_dp(backend, graph, one_segment_per_device=True)
-    finally:
-        dp._cut_positions = everywhere
+    placement, _ = dp.contiguous_dp(backend, graph, cut_positions=positions)
+    if backend.check_feasible(graph, placement) is not None:  # as the dp baseline re-plans
+        placement, _ = dp.contiguous_dp(backend, graph, one_segment_per_device=True, cut_positions=positions)
     return placement
 
 

@@ -99,15 +99,23 @@ LEADERBOARD_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 
 
 
 #: Per graph set, the folder of the pure learned agents' reruns after their defaults changed (2026-11-26, `post`'s
-#: again 2026-11-27): their rows in the leaderboard's tables come from there (`leaderboard_table.case_records`), the
-#: other rows (baselines, search, hybrids, whose settings did not change) from the leaderboard's own files.
-PURE_RERUNS = {"zoo": "pure-agents"}
-#: The commands of those reruns (per case; the folder's files name their case).
-PURE_RERUN_COMMANDS = ("placement-gym compare --models resnet inception bert --agents hsdag go post rnn ppo placeto "
-                       "ppo-node --backend simulated --profile P --objective O --unsupported repair --budget 1000 "
-                       "--seed 0 (then --seed 1 2) --json benchmarks/results/pure-agents/P_O_seed0.json.gz (P_O_seeds1-2)",
-                       "the same with --agents post --seed 0 1 2 --json "
-                       "benchmarks/results/pure-agents/P_O_post_seeds0-2.json.gz")
+#: again 2026-11-27) and the commands that wrote it: their rows in the leaderboard's tables come from there
+#: (`leaderboard_table.case_records`), the other rows (baselines, search, hybrids, whose settings did not change) from
+#: the leaderboard's own files. The test split's reruns have seed 0 only.
+PURE_RERUNS = {
+    "zoo": ("pure-agents", (
+        "placement-gym compare --models resnet inception bert --agents hsdag go post rnn ppo placeto ppo-node "
+        "--backend simulated --profile P --objective O --unsupported repair --budget 1000 --seed 0 (then --seed 1 2) "
+        "--json benchmarks/results/pure-agents/P_O_seed0.json.gz (P_O_seeds1-2)",
+        "the same with --agents post --seed 0 1 2 --json benchmarks/results/pure-agents/P_O_post_seeds0-2.json.gz")),
+    "test": ("pure-agents-test", (
+        'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/pure-agents-test 1 "" "" "hsdag go post" '
+        "test",
+        "placement-gym compare --models TEST_GRAPHS --agents ppo placeto ppo-node --backend simulated --profile P "
+        "--objective O --unsupported repair --budget 1000 --seed 0 --json "
+        "benchmarks/results/pure-agents-test/P_O_test_sb3-placeto_seed0.json.gz",
+        "the same with --agents rnn --json benchmarks/results/pure-agents-test/P_O_test_rnn_seed0.json.gz")),
+}
 
 
 def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
@@ -117,8 +125,9 @@ def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
 
 def _pure_reruns(graphs: str = "zoo") -> dict[str, list[Path]]:
     """The pure learned agents' reruns of one graph set by case (`PURE_RERUNS`; none: empty)."""
-    folder = PURE_RERUNS.get(graphs)
-    return {} if folder is None else leaderboard_table.update_cases(ROOT / RESULTS / folder)
+    if graphs not in PURE_RERUNS:
+        return {}
+    return leaderboard_table.update_cases(ROOT / RESULTS / PURE_RERUNS[graphs][0])
 
 
 def _cited(paths: list[Path]) -> list[str]:
@@ -133,14 +142,14 @@ def _leaderboard_source(graphs: str = "zoo") -> str:
     updates = _pure_reruns(graphs)
     if updates:
         paths += [p for paths in updates.values() for p in paths]
-        commands += "`; the pure learned agents' rows: `" + "` and `".join(PURE_RERUN_COMMANDS)
+        commands += "`; the pure learned agents' rows: `" + "` and `".join(PURE_RERUNS[graphs][1])
     return source(_cited(paths), commands)
 
 
 def _table_command(graphs: str, summary: bool) -> str:
     words = ["python benchmarks/leaderboard/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
     if graphs in PURE_RERUNS:
-        words += ["--update", f"{RESULTS}/{PURE_RERUNS[graphs]}"]
+        words += ["--update", f"{RESULTS}/{PURE_RERUNS[graphs][0]}"]
     return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
 
 
@@ -174,9 +183,19 @@ def leaderboard_test_cases() -> str:
     return _leaderboard_tables("test", summary=False)
 
 
-#: The pure learned agents' long runs: folder -> the agents it holds (one `benchmarks/leaderboard/leaderboard.sh` each).
-LONG_RUNS = {"leaderboard_10k": "hsdag placeto rnn post go", "leaderboard_10k_sb3": "ppo ppo-node"}
-LONG_CASES = ""  # every case (the script's default)
+#: The pure learned agents' long runs: folder -> the command that wrote it. Where two folders hold the same (agent,
+#: model, seed), the newer file's run is shown (`leaderboard_table.newest_runs`): `pure-agents-10k` reruns some agents
+#: with the defaults of 2026-11-26 and 2026-11-27.
+LONG_RUNS = {
+    "leaderboard_10k": 'bash benchmarks/leaderboard/leaderboard.sh 10000 benchmarks/results/leaderboard_10k 1 "" '
+                       'local:2 "hsdag placeto rnn post go"',
+    "leaderboard_10k_sb3": 'bash benchmarks/leaderboard/leaderboard.sh 10000 benchmarks/results/leaderboard_10k_sb3 1 '
+                           '"" local:2 "ppo ppo-node"',
+    "pure-agents-10k": "placement-gym compare --models resnet inception bert --agents AGENTS --backend simulated "
+                       "--profile P --objective O --unsupported repair --budget 10000 --seed 0 --json "
+                       "benchmarks/results/pure-agents-10k/P_O_seed0.json.gz (AGENTS hsdag go post; "
+                       "P_O_ppo_seed0, P_O_placeto_seed0: one agent)",
+}
 
 
 def leaderboard_long() -> str:
@@ -184,8 +203,7 @@ def leaderboard_long() -> str:
     folders = [ROOT / RESULTS / name for name in LONG_RUNS if (ROOT / RESULTS / name).is_dir()]
     groups = leaderboard_table.long_run_table_files(folders)
     references = _leaderboard_cases()
-    commands = "` and `".join(f'bash benchmarks/leaderboard/leaderboard.sh 10000 {RESULTS}/{folder.name} 1 '
-                              f'"{LONG_CASES}" local:2 "{LONG_RUNS[folder.name]}"' for folder in folders)
+    commands = "` and `".join(LONG_RUNS[folder.name] for folder in folders)
     texts = [leaderboard_table.long_run_table(paths, references[case]) for case, paths in groups.items()]
     return (source(_cited([p for paths in groups.values() for p in paths]), commands)
             + "  \nTables: `python benchmarks/leaderboard/leaderboard_table.py --long "

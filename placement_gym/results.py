@@ -650,20 +650,35 @@ def _best_so_far(curve: Sequence[Sequence[float]], xs: np.ndarray) -> np.ndarray
 
 
 def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None = None,
-                overwrite: bool = False) -> Path:
+                overwrite: bool = False, optima: Mapping[str, float] | None = None,
+                columns: int | None = None, within_pct: float = 2.0) -> Path:
     """Best-so-far latency (ms) against placements measured (PNG), one panel per model.
 
     Agents that measured more than one placement are drawn as their median over seeds with the min-max band
     of the seeds; one-shot planners (single devices, OpenVINO's choice, greedy, METIS, the optimum: at most one
     placement) as dashed horizontal lines at their mean latency.
+
+    Args:
+        optima: model -> a known optimum latency (s): its panel shows the gap (%) to it instead of milliseconds,
+            with a dotted line at `within_pct` (the learning sanity suite's curves).
+        columns: panels per row (default: every panel in one row).
     """
     plt = _pyplot()
     refuse_existing(path, overwrite)
     models = list(dict.fromkeys(r["model"] for r in records))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 2.5, 4.5), squeeze=False)
+    columns = columns or len(models)
+    rows = -(-len(models) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns + 2.5, 4.5 * rows), squeeze=False)
     colour_of = _agent_colours(list(dict.fromkeys(r["agent"] for r in records)))
-    for ax, model_ in zip(axes[0], models):
+    for ax in axes.flat[len(models):]:
+        ax.set_visible(False)
+    for ax, model_ in zip(axes.flat, models):
         mine = [r for r in records if r["model"] == model_]
+        optimum = (optima or {}).get(model_)
+
+        def scale(seconds):  # what the panel's y axis shows
+            return 1e3 * seconds if optimum is None else 100.0 * (seconds / optimum - 1.0)
+
         horizon = max([r["placements_measured"] for r in mine] + [2])
         xs = np.arange(1, horizon + 1)
         for agent_ in dict.fromkeys(r["agent"] for r in mine):
@@ -672,10 +687,10 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
             if max(r["placements_measured"] for r in runs) <= 1:
                 latencies = [r["latency_s"] for r in runs if r["latency_s"] is not None]
                 if latencies:
-                    ax.axhline(1e3 * float(np.mean(latencies)), color=colour, linestyle="--", linewidth=1.0,
+                    ax.axhline(scale(float(np.mean(latencies))), color=colour, linestyle="--", linewidth=1.0,
                                label=agent_)
                 continue
-            curves = np.array([_best_so_far(r.get("curve") or [], xs) for r in runs]) * 1e3
+            curves = scale(np.array([_best_so_far(r.get("curve") or [], xs) for r in runs]))
             with np.errstate(all="ignore"):
                 seen = ~np.isnan(curves).all(axis=0)
                 if not seen.any():
@@ -686,10 +701,16 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
                         label=f"{agent_} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
         ax.set_xscale("log")
         ax.set_xlabel("placements measured")
-        ax.set_ylabel("best latency so far (ms)")
+        if optimum is None:
+            ax.set_ylabel("best latency so far (ms)")
+        else:
+            ax.axhline(within_pct, color="black", linestyle=":", linewidth=1.0)
+            ax.set_yscale("symlog", linthresh=within_pct)
+            ax.set_ylim(bottom=0.0)  # a best-so-far latency is never below the optimum
+            ax.set_ylabel("best so far: gap % to the optimum")
         ax.set_title(model_)
         ax.grid(True, alpha=0.3)
-    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels())}
+    handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
     fig.legend(list(handles.values()), list(handles.keys()), fontsize="small", loc="center left",
                bbox_to_anchor=(0.995, 0.5), frameon=False)
     fig.suptitle(title or f"best latency so far ({_kind(records)}); bands: min-max over seeds; dashed: one-shot")

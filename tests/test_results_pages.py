@@ -49,6 +49,57 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
     assert "within 2% of the best known** on paper:latency" in table.long_run_table([long], reference)
 
 
+def test_long_runs_join_their_case_by_settings_and_a_rerun_replaces_the_earlier_run(tmp_path):
+    """`leaderboard_table.long_run_table_files` groups the long runs' files by the case their settings name (a file
+    named after its agent, ``paper_latency_hsdag_seed0``, included) and `long_run_rows` keeps one run per (agent,
+    model, seed): the newest file's, so a rerun with new defaults replaces the earlier long run."""
+    import json
+
+    from placement_gym.results import load_json
+
+    table = load_benchmark("leaderboard.leaderboard_table")
+    reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
+    data = load_json(reference)
+    hsdag = [r for r in data["records"] if r["agent"] == "hsdag"]
+    earlier, rerun = tmp_path / "earlier", tmp_path / "rerun"
+    earlier.mkdir(), rerun.mkdir()
+    (earlier / "paper_latency_seed0.json").write_text(json.dumps(
+        {**data, "created": "2026-01-01T00:00:00+00:00", "records": hsdag}))
+    better = [{**r, "latency_s": 0.5 * r["latency_s"], "curve": [[1, 0.5 * r["latency_s"]]]} for r in hsdag]
+    (rerun / "paper_latency_hsdag_seed0.json").write_text(json.dumps(
+        {**data, "created": "2026-01-02T00:00:00+00:00", "records": better}))
+    groups = table.long_run_table_files([earlier, rerun])
+    assert list(groups) == ["paper_latency"] and len(groups["paper_latency"]) == 2
+    _, rows = table.long_run_rows(groups["paper_latency"], reference)
+    assert len(rows) == len({r["model"] for r in hsdag})  # one row per model: the rerun replaced the earlier run
+    assert all(row["gap_pct"][1000] == 0.0 and row["best_known_s"] == min(
+        r["latency_s"] for r in better if r["model"] == row["model"]) for row in rows)
+
+
+def test_the_sanity_curves_draw_every_row_against_its_proven_optimum(tmp_path):
+    """benchmarks/leaderboard/sanity_curves.py: a panel per (case, graph) of the suite, each with its proven
+    optimum, every pure learned agent's runs and `random`'s once, last; it writes the PNG and refuses to replace
+    one without --overwrite."""
+    curves = load_benchmark("leaderboard.sanity_curves")
+    from placement_gym.benchmark import load_suite
+
+    records, optima = curves.suite_records(ROOT / "benchmarks" / "results", "sanity")
+    suite = load_suite("sanity")
+    assert sorted(optima) == sorted(f"{case} {model}" for case, model in suite.pairs())
+    assert {r["model"] for r in records} == set(optima) and all(v > 0 for v in optima.values())
+    agents = list(dict.fromkeys(r["agent"] for r in records))
+    assert agents[-1] == "random" and set(agents[:-1]) == set(load_benchmark("leaderboard.leaderboard_table").LEARNED)
+    assert len([r for r in records if r["agent"] == "random"]) == len(optima) * len(suite.seeds)
+    out = tmp_path / "curves.png"
+    assert curves.main(["--out", str(out)]) == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    try:
+        curves.main(["--out", str(out)])
+    except FileExistsError:
+        pass
+    else:
+        raise AssertionError("an existing picture was replaced without --overwrite")
+
+
 def test_reruns_replace_their_agents_rows_and_the_newest_file_wins(tmp_path):
     """`leaderboard_table.case_records` with an update: every agent the reruns hold comes from them, in the place
     of its first rows; the other agents' rows stay; where two rerun files hold the same (agent, model, seed), the

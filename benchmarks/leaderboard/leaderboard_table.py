@@ -174,8 +174,9 @@ def long_run_rows(paths: Sequence[Path], reference: Sequence[Path]) -> tuple[str
     """The rows of long runs' results files (some agents of the leaderboard, a larger budget, in the same case as
     `reference`, a leaderboard case's files) at budgets 100, 1,000 and their own, ranked against the best known of
     all the files: the reference's records of the other agents join the ranking (``optimal`` and the search among
-    them, so a gap is to the best anyone found), and only the long runs' agents are returned."""
-    long = [r for path in paths for r in read(path)["records"]]
+    them, so a gap is to the best anyone found), and only the long runs' agents are returned. Where several files
+    hold the same (agent, model, seed), the newest file's run counts (`newest_runs`: a rerun with new defaults)."""
+    long = newest_runs(paths)
     case, _, reference_records = case_records(reference)
     agents = {r["agent"] for r in long}
     others = [r for r in reference_records if r["agent"] not in agents]
@@ -202,8 +203,13 @@ def long_run_table(paths: Sequence[Path], reference: Sequence[Path]) -> str:
 
 
 def long_run_table_files(folders: list[Path]) -> dict[str, list[Path]]:
-    """Case (``ai_pc_latency``) -> its files in `folders` (long runs of different agents, `case_files`)."""
-    return case_files([path for folder in folders for path in results_files(folder)])
+    """Case (``ai_pc_latency``) -> its files in `folders` (long runs of different agents; by each file's settings,
+    `update_cases`, so a file named after its agent, ``ai_pc_latency_ppo_seed0``, joins its case)."""
+    cases: dict[str, list[Path]] = {}
+    for folder in folders:
+        for case, paths in update_cases(folder).items():
+            cases.setdefault(case, []).extend(paths)
+    return cases
 
 
 def table(paths: "Path | Sequence[Path]", update: Sequence[Path] = ()) -> str:

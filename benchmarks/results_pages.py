@@ -194,7 +194,7 @@ LONG_RUNS = {
     "pure-agents-10k": "placement-gym compare --models resnet inception bert --agents AGENTS --backend simulated "
                        "--profile P --objective O --unsupported repair --budget 10000 --seed 0 --json "
                        "benchmarks/results/pure-agents-10k/P_O_seed0.json.gz (AGENTS hsdag go post; "
-                       "P_O_ppo_seed0, P_O_placeto_seed0: one agent)",
+                       "P_O_ppo_seed0, P_O_placeto_seed0, P_O_rnn_seed0: one agent)",
 }
 
 

@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:  # run as a file (python benchmarks/results_pages.
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.leaderboard import leaderboard_table  # noqa: E402
+from benchmarks.leaderboard.sanity_curves import suite_files as sanity_suite_files  # noqa: E402
 from benchmarks.learned_placer import learned_transfer, learned_transfer_others, transfer  # noqa: E402
 from benchmarks.published import published_benchmarks  # noqa: E402
 
@@ -247,11 +248,9 @@ SANITY_COMMAND = ("placement-gym benchmark --suite {suite} --agent {agent} --jso
 
 
 def _sanity_files(suite: str) -> list[str]:
-    """The results files of `suite` under benchmarks/results/, the pure learned agents first in the leaderboard's
-    order."""
-    names = sorted(p.name for p in (ROOT / RESULTS).glob(f"{suite}_*.json"))
-    order = {f"{suite}_{agent}.json": i for i, agent in enumerate(leaderboard_table.LEARNED)}
-    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
+    """The results files of `suite` under benchmarks/results/ (`benchmarks/leaderboard/sanity_curves.suite_files`: the
+    pure learned agents first in the leaderboard's order)."""
+    return [p.name for p in sanity_suite_files(ROOT / RESULTS, suite)]
 
 
 def _sanity_rows(files: list[str]) -> list[dict]:

@@ -23,13 +23,21 @@ if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAM
 from benchmarks.leaderboard.leaderboard_table import LEARNED  # noqa: E402
 
 
+def suite_files(folder: Path, suite: str) -> list[Path]:
+    """`suite`'s results files in `folder` (``SUITE_AGENT.json``), the pure learned agents first in the
+    leaderboard's order (`LEARNED`), then any other agent's by name."""
+    def order(path: Path) -> tuple[int, str]:
+        agent = path.stem.removeprefix(f"{suite}_")
+        return (LEARNED.index(agent) if agent in LEARNED else len(LEARNED), path.name)
+
+    return sorted(folder.glob(f"{suite}_*.json"), key=order)
+
+
 def suite_records(folder: Path, suite: str) -> tuple[list[dict], dict[str, float]]:
-    """The runs of `suite`'s results files in `folder` (every pure learned agent's, then `random`'s from the first
-    file: the same seeded runs in each) with ``model`` renamed to ``"case graph"`` (a panel each), and the proven
-    optimum (s) of every such panel."""
-    files = sorted(folder.glob(f"{suite}_*.json"), key=lambda p: (
-        LEARNED.index(p.stem.removeprefix(f"{suite}_")) if p.stem.removeprefix(f"{suite}_") in LEARNED
-        else len(LEARNED), p.name))
+    """The runs of `suite`'s results files in `folder` (`suite_files`: every pure learned agent's, then `random`'s
+    from the first file: the same seeded runs in each) with ``model`` renamed to ``"case graph"`` (a panel each),
+    and the proven optimum (s) of every such panel."""
+    files = suite_files(folder, suite)
     if not files:
         raise SystemExit(f"sanity_curves.py: no {suite}_*.json in {folder}: run `placement-gym benchmark --suite "
                          f"{suite} --agent NAME --json {folder}/{suite}_NAME.json` first")

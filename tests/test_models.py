@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
@@ -21,9 +23,10 @@ def n_compute(model: ov.Model) -> int:
 
 def test_zoo_names_has_canonical_names_and_aliases():
     names = zoo_names()
-    for name in ["resnet50", "inception_v3", "bert_base", "tiny_chain", "tiny_branch", "resnet", "inception", "bert"]:
+    for name in ["resnet50", "inception_v3", "bert_base", "mobilenet_v2", "tiny_chain", "tiny_branch",
+                 "resnet", "inception", "bert", "mobilenet"]:
         assert name in names
-    assert set(ZOO) == {"resnet50", "inception_v3", "bert_base", "tiny_chain", "tiny_branch"}
+    assert set(ZOO) == {"resnet50", "inception_v3", "bert_base", "mobilenet_v2", "tiny_chain", "tiny_branch"}
     assert {entry.kind for entry in ZOO.values()} == {"torch", "opset"}
 
 
@@ -252,5 +255,38 @@ def test_torch_zoo_model_is_built_once_then_read_from_cache(monkeypatch, tmp_pat
         op.get_friendly_name() for op in built.get_ordered_ops()
     ]
 
+    logits = ov.Core().compile_model(cached, "CPU")(example_inputs(cached))["logits"]
+    assert logits.shape == (1, 1000) and np.isfinite(logits).all()
+
+
+@pytest.mark.slow
+def test_mobilenet_v2_structure(monkeypatch, tmp_path):
+    """MobileNet-V2: a stem conv, 17 inverted residual blocks (the first without its 1x1 expansion: 1 + 2 x 16
+    pointwise convs, 17 depthwise ones), the 1x1 conv to 1280 channels; ReLU6 as Clamp(0, 6); residual adds in
+    the 10 blocks that keep their shape; logits (1, 1000)."""
+    monkeypatch.setenv("PLACEMENT_GYM_CACHE", str(tmp_path))
+    model = load_model("mobilenet")  # alias of mobilenet_v2; builds and caches
+    assert model.get_friendly_name() == "mobilenet_v2"
+    assert (tmp_path / f"mobilenet_v2-{ZOO_VERSION}.xml").is_file()
+    ops_ = model.get_ordered_ops()
+    names = [op.get_friendly_name() for op in ops_]
+    assert len(names) == len(set(names)), "friendly names must be unique (placements are applied by name)"
+    counts = collections.Counter(op.get_type_name() for op in ops_ if op.get_type_name() not in NON_COMPUTE)
+    assert counts == {"Convolution": 35, "GroupConvolution": 17, "Clamp": 35, "Add": 63, "MatMul": 1,
+                      "ReduceMean": 1, "Reshape": 1}
+    assert (len(ops_), n_compute(model)) == (263, 153)
+    for op in ops_:
+        if op.get_type_name() == "GroupConvolution":  # depthwise: one group per channel
+            groups, out_per_group, in_per_group = list(op.input_value(1).get_shape())[:3]
+            assert out_per_group == in_per_group == 1 and groups == op.get_output_shape(0)[1]
+        if op.get_type_name() == "Clamp":
+            assert (op.get_attributes()["min"], op.get_attributes()["max"]) == (0.0, 6.0)
+    # Randomised BatchNorms survive conversion (one shift Add per conv), plus the classifier's bias and 10 residuals.
+    residual = [op for op in ops_ if op.get_type_name() == "Add"
+                and all(op.input_value(i).get_node().get_type_name() != "Constant" for i in range(2))]
+    assert len(residual) == 10
+
+    cached = load_model("mobilenet_v2")  # read from the cache: the same graph
+    assert [op.get_friendly_name() for op in cached.get_ordered_ops()] == names
     logits = ov.Core().compile_model(cached, "CPU")(example_inputs(cached))["logits"]
     assert logits.shape == (1, 1000) and np.isfinite(logits).all()

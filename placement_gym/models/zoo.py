@@ -1,7 +1,7 @@
 """The model zoo: names -> ``ov.Model``, plus loading user models from IR / ONNX files.
 
-The three benchmark models of the paper (ResNet-50, Inception-V3, BERT-base) are written in
-plain PyTorch, given random weights, converted with ``ov.convert_model`` once and cached as
+The three benchmark models of the paper (ResNet-50, Inception-V3, BERT-base), and MobileNet-V2, are
+written in plain PyTorch, given random weights, converted with ``ov.convert_model`` once and cached as
 OpenVINO IR in :func:`model_cache_dir`; later loads read the IR (well under a second). The two
 tiny test models are built directly with ``openvino.opset13`` on every call (milliseconds).
 torch is imported only when a torch model has to be built.
@@ -146,6 +146,12 @@ def _build_bert_base() -> ov.Model:
     return _convert_torch(bert.build)
 
 
+def _build_mobilenet_v2() -> ov.Model:
+    from . import mobilenet
+
+    return _convert_torch(mobilenet.build)
+
+
 ZOO: dict[str, ZooEntry] = {
     "resnet50": ZooEntry(
         _build_resnet50, "ResNet-50 (torchvision architecture), random weights", "x: (1, 3, 224, 224) f32", "torch"
@@ -162,13 +168,24 @@ ZOO: dict[str, ZooEntry] = {
         "input_ids: (1, 128) i64, attention_mask: (1, 128) i64",
         "torch",
     ),
+    "mobilenet_v2": ZooEntry(
+        _build_mobilenet_v2,
+        "MobileNet-V2 (torchvision architecture, width 1.0), random weights",
+        "x: (1, 3, 224, 224) f32",
+        "torch",
+    ),
     "tiny_chain": ZooEntry(tiny.build_tiny_chain, "straight chain of 9 ops (MLP)", "x: (1, 64) f32", "opset"),
     "tiny_branch": ZooEntry(
         tiny.build_tiny_branch, "small conv net with 3 parallel branches, 24 ops", "x: (1, 3, 32, 32) f32", "opset"
     ),
 }
 
-ALIASES: dict[str, str] = {"resnet": "resnet50", "inception": "inception_v3", "bert": "bert_base"}
+ALIASES: dict[str, str] = {
+    "resnet": "resnet50",
+    "inception": "inception_v3",
+    "bert": "bert_base",
+    "mobilenet": "mobilenet_v2",
+}
 
 
 def zoo_names() -> list[str]:

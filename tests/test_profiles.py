@@ -30,10 +30,11 @@ def synthetic_graph(name: str = "synthetic") -> ComputationGraph:
     )
 
 
-def test_paper_preset_is_an_estimate_with_sources():
+def test_paper_preset_names_its_parts_and_sources():
     profile = Profile.preset("paper")
     assert profile.device_names == ["CPU", "GPU"]
-    assert "ESTIMATE" in profile.description and profile.sources
+    assert "published benchmark figures" in profile.description and "SIMULATED" in profile.description
+    assert any("OV-benchmark-data.csv" in source for source in profile.sources)
     assert profile.schedule == "sequential" and profile.boundary_overhead_s > 0
     assert profile.link.bandwidth_Bps == pytest.approx(24e9)
     with pytest.raises(ValueError, match="presets: \\[.*'paper'"):

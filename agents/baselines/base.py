@@ -56,6 +56,11 @@ class PlanningAgent(RunAgent):
         """Yield (N,) int placements to measure, best guess first; measuring stops when the budget is spent."""
         raise NotImplementedError
 
+    def plan_candidates(self, env, budget: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """What `train` measures: `candidates`, or what a kind of planner adds around them (`CostPlanner`: the
+        whole model on a device outside HETERO)."""
+        return self.candidates(env, budget, rng)
+
     def hyperparameters(self) -> dict[str, Any]:
         return {}
 
@@ -65,7 +70,7 @@ class PlanningAgent(RunAgent):
         rng = np.random.default_rng(seed)
         self.plan, self.plan_info = None, {}
         run.env.reset(seed=seed)
-        for placement in self.candidates(run.env, run.budget, rng):
+        for placement in self.plan_candidates(run.env, run.budget, rng):
             placement = run.base.validate_action(placement)
             if self.plan is None:
                 self.plan = placement  # the planner's best guess, kept even if the budget allows no measurement

@@ -1,4 +1,4 @@
-"""What a placement must respect besides its cost: op support and device memory.
+"""What a placement must respect besides its cost: op support, device memory and devices outside HETERO.
 
 Its own module because both exact planners read it: `dp` (contiguous splits) and `optimal` (the MIP, which also
 starts from `dp`'s answer), and neither should import the other for it.
@@ -38,4 +38,12 @@ class Constraints:
 
         weights = weight_bytes(graph)
         capacity = np.array([d.memory_bytes or np.inf for d in backend.profile.devices], dtype=float)
-        return cls(backend.action_mask(graph), weights, op_bytes(graph) - weights, capacity)
+        return cls(backend.action_mask(graph) & shareable(backend), weights, op_bytes(graph) - weights, capacity)
+
+
+def shareable(backend: SimulatedBackend) -> np.ndarray:
+    """(D,) bool: the devices a placement over several devices may use. A device outside HETERO (the NPU:
+    `SimulatedBackend.hetero_devices`) runs a whole model or nothing, so a planner that mixes devices plans over the
+    others (`standalone_devices` adds the whole model on each such device as a candidate of its own)."""
+    hetero = backend.hetero_devices()
+    return hetero if len(hetero) > 1 else np.ones_like(hetero)

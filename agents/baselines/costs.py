@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import UNSUPPORTED_COST_S
 
 from .base import PlanningAgent
+from .constraints import shareable
 
 #: The planner setting that names the device profile a planner plans on (`CostPlanner`).
 COST_PROFILE = "cost_profile"
@@ -118,8 +119,10 @@ def cost_model(env, profile: "Profile | None" = None) -> CostModel:
     edge_time = prepared.edge_seconds.T.reshape(graph.n_edges, d, d).copy()  # row a*D+b -> [e, a, b]
     edge_time[:, np.arange(d), np.arange(d)] = 0.0  # an edge inside one device's region costs nothing
     return CostModel(
-        # A device that cannot run an op is priced out of it (1 s per op), so planners keep ops where they run.
-        op_time_s=np.where(prepared.supported, prepared.op_seconds, UNSUPPORTED_COST_S).astype(np.float64),
+        # A device that cannot run an op is priced out of it (1 s per op), so planners keep ops where they run; so
+        # is a device outside HETERO (`shareable`): its whole-model candidate is measured apart (`standalone_devices`).
+        op_time_s=np.where(prepared.supported & shareable(planner), prepared.op_seconds,
+                           UNSUPPORTED_COST_S).astype(np.float64),
         edge_time_s=edge_time,
         submodel_overhead_s=float(planner.profile.boundary_overhead_s),
         source=describe_cost_model(env, planner),
@@ -166,6 +169,28 @@ class CostPlanner(PlanningAgent):
 
     def cost_model(self, env) -> CostModel:
         return cost_model(env, self.profile)
+
+    def plan_candidates(self, env, budget: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        return standalone_devices(env, self.candidates(env, budget, rng))
+
+
+def standalone_devices(env, candidates: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """`candidates` of a planner that mixes devices, with the whole model on each device outside HETERO (the NPU,
+    `SimulatedBackend.hetero_devices`) as a candidate of its own: the planner's first candidate and those, cheapest
+    first where the env's backend is simulated (it prices them; elsewhere the planner's comes first), then the
+    planner's others. Nothing changes where every device is a HETERO device."""
+    backend, graph = env.unwrapped.backend, env.unwrapped.graph
+    hetero = backend.hetero_devices() if isinstance(backend, SimulatedBackend) else None
+    alone = [] if hetero is None or len(hetero) < 2 else np.flatnonzero(~hetero).tolist()
+    if not alone:
+        yield from candidates
+        return
+    first = next(iter(candidates), None)
+    wholes = [np.full(graph.n_ops, j, dtype=np.int64) for j in alone]
+    ranked = ([] if first is None else [np.asarray(first, dtype=np.int64)]) + wholes
+    ranked.sort(key=lambda p: backend.measure(graph, p).latency_s)
+    yield from ranked
+    yield from candidates
 
 
 def op_times(env) -> tuple[np.ndarray, str]:

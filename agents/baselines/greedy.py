@@ -18,7 +18,7 @@ import numpy as np
 from agents.search.heuristic_start import cheapest_devices
 
 from .base import PlanningAgent
-from .costs import CostModel, CostPlanner, op_times
+from .costs import CostModel, CostPlanner, op_times, standalone_devices
 
 
 def etf_schedule(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, float]:
@@ -102,13 +102,15 @@ class GreedyETF(CostPlanner):
 class CheapestDevice(PlanningAgent):
     """Every op on the device where it alone runs fastest (the cost model's per-op times; transfers ignored).
 
-    The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach: on
-    presets whose devices differ by operator (`ai_pc`) it comes close to the best placement known, where placing
-    a whole graph on one device is far behind; where transfers dominate (small graphs, `paper`) it is worse than
-    the best single device. Measures its one placement. Needs per-op times only (`op_times`), so it plans on the
-    real backend too, from its measured per-op profile."""
+    The simplest use of a cost model and the floor a learned agent that reads per-op costs should reach. Where
+    transfers and submodel boundaries dominate it is worse than the best single device. Measures its one placement
+    (and, on a simulated backend, the whole model on a device outside HETERO, cheapest first: `standalone_devices`).
+    Needs per-op times only (`op_times`), so it plans on the real backend too, from its measured per-op profile."""
 
     name = "cheapest"
+
+    def plan_candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
+        return standalone_devices(env, self.candidates(env, budget, rng))
 
     def candidates(self, env, budget, rng) -> Iterator[np.ndarray]:
         seconds, source = op_times(env)  # devices that cannot run an op are priced out of it there

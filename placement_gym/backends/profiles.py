@@ -40,6 +40,8 @@ from ..schema import (
     MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, MapOf, Number, Optional, Plain, Record, Text, read_json,
 )
 
+#: Bytes per element of each precision a device may infer in (`DeviceProfile.precision`).
+PRECISION_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "int8": 1}
 #: ``Profile.schedule`` values.
 SCHEDULES = ("sequential", "parallel")
 #: Version of the profile file format written by `Profile.save`.
@@ -184,6 +186,10 @@ class DeviceProfile:
         description: where the figures come from.
         memory_bytes: memory the device can give to one model (weights + activations); None = unbounded.
         unsupported_ops: op types the device cannot run (a placement putting one there fails).
+        precision: the precision it infers in (``"f32"``, ``"bf16"``, ``"f16"``, ``"int8"``): the roofline's bytes
+            are the graph's f32 bytes scaled to it.
+        hetero: OpenVINO's HETERO plugin can place ops on it; a device that cannot (the NPU) runs a whole model or
+            nothing, so a placement mixing it with another device fails.
     """
 
     name: str
@@ -198,8 +204,13 @@ class DeviceProfile:
     description: str = ""
     memory_bytes: float | None = None
     unsupported_ops: list[str] = field(default_factory=list)
+    precision: str = "f32"
+    hetero: bool = True
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISION_BYTES:
+            raise ValueError(f"device {self.name!r}: unknown precision {self.precision!r}; expected one of "
+                             f"{sorted(PRECISION_BYTES)}")
         if not (self.peak_flops > 0 and self.memory_bandwidth_Bps > 0):
             raise ValueError(f"device {self.name!r}: peak_flops and memory_bandwidth_Bps must be > 0")
         if not self.launch_overhead_s >= 0:
@@ -215,12 +226,24 @@ class DeviceProfile:
         unsupported = set(self.unsupported_ops)
         return np.array([t not in unsupported for t in graph.op_types], dtype=bool)
 
-    def roofline_times(self, graph: ComputationGraph) -> np.ndarray:
-        """(N,) float64 estimated seconds of every op of `graph` on this device."""
+    def roofline_terms(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray]:
+        """The roofline of every op of `graph` before the launch overhead and the efficiencies.
+
+        Returns:
+            launches: (N,) float64 kernel launches each op pays (1.0 each).
+            ideal_s: (N,) float64 seconds at full efficiency: ``max(flops / peak, bytes / bandwidth)``, the bytes
+                scaled from f32 to the device's precision.
+        """
         flops_s = graph.flops / self.peak_flops
-        memory_s = op_bytes(graph) / self.memory_bandwidth_Bps
+        memory_s = op_bytes(graph) * (PRECISION_BYTES[self.precision] / 4) / self.memory_bandwidth_Bps
+        return np.ones(graph.n_ops), np.maximum(flops_s, memory_s)
+
+    def roofline_times(self, graph: ComputationGraph) -> np.ndarray:
+        """(N,) float64 estimated seconds of every op of `graph` on this device: ``launch_overhead_s`` per launch
+        plus the ideal seconds over the op type's efficiency (`roofline_terms`)."""
+        launches, ideal_s = self.roofline_terms(graph)
         efficiency = np.array([self.efficiency.get(t, self.default_efficiency) for t in graph.op_types])
-        return self.launch_overhead_s + np.maximum(flops_s, memory_s) / efficiency
+        return self.launch_overhead_s * launches + ideal_s / efficiency
 
     def op_times(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray]:
         """Per-op seconds on this device: measured where this model's ops were profiled, roofline elsewhere.
@@ -254,6 +277,7 @@ _DEVICE = Record({"name": Text(min_len=1, max_len=500), "peak_flops": _RATE, "me
     "measured_wall_s": MapOf(_SECONDS, max_len=1000), "virtual": Boolean(), "description": Text(max_len=10_000),
     "memory_bytes": Optional(Number(positive=True, high=1e24)),
     "unsupported_ops": ListOf(Text(max_len=200), max_len=10_000),
+    "precision": Text(choices=tuple(PRECISION_BYTES)), "hetero": Boolean(),
 }, others=None)
 #: What a profile file (`Profile.save`) holds, as `Profile.load` checks it.
 PROFILE_FILE = Record({"devices": ListOf(_DEVICE, min_len=1, max_len=MAX_DEVICES)}, {
@@ -425,218 +449,204 @@ class Profile:
 
 
 # =============================================================================================== presets
-def paper_profile() -> Profile:
-    """The paper's hardware class: a desktop CPU plus a discrete Intel data-centre GPU on PCIe 4.0.
+# A preset is real parts that OpenVINO runs, each reproducing OpenVINO's published batch-1 latencies for it
+# (`placement_gym.backends.published_figures`). Its spec figures (peak FLOP/s at the precision it runs, memory
+# bandwidth, memory) come from the vendors' spec sheets, named beside each part; three figures per device are fitted
+# to the published latencies of ResNet-50, BERT-base and MobileNet-V2 by `benchmarks/published/fit_presets.py` (the
+# launch overhead per kernel, the efficiency of matrix ops and of the others) and ship in `PRESETS_FILE`, which names
+# the fit's command, residuals and sources; docs/results/presets.md is its generated comparison table.
 
-    HSDAG (Duan et al. 2024) measured on an Intel Core i9-12900K with an Intel Data Center GPU Flex 170. This
-    preset is an **estimate** built from public spec figures, not a measurement; use it to exercise agents, and
-    `calibrate` a profile (or use the real backend) for numbers about real hardware.
-
-    CPU (Core i9-12900K, Intel ark / launch material): 8 performance cores (Golden Cove, 2 x 256-bit FMA =
-    32 FP32 FLOP per cycle) at ~4.9 GHz all-core turbo -> ~1.25 TFLOP/s FP32 (OpenVINO's latency mode keeps to
-    the P-cores); dual-channel DDR5-4800 -> 76.8 GB/s. OpenVINO runs f32 on it (no AVX-512 / AMX on Alder Lake).
-
-    GPU (Data Center GPU Flex 170, Intel product brief): 32 Xe-cores, up to 2.05 GHz, 16 GB GDDR6 at 576 GB/s,
-    ~16 TFLOP/s FP32 vector and ~128 TFLOP/s FP16 on the XMX matrix engines (256 TOPS INT8); OpenVINO's GPU
-    plugin infers in f16 by default, so matrix ops use the XMX figure. Batch-1 inference reaches a small fraction
-    of it (the efficiencies below, chosen so that ResNet-50 runs ~2-3x faster than on the CPU, the range public
-    OpenVINO benchmarks show for this class); each kernel pays ~10 us of launch/dispatch.
-
-    Link (PCIe 4.0 x16): 31.5 GB/s per direction theoretical, ~24 GB/s reached by host-device copies; ~15 us
-    per copy. Each extra HETERO submodel: ~60 us (sub-request dispatch, queue flush and sync).
-    """
-    conv_like = ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData")
-    cpu = DeviceProfile(
-        name="CPU",
-        peak_flops=1.25e12,
-        memory_bandwidth_Bps=76.8e9,
-        launch_overhead_s=3e-6,
-        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
-        default_efficiency=0.5,
-        description="Intel Core i9-12900K class (estimate from public specs: 8 P-cores AVX2 ~4.9 GHz, DDR5-4800)",
-    )
-    gpu = DeviceProfile(
-        name="GPU",
-        peak_flops=128e12,
-        memory_bandwidth_Bps=576e9,
-        launch_overhead_s=10e-6,
-        efficiency={t: (0.04 if t != "GroupConvolution" else 0.01) for t in conv_like},
-        default_efficiency=0.3,
-        description="Intel Data Center GPU Flex 170 class (estimate from public specs: 32 Xe-cores, XMX f16, 576 GB/s)",
-    )
-    return Profile(
-        devices=[cpu, gpu],
-        link=LinkProfile(latency_s=15e-6, bandwidth_Bps=24e9),
-        boundary_overhead_s=60e-6,
-        schedule="sequential",
-        name="paper",
-        description=(
-            "ESTIMATE of the paper's hardware class (desktop CPU + discrete Intel data-centre GPU on PCIe 4.0) from "
-            "public spec figures; not measured. Figures are simulated."
-        ),
-        sources=[
-            "Intel Core i9-12900K: 8P+8E cores, P-core 3.2/5.2 GHz, DDR5-4800 dual channel 76.8 GB/s (ark.intel.com)",
-            "Intel Data Center GPU Flex 170: 32 Xe-cores, 2.05 GHz, 16 GB GDDR6 576 GB/s, 16 TFLOPS FP32, 256 TOPS INT8 XMX, PCIe 4.0 x16, 150 W (Intel product brief)",
-            "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b -> 31.5 GB/s per direction (PCI-SIG)",
-            "HSDAG (Duan et al., NeurIPS 2024): i9-12900K + Flex 170, HETERO:GPU.1,CPU",
-        ],
-    )
-
-
-#: Op types that dominate the FLOPs (dense/convolutional math): what matrix engines (XMX, NPUs) accelerate.
+#: Op types that dominate the FLOPs (dense/convolutional math): what matrix engines (XMX, AMX, NPUs) accelerate. A
+#: preset device has one efficiency for these and one for every other op type.
 MATRIX_OPS = ("Convolution", "GroupConvolution", "MatMul", "ConvolutionBackpropData")
-#: Op types an inference accelerator compiler commonly lacks (attention fused ops, embedding lookups, detection
-#: post-processing, data-dependent shapes). An assumption modelled on the "Not Supported" cells of OpenVINO's
-#: per-device support table for its fixed-function accelerator (GNA column, docs.openvino.ai 2023.3
-#: "Supported Operations - by Inference Devices"), not read from the NPU plugin's conformance report.
-ACCELERATOR_UNSUPPORTED = ["ScaledDotProductAttention", "Gather", "NonMaxSuppression", "TopK", "NonZero",
-                           "Loop", "If", "ScatterUpdate", "ScatterNDUpdate"]
+#: Where the fitted figures of the presets ship (written by benchmarks/published/fit_presets.py).
+PRESETS_FILE = Path(__file__).resolve().parent.parent / "data" / "presets.json"
+#: Seconds each extra HETERO submodel costs, MEASURED on this project's real backend: ResNet-50 cut into k contiguous
+#: segments alternating between two identical f32 CPU devices, minimum of 3 interleaved rounds, a quiet 2-core AMD
+#: EPYC machine, 2026-11-27: 1 submodel 43.0 ms, 2: 43.2, 4: 44.0, 8: 46.4, 16: 51.6, 31: 53.1 (about 0.5 ms per
+#: extra submodel up to 16). `benchmarks/fidelity/hetero_boundary.py` repeats the measurement. No published figure
+#: exists for GPUs or NPUs, so every preset charges this one.
+MEASURED_BOUNDARY_S = 0.5e-3
+_BOUNDARY_SOURCE = ("HETERO boundary: 0.5 ms per extra submodel, measured on this project's real backend "
+                    "(benchmarks/fidelity/hetero_boundary.py; ResNet-50 in 1-31 segments on two f32 CPU devices)")
+_PUBLISHED_SOURCE = ("Device speeds: OpenVINO's published benchmark data, OV-2024.1 (openvinotoolkit/openvino, "
+                     "docs/sphinx_setup/_static/benchmarks_files/OV-benchmark-data.csv), mapped to batch-1 latency "
+                     "at the device's precision (placement_gym.backends.published_figures) and fitted by "
+                     "benchmarks/published/fit_presets.py")
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """One device of a preset: a real part, its spec-sheet figures and the published row it reproduces.
+
+    Attributes:
+        name: the device as OpenVINO names it (``"CPU"``, ``"GPU.1"``, ``"NPU"``).
+        part: the part, in words.
+        platform, published_device: its rows in the published figures (``"Core Ultra 7-165H"``, ``"NPU"``).
+        precision: the precision OpenVINO runs it in by default (``"f32"``, ``"bf16"``, ``"f16"``).
+        peak_flops: peak FLOP/s at that precision; memory_bandwidth_Bps: bytes/s; memory_bytes: what one model may
+            use (None: unbounded).
+        hetero: whether OpenVINO's HETERO plugin can place ops on it (`DeviceProfile.hetero`).
+        spec: where the spec figures come from.
+    """
+
+    name: str
+    part: str
+    platform: str
+    published_device: str
+    precision: str
+    peak_flops: float
+    memory_bandwidth_Bps: float
+    memory_bytes: float | None
+    spec: str
+    hetero: bool = True
+
+
+@dataclass(frozen=True)
+class PresetSpec:
+    """A preset before its fit: its parts, links and what it stands for."""
+
+    name: str
+    role: str
+    parts: tuple[PartSpec, ...]
+    link: LinkProfile
+    links: dict[str, LinkProfile]
+    link_source: str
+
+
+# Spec figures. FLOP/s: cores x FLOP per cycle x clock at the precision the device runs (FMA = 2 FLOP).
+_I9_13900K = PartSpec(
+    "CPU", "Intel Core i9-13900K", "Core i9-13900K", "CPU", "f32", 8 * 32 * 5.4e9, 89.6e9, None,
+    "Core i9-13900K: 8 P-cores (2 x 256-bit FMA, 32 FP32 FLOP/cycle) at 5.4 GHz all-core turbo, DDR5-5600 dual "
+    "channel 89.6 GB/s (ark.intel.com); no AMX: OpenVINO runs f32")
+_FLEX_170 = PartSpec(
+    "GPU", "Intel Data Center GPU Flex 170", "Data Center GPU Flex 170", "dGPU", "f16", 128e12, 576e9, 16e9,
+    "Data Center GPU Flex 170: 32 Xe-cores, 256 TOPS INT8 / 128 TFLOP/s FP16 on XMX, 16 GB GDDR6 at 576 GB/s, "
+    "PCIe 4.0 x16 (Intel product brief); OpenVINO's GPU plugin runs f16")
+_FLEX_140 = PartSpec(
+    "GPU", "Intel Data Center GPU Flex 140", "Data Center GPU Flex 140", "dGPU", "f16", 52.5e12, 186e9, 6e9,
+    "Data Center GPU Flex 140: 2 x 8 Xe-cores, 105 TOPS INT8 / 52.5 TFLOP/s FP16 on XMX, 2 x 6 GB GDDR6, PCIe 4.0 x8, "
+    "75 W low profile (Intel product brief); OpenVINO's GPU plugin runs f16")
+_PCIE4_X16 = LinkProfile(latency_s=15e-6, bandwidth_Bps=24e9)
+_PCIE_SOURCE = ("PCIe 4.0: 16 GT/s per lane, 128b/130b -> 1.97 GB/s per lane per direction (PCI-SIG); host-device "
+                "copies reach ~75% of it, ~15 us per copy (an estimate)")
+
+
+def _named(part: PartSpec, name: str) -> PartSpec:
+    return replace(part, name=name)
+
+
+PRESET_SPECS: dict[str, PresetSpec] = {
+    "paper": PresetSpec(
+        "paper", "a desktop with a discrete GPU, the paper's hardware class (HSDAG measured on a Core i9-12900K with a "
+        "Data Center GPU Flex 170; OpenVINO publishes the i9-13900K, the next generation of that desktop CPU)",
+        (_I9_13900K, _FLEX_170), _PCIE4_X16, {}, _PCIE_SOURCE),
+    "ai_pc": PresetSpec(
+        "ai_pc", "an AI PC: CPU, integrated GPU and NPU on one chip sharing LPDDR5x (Core Ultra 7 165H)",
+        (PartSpec("CPU", "Intel Core Ultra 7 165H CPU", "Core Ultra 7-165H", "CPU", "f32", 6 * 32 * 5.0e9, 119.5e9,
+                  16e9, "Core Ultra 7 165H: 6 P-cores (32 FP32 FLOP/cycle) at up to 5.0 GHz, LPDDR5x-7467 128-bit "
+                  "119.5 GB/s shared by the chip (ark.intel.com); no AMX: OpenVINO runs f32"),
+         PartSpec("GPU", "Intel Arc integrated GPU (Core Ultra 7 165H)", "Core Ultra 7-165H", "iGPU", "f16",
+                  8 * 128 * 2 * 2 * 2.3e9, 119.5e9, 8e9, "Intel Arc graphics (Meteor Lake): 8 Xe-cores (128 FP32 "
+                  "lanes each) at up to 2.3 GHz -> 4.7 TFLOP/s FP32, 9.4 FP16, memory shared (Intel product brief)"),
+         PartSpec("NPU", "Intel AI Boost NPU (Core Ultra 7 165H)", "Core Ultra 7-165H", "NPU", "f16", 5.5e12,
+                  119.5e9, 4e9, "Intel AI Boost NPU: up to 11 TOPS INT8 (5.5 TFLOP/s FP16), memory shared (Intel Core "
+                  "Ultra product brief); not a HETERO device: OpenVINO's supported-devices table lists heterogeneous "
+                  "execution for CPU and GPU, not NPU (docs.openvino.ai 2024, 2025)", hetero=False)),
+        LinkProfile(latency_s=5e-6, bandwidth_Bps=50e9), {},
+        "Shared memory: a tensor crossing devices is a copy through LPDDR5x (~50 GB/s of its 119.5 GB/s, ~5 us; an "
+        "estimate)"),
+    "server": PresetSpec(
+        "server", "a multi-GPU server: a two-socket Xeon with AMX and three discrete Intel data-centre GPUs",
+        (PartSpec("CPU", "2 x Intel Xeon Platinum 8490H", "Xeon Platinum 8490H", "CPU", "bf16",
+                  60 * 1024 * 1.9e9, 307e9, 512e9, "Xeon Platinum 8490H: 60 cores with AMX (1,024 BF16 FLOP/cycle "
+                  "per core) at 1.9 GHz, 8 x DDR5-4800 307 GB/s per socket (ark.intel.com); OpenVINO runs bf16 on "
+                  "AMX; the published system has two sockets"),
+         _named(_FLEX_170, "GPU.0"), _named(_FLEX_170, "GPU.1"), _named(_FLEX_140, "GPU.2")),
+        _PCIE4_X16, {f"{a}->{b}": LinkProfile(latency_s=15e-6, bandwidth_Bps=12e9)
+                     for a in ("CPU", "GPU.0", "GPU.1", "GPU.2") for b in ("CPU", "GPU.0", "GPU.1", "GPU.2")
+                     if a != b and "GPU.2" in (a, b)},
+        _PCIE_SOURCE + "; the Flex 140 is PCIe 4.0 x8 (~12 GB/s reached); device-to-device copies go through the host"),
+    "edge": PresetSpec(
+        "edge", "an edge box: a small x86 CPU, its integrated GPU and a low-profile inference card",
+        (PartSpec("CPU", "Intel Atom x7425E", "Atom x7425E", "CPU", "f32", 4 * 16 * 3.4e9, 38.4e9, 8e9,
+                  "Atom x7425E: 4 E-cores (2 x 128-bit FMA, 16 FP32 FLOP/cycle) at up to 3.4 GHz, LPDDR5-4800 single "
+                  "channel 38.4 GB/s (ark.intel.com); OpenVINO runs f32"),
+         PartSpec("GPU.0", "Intel UHD Graphics (Atom x7425E)", "Atom x7425E", "iGPU", "f16", 24 * 8 * 2 * 2 * 1.0e9,
+                  38.4e9, 2e9, "Atom x7425E graphics: 24 EUs (8 FP32 lanes each) at up to 1.0 GHz -> 0.77 TFLOP/s "
+                  "FP16, memory shared (ark.intel.com)"),
+         _named(_FLEX_140, "GPU.1")),
+        LinkProfile(latency_s=15e-6, bandwidth_Bps=6e9),
+        {"CPU->GPU.0": LinkProfile(latency_s=5e-6, bandwidth_Bps=20e9),
+         "GPU.0->CPU": LinkProfile(latency_s=5e-6, bandwidth_Bps=20e9)},
+        "PCIe 3.0 x8 to the card (the Atom x7425E has PCIe 3.0 lanes; 0.98 GB/s per lane per direction, PCI-SIG; "
+        "~6 GB/s reached, ~15 us per copy, an estimate); CPU <-> integrated GPU a copy through shared memory"),
+}
+
+
+def spec_device(part: PartSpec, launch_overhead_s: float = 0.0, matrix_efficiency: float = 1.0,
+                default_efficiency: float = 1.0) -> DeviceProfile:
+    """The `DeviceProfile` of `part` with the three figures the fit chooses (`benchmarks/published/fit_presets.py`)."""
+    return DeviceProfile(
+        name=part.name, peak_flops=part.peak_flops, memory_bandwidth_Bps=part.memory_bandwidth_Bps,
+        launch_overhead_s=launch_overhead_s, efficiency={t: matrix_efficiency for t in MATRIX_OPS},
+        default_efficiency=default_efficiency, memory_bytes=part.memory_bytes, precision=part.precision,
+        hetero=part.hetero,
+        description=f"{part.part}, {part.precision} (spec sheet + fit to OpenVINO's published latencies)")
+
+
+_FIT = Record({"launch_overhead_s": _SECONDS, "matrix_efficiency": _EFFICIENCY, "default_efficiency": _EFFICIENCY},
+              {"residuals": Plain(max_depth=4, max_len=1000)}, others=None)
+#: What `PRESETS_FILE` holds: per preset and device the fitted figures, and how they were fitted.
+PRESETS_DATA = Record({"presets": MapOf(MapOf(_FIT, max_len=MAX_DEVICES), max_len=64)},
+                      {"command": Text(max_len=2000), "cost_model_version": Integer(0), "precision_exponent": Number(),
+                       "sources": ListOf(Text(max_len=2000), max_len=100)}, others=None)
+
+
+def fitted_presets() -> dict:
+    """The fitted figures of every preset (`PRESETS_FILE`, checked before use)."""
+    return read_json(PRESETS_FILE, PRESETS_DATA, max_bytes=1 << 20, what="fitted presets file")
+
+
+def build_preset(name: str, fitted: "Mapping[str, Mapping[str, float]] | None" = None) -> Profile:
+    """Preset `name` (`PRESET_SPECS`) with the fitted figures of `fitted` (device name -> its fit; default: the
+    shipped fit, `fitted_presets`)."""
+    spec = PRESET_SPECS[name]
+    if fitted is None:
+        fitted = fitted_presets()["presets"].get(name)
+        if fitted is None:
+            raise ValueError(f"{PRESETS_FILE} has no fit of preset {name!r}: run benchmarks/published/fit_presets.py")
+    devices = []
+    for part in spec.parts:
+        fit = fitted[part.name]
+        devices.append(spec_device(part, fit["launch_overhead_s"], fit["matrix_efficiency"], fit["default_efficiency"]))
+    return Profile(
+        devices=devices, link=spec.link, links=dict(spec.links), boundary_overhead_s=MEASURED_BOUNDARY_S,
+        schedule="sequential", name=name,
+        description=(f"{spec.role}: {', '.join(p.part for p in spec.parts)}. Device speeds fitted to OpenVINO's "
+                     "published benchmark figures for these parts; SIMULATED."),
+        sources=[_PUBLISHED_SOURCE, *(p.spec for p in spec.parts), spec.link_source, _BOUNDARY_SOURCE],
+    )
+
+
+def paper_profile() -> Profile:
+    """The paper's hardware class: a desktop CPU and a discrete Intel data-centre GPU (`PRESET_SPECS`)."""
+    return build_preset("paper")
 
 
 def ai_pc_profile() -> Profile:
-    """An AI PC: CPU + integrated GPU + NPU on one chip sharing LPDDR5x (Intel Core Ultra 7 155H class).
-
-    Where placement pays: the NPU is fast on convolutions and matrix products and slow on everything else (its
-    vector DSPs), cannot run some op types at all (`ACCELERATOR_UNSUPPORTED`), and every device shares one
-    memory, so a tensor crossing devices is a cheap copy. An **estimate** from public spec figures:
-
-    CPU: 6 P-cores (Redwood Cove, AVX2 2 x 256-bit FMA = 32 FP32 FLOP/cycle) at up to 4.8 GHz -> ~0.9 TFLOP/s;
-    LPDDR5x-7467, 128-bit -> 119.5 GB/s shared by all three devices.
-    GPU: Intel Arc integrated, 8 Xe-cores (128 FP32 lanes each) at 2.25 GHz -> 4.6 TFLOP/s FP32, 9.2 FP16 (no
-    XMX on this generation); OpenVINO's GPU plugin infers in f16; without matrix engines batch-1 convolutions
-    reach ~15% of it.
-    NPU: Intel AI Boost, 11 TOPS INT8 (-> 5.5 TFLOP/s FP16 on its MAC arrays, ~60% reached on convolutions and
-    matrix products); other ops run on its SHAVE DSPs at ~12% of the memory roofline; ~10 us per op.
-    Link: shared memory, a copy through DRAM (~50 GB/s, ~5 us); each extra submodel ~20 us (sub-request
-    dispatch and sync on one chip).
-    """
-    shared = 119.5e9
-    cpu = DeviceProfile(
-        name="CPU", peak_flops=0.92e12, memory_bandwidth_Bps=shared, launch_overhead_s=3e-6,
-        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
-        default_efficiency=0.5, memory_bytes=16e9,
-        description="Intel Core Ultra 7 155H CPU class: 6 P-cores AVX2 ~4.8 GHz, LPDDR5x-7467 (estimate)")
-    gpu = DeviceProfile(
-        name="GPU", peak_flops=9.2e12, memory_bandwidth_Bps=shared, launch_overhead_s=8e-6,
-        efficiency={t: 0.15 for t in MATRIX_OPS} | {"GroupConvolution": 0.08}, default_efficiency=0.3,
-        memory_bytes=8e9,
-        description="Intel Arc integrated GPU class: 8 Xe-cores 2.25 GHz, f16 9.2 TFLOP/s, shared memory (estimate)")
-    npu = DeviceProfile(
-        name="NPU", peak_flops=5.5e12, memory_bandwidth_Bps=shared, launch_overhead_s=10e-6,
-        efficiency={t: 0.6 for t in MATRIX_OPS} | {"GroupConvolution": 0.2}, default_efficiency=0.12,
-        memory_bytes=4e9, unsupported_ops=list(ACCELERATOR_UNSUPPORTED),
-        description="Intel AI Boost NPU class: 11 TOPS INT8 MAC arrays, slow SHAVE DSPs for other ops (estimate)")
-    return Profile(
-        devices=[cpu, gpu, npu], link=LinkProfile(latency_s=5e-6, bandwidth_Bps=50e9), boundary_overhead_s=20e-6,
-        schedule="sequential", name="ai_pc",
-        description=("ESTIMATE of an AI PC (CPU + integrated GPU + NPU sharing LPDDR5x, Core Ultra 7 155H class) from "
-                     "public spec figures; not measured. Figures are simulated."),
-        sources=[
-            "Intel Core Ultra 7 155H: 6P+8E+2LP-E cores, P-core up to 4.8 GHz, LPDDR5x-7467 (ark.intel.com)",
-            "Intel Arc graphics (Meteor Lake): 8 Xe-cores, up to 2.25 GHz (Intel product brief)",
-            "Intel AI Boost NPU: up to 11 TOPS INT8 (Intel Core Ultra product brief)",
-            "Op support gaps: OpenVINO 'Supported Operations - by Inference Devices' (docs.openvino.ai 2023.3), "
-            "accelerator column; an assumption, see ACCELERATOR_UNSUPPORTED",
-        ],
-    )
+    """An AI PC: CPU, integrated GPU and NPU (not a HETERO device) on one chip (`PRESET_SPECS`)."""
+    return build_preset("ai_pc")
 
 
 def server_profile() -> Profile:
-    """A server: a Xeon CPU and three discrete Intel data-centre GPUs of different size and memory.
-
-    Where placement pays: several fast devices at once. Under the throughput objective the model is cut into a
-    pipeline whose stages run on different GPUs at the same time; under latency one inference runs on one device
-    at a time, so the best single GPU is close to the optimum (the honest control case). An **estimate**:
-
-    CPU: Xeon Platinum 8480+ class, one socket in latency mode: 56 cores with AMX; OpenVINO runs f32 by default
-    here (``inference_precision="f32"``): 56 x 2 x 512-bit FMA = 64 FP32 FLOP/cycle at ~2.0 GHz all-core ->
-    ~7 TFLOP/s; 8 channels DDR5-4800 -> 307 GB/s.
-    GPU.0: Data Center GPU Max 1100 class: 56 Xe-cores, 48 GB HBM2e at 1.23 TB/s, ~22 TFLOP/s FP32,
-    ~350 TFLOP/s FP16 on XMX, PCIe 5.0 x16 (~50 GB/s reached).
-    GPU.1: Data Center GPU Flex 170 class (as in ``paper``): 16 GB, 576 GB/s, 128 TFLOP/s FP16 XMX, PCIe 4.0.
-    GPU.2: Data Center GPU Flex 140 class, one of its two GPUs: 8 Xe-cores, 6 GB GDDR6 at 186 GB/s, ~32
-    TFLOP/s FP16 XMX, PCIe 4.0 x8 (~12 GB/s reached).
-    Each extra submodel ~60 us; device to device copies go through the host.
-    """
-    conv = {t: 0.04 for t in MATRIX_OPS} | {"GroupConvolution": 0.01}
-    cpu = DeviceProfile(
-        name="CPU", peak_flops=7.0e12, memory_bandwidth_Bps=307e9, launch_overhead_s=4e-6,
-        efficiency={"Convolution": 0.3, "GroupConvolution": 0.1, "MatMul": 0.3, "ConvolutionBackpropData": 0.2},
-        default_efficiency=0.3, memory_bytes=256e9,
-        description="Intel Xeon Platinum 8480+ class, one socket: 56 cores ~2.0 GHz, 8 x DDR5-4800 (estimate)")
-    big = DeviceProfile(
-        name="GPU.0", peak_flops=350e12, memory_bandwidth_Bps=1230e9, launch_overhead_s=10e-6, efficiency=conv,
-        default_efficiency=0.3, memory_bytes=48e9,
-        description="Intel Data Center GPU Max 1100 class: 56 Xe-cores, 48 GB HBM2e 1.23 TB/s (estimate)")
-    mid = DeviceProfile(
-        name="GPU.1", peak_flops=128e12, memory_bandwidth_Bps=576e9, launch_overhead_s=10e-6, efficiency=conv,
-        default_efficiency=0.3, memory_bytes=16e9,
-        description="Intel Data Center GPU Flex 170 class: 32 Xe-cores, 16 GB GDDR6 576 GB/s (estimate)")
-    small = DeviceProfile(
-        name="GPU.2", peak_flops=32e12, memory_bandwidth_Bps=186e9, launch_overhead_s=10e-6, efficiency=conv,
-        default_efficiency=0.3, memory_bytes=6e9,
-        description="Intel Data Center GPU Flex 140 class, one GPU: 8 Xe-cores, 6 GB GDDR6 186 GB/s (estimate)")
-    pcie4 = LinkProfile(latency_s=15e-6, bandwidth_Bps=24e9)
-    slow = LinkProfile(latency_s=15e-6, bandwidth_Bps=12e9)
-    links = {f"{a}->{b}": slow for a in ("CPU", "GPU.0", "GPU.1", "GPU.2") for b in ("CPU", "GPU.0", "GPU.1", "GPU.2")
-             if a != b and "GPU.2" in (a, b)}
-    links |= {"CPU->GPU.0": LinkProfile(latency_s=10e-6, bandwidth_Bps=50e9),
-              "GPU.0->CPU": LinkProfile(latency_s=10e-6, bandwidth_Bps=50e9)}
-    return Profile(
-        devices=[cpu, big, mid, small], link=pcie4, links=links, boundary_overhead_s=60e-6, schedule="sequential",
-        name="server",
-        description=("ESTIMATE of a server (Xeon CPU + three discrete Intel data-centre GPUs of different size and "
-                     "memory) from public spec figures; not measured. Figures are simulated."),
-        sources=[
-            "Intel Xeon Platinum 8480+: 56 cores, 2.0 GHz base, AVX-512 + AMX, 8 x DDR5-4800 (ark.intel.com)",
-            "Intel Data Center GPU Max 1100: 56 Xe-cores, 48 GB HBM2e, 1.23 TB/s, PCIe 5.0 x16 (Intel product brief)",
-            "Intel Data Center GPU Flex 170: 32 Xe-cores, 16 GB GDDR6 576 GB/s, PCIe 4.0 x16 (Intel product brief)",
-            "Intel Data Center GPU Flex 140: 2 x 8 Xe-cores, 2 x 6 GB GDDR6, PCIe 4.0 x8 (Intel product brief)",
-        ],
-    )
+    """A server: a two-socket Xeon with AMX and three discrete data-centre GPUs (`PRESET_SPECS`)."""
+    return build_preset("server")
 
 
 def edge_profile() -> Profile:
-    """An edge box: a small x86 CPU with its integrated GPU and an M.2 inference accelerator with little memory.
-
-    Where placement pays: the accelerator is by far the fastest on matrix ops but holds only 64 MB (the weights
-    of ResNet-50 in f32 are 102 MB), cannot run some op types (`ACCELERATOR_UNSUPPORTED`), and sits behind a
-    narrow PCIe link; the CPU and its small GPU are slow. An **estimate**:
-
-    CPU: Intel Atom x7425E class, 4 Gracemont E-cores (2 x 128-bit FMA = 16 FP32 FLOP/cycle) at 3.4 GHz ->
-    0.22 TFLOP/s; single-channel LPDDR5-4800 -> 38.4 GB/s.
-    GPU: its Intel UHD graphics, 24 EUs at ~1 GHz -> ~0.8 TFLOP/s FP16, sharing the CPU's memory.
-    ACCEL: an M.2 accelerator of the Hailo-8 class: 26 TOPS INT8 (modelled as 13 TFLOP/s at its f16-equivalent
-    rate), weights kept on the device (64 MB assumed: the vendor does not publish its memory), PCIe 3.0 x2
-    (~1.6 GB/s reached, ~30 us per copy); each extra submodel ~100 us.
-    """
-    cpu = DeviceProfile(
-        name="CPU", peak_flops=0.22e12, memory_bandwidth_Bps=38.4e9, launch_overhead_s=4e-6,
-        efficiency={"Convolution": 0.6, "GroupConvolution": 0.25, "MatMul": 0.6, "ConvolutionBackpropData": 0.4},
-        default_efficiency=0.5, memory_bytes=8e9,
-        description="Intel Atom x7425E class: 4 E-cores 3.4 GHz, LPDDR5-4800 single channel (estimate)")
-    gpu = DeviceProfile(
-        name="GPU", peak_flops=0.8e12, memory_bandwidth_Bps=38.4e9, launch_overhead_s=12e-6,
-        efficiency={t: 0.3 for t in MATRIX_OPS}, default_efficiency=0.3, memory_bytes=2e9,
-        description="Intel UHD graphics (24 EU) class, f16 ~0.8 TFLOP/s, shared memory (estimate)")
-    accel = DeviceProfile(
-        name="ACCEL", peak_flops=13e12, memory_bandwidth_Bps=100e9, launch_overhead_s=15e-6,
-        efficiency={t: 0.5 for t in MATRIX_OPS}, default_efficiency=0.1, memory_bytes=64e6,
-        unsupported_ops=list(ACCELERATOR_UNSUPPORTED),
-        description="M.2 inference accelerator, Hailo-8 class: 26 TOPS INT8, 64 MB assumed, PCIe 3.0 x2 (estimate)")
-    shared = LinkProfile(latency_s=5e-6, bandwidth_Bps=20e9)
-    m2 = LinkProfile(latency_s=30e-6, bandwidth_Bps=1.6e9)
-    return Profile(
-        devices=[cpu, gpu, accel], link=m2, links={"CPU->GPU": shared, "GPU->CPU": shared},
-        boundary_overhead_s=100e-6, schedule="sequential", name="edge",
-        description=("ESTIMATE of an edge box (small CPU + its integrated GPU + an M.2 accelerator with 64 MB) from "
-                     "public spec figures; not measured. Figures are simulated."),
-        sources=[
-            "Intel Atom x7425E: 4 E-cores up to 3.4 GHz, LPDDR5-4800, Intel UHD graphics 24 EU (ark.intel.com)",
-            "Hailo-8 M.2: 26 TOPS INT8, PCIe Gen3 x2/x4 M.2 modules (hailo.ai product brief); memory size assumed",
-            "PCIe 3.0: 8 GT/s per lane, 128b/130b -> ~0.98 GB/s per lane per direction (PCI-SIG)",
-        ],
-    )
+    """An edge box: a small CPU, its integrated GPU and a low-profile inference card (`PRESET_SPECS`)."""
+    return build_preset("edge")
 
 
 #: Preset name -> function building the profile.
@@ -644,6 +654,8 @@ PRESETS: dict[str, Callable[[], Profile]] = {"paper": paper_profile, "ai_pc": ai
                                              "server": server_profile, "edge": edge_profile}
 
 
-__all__ = ["DeviceProfile", "LinkProfile", "Profile", "PRESETS", "SCHEDULES", "device_memory_bytes", "format_bytes",
+__all__ = ["DeviceProfile", "LinkProfile", "MATRIX_OPS", "MEASURED_BOUNDARY_S", "PRESETS", "PRESET_SPECS",
+           "PRESETS_FILE", "PartSpec", "PresetSpec", "Profile", "SCHEDULES", "build_preset", "fitted_presets",
+           "spec_device", "device_memory_bytes", "format_bytes",
            "memory_need", "op_bytes", "op_memory_bytes", "paper_profile", "ai_pc_profile", "server_profile",
            "edge_profile", "weight_bytes"]

@@ -11,7 +11,8 @@ For a placement (a device per compute op) it
 3. charges every tensor that crosses from one submodel to another once per (producer, consumer submodel), as
    HETERO does, at ``link.latency_s + bytes / link.bandwidth_Bps``, every submodel beyond the first
    ``boundary_overhead_s``, and a placement cut at all ``split_overhead_s``;
-4. checks what the profile forbids: an op on a device that lists its type in ``unsupported_ops``, or a device
+4. checks what the profile forbids: an op on a device that lists its type in ``unsupported_ops``, a device
+   HETERO cannot use (``hetero=False``, the NPU) sharing the model with another device, or a device
    whose ``memory_bytes`` the placement exceeds (`device_memory_bytes`: weights + the largest op working set),
    is a failed placement (``ok=False``, the error names the op or the device and the sizes);
 5. prices one inference under the backend's ``objective``:
@@ -61,7 +62,7 @@ from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 #: The cost model's version: raise it whenever a change makes the simulator price the same placement of the same
 #: graph under the same profile differently, so that results of two versions are never compared as equals
 #: (`placement_gym.benchmark` records it and refuses to mix versions).
-COST_MODEL_VERSION = 1
+COST_MODEL_VERSION = 2
 
 logger = logging.getLogger(__name__)
 
@@ -311,9 +312,14 @@ class SimulatedBackend(Backend):
         assert features.shape[1] == len(DEVICE_FEATURES)
         return features
 
+    def hetero_devices(self) -> np.ndarray:
+        """(D,) bool: the devices HETERO can place ops on (`DeviceProfile.hetero`); any other runs a whole model or
+        nothing."""
+        return np.array([d.hetero for d in self.profile.devices], dtype=bool)
+
     def check_feasible(self, graph: ComputationGraph, placement: np.ndarray) -> str | None:
-        """Why `placement` ((N,) ints) cannot run (an op on a device that cannot run it, a device out of memory),
-        or None."""
+        """Why `placement` ((N,) ints) cannot run (an op on a device that cannot run it, a device out of memory, a
+        device outside HETERO sharing the model with another), or None."""
         return self._problems(graph, self._check_placements(graph, np.asarray(placement)[None, :])).get(0)
 
     # ------------------------------------------------------------------------------- measure
@@ -378,6 +384,16 @@ class SimulatedBackend(Backend):
                 problems[row] = (f"{graph.op_types[i]} is not supported on {self.device_names[placements[row, i]]} "
                                  f"(op {graph.op_names[i]!r}; {int(bad.sum())} op(s) of the placement are on a device "
                                  f"that cannot run them)")
+        alone = [j for j, d in enumerate(self.profile.devices) if not d.hetero]
+        if alone and len(self.profile.devices) > 1:
+            used = np.stack([(placements == j).any(axis=1) for j in range(len(self.profile.devices))], axis=1)
+            mixed = (used.sum(axis=1) > 1) & used[:, alone].any(axis=1)
+            for row in np.flatnonzero(mixed).tolist():
+                if row not in problems:
+                    j = next(j for j in alone if used[row, j])
+                    problems[row] = (f"{self.device_names[j]} cannot share a model with another device: OpenVINO's "
+                                     f"HETERO plugin does not run on it, so it runs the whole model or nothing "
+                                     f"({int((placements[row] == j).sum())} of {graph.n_ops} ops placed on it)")
         capacity = [d.memory_bytes for d in self.profile.devices]
         if any(c is not None for c in capacity):
             need = device_memory_bytes(graph, placements, len(capacity))  # (B, D)

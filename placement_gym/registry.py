@@ -73,13 +73,16 @@ class AgentEntry:
     pretrained: str | None = None
 
 
-#: Every registered agent, in table order: single devices and OpenVINO's choice first, then the other
-#: baselines, the learned agents, and the exact optimum last.
+#: Every registered agent, in table order: single devices, OpenVINO's choice and replicate (OpenVINO's own way to use
+#: every device for throughput) first, then the other baselines, the learned agents, and the exact optimum last.
 AGENTS: dict[str, AgentEntry] = {
     "single-device": AgentEntry("agents.baselines:SingleDevice", "every op on one device (one row per device)",
                                 _per_device),
     "openvino": AgentEntry("agents.baselines:OpenVINOChoice", "OpenVINO's own choice (AUTO and HETERO rows)",
                            _openvino_policies),
+    "replicate": AgentEntry("agents.baselines.replicate:Replicate", "not a placement: the whole model on every "
+                            "device, requests spread (OpenVINO AUTO with CUMULATIVE_THROUGHPUT); under the latency "
+                            "objective the best single device"),
     "random": AgentEntry("agents.baselines:RandomSearch", "uniformly random placements, the best kept"),
     "cheapest": AgentEntry("agents.baselines:CheapestDevice", "each op on the device where it alone runs fastest"),
     "greedy": AgentEntry("agents.baselines:GreedyETF", "Baechi's m-ETF list scheduling on the cost model"),

@@ -47,6 +47,9 @@ from .schema import (
 SCHEMA_VERSION = 2
 #: The agent name whose latency `summarize` measures every other agent's gap against.
 OPTIMAL_AGENT = "optimal"
+#: The agent whose row is no placement (the whole model on every device, `agents.baselines.replicate`): never the
+#: reference of the gap to the optimum, and what `format_vs_replicate` states the best placement against.
+REPLICATE_AGENT = "replicate"
 #: Keys a record must have to be written (design.md's contract).
 REQUIRED_KEYS = ("model", "agent", "backend", "seed", "latency_s", "speedup_vs_reference", "placements_measured",
                  "wall_s")
@@ -411,7 +414,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> list[dict]:
     reduction_mean_pct, reduction_std_pct (the paper's speedup % vs the reference placement),
     reference_latency_s, placements_measured (mean), wall_mean_s, best (True for the fastest agent(s) of its
     model), gap_to_optimal_pct (latency / the best mean latency of the model - 1, in %, where the ``optimal``
-    agent ran on that model: its optimum, or a faster placement an agent found where it was not proven; >= 0),
+    agent ran on that model: its optimum, or a faster placement an agent found where it was not proven; >= 0 for
+    a placement, below 0 where replicate, which is none, beats the optimum),
     predict_latency_mean_s (the agents' own deterministic placements), agent_ms_per_placement (mean), and
     to_within: per threshold of ``placements_to_within`` the seeds that got there and their median, min and
     max count.
@@ -452,10 +456,15 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> list[dict]:
     for row in rows:  # ties (e.g. GPU-only and the optimum being the same placement) are all marked
         best = fastest.get(row["model"])
         row["best"] = row["latency_mean_s"] is not None and row["latency_mean_s"] <= best * (1 + 1e-9)
-    # Where the exact optimum of the cost model was run: how far each agent is from the best latency anyone in
-    # the table reached. That is the optimum when it is proven; when its time limit stopped it with a worse
-    # placement than an agent found, the agent's is the reference, so a gap is never negative.
-    optimum = {r["model"]: min(r["latency_mean_s"], fastest[r["model"]])
+    # Where the exact optimum of the cost model was run: how far each agent is from the best latency any placement
+    # in the table reached. That is the optimum when it is proven; when its time limit stopped it with a worse
+    # placement than an agent found, the agent's is the reference, so a placement's gap is never negative.
+    # Replicate is no placement: never the reference (its own gap may be negative).
+    placed: dict[str, float] = {}
+    for row in rows:
+        if row["latency_mean_s"] is not None and row["agent"] != REPLICATE_AGENT:
+            placed[row["model"]] = min(placed.get(row["model"], np.inf), row["latency_mean_s"])
+    optimum = {r["model"]: min(r["latency_mean_s"], placed[r["model"]])
                for r in rows if r["agent"] == OPTIMAL_AGENT and r["latency_mean_s"]}
     for row in rows:
         opt = optimum.get(row["model"])
@@ -491,6 +500,37 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
                      + ["| " + " | ".join(row) + " |" for row in rows])
 
 
+def vs_replicate(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Per model with a replicate row (`REPLICATE_AGENT`, `summarize`'s rows): the fastest placement (any other
+    agent's row) against it: ``{"model", "agent", "latency_s", "replicate_s", "factor"}``, ``factor`` = replicate's
+    seconds per inference / the placement's (above 1: the placement is faster; below 1: replicating the whole model
+    on every device beats every placement in the table)."""
+    out = []
+    for model_ in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model_ and r["latency_mean_s"] is not None]
+        replicate = next((r for r in mine if r["agent"] == REPLICATE_AGENT), None)
+        placements = [r for r in mine if r["agent"] != REPLICATE_AGENT]
+        if replicate is None or not placements:
+            continue
+        best = min(placements, key=lambda r: r["latency_mean_s"])
+        out.append({"model": model_, "agent": best["agent"], "latency_s": best["latency_mean_s"],
+                    "replicate_s": replicate["latency_mean_s"],
+                    "factor": replicate["latency_mean_s"] / best["latency_mean_s"]})
+    return out
+
+
+def format_vs_replicate(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line per model of `vs_replicate`: ``best placement vs replicate on M: AGENT 1.234 ms vs 1.517 ms:
+    x1.23 (the placement is faster)``; empty without a replicate row."""
+    lines = []
+    for c in vs_replicate(rows):
+        verdict = ("the placement is faster" if c["factor"] > 1 + 1e-9 else
+                   "replicate is faster" if c["factor"] < 1 - 1e-9 else "the same")
+        lines.append(f"best placement vs replicate on {c['model']}: {c['agent']} {c['latency_s'] * 1e3:.3f} ms vs "
+                     f"{c['replicate_s'] * 1e3:.3f} ms: x{c['factor']:.2f} ({verdict})")
+    return "\n".join(lines)
+
+
 def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """How the agents that measured more than one placement learned: the best placement found next to the
     agent's own deterministic placement (``predict``), the placements needed to get within 5/2/1 % of the
@@ -500,7 +540,7 @@ def format_learning_table(rows: Sequence[Mapping[str, Any]]) -> str:
     header = ("model", "agent", "best ms", "predict ms", "to 5%", "to 2%", "to 1%", "agent ms/pl")
     body = []
     for r in rows:
-        if r["placements_measured"] <= 1:
+        if r["placements_measured"] <= 1 or r["agent"] == REPLICATE_AGENT:  # replicate: single devices, no search
             continue
 
         def ms(v: float | None) -> str:
@@ -656,7 +696,7 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 
     Agents that measured more than one placement are drawn as their median over seeds with the min-max band
     of the seeds; one-shot planners (single devices, OpenVINO's choice, greedy, METIS, the optimum: at most one
-    placement) as dashed horizontal lines at their mean latency.
+    placement) and replicate (no placement) as dashed horizontal lines at their mean latency.
 
     Args:
         optima: model -> a known optimum latency (s): its panel shows the gap (%) to it instead of milliseconds,
@@ -684,7 +724,7 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
         for agent_ in dict.fromkeys(r["agent"] for r in mine):
             runs = [r for r in mine if r["agent"] == agent_]
             colour = colour_of[agent_]
-            if max(r["placements_measured"] for r in runs) <= 1:
+            if max(r["placements_measured"] for r in runs) <= 1 or agent_ == REPLICATE_AGENT:  # no placement
                 latencies = [r["latency_s"] for r in runs if r["latency_s"] is not None]
                 if latencies:
                     ax.axhline(scale(float(np.mean(latencies))), color=colour, linestyle="--", linewidth=1.0,
@@ -719,8 +759,8 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 
 
 __all__ = [
-    "CSV_KEYS", "OPTIMAL_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "check_outputs", "format_learning_table",
-    "format_table",
+    "CSV_KEYS", "OPTIMAL_AGENT", "REPLICATE_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "check_outputs",
+    "format_learning_table", "format_table", "format_vs_replicate", "vs_replicate",
     "machine", "markdown_table",
     "plot_curves", "plot_summary", "read_placements", "records_to_json", "refuse_existing", "save_figure",
     "summarize", "MAX_RECORDS", "MAX_RESULTS_BYTES", "PLACEMENT_RECORD", "Placements", "RESULTS_FILE",

@@ -23,6 +23,10 @@ Per measurement:
 
 Compile time is reported on its own. Results are cached by placement.
 
+Replicate (`measure_replicated`, `placement_gym.backends.replicate`): not a placement but what a user would run
+instead of one for throughput: the whole model compiled on every device, the requests spread over them
+(`timed_replicas`), as ``AUTO`` with ``PERFORMANCE_HINT=CUMULATIVE_THROUGHPUT`` does.
+
 The device observations (`action_mask`, `node_device_cost`, `device_features`) come from OpenVINO itself:
 ``query_model`` per device for operator support, and per-op profiling of the graph compiled on each device alone
 for costs and the fitted roofline (`placement_gym.backends.profiling`), once per graph.
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
+import threading
 import time
 import weakref
 from dataclasses import dataclass, replace
@@ -42,7 +48,7 @@ import openvino as ov
 from ..deploy import compile_with_affinities, op_followers, set_affinities, support_mask, used_devices
 from ..devices import Device, DeviceSpec, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
-from .base import DEVICE_FEATURES, Backend, Measurement, check_objective
+from .base import DEVICE_FEATURES, Backend, Measurement, check_objective, median_interval
 from .profiling import CLOCKS, fit_roofline, measure_op_times, timed_pairs, timed_periods, timed_runs
 
 logger = logging.getLogger(__name__)
@@ -307,6 +313,68 @@ class OpenVINOBackend(Backend):
         )
         return replace(measured, latency_s=float(np.median(measured.timed_latencies_s)))
 
+    # ------------------------------------------------------------------------------------- replicate
+    def measure_replicated(self, graph: ComputationGraph, *, hint: str | None = "THROUGHPUT") -> Measurement:
+        """Replicate (`placement_gym.backends.replicate`): `graph` whole on every device, requests spread over them;
+        seconds per inference under the backend's `objective`. Measured afresh each call (not cached).
+
+        ``"latency"``: one request at a time, so the fastest single device: `measure` of each all-on-d placement
+        (`replicate.combine`). ``"throughput"``: each device's replica compiled alone with its properties and the
+        `hint` as ``PERFORMANCE_HINT`` unless its spec sets one (``THROUGHPUT``: what ``CUMULATIVE_THROUGHPUT``
+        gives every device; None compiles them as placements are compiled, without a hint), then
+        ``OPTIMAL_NUMBER_OF_INFER_REQUESTS`` requests kept in flight on every replica at once (`timed_replicas`,
+        with this backend's `warmup`, windows and adaptive settings): ``latency_s`` is the median over timed windows
+        of wall seconds per inference completed (``samples``, one per window), ``breakdown`` has
+        ``replica_s:<device>`` (the timed stretch / the inferences that device completed in it), ``replicas``,
+        ``requests_in_flight`` and ``throughput_per_s``. A device whose replica fails to compile is left out
+        (logged); none compiling is a failed measurement.
+
+        The spreading is done here rather than by ``AUTO`` itself: with the env's devices (a virtual copy
+        registered as ``VCPU1``), ``AUTO:CPU,VCPU1`` with ``CUMULATIVE_THROUGHPUT`` compiles on one of the two only
+        (``EXECUTION_DEVICES`` is ``['VCPU1']``; ``AUTO:VCPU1,CPU``: ``['CPU']``; OpenVINO 2026.4), so it would
+        measure one device, not replicate. Spreading explicitly measures the same thing for every device set.
+        """
+        from .replicate import REPLICA_KEY, combine  # replicate.py reads this backend's results, not its module
+
+        graph.require_model("the OpenVINO backend")
+        if self.objective == "latency":
+            singles = [self.measure(graph, np.full(graph.n_ops, d, dtype=np.int64)) for d in range(len(self.devices))]
+            return combine(self.device_names, singles, self.objective, simulated=False)
+        compiled, names, errors, compile_s = [], [], [], 0.0
+        for device in self.devices:
+            config = dict(device.properties)
+            if hint is not None:
+                config.setdefault("PERFORMANCE_HINT", hint)
+            try:
+                start = time.perf_counter()
+                compiled.append(self.core.compile_model(graph.model, device.ov_name, config))
+                compile_s += time.perf_counter() - start
+                names.append(device.name)
+            except Exception as exc:  # a device that cannot run the whole model holds no replica
+                errors.append(f"{device.name}: {type(exc).__name__}: {openvino_error_text(exc)}")
+                logger.warning("replicate: %s does not compile on %s alone (%s); it holds no replica", graph.name,
+                               device.name, errors[-1])
+        if not compiled:
+            return Measurement.failure(f"replicate: no device runs the whole graph alone ({'; '.join(errors)})",
+                                       objective=self.objective)
+        try:
+            requests = [max(1, int(c.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))) for c in compiled]
+            samples, completed, span_s = timed_replicas(
+                compiled, self._prepare(graph).inputs, requests, self.warmup, windows=self.windows,
+                window_s=self.window_s, window_inferences=self.window_inferences,
+                target_rel_halfwidth=self.target_rel_halfwidth, max_windows=self.max_repeats, max_s=self.max_timing_s)
+        except Exception as exc:
+            return Measurement.failure(f"replicate: {type(exc).__name__}: {openvino_error_text(exc)}",
+                                       compile_s=compile_s, objective=self.objective)
+        finally:
+            del compiled  # release the replicas' weights
+        seconds = float(np.median(samples))
+        breakdown = {f"{REPLICA_KEY}{name}": span_s / n for name, n in zip(names, completed) if n > 0}
+        breakdown.update(replicas=float(len(names)), requests_in_flight=float(sum(requests)),
+                         throughput_per_s=1.0 / seconds)
+        return Measurement(latency_s=seconds, samples=tuple(samples), compile_s=compile_s, n_submodels=1,
+                           breakdown=breakdown, objective=self.objective)
+
     def _reference(self, graph: ComputationGraph) -> _Reference | None:
         """Paired timing's reference for `graph`: every op on the first device that can run them all, compiled
         and timed on first use (its median latency is the baseline), then kept; None when no device runs every
@@ -462,6 +530,102 @@ class OpenVINOBackend(Backend):
         self._masks.clear()
         self._op_times.clear()
         self._references.clear()
+
+
+def timed_replicas(compiled: Sequence[ov.CompiledModel], inputs: dict, requests: Sequence[int], warmup: int, *,
+                   windows: int = 5, window_s: float = 0.2, window_inferences: int | None = None,
+                   target_rel_halfwidth: float | None = None, max_windows: int | None = None,
+                   max_s: float = math.inf) -> tuple[list[float], list[int], float]:
+    """Steady-state seconds per inference of several compiled models (replicas of one model on different devices)
+    serving one stream of requests together: ``(samples, completed, span_s)``.
+
+    Each model gets a thread that keeps its ``requests[k]`` requests busy the way `timed_periods` keeps one pool
+    busy (restarted as soon as they complete, oldest first; plain requests, not ``ov.AsyncInferQueue``: see
+    `timed_periods`), so every device works all the time, a fast one completing more inferences than a slow one.
+    ``wait`` releases the GIL, so the threads only take it to stamp a completion. A model's first
+    ``max(1, warmup) * requests[k]`` completions are its warm-up; completions count from the moment every model
+    has warmed up. They are cut into windows (at least `window_s` seconds and `window_inferences` completions,
+    default ``max(4, 2 * sum(requests))``), each giving its seconds / its completions, at least `windows` of
+    them and then adaptive as in `timed_periods`.
+
+    Returns:
+        samples: (W,) seconds per inference of each window, W >= `windows`.
+        completed: per model, the inferences it completed over the timed windows.
+        span_s: the seconds those windows cover.
+    """
+    if len(compiled) != len(requests) or not compiled or min(requests) < 1 or windows < 1:
+        raise ValueError(f"need one request count >= 1 per compiled model and windows >= 1, got {list(requests)} "
+                         f"for {len(compiled)} models, windows={windows}")
+    per_window = window_inferences or max(4, 2 * sum(requests))
+    cap = windows if target_rel_halfwidth is None else max(windows, max_windows or windows)
+    changed = threading.Condition()
+    done: list[tuple[float, int]] = []  # (completion time, model) since every model warmed up
+    warmed = [False] * len(compiled)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def serve(k: int) -> None:
+        pool = [compiled[k].create_infer_request() for _ in range(requests[k])]
+        for request in pool:
+            for index, tensor in inputs.items():
+                request.set_input_tensor(index, tensor)
+        finished, skip = 0, max(1, warmup) * len(pool)
+        try:
+            for request in pool:
+                request.start_async()
+            while not stop.is_set():
+                request = pool[finished % len(pool)]  # the oldest in flight
+                request.wait()
+                now = time.perf_counter()
+                finished += 1
+                request.start_async()
+                with changed:
+                    warmed[k] = warmed[k] or finished >= skip
+                    if all(warmed):
+                        done.append((now, k))
+                        changed.notify()
+        except BaseException as exc:  # reported by the caller's thread
+            with changed:
+                failures.append(exc)
+                changed.notify()
+        finally:
+            for request in pool:  # never release a model with inferences still running on it
+                request.wait()
+
+    threads = [threading.Thread(target=serve, args=(k,), name=f"replica-{k}", daemon=True)
+               for k in range(len(compiled))]
+    samples: list[float] = []
+    first = opened = 0  # indices into `done`: the current window's opening completion, the first window's
+    last = 0
+    try:
+        for thread in threads:
+            thread.start()
+        with changed:
+            while len(samples) < cap and not failures:
+                changed.wait_for(lambda: failures or len(done) > last + 1)
+                while not failures and last + 1 < len(done) and len(samples) < cap:
+                    last += 1
+                    if last - first < per_window or done[last][0] - done[first][0] < window_s:
+                        continue
+                    samples.append((done[last][0] - done[first][0]) / (last - first))
+                    first = last
+                    if len(samples) < windows:
+                        continue
+                    if target_rel_halfwidth is None or done[last][0] - done[opened][0] >= max_s:
+                        cap = len(samples)
+                        break
+                    low, high = median_interval(samples)
+                    if (high - low) / 2.0 <= target_rel_halfwidth * float(np.median(samples)):
+                        cap = len(samples)
+                        break
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    completed = np.bincount([k for _, k in done[opened + 1:first + 1]], minlength=len(compiled)).tolist()
+    return samples, completed, done[first][0] - done[opened][0]
 
 
 def _type_name(value) -> str:

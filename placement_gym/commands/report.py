@@ -71,7 +71,9 @@ def _print_and_write(args: argparse.Namespace, records: list[dict], skipped: lis
     objective = settings.get("objective", "latency")
     kind = (f"SIMULATED {'seconds per inference at steady state (1/throughput)' if objective == 'throughput' else 'latencies'}, "
             f"profile {settings.get('profile')}, {settings.get('schedule')} schedule"
-            if records[0]["simulated"] else f"measured latencies, median of {settings.get('repeats')} runs")
+            if records[0]["simulated"] else
+            "measured seconds per inference at steady state (1/throughput), median of timed windows"
+            if objective == "throughput" else f"measured latencies, median of {settings.get('repeats')} runs")
     print(f"\nbackend {records[0]['backend']} ({kind}); devices {', '.join(records[0]['devices'])}; "
           f"budget {args.budget} placements; {len({r['seed'] for r in records})} seed(s); mean±std over seeds; "
           f"* = fastest; '% vs {reference}' = latency reduction (positive = faster)")
@@ -80,11 +82,16 @@ def _print_and_write(args: argparse.Namespace, records: list[dict], skipped: lis
                                                         for r in rows)]
     if notes:
         print("rows: " + "; ".join(notes))
+    versus = results.format_vs_replicate(rows)
+    if versus:
+        print(versus + ("" if objective == "throughput" else
+                        " (latency objective: replicate is the best single device, one request at a time)"))
     for r in records:  # the exact optimum: proven, or the interval the time limit left
         plan = r["extra"].get("plan", {})
         if r["agent"] == results.OPTIMAL_AGENT and "lower_bound_s" in plan and r["seed"] == records[0]["seed"]:
             proof = "proven optimal" if plan["status"] == "optimal" else f"best found, gap {100 * plan['gap']:.2f}% to its bound"
-            fastest = min(x["latency_s"] for x in records if x["model"] == r["model"] and x["latency_s"] is not None)
+            fastest = min(x["latency_s"] for x in records if x["model"] == r["model"] and x["latency_s"] is not None
+                          and x["agent"] != results.REPLICATE_AGENT)  # replicate is no placement
             beaten = (f"; an agent found {fastest * 1e3:.3f} ms, the gaps above are to that"
                       if fastest < plan["latency_s"] * (1 - 1e-9) else "")
             if plan.get("best_from", "solver") != "solver":
@@ -148,6 +155,8 @@ ROW_NOTES = (
     ("-only", "X-only = every op on device X"),
     ("openvino-auto", "openvino-auto = the one device OpenVINO's AUTO plugin picks"),
     ("openvino-hetero", "openvino-hetero = the op-by-op map OpenVINO's HETERO plugin makes by itself"),
+    ("replicate", "replicate = no placement: the whole model on every device, requests spread over them (AUTO "
+                  "CUMULATIVE_THROUGHPUT; latency objective: the best single device)"),
     ("optimal", "optimal = the exact optimum of the simulated cost model (proven or with its bound, below)"),
 )
 

@@ -57,7 +57,8 @@ or from the corrected latency, so a machine that slows down or speeds up during 
 A placement that fails to compile or run (an op on a device that cannot run it, a device out of memory, a
 compile error) counts as ``failure_penalty`` x the reference latency and is reported in ``info["ok"]`` /
 ``info["error"]``; the episode goes on. With ``unsupported="repair"`` an op placed on a device that cannot run
-it is moved to the fastest device that can (``node_device_cost``) before measuring, ``info["placement"]`` is
+it is moved to the fastest device that can (``node_device_cost``; the NPU's ops too when it shares the model with
+another device, which OpenVINO's HETERO plugin cannot run) before measuring, ``info["placement"]`` is
 what was measured and ``info["repaired_ops"]`` how many ops were moved: for agents that do not read the mask. Episodes end after ``horizon`` placements.
 
 Multi-graph env (``model=[spec, ...]`` or ``model="dataset:train"`` / ``"dataset:val"`` / ``"dataset:test"`` /
@@ -87,7 +88,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .backends import Backend, Measurement, make_backend
-from .backends.base import DEVICE_FEATURES, describe_devices, submodel_overhead
+from .backends.base import DEVICE_FEATURES, describe_devices, shareable_devices, submodel_overhead
 from .backends.profiles import op_memory_bytes
 from .backends.published import published_backend_of
 from .features import DEFAULT_FAMILIES, edge_features, node_features
@@ -349,8 +350,12 @@ class DevicePlacementEnv(gym.Env):
 
     def repair(self, placement: np.ndarray) -> tuple[np.ndarray, int]:
         """`placement` with every op on a device that cannot run it moved to its fastest device that can, and
-        how many ops were moved."""
+        how many ops were moved. A device outside HETERO (`shareable_devices`: the NPU) sharing the model with
+        another device counts as one that cannot run its ops: they move to the devices that may share it."""
         mask = self._g.action_mask
+        alone = ~shareable_devices(self.backend)
+        if alone.any() and len(np.unique(placement)) > 1:
+            mask = mask & ~alone
         bad = ~mask[np.arange(self.graph.n_ops), placement]
         if not bad.any():
             return placement, 0

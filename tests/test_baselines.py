@@ -115,14 +115,25 @@ def test_topo_balance_splits_by_device_speed():
 
 
 def test_cheapest_puts_each_op_on_its_fastest_device_that_runs_it():
-    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="ai_pc", unsupported="repair")
+    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="paper", unsupported="repair")
     agent = CheapestDevice().learn(env, 1, 0)
     costs = cost_model(env)
     assert agent.run_summary.steps == 1
-    # Each op's device is one of its fastest; on `ai_pc` that mixes devices (convolutions on the NPU).
     chosen = costs.op_time_s[np.arange(len(agent.best_placement)), agent.best_placement]
     assert np.allclose(chosen, costs.op_time_s.min(axis=1))
-    assert len(set(agent.best_placement.tolist())) >= 2
+
+
+def test_cheapest_keeps_the_npu_to_a_whole_model():
+    """On `ai_pc` the NPU runs a whole model or nothing: the per-op plan is over CPU and GPU, and the whole model on
+    the NPU is a candidate of its own, the cheaper of the two by the cost model measured first."""
+    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="ai_pc", unsupported="repair")
+    agent = CheapestDevice().learn(env, 2, 0)
+    assert agent.run_summary.steps == 2
+    npu = env.unwrapped.device_names.index("NPU")
+    placement = np.asarray(agent.best_placement)
+    assert (placement == npu).all() or not (placement == npu).any()
+    costs = cost_model(env)
+    assert (costs.op_time_s[:, npu] >= 1.0).all()  # priced out of every per-op plan
 
 
 def test_planners_need_a_cost_model_on_the_real_backend(env):

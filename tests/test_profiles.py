@@ -11,6 +11,7 @@ from placement_gym.backends.calibration import (
 )
 from placement_gym.backends.profiles import DeviceProfile, LinkProfile, Profile, op_bytes
 from placement_gym.backends.simulated import SimulatedBackend
+from placement_gym.backends.fusion import fusion_parent
 from placement_gym.graph import ComputationGraph
 
 from .conftest import TWO_DEVICES
@@ -47,10 +48,14 @@ def test_roofline_formula():
                            efficiency={"Convolution": 0.5}, default_efficiency=0.25)
     nbytes = op_bytes(graph)
     assert nbytes.tolist() == [4000, 8000, 12000]  # read from other ops + written
-    expected = [1e-6 + max(1e9 / 1e12, 4000 / 1e10) / 0.5,
-                1e-6 + max(1e3 / 1e12, 8000 / 1e10) / 0.25,
-                1e-6 + max(1e3 / 1e12, 12000 / 1e10) / 0.25]
-    assert device.roofline_times(graph) == pytest.approx(expected)
+    unfused = [1e-6 + max(1e9 / 1e12, 4000 / 1e10) / 0.5,
+               1e-6 + max(1e3 / 1e12, 8000 / 1e10) / 0.25,
+               1e-6 + max(1e3 / 1e12, 12000 / 1e10) / 0.25]
+    assert device.roofline_times(graph, fused=False) == pytest.approx(unfused)
+    # Kernels: the relu joins the add's elementwise kernel (fusion_parent), so it pays no launch and no memory
+    # round trip of its own, only its FLOPs.
+    assert fusion_parent(graph).tolist() == [-1, -1, 1]
+    assert device.roofline_times(graph) == pytest.approx(unfused[:2] + [1e3 / 1e12 / 0.25])
 
 
 def test_measured_times_apply_to_their_model_only():
@@ -180,6 +185,11 @@ def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
         assert set(device.measured[tiny_branch_graph.name]) == set(tiny_branch_graph.op_names)
     assert profile.split_overhead_s >= 0 and profile.boundary_overhead_s >= 0
     assert len(profile.calibration["boundary_rows"]) == 3 and any("fitted" in line for line in lines)
+    # the boundary overhead is the segment sweep's (placement_gym.backends.boundary), recorded with its source
+    swept = profile.calibration["boundary_overhead"]
+    assert swept["per_submodel_s"] == profile.boundary_overhead_s and swept["segments"] == [1, 2, 4, 8, 16]
+    assert set(profile.calibration["boundary_sweep"]) == {tiny_branch_graph.name}
+    assert any("segment sweep" in source for source in profile.sources)
     # The single-device simulated latency is the measured one (the per-op times are scaled to it).
     backend = SimulatedBackend(profile)
     zeros = np.zeros(tiny_branch_graph.n_ops, dtype=np.int64)

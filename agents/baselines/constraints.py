@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placement_gym.backends.base import shareable_devices
 from placement_gym.backends.simulated import SimulatedBackend
 
 
@@ -38,12 +39,4 @@ class Constraints:
 
         weights = weight_bytes(graph)
         capacity = np.array([d.memory_bytes or np.inf for d in backend.profile.devices], dtype=float)
-        return cls(backend.action_mask(graph) & shareable(backend), weights, op_bytes(graph) - weights, capacity)
-
-
-def shareable(backend: SimulatedBackend) -> np.ndarray:
-    """(D,) bool: the devices a placement over several devices may use. A device outside HETERO (the NPU:
-    `SimulatedBackend.hetero_devices`) runs a whole model or nothing, so a planner that mixes devices plans over the
-    others (`standalone_devices` adds the whole model on each such device as a candidate of its own)."""
-    hetero = backend.hetero_devices()
-    return hetero if len(hetero) > 1 else np.ones_like(hetero)
+        return cls(backend.action_mask(graph) & shareable_devices(backend), weights, op_bytes(graph) - weights, capacity)

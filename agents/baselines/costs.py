@@ -20,14 +20,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from placement_gym.backends.base import describe_devices
+from placement_gym.backends.base import describe_devices, shareable_devices
 from placement_gym.backends.profiles import Profile
 from placement_gym.backends.published import planning_tables
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import UNSUPPORTED_COST_S
 
 from .base import PlanningAgent
-from .constraints import shareable
 
 #: The planner setting that names the device profile a planner plans on (`CostPlanner`).
 COST_PROFILE = "cost_profile"
@@ -120,8 +119,8 @@ def cost_model(env, profile: "Profile | None" = None) -> CostModel:
     edge_time[:, np.arange(d), np.arange(d)] = 0.0  # an edge inside one device's region costs nothing
     return CostModel(
         # A device that cannot run an op is priced out of it (1 s per op), so planners keep ops where they run; so
-        # is a device outside HETERO (`shareable`): its whole-model candidate is measured apart (`standalone_devices`).
-        op_time_s=np.where(prepared.supported & shareable(planner), prepared.op_seconds,
+        # is a device outside HETERO (`shareable_devices`): its whole-model candidate is measured apart (`standalone_devices`).
+        op_time_s=np.where(prepared.supported & shareable_devices(planner), prepared.op_seconds,
                            UNSUPPORTED_COST_S).astype(np.float64),
         edge_time_s=edge_time,
         submodel_overhead_s=float(planner.profile.boundary_overhead_s),
@@ -180,15 +179,15 @@ def standalone_devices(env, candidates: Iterator[np.ndarray]) -> Iterator[np.nda
     first where the env's backend is simulated (it prices them; elsewhere the planner's comes first), then the
     planner's others. Nothing changes where every device is a HETERO device."""
     backend, graph = env.unwrapped.backend, env.unwrapped.graph
-    hetero = backend.hetero_devices() if isinstance(backend, SimulatedBackend) else None
-    alone = [] if hetero is None or len(hetero) < 2 else np.flatnonzero(~hetero).tolist()
+    alone = np.flatnonzero(~shareable_devices(backend)).tolist()
     if not alone:
         yield from candidates
         return
     first = next(iter(candidates), None)
     wholes = [np.full(graph.n_ops, j, dtype=np.int64) for j in alone]
     ranked = ([] if first is None else [np.asarray(first, dtype=np.int64)]) + wholes
-    ranked.sort(key=lambda p: backend.measure(graph, p).latency_s)
+    if isinstance(backend, SimulatedBackend):  # the cost model prices them for free; a real backend measures in order
+        ranked.sort(key=lambda p: backend.measure(graph, p).latency_s)
     yield from ranked
     yield from candidates
 

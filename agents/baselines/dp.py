@@ -11,7 +11,9 @@ device profile given as ``cost_profile``, `agents.baselines.costs.CostPlanner`):
 * segment ``[j, i)`` on device ``d`` costs the sum of its ops' times on ``d``; it is allowed only if ``d``
   can run all its ops and holds their weights plus the largest working set among them (`Constraints`);
 * a cut at position ``j`` between devices ``a`` and ``b`` moves every tensor produced before ``j`` and read at
-  or after it, at the ``a -> b`` link's price, plus one submodel boundary;
+  or after it, at the ``a -> b`` link's price, plus one submodel boundary, and every op at or after ``j`` that
+  OpenVINO would fuse into a producer before ``j`` pays its price as a kernel of its own (the boundary prevents
+  the fusion);
 * ``objective="latency"``: the sum of segments and cuts (a device may hold several segments);
   ``objective="throughput"``: each device holds at most one segment (a pipeline stage) and the period is the
   largest segment or cut, plus the split overhead.
@@ -107,9 +109,21 @@ def contiguous_dp(backend: SimulatedBackend, graph, one_segment_per_device: bool
         crossing = np.cumsum(crossing, axis=0)
     cut_s = crossing[positions]  # (M+1, D*D): cut at position index j
 
+    # Fusions a segment's start breaks: an op fused into a producer's kernel (the simulator's `fused` ops) whose
+    # producer lies before the segment pays its price as a kernel of its own there. unfuse[j, i, dev]: what the
+    # ops of [p_j, p_i) pay on `dev` for it (the producer taken to be on another device).
+    unfuse = np.zeros((m + 1, m + 1, d))
+    fused, parent, extra = prepared.fused, prepared.fused_parent, prepared.unfused_s  # (F,), (F,), (F, D)
+    ends = np.searchsorted(fused, positions)  # fused ops before each position
+    for j in range(1, m):
+        broken = (fused >= positions[j]) & (parent < positions[j])
+        if broken.any():
+            running = np.concatenate((np.zeros((1, d)), np.cumsum(np.where(broken[:, None], extra, 0.0), axis=0)))
+            unfuse[j] = running[ends] - running[ends[j]]
+
     def segment(j: np.ndarray, i: int, dev: int) -> np.ndarray:
         """Cost of segments [p_j, p_i) on `dev` for an array of start indices j (inf where not allowed)."""
-        seconds = compute[i, dev] - compute[j, dev]
+        seconds = compute[i, dev] - compute[j, dev] + unfuse[j, i, dev]
         allowed = (unsupported[i, dev] - unsupported[j, dev] == 0) & \
                   (weights[i] - weights[j] + working_max[j, i] <= constraints.capacity[dev])
         return np.where(allowed, seconds, np.inf)
@@ -206,6 +220,12 @@ class ContiguousDP(CostPlanner):
             # Memory counts per device over all its segments, the program per segment: re-plan with one segment
             # per device, whose memory the program then checks exactly.
             placement, info = contiguous_dp(planner, graph, one_segment_per_device=True)
+        # The program counts one submodel per segment; HETERO may cut a segment that is not one connected region
+        # into several, each paying the boundary. The planner's own simulator prices its plan exactly (no env step):
+        # where one device alone is cheaper by it, that comes first.
+        singles = [np.full(graph.n_ops, dev, dtype=np.int64) for dev in range(len(planner.device_names))]
+        ranked = sorted([placement, *singles], key=lambda p: planner.measure(graph, p).latency_s)
         self.plan_info = {"method": "dynamic program over contiguous splits (Tarnawski et al. 2020)",
-                          "cost_model": describe_cost_model(env, planner), **info}
-        yield placement
+                          "cost_model": describe_cost_model(env, planner), **info,
+                          "single_device_cheaper": ranked[0] is not placement}
+        yield from ranked

@@ -223,6 +223,8 @@ class Backend(Protocol):
             where it cannot run).
         submodel_overhead_s() -> float: estimated seconds each HETERO submodel beyond the first adds to a
             placement (dispatching a sub-request, synchronising; transfers not included); 0 when unknown.
+        hetero_devices() -> (D,) bool: the devices OpenVINO's HETERO plugin can place ops on; any other (the NPU)
+            runs a whole model or nothing (`shareable_devices`; every device when absent).
     """
 
     name: str
@@ -297,3 +299,13 @@ def submodel_overhead(backend: Backend) -> float:
         raise ValueError(f"backend {backend.name!r} reports a submodel overhead of {seconds} s; expected a finite "
                          "number >= 0 (0: unknown)")
     return seconds
+
+
+def shareable_devices(backend: Backend) -> np.ndarray:
+    """(D,) bool: the devices a placement over several devices may use: the backend's optional
+    ``hetero_devices()`` (OpenVINO's HETERO plugin does not run on the NPU, which runs a whole model or nothing),
+    every device when the backend does not say; every device when there is only one."""
+    d = len(backend.device_names)
+    hetero = np.asarray(backend.hetero_devices(), dtype=bool) if hasattr(backend, "hetero_devices") else \
+        np.ones(d, dtype=bool)
+    return hetero if d > 1 else np.ones(d, dtype=bool)

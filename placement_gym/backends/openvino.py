@@ -200,6 +200,11 @@ class OpenVINOBackend(Backend):
     def virtual_devices(self) -> list[bool]:
         return [d.virtual for d in self.devices]
 
+    def hetero_devices(self) -> np.ndarray:
+        """(D,) bool: the devices OpenVINO's HETERO plugin can place ops on: not an NPU (OpenVINO's supported-devices
+        table lists heterogeneous execution for CPU and GPU only), which runs a whole model or nothing."""
+        return np.array([not d.name.split(".")[0].upper().startswith("NPU") for d in self.devices], dtype=bool)
+
     def describe(self) -> dict:
         return {
             "backend": self.name,

@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
+from .fusion import fusion_parent
 from ..schema import (
     MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, MapOf, Number, Optional, Plain, Record, Text, read_json,
 )
@@ -226,33 +227,42 @@ class DeviceProfile:
         unsupported = set(self.unsupported_ops)
         return np.array([t not in unsupported for t in graph.op_types], dtype=bool)
 
-    def roofline_terms(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray]:
+    def roofline_terms(self, graph: ComputationGraph, fused: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The roofline of every op of `graph` before the launch overhead and the efficiencies.
 
+        Kernels, not IR ops (`placement_gym.backends.fusion`): with `fused`, an op that OpenVINO fuses into its
+        producer's kernel (``fusion_parent >= 0``) pays no launch and no memory round trip of its own, only its
+        FLOPs; without, every op is a kernel of its own (what a fused op costs when a device boundary separates it
+        from its producer).
+
         Returns:
-            launches: (N,) float64 kernel launches each op pays (1.0 each).
+            launches: (N,) float64 kernel launches each op pays (1.0, or 0.0 where fused).
             ideal_s: (N,) float64 seconds at full efficiency: ``max(flops / peak, bytes / bandwidth)``, the bytes
-                scaled from f32 to the device's precision.
+                scaled from f32 to the device's precision (``flops / peak`` alone where fused).
         """
         flops_s = graph.flops / self.peak_flops
         memory_s = op_bytes(graph) * (PRECISION_BYTES[self.precision] / 4) / self.memory_bandwidth_Bps
-        return np.ones(graph.n_ops), np.maximum(flops_s, memory_s)
+        if not fused:
+            return np.ones(graph.n_ops), np.maximum(flops_s, memory_s)
+        absorbed = fusion_parent(graph) >= 0
+        return (~absorbed).astype(np.float64), np.where(absorbed, flops_s, np.maximum(flops_s, memory_s))
 
-    def roofline_times(self, graph: ComputationGraph) -> np.ndarray:
+    def roofline_times(self, graph: ComputationGraph, fused: bool = True) -> np.ndarray:
         """(N,) float64 estimated seconds of every op of `graph` on this device: ``launch_overhead_s`` per launch
         plus the ideal seconds over the op type's efficiency (`roofline_terms`)."""
-        launches, ideal_s = self.roofline_terms(graph)
+        launches, ideal_s = self.roofline_terms(graph, fused)
         efficiency = np.array([self.efficiency.get(t, self.default_efficiency) for t in graph.op_types])
         return self.launch_overhead_s * launches + ideal_s / efficiency
 
-    def op_times(self, graph: ComputationGraph) -> tuple[np.ndarray, np.ndarray]:
-        """Per-op seconds on this device: measured where this model's ops were profiled, roofline elsewhere.
+    def op_times(self, graph: ComputationGraph, fused: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-op seconds on this device: measured where this model's ops were profiled (the real kernels' times,
+        fusion included), roofline elsewhere (`roofline_times`, fused or not).
 
         Returns:
             times: (N,) float64 seconds.
             measured: (N,) bool, True where the time was measured.
         """
-        times = self.roofline_times(graph)
+        times = self.roofline_times(graph, fused)
         table = self.measured.get(graph.name)
         is_measured = np.zeros(graph.n_ops, dtype=bool)
         if table:

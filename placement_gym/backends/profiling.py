@@ -20,6 +20,7 @@ import openvino as ov
 
 from ..graph import ComputationGraph
 from .base import median_interval
+from .fusion import fusion_parent
 from .profiles import DeviceProfile, op_bytes
 
 #: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
@@ -355,14 +356,16 @@ def fit_roofline(name: str, graphs_and_times: Sequence[tuple[ComputationGraph, n
     nbytes = np.concatenate([op_bytes(g) for g, _ in graphs_and_times])
     types = [t for g, _ in graphs_and_times for t in g.op_types]
     times = np.concatenate([t for _, t in graphs_and_times])
+    # Kernels, as the roofline prices them: an op fused into its producer's kernel pays no launch of its own.
+    launches = np.concatenate([(fusion_parent(g) < 0).astype(np.float64) for g, _ in graphs_and_times])
     positive = times > 0
     launch = 0.5 * float(np.percentile(times[positive], 5)) if positive.any() else 0.0
-    busy = np.maximum(times - launch, 1e-9)
+    busy = np.maximum(times - launch * launches, 1e-9)
     peak = float(np.percentile(flops[positive] / busy[positive], 90)) if positive.any() else 1e11
     bandwidth = float(np.percentile(nbytes[positive] / busy[positive], 90)) if positive.any() else 1e10
     profile = DeviceProfile(name=name, peak_flops=max(peak, 1e6), memory_bandwidth_Bps=max(bandwidth, 1e6),
                             launch_overhead_s=launch, description=description)
-    ideal = np.maximum(flops / profile.peak_flops, nbytes / profile.memory_bandwidth_Bps)
+    ideal = np.concatenate([profile.roofline_terms(g)[1] for g, _ in graphs_and_times])
     raw, counts = {}, {}
     for op_type in sorted(set(types)):
         mask = np.array([t == op_type for t in types])

@@ -7,7 +7,9 @@ For a placement (a device per compute op) it
    breaks such cycles; the count matches ``HETERO_NUMBER_OF_SUBMODELS`` of real compiles for most placements,
    see `HeteroCutter`);
 2. prices every op on its device (`placement_gym.backends.profiles.DeviceProfile.op_times`: measured per-op
-   times where the profile has them for this model, a roofline elsewhere);
+   times where the profile has them for this model, a roofline elsewhere), kernels as OpenVINO forms them: an op
+   fused into its producer's kernel (`placement_gym.backends.fusion`) pays no launch and no memory round trip of
+   its own, unless a device boundary separates the two, which prevents the fusion;
 3. charges every tensor that crosses from one submodel to another once per (producer, consumer submodel), as
    HETERO does, at ``link.latency_s + bytes / link.bandwidth_Bps``, every submodel beyond the first
    ``boundary_overhead_s``, and a placement cut at all ``split_overhead_s``;
@@ -57,6 +59,7 @@ import numpy as np
 from ..graph import ComputationGraph
 from ._kernel import price_batch
 from .base import DEVICE_FEATURES, Backend, Measurement, MeasurementBatch, check_objective
+from .fusion import fusion_parent
 from .profiles import SCHEDULES, Profile, device_memory_bytes, format_bytes
 
 #: The cost model's version: raise it whenever a change makes the simulator price the same placement of the same
@@ -220,6 +223,9 @@ class _PreparedGraph:
     in_edges: list[list[int]]  # per op, the indices of its incoming edges (for the parallel scheduler)
     supported: np.ndarray  # (N, D) bool: device d can run op i (profile's unsupported_ops)
     everywhere: bool  # every device can run every op (`supported` is all True)
+    fused: np.ndarray  # (F,) int64 the ops fused into a producer's kernel (`fusion_parent` >= 0) with a price to lose
+    fused_parent: np.ndarray  # (F,) int64 that producer
+    unfused_s: np.ndarray  # (F, D) seconds each such op costs more when a device boundary separates it from it
 
 
 class SimulatedBackend(Backend):
@@ -482,8 +488,12 @@ class SimulatedBackend(Backend):
         (n_submodels, cut_labels, compute, transfer_s, transfer_bytes, n_transfers, link_s,
          per_device) = prepared.cutter.price(placements, False, prepared.op_seconds, prepared.edge_seconds,
                                              prepared.edge_bytes, d, parallel, self.threads)
-        compute_s = compute.sum(axis=1)
         is_split = n_submodels > 1  # the placements on two or more devices (only they were cut)
+        unfused = self._unfused_s(prepared, placements) if prepared.fused.size and is_split.any() else None
+        if unfused is not None:  # (B, N): what each op pays for a fusion its device boundary prevents
+            compute = compute + np.stack([np.where(placements == j, unfused, 0.0).sum(axis=1) for j in range(d)],
+                                         axis=1)
+        compute_s = compute.sum(axis=1)
         boundary_s = np.where(is_split, (n_submodels - 1) * profile.boundary_overhead_s + profile.split_overhead_s, 0.0)
         names = self.device_names
         breakdown: dict[str, np.ndarray] = {f"compute_s/{name}": column for name, column in zip(names, compute.T)}
@@ -508,6 +518,8 @@ class SimulatedBackend(Backend):
             latency = compute_s.copy()
             split = np.flatnonzero(is_split)
             op_s = prepared.op_seconds[np.arange(n), placements]  # (B, N) seconds of each op on its device
+            if unfused is not None:
+                op_s = op_s + unfused
             latency[split] = [self._parallel_makespan(prepared, placements[s], cut_labels[s], op_s[s]) + boundary_s[s]
                               for s in split.tolist()]
         breakdown.update(zip(("compute_s", "transfer_s", "boundary_s", "transfers", "transfer_bytes"),
@@ -520,6 +532,16 @@ class SimulatedBackend(Backend):
                  if key not in partial or partial[key].any()]
         return latency, n_submodels, {key: breakdown[key] for key in order}, \
             {key: partial[key] for key in order if key in partial}
+
+    @staticmethod
+    def _unfused_s(prepared: _PreparedGraph, placements: np.ndarray) -> np.ndarray:
+        """(B, N) seconds each op of each placement ((B, N) int64) pays beyond its fused price because a device
+        boundary separates it from the producer whose kernel would absorb it (zero elsewhere)."""
+        device = placements[:, prepared.fused]  # (B, F)
+        separated = device != placements[:, prepared.fused_parent]
+        extra = np.zeros(placements.shape)
+        extra[:, prepared.fused] = np.where(separated, prepared.unfused_s[np.arange(prepared.fused.size), device], 0.0)
+        return extra
 
     def _parallel_makespan(self, prepared: _PreparedGraph, placement: np.ndarray, labels: np.ndarray,
                            op_s: np.ndarray) -> float:
@@ -591,8 +613,14 @@ class SimulatedBackend(Backend):
         for k, target in enumerate(graph.edge_index[1].tolist()):
             in_edges[target].append(k)
         supported = np.stack([device.supports(graph) for device in devices], axis=1)
+        # A fused op separated from its producer by a device boundary is a kernel of its own (measured times already
+        # are what the real kernels took).
+        unfused = np.stack([device.op_times(graph, fused=False)[0] for device in devices], axis=1) - op_seconds
+        unfused[measured] = 0.0
+        parent = fusion_parent(graph)
+        fused = np.flatnonzero((parent >= 0) & (unfused > 0).any(axis=1))
         prepared = _PreparedGraph(op_seconds, measured, edge_seconds, edge_bytes, HeteroCutter(graph), in_edges, supported,
-                                  bool(supported.all()))
+                                  bool(supported.all()), fused, parent[fused].astype(np.int64), unfused[fused])
         self._prepared[graph] = prepared
         return prepared
 

@@ -17,8 +17,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     for name in PRESETS:
         profile = Profile.preset(name)
         presets[name] = {"description": profile.description, "schedule": profile.schedule, "devices": [
-            {"name": d.name, "description": d.description, "memory_bytes": d.memory_bytes,
-             "unsupported_ops": list(d.unsupported_ops)} for d in profile.devices]}
+            {"name": d.name, "description": d.description, "memory_bytes": d.memory_bytes, "precision": d.precision,
+             "hetero": d.hetero, "unsupported_ops": list(d.unsupported_ops)} for d in profile.devices]}
     report: dict = {"devices": available_devices(), "models": zoo_names(), "presets": presets}
     if args.model:
         report["graph"] = load_graph(args.model).stats()
@@ -32,6 +32,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print("simulated presets (--profile NAME):")
     for name, preset in presets.items():
         print(f"  {name}: " + ", ".join(d["name"] + (f" ({d['memory_bytes'] / 1e9:g} GB)" if d["memory_bytes"] else "")
+                                      + ("" if d["hetero"] else ", whole model only")
                                       for d in preset["devices"]))
     if args.model:
         s = report["graph"]

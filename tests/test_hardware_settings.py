@@ -20,6 +20,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 
 from .known_optimum import chain_graph
 from .test_baselines_optimal import brute_force, mixed_profile, random_dag
+from .conftest import small_accelerator_profile
 
 
 def with_device(profile: Profile, index: int, **changes) -> Profile:
@@ -322,12 +323,12 @@ def test_optimal_never_reports_worse_than_a_placement_in_its_table():
 
 @pytest.mark.slow
 def test_dp_plans_within_memory_where_segments_share_a_device():
-    # Edge box, ResNet-50, latency: the program's best contiguous plan puts several segments on the 64 MB
-    # accelerator, each fitting alone but not together; the baseline re-plans with one segment per device.
+    # A small fast accelerator, ResNet-50, latency: the program's best contiguous plan puts several segments on its
+    # 64 MB, each fitting alone but not together; the baseline re-plans with one segment per device.
     from placement_gym.models import load_graph
 
     graph = load_graph("resnet")
-    backend = SimulatedBackend(Profile.preset("edge"))
+    backend = SimulatedBackend(small_accelerator_profile())
     first, _ = contiguous_dp(backend, graph)
     assert not backend.measure(graph, first).ok and "out of memory" in backend.measure(graph, first).error
     env = DevicePlacementEnv(graph, backend=backend)

@@ -16,6 +16,7 @@ from placement_gym.backends.profiles import LinkProfile, Profile, device_memory_
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
+from .conftest import small_accelerator_profile
 
 
 def chain_edges(n: int) -> np.ndarray:
@@ -123,7 +124,7 @@ def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_
 
 
 def test_the_search_of_an_observation_knows_the_devices_memory():
-    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile="edge")
+    env = DevicePlacementEnv("tiny_branch", backend="simulated", profile=small_accelerator_profile())
     obs, _ = env.reset(seed=0)
     search = BlockSearch.of_observation(obs, seed=0)
     assert np.array_equal(search.memory, obs["node_memory_bytes"])

@@ -248,6 +248,8 @@ def published_passes(agent: str) -> list[tuple[str, str]]:
     (benchmarks/results/sanity_AGENT.json, what docs/results/sanity.md shows): a margin of a seed, since runs on
     another processor may round differently."""
     data = json.loads((RESULTS / f"sanity_{agent}.json").read_text())
+    if data["cost_model_version"] != benchmark.COST_MODEL_VERSION:  # rows of another cost model are other problems
+        return []
     return [(row["case"], row["model"]) for row in data["sanity"]
             if row["agent"] == agent and row["passed"] and row["within"] == len(row["seeds"])]
 

@@ -154,10 +154,11 @@ def load_suite(suite: "str | Path") -> Suite:
         if model not in known and not is_synthetic(model) and not Path(model).is_file():
             raise mismatch(path, f"models[{i}]", model, "a zoo name (" + ", ".join(zoo_names()) + "), a dataset "
                            "entry (`placement-gym info --dataset`), 'synthetic:N[:SEED]' or a model file")
-    twice = repeated(data["seeds"])
-    if twice is not None:  # its two runs would be one run (the same file, runs/.../seedN.json), counted twice
-        raise mismatch(path, f"seeds[{twice[1]}]", data["seeds"][twice[1]], f"each seed once (seeds[{twice[0]}] "
-                       "is the same)")
+    for field in ("models", "seeds"):  # two runs would be one run (the same file, runs/.../seedN.json), counted twice
+        twice = repeated(data[field])
+        if twice is not None:
+            raise mismatch(path, f"{field}[{twice[1]}]", data[field][twice[1]],
+                           f"each {field[:-1]} once ({field}[{twice[0]}] is the same)")
     items = _check_items(path, data)
     return Suite(name=data["suite"], version=data["version"], description=data["description"],
                  models=tuple(data["models"]), cases=tuple(tuple(c.split(":")) for c in data["cases"]),
@@ -272,8 +273,14 @@ def _factories(agent: Any, options: Mapping[str, Any] | None, name: str | None,
         return {name: next(iter(factories.values()))} if name and len(factories) == 1 else factories
     label = name or evaluation.agent_name(agent)
     if isinstance(agent, type) and options:
+        registry.check_options(agent, options)  # before the benchmark's folder is made (`registry.OptionError`)
         return {label: lambda: registry.make_agent(agent, options)}
     return {label: agent}
+
+
+#: A benchmark folder's manifest (``benchmark.json``), as `_open_folder` reads it back: plain data, the agent's
+#: options as ``--agent-option`` takes them (`registry.AGENT_OPTIONS`, so that every benchmark started resumes).
+MANIFEST = Record({"options": registry.AGENT_OPTIONS}, others=Plain(max_depth=3, max_len=10_000))
 
 
 def _open_folder(out: Path, manifest: dict, resume: bool) -> dict[BenchmarkRun, dict]:
@@ -287,7 +294,7 @@ def _open_folder(out: Path, manifest: dict, resume: bool) -> dict[BenchmarkRun, 
         return {}
     if not resume:
         raise FileExistsError(f"{out} holds a benchmark already: --resume to finish it, or choose another folder")
-    found = read_json(path, Plain(max_depth=4, max_len=10_000), max_bytes=1 << 20, what="benchmark manifest")
+    found = read_json(path, MANIFEST, max_bytes=1 << 20, what="benchmark manifest")
     for key in ("suite", "suite_version", "cost_model_version", "agent", "options"):
         if not isinstance(found, dict) or found.get(key) != manifest[key]:
             raise mismatch(path, key, found.get(key) if isinstance(found, dict) else found,

@@ -27,10 +27,14 @@ only then registers the virtual devices it names (`placement_gym.devices`), sets
 """
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
+import errno
+import glob
 import importlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -45,21 +49,25 @@ from .devices import (
 )
 from .graph import ComputationGraph
 from .schema import (
-    MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, MapOf, Number, OneOf, Optional, Record, Text, mismatch,
-    read_json,
+    MAX_DEVICES, MAX_OPS, NAME, Boolean, Integer, ListOf, MapOf, Number, OneOf, Optional, Record, SchemaError, Text,
+    is_regular_file, mismatch, open_regular, read_json, repeated,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FORMAT", "PlacementChoice", "apply_placement", "as_placement", "compile_placed", "compile_target",
-           "compile_with_affinities", "measure_against_single_devices", "op_followers", "read_placed",
-           "read_placement", "save_placed", "set_affinities", "support_mask", "used_devices"]
+__all__ = ["FORMAT", "PlacementChoice", "apply_placement", "as_placement", "check_out", "compile_placed",
+           "compile_target", "compile_with_affinities", "measure_against_single_devices", "op_followers",
+           "placed_placement", "read_placed", "read_placed_graph", "read_placement", "save_placed", "set_affinities",
+           "support_mask", "used_devices"]
 
 #: Written into every placement.json; bumped when its layout changes.
 FORMAT = "placement-gym-placed/1"
 #: The files of a placed folder.
 MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD = "model.xml", "model.bin", "placement.json", "README.md"
 FILES = (MODEL_XML, MODEL_BIN, PLACEMENT_JSON, README_MD)
+#: What else a placed folder may hold and still be one placement-gym wrote (`check_out`): the picture ``show``
+#: draws into it by default, placement.json stored compressed (read as its twin, `placement_gym.schema.stored`).
+ALSO_OURS = ("placement.png", PLACEMENT_JSON + ".gz")
 #: Where the agents' package reads a checkpoint (imported by name: `placement_gym` never imports `agents` itself).
 CHECKPOINT_READER = "agents.core.checkpoint:read_checkpoint"
 #: placement.json's ``latency_kind``, by whether the latency is simulated.
@@ -167,6 +175,9 @@ def as_placement(placement: "np.ndarray | Sequence[int] | Mapping[str, int | str
                     raise ValueError(f"the placement puts op {op!r} on {device!r}, which is not one of the devices "
                                      f"{list(device_names)}")
                 device = index[device]
+            elif isinstance(device, bool) or not isinstance(device, (int, np.integer)):  # 1.7 is no device
+                raise ValueError(f"the placement puts op {op!r} on {device!r}; expected a device name of "
+                                 f"{list(device_names)} or an index from 0 to {d - 1}")
             out[i] = device
     else:
         out = np.asarray(placement)
@@ -218,10 +229,15 @@ def read_placement(source: "str | os.PathLike | np.ndarray | Sequence[int] | Map
             raise ValueError("a placement given as an array or mapping needs the devices it indexes (devices=[...])")
         return PlacementChoice(as_placement(source, graph, devices), list(devices))
     path = Path(source)
-    if path.is_dir():
-        path = path / PLACEMENT_JSON
-    if not path.exists():
+    if path.is_dir():  # a placed folder: read as compile_placed reads it
+        document = read_placed(path)
+        return PlacementChoice(placed_placement(document, graph, path / PLACEMENT_JSON), list(document["devices"]),
+                               document, f"{path}")
+    if not path.exists() and not Path(f"{path}.gz").exists():
         raise FileNotFoundError(f"no results, placement or checkpoint file at {path}")
+    if path.exists() and not is_regular_file(path):  # a FIFO would block the first read forever
+        raise ValueError(f"{path} is not a regular file (a FIFO, a device or a socket); expected a results, "
+                         "placement or checkpoint file")
     if _is_zip(path):  # torch.save writes a zip file: an agent checkpoint
         return _from_checkpoint(path, graph)
     return _from_placement_file(path, graph, model or graph.name, agent, seed)
@@ -229,9 +245,9 @@ def read_placement(source: "str | os.PathLike | np.ndarray | Sequence[int] | Map
 
 def _is_zip(path: Path) -> bool:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return f.read(4) == b"PK\x03\x04"
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 
@@ -327,16 +343,47 @@ def apply_placement(model: ov.Model, placement: "np.ndarray | Sequence[int] | Ma
 
 
 def check_out(out: "str | os.PathLike", overwrite: bool = False) -> Path:
-    """`out` as a `Path`, or ``FileExistsError`` when it holds anything and `overwrite` is False (then only the
-    files of a placed folder, `FILES`, are replaced; nothing else in it is touched), and for a file. Check before
-    long work."""
+    """`out` as a `Path`, checked before long work: ``ValueError`` when it is empty (which would be the current
+    folder), ``FileExistsError`` when it is a symbolic link or a file, or a folder that holds anything, unless
+    `overwrite` and it is a placed folder placement-gym wrote (`foreign_to_placed`), which is then replaced whole;
+    ``ValueError`` where it cannot be created (`placement_gym.results.check_creatable`). `save_placed` checks again
+    as it moves the new folder into place."""
+    from .results import check_creatable
+
+    if not os.fspath(out):
+        raise ValueError("--out is empty; name the folder to write the placed model into")
     out = Path(out)
+    check_creatable(out, "--out")
+    if out.is_symlink():
+        raise FileExistsError(f"{out} is a symbolic link; --out names a folder to write the placed model into")
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} is a file; --out names a folder to write the placed model into")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite "
-                              "(overwrite=True) to replace its model.xml, model.bin, placement.json and README.md")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite "
+                                  "(overwrite=True) to replace the placed folder there")
+        foreign = foreign_to_placed(out)
+        if foreign:
+            raise FileExistsError(f"{out} is not a placed folder placement-gym wrote ({foreign}); --overwrite "
+                                  "replaces such a folder only, whole: choose another folder")
     return out
+
+
+def foreign_to_placed(folder: Path) -> str | None:
+    """Why the existing folder `folder` is not a placed folder placement-gym wrote (what `--overwrite` may replace
+    whole), or None when it is one: it holds no file but a placed folder's (`FILES`, `ALSO_OURS`), and its
+    placement.json names this format."""
+    others = sorted(p.name for p in folder.iterdir() if p.name not in FILES + ALSO_OURS or not p.is_file())
+    if others:
+        return f"it holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+    try:
+        read_json(folder / PLACEMENT_JSON, Record({"format": Text(choices=(FORMAT,))}),
+                  max_bytes=MAX_PLACEMENT_BYTES, what="placement.json of a placed folder")
+    except FileNotFoundError:
+        return f"it has no {PLACEMENT_JSON}"
+    except SchemaError as exc:
+        return f"its placement.json is not one: {str(exc)[:200]}"
+    return None
 
 
 def save_placed(out: "str | os.PathLike", model: ov.Model,
@@ -352,19 +399,28 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
       words as ``latency_kind``; the agent and its settings, ...), with package versions and the machine;
     * ``README.md``: how to compile and run it.
 
-    Written into a temporary folder beside `out`, then moved into place, so a failed write leaves nothing
-    half-written. An existing non-empty `out` is refused unless `overwrite` (`check_out`).
+    The folder is written whole into a temporary folder beside `out`, then moved into place in one step, so a
+    reader, a failure or a signal midway never leaves half of it; readable as the user's other folders (the
+    umask's mode). An existing `out` that holds anything is refused unless `overwrite` and it is a placed folder
+    placement-gym wrote (`check_out`), which is then swapped for the new one in one step; a folder that appears
+    at `out` meanwhile is never replaced without `overwrite`. A device listed twice is refused (compile_placed
+    could not tell the two apart).
     """
-    from .results import machine, versions, write_json, write_text
+    from .results import machine, temporary_name, umask, versions, write_json, write_text
 
-    out = check_out(out, overwrite)
+    check_out(out, overwrite)
+    out = Path(out)
+    names = [e["name"] for e in _device_entries(devices)]
+    twice = repeated(names)
+    if twice is not None:  # placement.json names each op's device: two alike could not be told apart
+        raise ValueError(f"device {names[twice[1]]!r} is listed twice (devices {names}); expected each device "
+                         "once (a virtual copy is the device with other properties: CPU[INFERENCE_NUM_THREADS=1])")
     placed, graph, array, entries = _placed_copy(model, placement, devices)
     target, config = _target({entries[d]["openvino_name"]: entries[d]["properties"]
                               for d in sorted(set(array.tolist()))})
     info = dict(info or {})
     if "simulated" in info:  # what the latency is, said in words beside the flag
         info["latency_kind"] = LATENCY_KINDS[bool(info["simulated"])]
-    names = [e["name"] for e in entries]
     document = {
         "format": FORMAT,
         "model": info.pop("model", graph.name), "model_path": info.pop("model_path", None),
@@ -381,21 +437,93 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
         "versions": versions(),
         "machine": machine(),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    where = Path(os.path.abspath(out))  # `out` may be spelled "." or "sub/": its name and parent, as they are
+    where.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f"{temporary_name(where)}placing-"
+    _remove_abandoned(where.parent, prefix)
+    tmp = Path(tempfile.mkdtemp(dir=where.parent, prefix=f"{prefix}{os.getpid()}-"))
     try:
-        ov.save_model(placed, str(tmp / MODEL_XML), compress_to_fp16=False)
+        os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700; a folder to ship is readable as any other
+        try:
+            ov.save_model(placed, str(tmp / MODEL_XML), compress_to_fp16=False)
+        except RuntimeError as exc:  # OpenVINO says a failed write (a full disk) as a stream error, not an OSError
+            raise OSError(errno.EIO, f"OpenVINO could not write the model ({openvino_error_text(exc, 200)}; a full "
+                          "disk?)", str(out)) from None
         write_json(tmp / PLACEMENT_JSON, document)
         write_text(tmp / README_MD, _readme(document, out))
-        if not out.exists():
-            os.rename(tmp, out)  # the folder appears whole
-        else:  # an empty folder, or --overwrite: our files replace theirs one by one, nothing else is touched
-            for name in FILES:
-                os.replace(tmp / name, out / name)
+        _move_into_place(tmp, where, overwrite)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        if tmp.exists():  # what was not moved into place, or the folder it replaced
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Move the written folder `tmp` to `out` in one step. A rename onto a path that holds a non-empty folder
+    fails (the OS checks, atomically: two writers racing for `out` cannot both win); only with `overwrite`, and
+    once `out` is again found to be a placed folder we wrote, are the two folders then swapped in one step, `tmp`
+    left holding the old one."""
+    try:
+        os.rename(tmp, out)  # onto nothing, or onto an empty folder
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+            raise
+        if not overwrite:
+            check_out(out)  # says what is there now (appeared while this folder was written)
+            raise FileExistsError(f"{out} exists; choose another folder or pass --overwrite") from None
+    check_out(out, overwrite=True)
+    _exchange(tmp, out)
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap folders `a` and `b` in one step (Linux's ``renameat2(RENAME_EXCHANGE)``): a reader of `b` sees the old
+    folder or the new, never neither nor a mix. Where the OS cannot, three renames (`b` aside, `a` to `b`, the old
+    one to `a`), which leave `b` missing for an instant."""
+    renameat2 = getattr(_libc(), "renameat2", None)
+    if renameat2 is not None:
+        at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+        if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.ENOSYS, errno.EINVAL, errno.EPERM):  # not "unsupported here": a real failure
+            raise OSError(code, os.strerror(code), str(b))
+    aside = a.with_name(a.name + "-old")
+    os.rename(b, aside)
+    try:
+        os.rename(a, b)
+    except BaseException:
+        os.rename(aside, b)
+        raise
+    os.rename(aside, a)
+
+
+def _libc() -> Any:
+    """The C library of this process (None where there is none to load, as on Windows)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _remove_abandoned(parent: Path, prefix: str) -> None:
+    """Remove the temporary folders (``{prefix}{pid}-...``) that a `save_placed` into this destination left in
+    `parent` when it was killed (SIGKILL runs no clean-up): those whose process is gone."""
+    for path in parent.glob(f"{glob.escape(prefix)}*"):
+        found = re.fullmatch(re.escape(prefix) + r"(\d+)-.*", path.name)
+        if found and path.is_dir() and not path.is_symlink() and not _alive(int(found.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _readme(document: Mapping[str, Any], out: Path) -> str:
@@ -423,7 +551,6 @@ outputs = compiled([...])  # one array per model input
 
 
 # ------------------------------------------------------------------------------------ reading, compiling
-_NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")
 _PROPERTY = OneOf(Boolean(), Integer(), Number(), Text(max_len=1000))
 _DEVICE = Record({"name": Text(min_len=1, max_len=200), "base": Text(min_len=1, max_len=100,
                                                                      pattern=r"[A-Za-z_][A-Za-z0-9_]*(\.[0-9]+)?"),
@@ -431,7 +558,7 @@ _DEVICE = Record({"name": Text(min_len=1, max_len=200), "base": Text(min_len=1, 
                   "properties": MapOf(_PROPERTY, max_len=100, max_key=200)})
 #: A placed folder's placement.json, as far as `compile_placed` reads it (other fields are not read).
 PLACED = Record({
-    "format": Text(choices=(FORMAT,)), "model": _NAME, "agent": _NAME, "seed": Integer(0, 2**64 - 1),
+    "format": Text(choices=(FORMAT,)), "model": NAME, "agent": NAME, "seed": Integer(0, 2**64 - 1),
     "devices": ListOf(Text(min_len=1, max_len=200), min_len=1, max_len=MAX_DEVICES),
     "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS),
     "by_op": MapOf(Text(min_len=1, max_len=200), max_len=MAX_OPS, max_key=10_000),
@@ -465,24 +592,51 @@ def read_placed(folder: "str | os.PathLike") -> dict:
     return document
 
 
-def _open_placed(folder: Path, core: ov.Core) -> tuple[dict, list[Device], ComputationGraph, np.ndarray]:
-    """Read and check a placed folder (`read_placed`), then open its devices (registering virtual ones; a device
-    this machine lacks is refused), read model.xml and check that the placement fits its ops and devices."""
+def placed_placement(document: Mapping[str, Any], graph: ComputationGraph, source: "str | os.PathLike") -> np.ndarray:
+    """(N,) int64: the placement of `graph` that a placed folder's checked placement.json `document` (`read_placed`,
+    from `source`) gives: its ``by_op``, what `compile_placed` applies, which must agree with its ``placement``
+    (the same devices in `graph`'s op order; `show` and `export` read this one placement too). One-line
+    ``ValueError`` for a placement of another graph or two that disagree."""
+    try:
+        placement = as_placement(document["by_op"], graph, document["devices"])
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    listed = document["placement"]
+    if len(listed) != graph.n_ops:
+        raise mismatch(source, "placement", listed, f"one device index per op of {graph.name!r} ({graph.n_ops}), "
+                       "as by_op places them")
+    differ = np.flatnonzero(np.asarray(listed, dtype=np.int64) != placement)
+    if differ.size:
+        i = int(differ[0])
+        raise mismatch(source, f"placement[{i}]", listed[i], f"{int(placement[i])}, the device by_op gives op "
+                       f"{graph.op_names[i]!r} (placement and by_op are one placement)")
+    return placement
+
+
+def read_placed_graph(folder: "str | os.PathLike",
+                      core: ov.Core | None = None) -> tuple[dict, ComputationGraph, np.ndarray]:
+    """``(document, graph, placement)`` of placed folder `folder`: its checked placement.json (`read_placed`), the
+    graph of its own model.xml and the placement by_op gives it (`placed_placement`): what `compile_placed`
+    compiles and ``placement-gym show`` draws. No device is opened."""
+    folder = Path(folder)
     document = read_placed(folder)
+    try:
+        model = (core or shared_core()).read_model(str(folder / MODEL_XML), str(folder / MODEL_BIN))
+    except Exception as exc:  # OpenVINO raises plain Exceptions
+        raise ValueError(f"{folder / MODEL_XML}: OpenVINO cannot read it ({openvino_error_text(exc, 200)})") from None
+    graph = ComputationGraph.from_model(model, name=document["model"])  # folds in place, as when it was placed
+    return document, graph, placed_placement(document, graph, folder / PLACEMENT_JSON)
+
+
+def _open_placed(folder: Path, core: ov.Core) -> tuple[dict, list[Device], ComputationGraph, np.ndarray]:
+    """Read and check a placed folder (`read_placed_graph`), then open its devices (registering virtual ones; a
+    device this machine lacks is refused) and check that each op's device can run it."""
+    document, graph, placement = read_placed_graph(folder, core)
     path = folder / PLACEMENT_JSON
     specs = [DeviceSpec(d["base"].upper(), tuple(sorted(d["properties"].items())))
              for d in document["openvino_devices"]]
     try:
         devices = open_devices(specs, core)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    try:
-        model = core.read_model(str(folder / MODEL_XML), str(folder / MODEL_BIN))
-    except Exception as exc:  # OpenVINO raises plain Exceptions
-        raise ValueError(f"{folder / MODEL_XML}: OpenVINO cannot read it ({openvino_error_text(exc, 200)})") from None
-    graph = ComputationGraph.from_model(model, name=document["model"])  # folds in place, as when it was placed
-    try:
-        placement = as_placement(document["by_op"], graph, document["devices"])
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     mask = support_mask(core, graph, devices)

@@ -26,15 +26,27 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .evaluation import agent_name
+from .schema import NAME, MapOf, Plain, SchemaError, check
 
-__all__ = ["AGENTS", "HYBRID_PREFIX", "AgentEntry", "agent_factories", "is_hybrid", "load_agent_class", "make_agent",
-           "pretrained_checkpoint"]
+__all__ = ["AGENTS", "AGENT_METHODS", "AGENT_OPTIONS", "HYBRID_PREFIX", "AgentEntry", "OptionError", "agent_factories",
+           "check_options", "is_hybrid", "load_agent_class", "make_agent", "pretrained_checkpoint"]
 
 #: Where the agents' package builds an agent from constructor options (search settings and the hybrid form
 #: included); imported by name, like the agents, so that `placement_gym` never imports `agents` itself.
 BUILDER = "agents.search.hybrid:build_agent"
 #: The prefix that names an agent's hybrid form (``hybrid:hsdag``, ``hybrid:mymodule:MyAgent``).
 HYBRID_PREFIX = "hybrid:"
+#: The methods of `placement_gym.evaluation.Agent` that the harness calls on a class it loads by name: a class
+#: without them is refused when it is loaded, not minutes later in the middle of a run.
+AGENT_METHODS = ("learn", "predict")
+#: What agent options may be (``--agent-option`` values, a benchmark manifest's ``options``): plain data, as
+#: `placement_gym.benchmark` reads a benchmark's manifest back, so that every benchmark started can be resumed.
+AGENT_OPTIONS = MapOf(Plain(max_depth=3, max_len=10_000), max_len=1000, max_key=200)
+
+
+class OptionError(ValueError):
+    """Agent options the agent refuses (a value outside what its settings declare, an unknown keyword): one line
+    naming the agent, the option and what it takes."""
 
 
 def is_hybrid(name: str) -> bool:
@@ -121,14 +133,49 @@ def load_agent_class(name: str) -> type:
                          f"agents: {', '.join(AGENTS)} (or your own class as 'package.module:Class' or "
                          "'path/to/file.py:Class'; prefix 'hybrid:' for the search layer around a learned agent)")
     module_name, _, class_name = target.rpartition(":")
-    try:
-        module = _import_file(module_name) if module_name.endswith(".py") else _import_module(module_name)
-    except (ImportError, OSError) as exc:  # a ValueError so commands report it cleanly
-        raise ValueError(f"agent {name!r} ({target}) could not be imported: {exc}") from exc
+    if not module_name or not class_name:
+        raise ValueError(f"agent {name!r} names no {'module' if not module_name else 'class'}; expected "
+                         "'package.module:Class' or 'path/to/file.py:Class'")
+    module = _import_agent_module(name, module_name)
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise ValueError(f"agent {name!r}: module {module_name} has no class {class_name}")
+    if entry is None:  # a user's class: what the harness calls and writes of it is checked now
+        lacks = [method for method in AGENT_METHODS if not callable(getattr(cls, method, None))]
+        if lacks:
+            raise ValueError(f"agent {name!r}: class {class_name} has no {' or '.join(lacks)} method; expected an "
+                             "agent (subclass agents.core.run.RunAgent, docs/custom-agents.md)")
+        try:  # its name goes into records, placed folders and file names, whose readers take NAME only
+            check(agent_name(cls), NAME, f"agent {name!r}", at="name")
+        except SchemaError as exc:
+            raise ValueError(str(exc)) from None
     return cls
+
+
+def _import_agent_module(name: str, module_name: str) -> Any:
+    """The module of agent `name`: the file or the module `module_name`, imported. Whatever importing it raises
+    (a syntax error, an exception, even ``sys.exit``: running a user's file at import is running user code) is one
+    ValueError naming the agent and the first line of the error, where it happened in the user's file."""
+    try:
+        return _import_file(module_name) if module_name.endswith(".py") else _import_module(module_name)
+    except SyntaxError as exc:
+        where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its source"
+        raise ValueError(f"agent {name!r} could not be imported: a syntax error in {where}: {exc.msg}") from None
+    except (Exception, SystemExit) as exc:  # KeyboardInterrupt passes: the user stopped the command
+        what = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        raise ValueError(f"agent {name!r} could not be imported: its module raised {what}{_user_frame(exc)}") \
+            from None
+
+
+def _user_frame(exc: BaseException) -> str:
+    """`` (at FILE:LINE)``: the innermost place of the traceback of `exc` outside placement-gym and Python's
+    import machinery (the user's line that raised), or "" where there is none."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith(str(Path(__file__).parent))]
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def pretrained_checkpoint(name: str, preset: str | None, objective: str, devices: str = "") -> Path | None:
@@ -187,13 +234,28 @@ def make_agent(cls: "type | str", options: Mapping[str, Any] | None = None, *, h
     return build(cls, dict(options or {}), hybrid=hybrid)
 
 
+def check_options(cls: "type | str", options: Mapping[str, Any] | None = None, *, hybrid: bool = False) -> None:
+    """`OptionError` (one line) unless agent `cls` (a class or a name, as `make_agent` takes it) takes `options`:
+    plain data (`AGENT_OPTIONS`) that its constructor accepts, each within the type and range its settings
+    declare. Checked by building the agent once and setting it aside: building one builds no policy (that waits
+    for an env), so this costs no memory, and every check an agent makes of its settings is made here, before
+    any run, env or folder."""
+    label = cls if isinstance(cls, str) else cls.__name__
+    try:
+        check(dict(options or {}), AGENT_OPTIONS, f"the options of agent {label!r}")
+        make_agent(cls, options, hybrid=hybrid)
+    except (ValueError, TypeError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise OptionError(message if label in message else f"agent {label!r}: {message}") from None
+
+
 def agent_factories(names: Sequence[str], device_names: Sequence[str],
                     options: Mapping[str, Any] | None = None) -> dict[str, Callable[[], Any]]:
     """Table row label -> factory of a fresh agent, for the agents `names` on devices `device_names`.
 
     A registered agent with variants stands for several rows (``single-device`` -> ``CPU-only``, ...);
-    `options` (constructor keyword arguments) go to every agent, after a variant's own. Unknown names raise
-    ValueError (`load_agent_class`).
+    `options` (constructor keyword arguments) go to every agent, after a variant's own, and are checked now
+    (`check_options`: an `OptionError` before any run). Unknown names raise ValueError (`load_agent_class`).
     """
     factories: dict[str, Callable[[], Any]] = {}
     for name in names:
@@ -204,6 +266,8 @@ def agent_factories(names: Sequence[str], device_names: Sequence[str],
         label = (HYBRID_PREFIX if hybrid else "") + (bare if entry is not None else agent_name(cls))
         rows = entry.variants(device_names) if entry is not None and entry.variants else [(label, {})]
         for row, own in rows:
-            factories[row] = (lambda cls=cls, kwargs={**own, **dict(options or {})}, hybrid=hybrid:
-                              make_agent(cls, kwargs, hybrid=hybrid))
+            kwargs = {**own, **dict(options or {})}
+            if options:
+                check_options(name, kwargs)
+            factories[row] = lambda cls=cls, kwargs=kwargs, hybrid=hybrid: make_agent(cls, kwargs, hybrid=hybrid)
     return factories

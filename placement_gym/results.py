@@ -7,8 +7,12 @@
   agent): one path component, never ``..`` or a separator, so no name writes outside the folder meant.
 * `folder_lock`: a folder one process writes for minutes (a benchmark's): a second process is refused in one
   line naming the first's pid, instead of both computing everything.
-* `check_outputs`: every file a job will write, checked before it starts: no two at one path, none over a
-  file it reads, none over an existing file unless the caller says so.
+* `check_outputs`: every file and folder a job will write, checked before it starts: no two at one path, none
+  over a file it reads, none inside a folder written whole, none over an existing file unless the caller says so,
+  each where it can be created (its folder writable, its name one the file system takes).
+* `keep_records`: where writing the results failed (a full disk, a folder gone read-only), the finished runs'
+  records written elsewhere (beside, the current folder, the temp folder) and said where, so no finished run is
+  lost to an output error (`OutputError`).
 * `records_to_json` / `write_records`: the results-file object, records plus versions, machine and settings;
   a path ending in ``.gz`` is written gzip-compressed, and `load_json` (like every reader of `placement_gym.schema`)
   reads ``x.json`` from ``x.json.gz`` where only that is stored.
@@ -41,8 +45,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .schema import (
-    MAX_DEVICES, MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Record, Text, check, mismatch, read_json,
-    read_text,
+    MAX_DEVICES, MAX_OPS, NAME, Anything, Boolean, Integer, ListOf, Number, Optional, Record, Text, check, mismatch,
+    read_json,
 )
 SCHEMA_VERSION = 2
 #: The agent name whose latency `summarize` measures every other agent's gap against.
@@ -172,14 +176,20 @@ def folder_lock(folder: "str | os.PathLike") -> Iterator[Path]:
 
 
 def check_outputs(outputs: Mapping[str, "str | os.PathLike"], overwrite: bool = False,
-                  inputs: Mapping[str, "str | os.PathLike | None"] | None = None) -> None:
-    """Check every file a job will write, before the job starts.
+                  inputs: Mapping[str, "str | os.PathLike | None"] | None = None,
+                  folders: Mapping[str, "str | os.PathLike"] | None = None) -> None:
+    """Check every file and folder a job will write, before the job starts.
 
     `outputs` and `inputs` map how the user named each file (``"--json"``, ``"the CSV beside --json"``) to its
-    path; inputs that are not existing files (a preset or zoo name, None) are skipped. ``ValueError`` naming
-    both when two outputs are one file, or an output is a file the job reads: one would replace the other,
-    so this is refused even with `overwrite`. Then ``FileExistsError`` (`refuse_existing`, prefixed with the
-    output's name) for an existing file unless `overwrite`, and for a folder.
+    path; inputs that are not existing files or folders (a preset or zoo name, None) are skipped. `folders` names
+    the folders the job writes whole (a placed folder, ``--out`` of place and export: swapped in as a whole, so
+    nothing else may be written into it, and no input may be in it; what may already be there is the folder
+    writer's to check, `placement_gym.deploy.check_out`).
+
+    ``ValueError`` naming both when two outputs are one file, an output is a file the job reads, or an output or an
+    input is in a folder written whole: one would replace the other, so this is refused even with `overwrite`.
+    Then, for each output, ``ValueError`` where it cannot be created (`check_creatable`), and ``FileExistsError``
+    (`refuse_existing`, prefixed with the output's name) for an existing file unless `overwrite`, and for a folder.
     """
     def same_file(path: "str | os.PathLike") -> str:
         # One key per file however it is spelled: ./r.json, r.json, a symlink to it, R.JSON on macOS.
@@ -195,11 +205,63 @@ def check_outputs(outputs: Mapping[str, "str | os.PathLike"], overwrite: bool = 
             raise ValueError(f"{other} and {name} are both {path}: {clash}, even with --overwrite; give each "
                              "output its own path")
         taken[key] = (name, "written")
+    for folder_name, folder in (folders or {}).items():
+        whole = same_file(folder)
+        for name, path in [*outputs.items(), *((n, p) for n, p in (inputs or {}).items()
+                                               if p is not None and os.path.lexists(p))]:
+            key = same_file(path)
+            if key == whole or key.startswith(whole.rstrip(os.sep) + os.sep):
+                role = "the folder would replace it" if name not in outputs else "the folder is written whole, " \
+                    "so it would be lost"
+                raise ValueError(f"{name} ({path}) is inside {folder_name} ({folder}): {role}, even with "
+                                 "--overwrite; give it a path outside the folder")
+    for name, path in [*outputs.items(), *(folders or {}).items()]:
+        check_creatable(path, name)
     for name, path in outputs.items():
         try:
             refuse_existing(path, overwrite)
         except FileExistsError as exc:
             raise FileExistsError(f"{name}: {exc}") from None
+
+
+def check_creatable(path: "str | os.PathLike", name: str = "the output") -> None:
+    """``ValueError`` (one line, starting with `name`) unless `path` can be created, as far as can be known before
+    writing: its name one the file system takes (`MAX_COMPONENT_BYTES` at most, so the temporary file beside it
+    fits too), and its nearest existing folder a folder (not a file, not a broken link) where this process may
+    write. A full disk is only found when writing (`keep_records`)."""
+    path = Path(path)
+    for part in path.parts:
+        if len(os.fsencode(part)) > MAX_COMPONENT_BYTES:
+            raise ValueError(f"{name}: the name {part[:40]}... is {len(os.fsencode(part))} bytes long; file systems "
+                             f"take names of at most {MAX_COMPONENT_BYTES} bytes: give a shorter one")
+    above = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(above):
+        above = above.parent
+    if not above.is_dir():
+        what = "a broken symbolic link" if above.is_symlink() and not above.exists() else "a file"
+        raise ValueError(f"{name}: {above} is {what}, so {path} cannot be created in it; give a path in a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        read_only = bool(os.statvfs(above).f_flag & getattr(os, "ST_RDONLY", 1))
+        why = "is on a read-only file system" if read_only else "is not writable by this user"
+        raise ValueError(f"{name}: cannot write {path}: {above} {why}; give a path in a folder you can write to")
+
+
+#: The longest name of one file or folder placement-gym writes (file systems take 255 bytes; what is left is for
+#: the temporary name it is written under first).
+MAX_COMPONENT_BYTES = 255
+
+
+def umask() -> int:
+    """This process's umask (read by setting it and putting it back: the OS offers no other way)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def temporary_name(path: Path) -> str:
+    """The prefix of the temporary files and folders written beside `path` before they are moved into place:
+    hidden, and short whatever `path`'s name (a name of 250 bytes is legal; it with a suffix is not)."""
+    return f".{path.name[:40]}."
 
 
 def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None], *, overwrite: bool = False) -> Path:
@@ -211,14 +273,12 @@ def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None], *
     """
     path = refuse_existing(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=temporary_name(path), suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
     try:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a results file is as readable as any other
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp creates 0600; a results file is as readable as any other
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -232,6 +292,33 @@ def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None], *
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+class OutputError(OSError):
+    """An output a command could not write (a full disk, a folder gone read-only): the message says which, why,
+    and where the finished work was kept instead (`keep_records`)."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OS error in one line: ``PATH: reason`` (without Python's ``[Errno N]``)."""
+    if isinstance(exc, OutputError) or not exc.strerror:
+        return str(exc)
+    return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+
+
+def keep_records(document: Mapping[str, Any], command: str, near: "str | os.PathLike | None" = None) -> Path | None:
+    """Write the results-file object `document` (`records_to_json`) where an output error left it unwritten: the
+    first place that takes it of beside `near` (the file that could not be written), the current folder and the
+    temp folder, under a new name (``placement-gym-COMMAND-records-DATE-PID.json``); None if none does."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = f"placement-gym-{safe_name(command)}-records-{stamp}-{os.getpid()}.json"
+    places = ([Path(near).parent] if near is not None else []) + [Path.cwd(), Path(tempfile.gettempdir())]
+    for folder in dict.fromkeys(places):
+        try:
+            return write_json(folder / name, document)
+        except OSError:
+            continue
+    return None
 
 
 def write_text(path: "str | os.PathLike", text: str, *, overwrite: bool = False) -> Path:
@@ -330,24 +417,22 @@ def write_csv(path, records: Sequence[Mapping[str, Any]], *, overwrite: bool = F
 
 # ------------------------------------------------------------------------------------- reading them back
 #: The largest results or placement file read back (a compare of thousands of runs is tens of MB).
-MAX_RESULTS_BYTES = 256 << 20
+MAX_RESULTS_BYTES = 64 << 20
 
 
 def load_json(path: "str | os.PathLike") -> Any:
     """The contents of results file `path`, or of its compressed twin ``path.gz`` where only that exists
-    (`schema.read_text`), unchecked: for the tables made of files this project wrote (`read_placements` checks
-    what it builds from)."""
-    return json.loads(read_text(path, max_bytes=MAX_RESULTS_BYTES, what="results file"))
+    (`schema.read_json`: a regular file, its text and values bounded), unchecked beyond that: for the tables made
+    of files this project wrote (`read_placements` checks what it builds from)."""
+    return read_json(path, Anything(), max_bytes=MAX_RESULTS_BYTES, what="results file")
 #: The most records one results file may hold.
 MAX_RECORDS = 100_000
-# Model and agent names go into the names of the files `show` writes: no path separators.
-_NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")
 _LATENCY = Optional(Number(positive=True))
 #: The fields of a record (a results file's, or a placement file itself) that a placement is drawn from; other
 #: fields are not read. Device indices below the length of ``devices`` and one per op of the graph are checked
 #: by `read_placements` and `Placements.check_fits`.
 PLACEMENT_RECORD = Record(
-    {"model": _NAME, "agent": _NAME, "seed": Integer(0, 2**64 - 1),
+    {"model": NAME, "agent": NAME, "seed": Integer(0, 2**64 - 1),
      "devices": ListOf(Text(min_len=1, max_len=200), min_len=1, max_len=MAX_DEVICES),
      "placement": ListOf(Integer(0, MAX_DEVICES - 1), min_len=1, max_len=MAX_OPS)},
     {"model_path": Optional(Text(min_len=1, max_len=4096)), "latency_s": _LATENCY, "reference_latency_s": _LATENCY,
@@ -759,7 +844,8 @@ def plot_curves(path, records: Sequence[Mapping[str, Any]], *, title: str | None
 
 
 __all__ = [
-    "CSV_KEYS", "OPTIMAL_AGENT", "REPLICATE_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "check_outputs",
+    "CSV_KEYS", "OPTIMAL_AGENT", "REPLICATE_AGENT", "REQUIRED_KEYS", "SCHEMA_VERSION", "OutputError",
+    "check_creatable", "check_outputs", "keep_records", "os_error_text", "temporary_name", "umask",
     "format_learning_table", "format_table", "format_vs_replicate", "vs_replicate",
     "machine", "markdown_table",
     "plot_curves", "plot_summary", "read_placements", "records_to_json", "refuse_existing", "save_figure",

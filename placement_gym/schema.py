@@ -13,6 +13,12 @@ small specs::
     Record(required, optional, others), Tagged(key, variants), InstanceOf(cls, what), Plain(max_depth, max_len),
     Anything(), Where(spec, test, expected)
 
+Reading is bounded before anything is built: only a regular file is opened (a FIFO or a device would block or
+never end), its text is capped (a compressed file's too, as it is unpacked), and so is what parsing it builds:
+the values it holds (`MAX_ITEMS`, counted before parsing) and how deep they nest (`MAX_DEPTH`). Parsed JSON costs
+up to ~100 bytes of Python per value, so a file of ``[{},{},...]`` would cost ~30 times its size; with the caps a
+refused file costs at most its text, and an accepted one its text and ~100 bytes per value.
+
 Numbers are bounded, so that nothing read overflows later (a JSON integer has no limit, and ``1e400`` parses as
 infinity): an `Integer` without bounds is within int64, a `Number` is an integer within int64 or a finite float,
 `Plain` data holds no integer beyond int64, and a JSON literal beyond a float's range is refused by every spec.
@@ -27,20 +33,23 @@ the schema has passed, and reported the same way with `mismatch`.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 __all__ = [
-    "HEX64", "INT64_MAX", "INT64_MIN", "MAX_DEVICES", "MAX_OPS", "Anything", "Boolean", "Found", "InstanceOf",
-    "Integer", "ListOf", "MapOf", "Number", "OneOf", "Optional", "Plain", "Record", "SchemaError", "Spec", "Tagged",
-    "Text", "Where", "check", "describe", "join", "mismatch", "read_json", "read_text", "repeated", "stored",
+    "HEX64", "INT64_MAX", "INT64_MIN", "MAX_DEPTH", "MAX_DEVICES", "MAX_ITEMS", "MAX_OPS", "NAME", "Anything",
+    "Boolean", "Found", "InstanceOf", "Integer", "ListOf", "MapOf", "Number", "OneOf", "Optional", "Plain", "Record",
+    "SchemaError", "Spec", "Tagged", "Text", "Where", "check", "describe", "is_regular_file", "join", "loads",
+    "mismatch", "open_regular", "read_json", "read_text", "repeated", "stored",
 ]
 
 #: The most ops a graph named in a file may have (``synthetic:N``, a placement's length): above the largest graphs
@@ -53,6 +62,12 @@ HEX64 = r"[0-9a-f]{64}"
 #: The integers any file may hold where its spec sets no tighter bound: int64, what numpy and torch store. A
 #: larger one (JSON integers have no limit) would pass the check and crash later, converted to an array or a float.
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+#: The most values a JSON text may hold unless its reader says otherwise (`loads`: counted as its commas, brackets
+#: and braces, before it is parsed): what a placement of `MAX_OPS` ops with a few fields per op needs, ten times
+#: the largest file shipped (a suite's reference results: 0.3 M). Parsed, that many values take at most ~400 MB.
+MAX_ITEMS = 4_000_000
+#: The deepest a JSON text's values may nest unless its reader says otherwise (the files here nest at most 9 deep).
+MAX_DEPTH = 32
 
 
 class SchemaError(ValueError):
@@ -174,27 +189,58 @@ def stored(path: "str | os.PathLike") -> Path:
     return path
 
 
+def is_regular_file(path: "str | os.PathLike") -> bool:
+    """Whether `path` is a regular file (a symlink to one too): not a folder, a FIFO, a device or a socket, where
+    opening or reading would block or never end."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def open_regular(path: "str | os.PathLike", *, what: str = "file",
+                 error: type[ValueError] = SchemaError) -> Iterator[BinaryIO]:
+    """`path` opened for reading in binary, refused (`error`, one line) unless it is a regular file.
+
+    Checked on the opened file itself, and opened without blocking: a FIFO put at `path` after any earlier check
+    cannot make the open wait for a writer. ``FileNotFoundError`` when nothing is at `path`."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at {path}") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a folder; expected a {what}") from None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        kind = "a folder" if path.is_dir() else "not a regular file (a FIFO, a device or a socket)"
+        raise error(f"{path} is {kind}; expected a {what}")
+    with os.fdopen(fd, "rb") as f:
+        yield f
+
+
 def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
               error: type[ValueError] = SchemaError) -> str:
     """The UTF-8 text of the file at `path` (or of its compressed twin, `stored`), read bounded (the file's own
     parser then reads it; nothing is run). A ``.gz`` file is decompressed (gzip, of the standard library).
 
-    The size is checked before the file is read, so an oversized file costs nothing, and again on what was read
-    (the file may have grown since; a compressed file's bound is on its text). ``FileNotFoundError`` when nothing
-    is at `path`; every other problem (a folder, too big, not UTF-8, not gzip, unreadable) is one `error` naming
-    the file (`what` says what kind of file was expected).
+    Only a regular file is opened (`open_regular`). The size is checked before the file is read, so an oversized
+    file costs nothing, and again on what was read (the file may have grown since; a compressed file's bound is on
+    its text, and it is unpacked no further than that). ``FileNotFoundError`` when nothing is at `path`; every
+    other problem (a folder, a FIFO, too big, not UTF-8, not gzip, unreadable) is one `error` naming the file
+    (`what` says what kind of file was expected).
     """
     path = stored(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no {what} at {path}")
-    if not path.is_file():
-        raise error(f"{path} is not a file; expected a {what}")
-    size = path.stat().st_size
     try:
-        if size <= max_bytes:
-            with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-                data = f.read(max_bytes + 1)
-            size = len(data)
+        with open_regular(path, what=what, error=error) as raw:
+            size = os.fstat(raw.fileno()).st_size
+            if size <= max_bytes:
+                unpacked = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+                data = unpacked.read(max_bytes + 1)
+                size = len(data)
         if size > max_bytes:
             raise error(f"{path}: {size} bytes; expected a {what} of at most {max_bytes} bytes")
         return data.decode("utf-8")
@@ -202,20 +248,27 @@ def read_text(path: "str | os.PathLike", *, max_bytes: int, what: str = "file",
         raise error(f"{path} is not UTF-8 text; expected a {what}") from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"{path} is not a whole gzip file ({exc}); expected a compressed {what}") from None
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: str = "file",
-              error: type[ValueError] = SchemaError) -> Any:
-    """The JSON file at `path` (read by `read_text`), checked against `spec`.
+def loads(text: str, source: "str | os.PathLike", *, max_items: int = MAX_ITEMS, max_depth: int = MAX_DEPTH,
+          what: str = "file", error: type[ValueError] = SchemaError) -> Any:
+    """The value of the JSON `text` (from `source`, named in errors), parsed with bounded memory: strict JSON only
+    (no ``NaN`` or ``Infinity``; a literal beyond a float's range is kept apart for the specs to refuse), at most
+    `max_items` values and nested at most `max_depth` deep. Every problem is one `error` naming `source`.
 
-    Strict JSON only (no ``NaN`` or ``Infinity``). ``FileNotFoundError`` when nothing is at `path`; every other
-    problem (a folder, too big, not UTF-8, not JSON, not fitting `spec`) is one `error` naming the file (`what`
-    says what kind of file was expected).
-    """
-    path = Path(path)
-    text = read_text(path, max_bytes=max_bytes, what=what, error=error)
+    The values are counted before parsing, as the text's commas, brackets and braces (every value but the first
+    of a list or object follows a comma; every list or object opens with one): an upper bound, since such
+    characters inside strings count too, found in C at the speed of a memory scan, so that a text of millions of
+    tiny values is refused before they are built. The depth is bounded while parsing by the parser's own
+    recursion guard (about a thousand levels, which cost nothing), then checked against `max_depth`."""
+    items = text.count(",") + text.count("[") + text.count("{") + 1
+    if items > max_items:
+        raise error(f"{source}: holds up to {items} values (counting its commas, brackets and braces); expected a "
+                    f"{what} of at most {max_items} values")
 
     def refuse_constant(name: str) -> None:
         raise ValueError(f"{name} is not a JSON number")
@@ -223,13 +276,46 @@ def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, what: 
     try:
         data = json.loads(text, parse_constant=refuse_constant, parse_float=_parse_float)
     except json.JSONDecodeError as exc:
-        raise error(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); expected a "
+        raise error(f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); expected a "
                     f"{what}") from None
     except ValueError as exc:
-        raise error(f"{path} is not strict JSON ({exc}); expected a {what}") from None
+        raise error(f"{source} is not strict JSON ({exc}); expected a {what}") from None
     except RecursionError:
-        raise error(f"{path} is nested too deeply; expected a {what}") from None
-    return check(data, spec, path, error=error)
+        raise error(f"{source} is nested too deeply; expected a {what} nested at most {max_depth} deep") from None
+    if _depth(data, max_depth) > max_depth:
+        raise error(f"{source} is nested too deeply; expected a {what} nested at most {max_depth} deep")
+    return data
+
+
+def _depth(data: Any, limit: int) -> int:
+    """How deep the lists and objects of `data` nest (a scalar: 0, ``[]``: 1, ``[[]]``: 2), counted without
+    recursion and no further than ``limit + 1``."""
+    deepest, level = 0, [data]
+    while level and deepest <= limit:
+        containers = [v for v in level if isinstance(v, (list, dict))]
+        if not containers:
+            break
+        deepest += 1
+        level = [child for v in containers for child in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(child, (list, dict))]
+    return deepest
+
+
+def read_json(path: "str | os.PathLike", spec: "Spec", *, max_bytes: int, max_items: int = MAX_ITEMS,
+              max_depth: int = MAX_DEPTH, what: str = "file", error: type[ValueError] = SchemaError) -> Any:
+    """The JSON file at `path` (read by `read_text`, parsed by `loads`), checked against `spec`: the one way
+    placement-gym reads a JSON file.
+
+    A regular file only, at most `max_bytes` of text (unpacked), `max_items` values and `max_depth` levels, strict
+    JSON (no ``NaN`` or ``Infinity``). ``FileNotFoundError`` when nothing is at `path`; every other problem (a
+    folder, a FIFO, too big, too many values, not UTF-8, not JSON, not fitting `spec`) is one `error` naming the
+    file (`what` says what kind of file was expected).
+    """
+    path = Path(path)
+    text = read_text(path, max_bytes=max_bytes, what=what, error=error)
+    data = loads(text, stored(path), max_items=max_items, max_depth=max_depth, what=what, error=error)
+    del text  # the parsed value is all that is kept
+    return check(data, spec, stored(path), error=error)
 
 
 # ------------------------------------------------------------------------------------------------ specs
@@ -582,3 +668,8 @@ class Where(Spec):
 
 
 _LEAVES = (Integer, Number, Boolean, Text, InstanceOf, Anything)
+
+
+#: A model's or an agent's name as records, placed folders and file names carry it: text without a path
+#: separator (`show` names its pictures after them; `placement_gym.results.safe_name` makes file names).
+NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")

@@ -1,14 +1,20 @@
-"""Each agent's settings are declared once (`agents.core.settings`): the constructor takes exactly the declared
-keywords, shows them in its signature, refuses others in one line, and rebuilds from its hyperparameters."""
+"""Each agent's settings are declared once (`agents.core.settings`, their values `agents.core.bounds`): the
+constructor takes exactly the declared keywords, shows them in its signature, refuses others in one line, and
+rebuilds from its hyperparameters; ``--agent-option`` values outside a setting's declared type and range are refused
+in one line before anything is built (issue 82)."""
 from __future__ import annotations
 
 import inspect
+import json
+import re
 
 import pytest
 
 from agents.core.run import RunAgent
-from placement_gym import registry
+from placement_gym import cli, registry
 from placement_gym.commands.settings import compare_agent_options
+
+from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
 
 
 def _declared_agents() -> list[type]:
@@ -54,14 +60,79 @@ def test_the_settings_checks_live_in_the_dataclasses():
     from agents.ppo import PPOAgent
     from agents.rnn import RNNAgent
 
-    for build, message in [(lambda: PostAgent(n_groups=0), "n_groups must be >= 1"),
-                           (lambda: RNNAgent(reward="latency"), "reward must be one of"),
-                           (lambda: PlacetoAgent(start="middle"), "start must be one of"),
-                           (lambda: PPOAgent(n_steps=0), "n_steps and batch_size must be >= 1"),
-                           (lambda: ImitationAgent(balance=True), "balance=True adds columns"),
-                           (lambda: PostAgent(max_nodes=0), "max_nodes must be a positive number")]:
-        with pytest.raises(ValueError, match=message):
+    for build, message in [
+        (lambda: PostAgent(n_groups=0), "PostSettings: field n_groups: found 0; expected null or an integer from 1"),
+        (lambda: RNNAgent(reward="latency"), "RNNSettings: field reward: found 'latency'; expected one of"),
+        (lambda: PlacetoAgent(start="middle"), "PlacetoSettings: field start: found 'middle'; expected one of"),
+        (lambda: PPOAgent(n_steps=0), "PPOSettings: field n_steps: found 0; expected an integer from 1"),
+        (lambda: ImitationAgent(balance=True), "balance=True adds columns"),
+        (lambda: PostAgent(max_nodes=0), "RunSettings: field max_nodes: found 0; expected an integer from 1"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
             build()
+
+
+# ------------------------------------------------------------------------------- declared types and ranges
+#: (agent, option as given on the command line, what the one-line refusal says): issue 82's cases, each a
+#: traceback, a crash, a hang or gigabytes before.
+REFUSED_OPTIONS = [
+    ("ppo", "device=cuda", "device 'cuda' is not on this machine"),
+    ("hsdag", "hidden_channels=0", "HSDAGSettings: field hidden_channels: found 0; expected an integer from 1 to 1024"),
+    ("rnn", "hidden_dim=-3", "RNNSettings: field hidden_dim: found -3"),
+    ("go", "heads=0", "GOSettings: field heads: found 0; expected an integer from 1 to 64"),
+    ("go", "heads=3", "hidden_channels 64 must be divisible by heads (3)"),
+    ("ppo", "learning_rate=abc", "PPOSettings: field learning_rate: found 'abc'; expected a positive number"),
+    ("hsdag", "learning_rate=NaN", "--agent-option learning_rate is not strict JSON (NaN is not a JSON number)"),
+    ("rnn", "learning_rate=1e400", "--agent-option: field learning_rate: found 1e400 (beyond the range of a float)"),
+    ("hsdag", "learning_rate=-0.1", "ReinforceConfig: field learning_rate: found -0.1; expected a positive number"),
+    ("hsdag", "hidden_channels=20000", "HSDAGSettings: field hidden_channels: found 20000"),
+    ("hsdag", "num_layers=1000000", "HSDAGSettings: field num_layers: found 1000000; expected an integer from 1 to 16"),
+    ("hsdag", "torch_threads=1000000", "RunSettings: field torch_threads: found 1000000"),
+    ("placeto", "sweeps=1000000000", "PlacetoSettings: field sweeps: found 1000000000; expected an integer from 1 "
+     "to 100"),
+    ("ppo", "n_steps=1000000000", "PPOSettings: field n_steps: found 1000000000"),
+    ("hsdag", "stay_bias=" + "[" * 5000 + "]" * 5000, "--agent-option stay_bias is nested too deeply"),
+    ("hsdag", "pooling=yes", "HSDAGSettings: field pooling: found 'yes'; expected true or false"),
+    ("hsdag", "split_patience=0", "SearchConfig: field split_patience: found 0"),
+]
+
+
+@pytest.mark.parametrize("agent, option, said", [c for c in REFUSED_OPTIONS], ids=[c[1][:30] for c in REFUSED_OPTIONS])
+def test_an_agent_option_outside_its_declared_values_is_refused_in_one_line_before_anything_is_built(
+        tmp_path, capsys, agent, option, said):
+    out = tmp_path / "r.json"
+    argv = ["evaluate", "--agent", agent, "--model", "tiny_branch", "--backend", "simulated", "--budget", "2",
+            "--seeds", "1", "--no-progress", "--agent-option", option, "--json", str(out)]
+    peak = peak_rss_bytes()
+    assert cli.main(argv) == 2
+    printed = capsys.readouterr()
+    err = printed.err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err and said in err, err
+    assert printed.out == "" and list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES
+
+
+def test_a_benchmark_with_a_bad_option_makes_no_folder_and_every_benchmark_made_can_be_resumed(tmp_path, capsys):
+    """Before, a bad value was found at the first run, after the folder was made: then neither a rerun (the folder
+    holds a benchmark) nor --resume (its manifest's options could not be read back) was accepted."""
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"format": 1, "suite": "tiny", "version": 1, "description": "",
+                                 "backend": "simulated", "models": ["tiny_chain"], "cases": ["paper:latency"],
+                                 "budgets": [2], "seeds": [0], "metrics": ["gap_pct"]}))
+    out = tmp_path / "bench"
+    for option in ["hidden_channels=0", "learning_rate=NaN", "learning_rate=1e400",
+                   "stay_bias=[" + ",".join(["1"] * 20_000) + "]"]:
+        argv = ["benchmark", "--suite", str(suite), "--agent", "hsdag", "--agent-option", option, "--out", str(out),
+                "--no-progress"]
+        assert cli.main(argv) == 2, option
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err, err
+        assert not out.exists(), option
+    # an option it takes: the benchmark written, its manifest read back by --resume
+    argv = ["benchmark", "--suite", str(suite), "--agent", "hsdag", "--agent-option", "stay_bias=0.5",
+            "--out", str(out), "--no-progress"]
+    assert cli.main(argv) == 0
+    assert cli.main(argv + ["--resume"]) == 0
 
 
 def test_the_imitation_agent_refuses_trainer_settings_it_would_ignore():

@@ -3,12 +3,14 @@
 Real parts: the tiny zoo models, compiled and run with real OpenVINO on this machine's two devices
 (`placement_gym.two_cpu_devices()`: the CPU and a virtual copy, bf16 where the CPU runs bf16), the CLI's own entry
 point. A placed folder must compile as the env compiled that placement (the same execution devices and HETERO
-submodels) and compute what the original model computes.
+submodels) and compute what the original model computes; show, compile and export read one placement from it.
 """
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -178,9 +180,63 @@ def test_an_existing_folder_is_refused_without_overwrite(placed, tmp_path, capsy
     assert sorted(p.name for p in taken.iterdir()) == ["mine.txt"]
     assert cli.main(["place", "--model", "tiny_branch", "--agent", "cheapest", *REAL, "--out", str(taken)]) == 2
     assert "--overwrite" in one_line(capsys.readouterr().err)
-    # --overwrite replaces the placed files only: the user's own file stays
-    assert cli.main(argv + ["--overwrite"]) == 0
-    assert (taken / "mine.txt").read_text() == "the user's" and (taken / "placement.json").is_file()
+    # --overwrite replaces a placed folder placement-gym wrote, whole; a folder holding the user's files is not one
+    assert cli.main(argv + ["--overwrite"]) == 2
+    assert "is not a placed folder placement-gym wrote (it holds mine.txt)" in one_line(capsys.readouterr().err)
+    assert sorted(p.name for p in taken.iterdir()) == ["mine.txt"]
+
+
+def test_a_device_listed_twice_is_refused_before_anything_is_written(tmp_path):
+    """Issue 82: ``save_placed`` with devices ``["CPU", "CPU"]`` wrote a folder ``read_placed`` refuses."""
+    with pytest.raises(ValueError, match=r"device 'CPU' is listed twice \(devices \['CPU', 'CPU'\]\); expected each "
+                                         "device once"):
+        deploy.save_placed(tmp_path / "cc", load_model("tiny_branch"), np.zeros(24, dtype=np.int64), ["CPU", "CPU"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_show_compile_and_export_read_one_placement_from_a_placed_folder(placed, tmp_path, capsys):
+    """Issue 82: ``show`` drew the ``placement`` array while compile and export used ``by_op``, never compared, and
+    drew folders ``compile_placed`` refuses. Now all three read by_op, checked against the array, the same way."""
+    out, _ = placed
+    document = json.loads((out / "placement.json").read_text())
+    graph = load_graph("tiny_branch")
+    _, own_graph, placement = deploy.read_placed_graph(out)
+    assert placement.tolist() == [DEVICES.index(document["by_op"][op]) for op in graph.op_names]
+    assert own_graph.op_names == graph.op_names
+    disagree = tmp_path / "disagree"
+    shutil.copytree(out, disagree)
+    document["placement"][5] = 1 - document["placement"][5]
+    (disagree / "placement.json").write_text(json.dumps(document))
+    said = (f"{disagree / 'placement.json'}: field placement[5]: found {document['placement'][5]}; expected "
+            f"{1 - document['placement'][5]}, the device by_op gives op {graph.op_names[5]!r}")
+    with pytest.raises(ValueError, match=re.escape(said)):
+        deploy.compile_placed(disagree)
+    assert cli.main(["show", str(disagree)]) == 2
+    assert said in one_line(capsys.readouterr().err) and not (disagree / "placement.png").exists()
+    assert cli.main(["export", str(disagree), "--model", "tiny_branch", "--out", str(tmp_path / "x")]) == 2
+    assert said in one_line(capsys.readouterr().err) and not (tmp_path / "x").exists()
+    # a folder compile_placed refuses for what it holds (an op on a device not listed) show refuses too
+    document["placement"][5] = 1 - document["placement"][5]
+    document["by_op"][graph.op_names[0]] = "NPU"
+    (disagree / "placement.json").write_text(json.dumps(document))
+    assert cli.main(["show", str(disagree)]) == 2
+    assert "expected one of devices" in one_line(capsys.readouterr().err)
+
+
+def test_a_placed_folder_with_its_placement_json_compressed_is_read_by_export_as_by_show_and_compile(placed,
+                                                                                                   tmp_path):
+    """Issue 82: export ignored a placement.json.gz twin that show and compile read."""
+    out, _ = placed
+    packed = tmp_path / "packed"
+    shutil.copytree(out, packed)
+    text = (packed / "placement.json").read_bytes()
+    (packed / "placement.json.gz").write_bytes(gzip.compress(text))
+    (packed / "placement.json").unlink()
+    assert cli.main(["export", str(packed), "--model", "tiny_branch", "--out", str(tmp_path / "again")]) == 0
+    assert json.loads((tmp_path / "again" / "placement.json").read_text())["by_op"] == \
+        json.loads(text)["by_op"]
+    assert cli.main(["show", str(packed)]) == 0
+    assert deploy.read_placed_graph(packed)[2].tolist() == json.loads(text)["placement"]
 
 
 def test_a_placement_for_another_graph_is_refused_in_one_line(placed, tmp_path, capsys):

@@ -1,6 +1,6 @@
 """The command line under stress: SIGTERM and Ctrl-C keep the finished runs, outputs are checked up front
-(none over another, none over an input, none over an existing file without --overwrite), and a PPO run leaves
-nothing in the temp folder.
+(none over another, none over an input, none over an existing file without --overwrite), a PPO run leaves
+nothing in the temp folder, a user's agent that does not load is one line, and calibrate's counts are bounded.
 
 Real parts: the CLI run as a subprocess and stopped with real signals, the simulated backend on tiny models,
 real files.
@@ -281,3 +281,108 @@ def test_a_graph_network_agent_leaves_nothing_in_the_temp_folder(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     # torch makes its own cache folder there on import (torchinductor_USER: one per user, reused, not per process)
     assert [p.name for p in temp.iterdir() if not p.name.startswith("torchinductor_")] == []
+
+
+# --------------------------------------------------------------------------------------- custom agents (issue 82)
+#: (the agent file's source, the class asked for, what the one line says): each was a traceback of 26-29 lines, an
+#: exit 0 having done nothing, or an AttributeError after seconds of work.
+LOADER_CASES = [
+    pytest.param("class Good(:\n    pass\n", "Good", "a syntax error in {file}, line 1: invalid syntax",
+                 id="syntax error"),
+    pytest.param("raise RuntimeError('boom at import')\n", "Good", "its module raised RuntimeError: boom at import "
+                 "(at {file}:1)", id="exception at import"),
+    pytest.param("import sys\nsys.exit(0)\n", "Good", "its module raised sys.exit(0)", id="sys.exit(0) at import"),
+    pytest.param("class NotAnAgent:\n    pass\n", "NotAnAgent", "class NotAnAgent has no learn or predict method; "
+                 "expected an agent", id="not an agent"),
+    pytest.param("from agents.baselines import CheapestDevice\n"
+                 "class Team(CheapestDevice):\n    name = 'team/agent-v2'\n", "Team", "field name: found 'team/agent-v2'; expected a name of 1 to 500 characters without / or",
+                 id="a name with a slash"),
+]
+
+
+@pytest.mark.parametrize("source, cls, said", LOADER_CASES)
+@pytest.mark.parametrize("command", ["evaluate", "place", "benchmark"])
+def test_a_custom_agent_that_does_not_load_is_one_line_and_exit_2_before_any_run(tmp_path, capsys, source, cls,
+                                                                                 said, command):
+    file = tmp_path / f"agent_{abs(hash(source))}.py"
+    file.write_text(source)
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"format": 1, "suite": "tiny", "version": 1, "description": "",
+                                 "backend": "simulated", "models": ["tiny_chain"], "cases": ["paper:latency"],
+                                 "budgets": [2], "seeds": [0], "metrics": ["gap_pct"]}))
+    agent = f"{file}:{cls}"
+    argv = {"evaluate": ["evaluate", "--agent", agent, "--model", "tiny_branch", *RUN],
+            "place": ["place", "--agent", agent, "--model", "tiny_branch", *RUN, "--out", str(tmp_path / "p")],
+            "benchmark": ["benchmark", "--agent", agent, "--suite", str(suite), "--out", str(tmp_path / "b"),
+                          "--no-progress"]}[command]
+    assert cli.main(argv) == 2
+    printed = capsys.readouterr()
+    err = printed.err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert err.startswith(f"placement-gym {command}: error: agent {agent!r}") and said.format(file=file) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([file.name, suite.name])  # nothing ran or written
+
+
+@pytest.mark.parametrize("agent, said", [(":Good", "names no module"), ("agent_file.py:", "names no class")])
+def test_an_agent_path_without_a_module_or_a_class_says_so(capsys, agent, said):
+    """``--agent :Good`` said "Empty module name"."""
+    assert cli.main(["evaluate", "--agent", agent, "--model", "tiny_branch", *RUN]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"placement-gym evaluate: error: agent {agent!r} {said}; expected 'package.module:Class' or " \
+                  "'path/to/file.py:Class'", err
+
+
+# --------------------------------------------------------------------------------------- calibrate's arguments
+@pytest.mark.parametrize("argv, said", [
+    (["--placements", str(10**9)], "argument --placements: found 1000000000; expected placements from 0 to 1000"),
+    (["--placements", "many"], "argument --placements: 'many' is not an integer"),
+    (["--repeats", "0"], "argument --repeats: found 0; expected timed inferences from 1 to 10000"),
+    (["--segments", "1", "0"], "argument --segments: found 0; expected segment counts from 1 to"),
+    (["--name", "n" * 300], "argument --name: found text of 300 characters"),
+    (["--out", "p" * 230 + ".json"], "the profile is named after --out's file name (no --name given): found text "
+                                     "of 230 characters"),
+], ids=["placements 10**9", "placements text", "repeats 0", "segment 0", "name of 300", "out's name of 230"])
+def test_calibrate_refuses_arguments_beyond_its_scale_in_one_line(tmp_path, capsys, argv, said):
+    """``--placements 10**9`` grew to 9.9 GB in 5 minutes; a 300-character ``--name`` gave a profile ``--profile``
+    refuses (its schema takes names of at most 200 characters)."""
+    argv = [a if not a.startswith("p" * 230) else str(tmp_path / a) for a in argv]
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "profile.json")]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["calibrate", "--models", "tiny_branch", *out, *argv])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("placement-gym calibrate: error: ") and said in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------- place, interrupted
+def test_place_interrupted_after_writing_says_what_it_wrote(tmp_path):
+    """An interrupted ``place`` said "nothing was finished, nothing saved" when the folder and the records existed
+    (Ctrl-C while it timed the written folder against each device, on the real backend)."""
+    import placement_gym
+
+    argv = [sys.executable, "-u", "-m", "placement_gym.cli", "place", "--model", "tiny_branch", "--agent",
+            "cheapest", "--backend", "openvino", "--devices", *placement_gym.two_cpu_devices(), "--warmup", "1",
+            "--repeats", "200", "--out", str(tmp_path / "p"), "--json", str(tmp_path / "r.json"), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + CEILING_S
+        for line in proc.stdout:  # the line that says the folder is written; the timing against devices follows
+            assert time.monotonic() < deadline, "place did not write its folder in time"
+            if "compile it with placement_gym.deploy.compile_placed" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=CEILING_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if proc.returncode == 0:  # the timing ended before the signal came: nothing to check
+        pytest.skip("the written folder was timed before the signal arrived")
+    assert proc.returncode == 130
+    lines = err.strip().splitlines()
+    assert lines[-1] == f"placement-gym place: interrupted after {tmp_path / 'p'} and the records were written in " \
+        "full", err
+    assert (tmp_path / "p" / "placement.json").is_file() and json.loads((tmp_path / "r.json").read_text())["records"]

@@ -3,13 +3,19 @@ and ``placement-gym show`` refuses a malformed results or placement file in one 
 numbers beyond range in any file (a JSON integer of 400 digits, ``1e400``) are refused the same way, a graph that
 no device holds is a one-line refusal, and the largest published input allowed is checked in one pass.
 
+Reading is bounded (issue 82): a regular file only (a FIFO is refused at once), its text capped as it is unpacked,
+its values counted before they are built and their nesting capped, so a refused file costs at most its text.
+
 Real parts: the model cache's own files (written by a real build), results and placement files written by
 ``placement-gym train``, the real command line.
 """
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +27,9 @@ from placement_gym.backends.profiles import PRESETS
 from placement_gym.models import load_graph, load_model
 from placement_gym.models.zoo import ZOO_VERSION
 from placement_gym.results import MAX_RECORDS, MAX_RESULTS_BYTES
-from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json
+from placement_gym.schema import (
+    MAX_DEPTH, MAX_DEVICES, MAX_ITEMS, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json,
+)
 
 from .cached_zoo import count_cached_tiny_builds
 from .refusals import BUILT_NOTHING_BYTES, peak_rss_bytes
@@ -342,3 +350,132 @@ def test_a_tarnawski_input_of_the_most_nodes_allowed_is_checked_in_one_pass(tmp_
     with pytest.raises(SchemaError, match=re.escape(f"{path}: field nodes[{MAX_OPS - 1}].id: found {MAX_OPS - 2}; "
                                                     f"expected unique node ids (nodes[{MAX_OPS - 2}] has it too)")):
         load_graph(str(path))
+
+
+# ----------------------------------------------------------------------------------------- bounded reading
+def _with_junk(data: dict, path: Path, n_values: int, *, packed: bool = False) -> Path:
+    """`data` written to `path` with a field no reader reads holding ``[{},{},...]`` of `n_values` objects (3 bytes
+    of text each, ~70 bytes each once parsed), gzip-compressed where `packed` (a few hundred kB for 250 MB)."""
+    head = json.dumps(data)[:-1].encode() + b', "junk": ['
+    chunk = b"{}," * 1_000_000
+    with (gzip.open(path, "wb", compresslevel=1) if packed else open(path, "wb")) as f:
+        f.write(head)
+        for _ in range(n_values // 1_000_000):
+            f.write(chunk)
+        f.write(b"{}]}")
+    return path
+
+
+def test_a_compressed_results_file_of_250_mb_of_tiny_values_is_refused_at_its_text_cap(tmp_path, capsys, written):
+    """Issue 82: a 243 kB ``.json.gz`` of ``[{},{},...]`` in a field no one reads made ``show`` peak at 6.2 GB
+    and exit 0. Unpacked no further than the cap, refused in one line."""
+    path = _with_junk(written["results"], tmp_path / "run.json.gz", 83_000_000, packed=True)
+    assert path.stat().st_size < 2_000_000
+    peak = peak_rss_bytes()
+    assert cli.main(["show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "expected a results or placement file of at most 67108864 bytes" in err, err
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES and not list(tmp_path.glob("*.png"))
+
+
+def test_millions_of_tiny_values_within_the_text_cap_are_refused_before_they_are_built(tmp_path, capsys, written):
+    """30 MB of ``{},`` is 10 million objects (~700 MB once parsed; counted as 20 million: each opens with a brace
+    and follows a comma): counted before parsing, refused in one line,
+    for every reader (``show``, ``benchmark --reference``, a placed folder's placement.json)."""
+    results = _with_junk(written["results"], tmp_path / "run.json", 10_000_000)
+    peak = peak_rss_bytes()
+    assert cli.main(["show", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and re.match(rf"placement-gym show: error: {re.escape(str(results))}: holds up to "
+                                              r"200\d{5} values", err) and f"at most {MAX_ITEMS} values" in err, err
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"format": 1, "suite": "tiny", "version": 1, "description": "",
+                                 "backend": "simulated", "models": ["tiny_chain"], "cases": ["paper:latency"],
+                                 "budgets": [2], "seeds": [0], "metrics": ["gap_pct"]}))
+    argv = ["benchmark", "--suite", str(suite), "--agent", "random", "--reference", str(results), "--out",
+            str(tmp_path / "bench"), "--no-progress"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "values (counting its commas" in err and not (tmp_path / "bench").exists()
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES
+
+
+def test_a_placed_folder_whose_placement_json_holds_millions_of_values_is_refused_before_they_are_built(tmp_path):
+    """A 63 MB placement.json cost ``compile_placed`` 3.0 GB."""
+    from placement_gym import deploy
+
+    folder = tmp_path / "placed"
+    deploy.save_placed(folder, load_model("tiny_branch"), [0] * load_graph("tiny_branch").n_ops, ["CPU", "GPU"])
+    document = json.loads((folder / "placement.json").read_text())
+    _with_junk(document, folder / "placement.json", 20_000_000)
+    peak = peak_rss_bytes()
+    for read in (deploy.compile_placed, deploy.read_placed):
+        with pytest.raises(SchemaError, match=r"placement.json: holds up to 400\d{5} values"):
+            read(folder)
+    assert peak_rss_bytes() - peak < BUILT_NOTHING_BYTES
+
+
+def test_values_nested_deeper_than_any_file_of_ours_are_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"records": [], "junk": ' + "[" * 40 + "]" * 40 + "}")
+    with pytest.raises(SchemaError, match=f"deep.json is nested too deeply; expected a .* nested at most {MAX_DEPTH}"):
+        read_json(path, Record({}), max_bytes=1 << 16)
+
+
+# ----------------------------------------------------------------------------------------- not regular files
+class Blocked(Exception):
+    """A read still blocked when `_Within`'s time ran out (not an OSError: code that swallows those, as the old
+    `deploy._is_zip` did, cannot hide it)."""
+
+
+class _Within:
+    """A block that raises `Blocked` after `seconds` (SIGALRM): a read that blocks forever fails the test."""
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+
+    def __enter__(self) -> None:
+        def expire(signum, frame):
+            raise Blocked(f"still blocked after {self.seconds} s")
+
+        self.previous = signal.signal(signal.SIGALRM, expire)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc) -> None:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.previous)
+
+
+def test_a_fifo_where_a_file_is_read_is_refused_at_once(tmp_path, capsys):
+    """``export`` hung forever on a placed folder whose placement.json was a FIFO (``deploy.read_placement`` opened
+    it before checking it was a regular file); ``show`` and ``compile_placed`` refused it."""
+    from placement_gym import deploy
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    os.mkfifo(folder / "placement.json")
+    graph = load_graph("tiny_branch")
+    with _Within(60):
+        assert cli.main(["export", str(folder), "--model", "tiny_branch", "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and f"{folder / 'placement.json'} is not a regular file (a FIFO" in err, err
+        with pytest.raises(ValueError, match="is not a regular file"):
+            deploy.read_placement(folder / "placement.json", graph)
+        with pytest.raises(SchemaError, match="is not a regular file"):
+            read_json(folder / "placement.json", Record({}), max_bytes=1 << 16)
+        assert cli.main(["show", str(folder / "placement.json")]) == 2
+        assert "is not a regular file" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_suite_listing_a_model_twice_is_refused(tmp_path):
+    """Its runs would be written to one file each and counted twice in the table."""
+    from placement_gym import benchmark
+
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"format": 1, "suite": "tiny", "version": 1, "description": "",
+                                 "backend": "simulated", "models": ["tiny_chain", "tiny_branch", "tiny_chain"],
+                                 "cases": ["paper:latency"], "budgets": [2], "seeds": [0], "metrics": ["gap_pct"]}))
+    with pytest.raises(SchemaError, match=re.escape(f"{suite}: field models[2]: found 'tiny_chain'; expected each "
+                                                    "model once (models[0] is the same)")):
+        benchmark.load_suite(suite)

@@ -21,22 +21,13 @@ from .test_transfer import Placements
 LEARNED = ["hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node"]
 DATA = Path(__file__).parent / "data"
 
-#: Best-so-far curves of each learned agent at the defaults of the release before the search became a layer of
-#: its own (seed 0, ``tiny_branch`` on the simulated ``ai_pc`` preset, throughput, 40 placements), measured with
-#: that release: its hybrid form must reproduce them placement for placement.
-BEFORE = {
-    "hsdag": [[1, 0.00016067887987387063], [6, 0.00012096881450488145], [12, 0.00012048647140864713]],
-    "placeto": [[1, 0.00016067887987387063], [5, 0.00015888223152022316]],
-    "rnn": [[1, 0.00016067887987387063], [9, 0.00014039152022315204],
-             [29, 0.0001332904648596204], [39, 0.00013087165993572254]],
-    "post": [[1, 0.00016067887987387063], [14, 0.00013991256351971598],
-             [16, 0.00013168241683342432], [17, 0.0001091287029288703]],
-    "go": [[1, 0.00016067887987387063], [6, 0.0001464320614276658],
-             [10, 0.00012050688981868899], [38, 9.602955745558184e-05]],
-    "ppo": [[1, 0.00016067887987387063], [11, 0.00012720857146322238],
-             [23, 0.00011686639791401371], [38, 0.00011240390516039048]],
-    "ppo-node": [[1, 0.00016067887987387063], [5, 0.00015888223152022316], [8, 0.00014255040446304045]],
-}
+#: Best-so-far curves of each learned agent's hybrid form (seed 0, ``tiny_branch`` on the simulated ``ai_pc`` preset,
+#: throughput, 40 placements). Until 2026-11-27 they were the curves of the release before the search became a layer
+#: of its own (cost model version 1), which the hybrid reproduced placement for placement; cost model version 2 prices
+#: every placement anew, so they are regenerated at commit a7dd75a (the hybrids' search starts reach this case's
+#: best placement within three measurements, whatever the agent), and tests/test_seeded_pins.py pins every placement.
+BEFORE = {name: [[1, 0.00031024224813249243], [3, 0.0001917157130231741]]
+          for name in ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")}
 
 
 def ai_pc_env(agent, model: str = "tiny_branch") -> DevicePlacementEnv:
@@ -97,8 +88,9 @@ def test_an_agent_runs_every_component_of_its_hybrid_and_refuses_those_it_cannot
     idle = sorted(f for f in ("explore", "boundary_explore", "refine", "search_groups", "greedy_final", "local_search",
                               "search_proposals") if f not in cls.SEARCH_OPTIONS)
     assert idle, f"{name} runs every component tried here: pick one it cannot run"
+    on = True if isinstance(getattr(SearchConfig(), idle[0]), bool) else 1  # a value the setting takes (it declares)
     with pytest.raises(ValueError, match=rf"^{name} does not run the search component\(s\) \['{idle[0]}'\]; it runs \[") as caught:
-        registry.make_agent(name, {idle[0]: 1})
+        registry.make_agent(name, {idle[0]: on})
     assert "\n" not in str(caught.value)
 
 

@@ -210,7 +210,7 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
 def test_the_zero_shot_override_is_a_number_of_overheads_or_off(name):
     cls = registry.load_agent_class(name)
     assert cls(search={"zero_shot_override": None}).zero_shot_override == 0.0
-    with pytest.raises(ValueError, match="search settings out of range: zero_shot_override=-1.0"):
+    with pytest.raises(ValueError, match="SearchConfig: field zero_shot_override: found -1.0; expected a number"):
         cls(search={"zero_shot_override": -1.0})
 
 

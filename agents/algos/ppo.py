@@ -37,6 +37,9 @@ from agents.core.search_settings import SearchConfig
 from agents.nn.gnn import MLP
 
 from .hooks import TrainingHooks
+from agents.core.bounds import LEARNING_RATE, SHARE, STEPS, setting
+from placement_gym.schema import Integer, Number, Optional, Text
+
 from .reinforce import Imitate, PolicyGradientTrainer, ReinforceConfig, apply_gradients, imitation_loss
 from .rollout import Decision, Measured, collect_episode, collect_placements, discounted_returns
 
@@ -60,28 +63,18 @@ class PPOConfig(ReinforceConfig):
         critic_learning_rate: the critic's Adam step size.
     """
 
-    n_epochs: int = 4
-    minibatch_size: int | None = None
-    clip_range: float = 0.2
-    target_kl: float | None = 0.05
-    value: Literal["baseline", "critic"] = "baseline"
-    gae_lambda: float = 0.95
-    critic_learning_rate: float = 1e-3
+    n_epochs: int = setting(4, Integer(1, 1000))
+    minibatch_size: int | None = setting(None, Optional(STEPS))
+    clip_range: float = setting(0.2, Number(positive=True, high=1.0))
+    target_kl: float | None = setting(0.05, Optional(Number(positive=True, high=100.0)))
+    value: Literal["baseline", "critic"] = setting("baseline", Text(choices=VALUE_ESTIMATES))
+    gae_lambda: float = setting(0.95, SHARE)
+    critic_learning_rate: float = setting(1e-3, LEARNING_RATE)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.n_epochs < 1:
-            raise ValueError(f"n_epochs must be >= 1, got {self.n_epochs}")
-        if self.minibatch_size is not None and self.minibatch_size < 1:
-            raise ValueError(f"minibatch_size must be >= 1 or None (the whole rollout), got {self.minibatch_size}")
-        if not 0 < self.clip_range < 1:
+        super().__post_init__()  # every field's declared values (`agents.core.bounds.check_settings`)
+        if self.clip_range == 1:
             raise ValueError(f"clip_range must be in (0, 1), got {self.clip_range}")
-        if self.target_kl is not None and self.target_kl <= 0:
-            raise ValueError(f"target_kl must be > 0 or None, got {self.target_kl}")
-        if self.value not in VALUE_ESTIMATES:
-            raise ValueError(f"value must be one of {VALUE_ESTIMATES}, got {self.value!r}")
-        if not 0 <= self.gae_lambda <= 1:
-            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
 
 
 def clipped_surrogate(log_prob: Tensor, old_log_prob: Tensor, advantage: Tensor,

@@ -97,6 +97,8 @@ from torch import Tensor, nn
 
 from agents.core.loop import RunLoop
 from agents.core.search_settings import SearchConfig
+from agents.core.bounds import COEFFICIENT, FLAG, LEARNING_RATE, SHARE, STEPS, check_settings, setting
+from placement_gym.schema import Number, Optional, Text
 from agents.nn.policy import PolicySample, sample_categorical
 
 from .hooks import TrainingHooks
@@ -111,31 +113,24 @@ __all__ = ["SWITCHES_OFF", "SWITCHES_ON", "PolicyGradientTrainer", "PolicySample
 class ReinforceConfig:
     """Settings of `ReinforceTrainer` (see the module docstring for what each does)."""
 
-    mode: Literal["bandit", "episodic"] = "bandit"
-    learning_rate: float = 1e-3
-    samples_per_update: int = 8
-    episodes_per_update: int = 1
-    gamma: float = 1.0
-    baseline: bool = True
-    baseline_decay: float = 0.9
-    normalize_advantage: bool = True
-    entropy_coef: float = 0.01
-    entropy_per_decision: bool = False
-    leave_one_out: bool = False
-    measure_argmax: bool = False
-    max_grad_norm: float | None = 1.0
+    mode: Literal["bandit", "episodic"] = setting("bandit", Text(choices=("bandit", "episodic")))
+    learning_rate: float = setting(1e-3, LEARNING_RATE)
+    samples_per_update: int = setting(8, STEPS)
+    episodes_per_update: int = setting(1, STEPS)
+    gamma: float = setting(1.0, SHARE)
+    baseline: bool = setting(True, FLAG)
+    baseline_decay: float = setting(0.9, SHARE)
+    normalize_advantage: bool = setting(True, FLAG)
+    entropy_coef: float = setting(0.01, COEFFICIENT)
+    entropy_per_decision: bool = setting(False, FLAG)
+    leave_one_out: bool = setting(False, FLAG)
+    measure_argmax: bool = setting(False, FLAG)
+    max_grad_norm: float | None = setting(1.0, Optional(Number(positive=True, high=1e6)))
 
     def __post_init__(self) -> None:
-        if self.mode not in ("bandit", "episodic"):
-            raise ValueError(f"mode must be 'bandit' (one-step envs) or 'episodic' (multi-step envs), got {self.mode!r}")
-        if self.samples_per_update < 1 or self.episodes_per_update < 1:
-            raise ValueError("samples_per_update and episodes_per_update must be >= 1")
-        if not 0.0 <= self.baseline_decay < 1.0:
+        check_settings(self)
+        if self.baseline_decay == 1.0:
             raise ValueError(f"baseline_decay must be in [0, 1), got {self.baseline_decay}")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.entropy_coef < 0:
-            raise ValueError(f"entropy_coef must be >= 0, got {self.entropy_coef}")
         if self.measure_argmax and self.mode != "bandit":
             raise ValueError("measure_argmax needs mode='bandit' (whole placements); the episodic mode places one "
                              "node per step")

@@ -104,6 +104,25 @@ SPEC_FIELDS = {"spec": Record(
 DEVICE = "cpu"
 
 
+def available_device(device: "str | torch.device") -> torch.device:
+    """`device` as a torch device this machine has (``cpu``, ``cuda[:i]`` where CUDA sees device i, ``mps`` on a
+    Mac that has it), else ValueError in one line: a device torch cannot use here would fail later, in the middle
+    of a run, with a long traceback."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device {device!r} is not a torch device ({str(exc).splitlines()[0]}); expected 'cpu'"
+                         f"{' or cuda' if torch.cuda.is_available() else ''}") from None
+    counts = {"cpu": lambda: 1, "cuda": torch.cuda.device_count,
+              "mps": lambda: int(torch.backends.mps.is_available())}
+    count = counts.get(parsed.type, lambda: 0)()
+    if count == 0 or (parsed.index or 0) >= count:
+        here = [name for name, n in counts.items() if n()]
+        raise ValueError(f"device {str(device)!r} is not on this machine; expected one of {', '.join(here)}"
+                         + (f" (cuda:0 to cuda:{count - 1})" if parsed.type == "cuda" and count else ""))
+    return parsed
+
+
 class TorchDevice:
     """Mixin of an agent with a torch policy (placed before `RunAgent` in its bases): the ``device`` keyword, the
     policy's torch device (`DEVICE` unless given), kept as ``self.device`` and declared beside the run's settings
@@ -111,7 +130,7 @@ class TorchDevice:
 
     def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
         super().__init__(**options)
-        self.device = torch.device(device)
+        self.device = available_device(device)
 
     @classmethod
     def base_option_defaults(cls) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import torch
 
+from agents.core.bounds import DEPTH, GROUPS, HEADS, LEVELS, SEED, STEPS, SWEEPS, THREADS, WIDTH
 from placement_gym.results import versions, write_atomically
 from placement_gym.schema import (
     HEX64, MAX_DEVICES, MAX_OPS, Boolean, Found, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain,
@@ -59,20 +60,18 @@ CHECKPOINT_FORMAT = "placement-gym-agent/2"
 #: biggest graph tens of MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
 
-_WIDTH = Integer(1, 4096)  # a policy's embedding width
-_DEPTH = Integer(0, 64)  # its number of layers
-_PER_UPDATE = Integer(1, 1 << 16)  # samples, episodes or steps per update
 #: Bounds of the settings (constructor arguments, ``hyperparameters``) that size a policy or a run, by name, for
-#: every agent; any other setting is plain data, bounded in size. A constructor refuses settings it does not take.
+#: every agent (`agents.core.bounds`, which the settings dataclasses declare too); any other setting is plain
+#: data, bounded in size. A constructor refuses settings it does not take, or outside what it declares.
 SETTINGS = Record({}, {
-    "hidden_channels": _WIDTH, "hidden_dim": _WIDTH, "num_layers": _DEPTH, "n_layers": _DEPTH,
-    "attention_layers": _DEPTH, "heads": Integer(1, 64), "segment_length": Integer(1, MAX_OPS),
-    "n_groups": Optional(Integer(1, MAX_OPS)), "groups": Integer(1, MAX_OPS), "node_groups": Optional(Integer(1, MAX_OPS)),
-    "action_groups": Optional(Integer(1, MAX_OPS)), "max_levels": Optional(_DEPTH), "sweeps": Integer(1, 1000),
-    "samples_per_update": _PER_UPDATE, "episodes_per_update": _PER_UPDATE, "n_steps": _PER_UPDATE,
-    "batch_size": _PER_UPDATE, "n_epochs": Integer(1, 1000), "ce_every": Integer(1, 1 << 16),
-    "coarsen_above": Optional(Integer(1, MAX_OPS)), "max_nodes": Integer(1, MAX_OPS),
-    "seed": Optional(Integer(0, 2**64 - 1)), "torch_threads": Optional(Integer(1, 1024)),
+    "hidden_channels": WIDTH, "hidden_dim": WIDTH, "num_layers": DEPTH, "n_layers": DEPTH,
+    "attention_layers": DEPTH, "heads": HEADS, "segment_length": Integer(1, MAX_OPS),
+    "n_groups": Optional(GROUPS), "groups": Optional(GROUPS), "node_groups": Optional(GROUPS),
+    "action_groups": Optional(GROUPS), "max_levels": Optional(LEVELS), "sweeps": SWEEPS,
+    "samples_per_update": STEPS, "episodes_per_update": STEPS, "n_steps": STEPS,
+    "batch_size": STEPS, "n_epochs": Integer(1, 1000), "ce_every": STEPS,
+    "coarsen_above": Optional(Integer(1, MAX_OPS)), "max_nodes": GROUPS,
+    "seed": Optional(SEED), "torch_threads": Optional(THREADS),
 }, others=Plain(max_depth=4, max_len=1000), what="an object of settings (name: value)")
 _NAME = Text(max_len=500)
 _GRAPHS = ListOf(_NAME, max_len=10_000)

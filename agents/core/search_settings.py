@@ -64,6 +64,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from agents.core.bounds import COEFFICIENT, FLAG, GROUPS, SHARE, check_settings, setting
+from placement_gym.schema import Integer, Number, Optional
+
 __all__ = ["HEURISTIC_STARTS", "LAYER_COMPONENTS", "SEARCH_OPTION_NAMES", "SEARCH_SPELLINGS", "SearchConfig",
            "check_components", "check_heuristic_start", "check_split_patience", "gather_search_options",
            "option_names", "split_search_options"]
@@ -97,47 +100,32 @@ class SearchConfig:
     """Which search components run around a learned agent, and their settings (module docstring, one row per
     field). ``SearchConfig()`` is no search at all: the agent's paper's method alone."""
 
-    heuristic_start: str = "off"
-    search_proposals: int = 0
-    split_patience: int | None = None
-    split_refit: bool = False
-    explore: float = 0.0
-    boundary_explore: float = 0.0
-    refine: bool = False
-    refine_boundary: bool = False
-    imitation_coef: float = 0.0
-    elites: int = 4
-    distill_steps: int = 0
-    distill_seconds: float | None = None
-    fit_memory: bool = False
-    zero_shot_override: float = 0.0
-    finetune_from_predict: bool = False
-    finetune_search: float = 0.0
+    heuristic_start: str = "off"  # checked by `check_heuristic_start`, as the heuristic start checks it
+    search_proposals: int = setting(0, Integer(0, 10_000))
+    split_patience: int | None = setting(None, Optional(Integer(1, 1 << 30)))
+    split_refit: bool = setting(False, FLAG)
+    explore: float = setting(0.0, COEFFICIENT)
+    boundary_explore: float = setting(0.0, COEFFICIENT)
+    refine: bool = setting(False, FLAG)
+    refine_boundary: bool = setting(False, FLAG)
+    imitation_coef: float = setting(0.0, COEFFICIENT)
+    elites: int = setting(4, Integer(1, 10_000))
+    distill_steps: int = setting(0, Integer(0, 1_000_000))
+    distill_seconds: float | None = setting(None, Optional(Number(positive=True, high=86_400.0)))
+    fit_memory: bool = setting(False, FLAG)
+    zero_shot_override: float = setting(0.0, Number(0.0, 1e6))
+    finetune_from_predict: bool = setting(False, FLAG)
+    finetune_search: float = setting(0.0, SHARE)
     finetune_search_options: Mapping[str, Any] = field(default_factory=dict)
-    search_groups: int | None = None
-    greedy_final: bool = False
-    local_search: float = 0.0
+    search_groups: int | None = setting(None, Optional(GROUPS))
+    greedy_final: bool = setting(False, FLAG)
+    local_search: float = setting(0.0, SHARE)
 
     def __post_init__(self) -> None:
         if self.zero_shot_override is None:  # earlier releases spelled "off" None too
             object.__setattr__(self, "zero_shot_override", 0.0)
         check_heuristic_start(self.heuristic_start)
-        check_split_patience(self.split_patience)
-        checks = {
-            "search_proposals": self.search_proposals >= 0, "explore": self.explore >= 0,
-            "boundary_explore": self.boundary_explore >= 0, "imitation_coef": self.imitation_coef >= 0,
-            "elites": self.elites >= 1, "distill_steps": self.distill_steps >= 0,
-            "distill_seconds": self.distill_seconds is None or self.distill_seconds > 0,
-            "zero_shot_override": self.zero_shot_override >= 0,
-            "finetune_search": 0.0 <= self.finetune_search <= 1.0,
-            "local_search": 0.0 <= self.local_search <= 1.0,
-            "search_groups": self.search_groups is None or self.search_groups >= 1,
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError(f"search settings out of range: {', '.join(f'{n}={getattr(self, n)!r}' for n in bad)} "
-                             "(counts and shares are >= 0, elites and search_groups >= 1, finetune_search and local_search in [0, 1], "
-                             "distill_seconds None or > 0)")
+        check_settings(self)  # every other field's declared values (`agents.core.bounds`)
         object.__setattr__(self, "finetune_search_options", dict(self.finetune_search_options))
 
     # ------------------------------------------------------------------------------------ reading

@@ -39,6 +39,7 @@ from placement_gym.schema import (
     read_json,
 )
 
+from agents.core.bounds import GROUPS, SEED, THREADS, check_settings, setting
 from agents.core.checkpoint import SETTINGS, CheckpointError
 
 if TYPE_CHECKING:
@@ -81,17 +82,16 @@ class RunSettings:
             a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
     """
 
-    seed: int | None = None
-    torch_threads: int | None = 1
-    coarsen_above: int | None = None
-    max_nodes: int = MAX_NODES
+    seed: int | None = setting(None, Optional(SEED))
+    torch_threads: int | None = setting(1, Optional(THREADS))
+    coarsen_above: int | None = setting(None, Optional(Integer(0)))
+    max_nodes: int = setting(MAX_NODES, GROUPS)
     search: "SearchConfig | Mapping[str, Any] | str | None" = None  # resolved by the agent (its ``HYBRID``)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_nodes, (int, np.integer)) or self.max_nodes < 1:
-            raise ValueError(f"max_nodes must be a positive number of clusters, got {self.max_nodes!r}")
+        check_settings(self)  # each field's declared values (`agents.core.bounds`)
         above = self.coarsen_above
-        if above is not None and (not isinstance(above, (int, np.integer)) or (above and above < self.max_nodes)):
+        if above and above < self.max_nodes:
             raise ValueError(f"coarsen_above must be None or 0 (never coarsen) or a number of ops >= max_nodes "
                              f"({self.max_nodes}), so a coarsened graph is not coarsened again; got {above!r}")
 

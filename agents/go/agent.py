@@ -47,6 +47,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from agents.core.base import PolicySpec
+from agents.core.bounds import DEPTH, FLAG, HEADS, WIDTH, check_settings, setting
 from agents.core.settings import field_values
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
@@ -58,6 +59,7 @@ from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.local_search import BlockSearch, search_around_best
 from placement_gym.features import DEFAULT_FAMILIES
+from placement_gym.schema import MAX_OPS, Integer
 
 from .policy import GOPolicy
 
@@ -90,13 +92,19 @@ class GOSettings:
             graph (`GOAgent.start_run`).
     """
 
-    hidden_channels: int = 64
-    num_layers: int = 3
-    attention_layers: int = 2
-    heads: int = 4
-    segment_length: int = 128
-    use_edge_features: bool = True
-    graph_cost: bool = True
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
+    attention_layers: int = setting(2, DEPTH)
+    heads: int = setting(4, HEADS)
+    segment_length: int = setting(128, Integer(1, MAX_OPS))
+    use_edge_features: bool = setting(True, FLAG)
+    graph_cost: bool = setting(True, FLAG)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if self.hidden_channels % self.heads:  # each attention head takes an equal share of the width
+            raise ValueError(f"{type(self).__name__}: hidden_channels {self.hidden_channels} must be divisible by "
+                             f"heads ({self.heads}); expected a width that is a multiple of the heads")
 
     def policy_options(self) -> dict[str, Any]:
         """The keywords `GOPolicy` takes: GO's own settings (a subclass's added fields are not among them)."""

@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
+from agents.core.bounds import DEPTH, FLAG, LEVELS, WIDTH, check_settings, setting
 from agents.core.settings import field_values
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
@@ -69,6 +70,7 @@ from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
+from placement_gym.schema import Number, Optional, Text
 
 from .policy import HSDAGPolicy
 
@@ -118,19 +120,22 @@ class HSDAGSettings:
         output_shape, node_id, structure, cost: feature-family switches (ablations, `hsdag_feature_families`).
     """
 
-    hidden_channels: int = 64
-    num_layers: int = 3
-    pooling: bool = True
-    place: str = "op"
-    max_levels: int | None = 1
-    stochastic_parsing: bool = False
-    stay_bias: float = 0.0
-    directed: bool = True
-    use_edge_features: bool = True
-    output_shape: bool = True
-    node_id: bool = True
-    structure: bool = True
-    cost: bool = True
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
+    pooling: bool = setting(True, FLAG)
+    place: str = setting("op", Text(choices=("op", "group")))
+    max_levels: int | None = setting(1, Optional(LEVELS))
+    stochastic_parsing: bool = setting(False, FLAG)
+    stay_bias: float = setting(0.0, Number(-1e3, 1e3))
+    directed: bool = setting(True, FLAG)
+    use_edge_features: bool = setting(True, FLAG)
+    output_shape: bool = setting(True, FLAG)
+    node_id: bool = setting(True, FLAG)
+    structure: bool = setting(True, FLAG)
+    cost: bool = setting(True, FLAG)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
     def policy_options(self) -> dict[str, Any]:
         """The keywords `HSDAGPolicy` takes from these settings (`POLICY_SETTINGS`)."""

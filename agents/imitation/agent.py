@@ -40,6 +40,7 @@ import torch
 from agents.algos.reinforce import ReinforceConfig, apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.loop import torch_threads
+from agents.core.bounds import FLAG, setting
 from agents.go import GOAgent, GOSettings
 from agents.go.policy import GOPolicy
 from agents.search.config import SearchConfig
@@ -61,10 +62,11 @@ class ImitationSettings(GOSettings):
             (`agents.nn.placement_state`).
     """
 
-    sequential: bool = False
-    balance: bool = False
+    sequential: bool = setting(False, FLAG)
+    balance: bool = setting(False, FLAG)
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # GO's network settings, and every field's declared values
         if self.balance and not self.sequential:
             raise ValueError("balance=True adds columns to the placement state, which only the sequential policy "
                              "has; accepted: balance=True with sequential=True, or balance=False")

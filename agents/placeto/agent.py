@@ -49,9 +49,11 @@ from agents.algos.reinforce import ReinforceConfig
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
+from agents.core.bounds import DEPTH, FLAG, GROUPS, SWEEPS, WIDTH, check_settings, setting
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.env import strip_padding
+from placement_gym.schema import Optional, Text
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, place_node_by_node
 
 from .policy import PlacetoPolicy
@@ -82,22 +84,15 @@ class PlacetoSettings:
             depend on it.
     """
 
-    hidden_dim: int = 64
-    n_layers: int = 3
-    directed: bool = True
-    groups: int | None = 16
-    sweeps: int = 1
-    start: str = "random"
+    hidden_dim: int = setting(64, WIDTH)
+    n_layers: int = setting(3, DEPTH)
+    directed: bool = setting(True, FLAG)
+    groups: int | None = setting(16, Optional(GROUPS))
+    sweeps: int = setting(1, SWEEPS)
+    start: str = setting("random", Text(choices=STARTS))
 
     def __post_init__(self) -> None:
-        if self.groups is not None and (not isinstance(self.groups, (int, np.integer)) or self.groups < 1):
-            raise ValueError(f"groups must be a positive int (contiguous groups of ops) or None (one node per op), "
-                             f"got {self.groups!r}")
-        if self.start not in STARTS:
-            raise ValueError(f"start must be one of {STARTS}, got {self.start!r}")
-        # numpy integers from a config, as plain ints
-        object.__setattr__(self, "groups", None if self.groups is None else int(self.groups))
-        object.__setattr__(self, "sweeps", int(self.sweeps))
+        check_settings(self)  # numpy integers from a config are kept as plain ints
 
 
 class PlacetoAgent(SearchLayer, PolicyGradientAgent):

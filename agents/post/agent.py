@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from agents.core.base import PolicySpec
+from agents.core.bounds import FLAG, GROUPS, STEPS, check_settings, setting
 from agents.nn.policy import group_majority_placement
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
@@ -59,6 +60,7 @@ from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
+from placement_gym.schema import Number, Optional
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
 
@@ -114,17 +116,14 @@ class PostSettings:
             (`PostPolicy`; False: the groups' own alone, the paper's parameters).
     """
 
-    n_groups: int | None = None
-    ce_every: int = 3
-    elite_fraction: float = 0.1
-    ce_smoothing: float = 0.2
-    shared_device_logits: bool = True
+    n_groups: int | None = setting(None, Optional(GROUPS))
+    ce_every: int = setting(3, STEPS)
+    elite_fraction: float = setting(0.1, Number(positive=True, high=1.0))
+    ce_smoothing: float = setting(0.2, Number(positive=True, high=1.0))
+    shared_device_logits: bool = setting(True, FLAG)
 
     def __post_init__(self) -> None:
-        if self.n_groups is not None and self.n_groups < 1:
-            raise ValueError(f"n_groups must be >= 1 or None (one distribution per op), got {self.n_groups}")
-        if self.ce_every < 1 or not 0 < self.elite_fraction <= 1 or not 0 < self.ce_smoothing <= 1:
-            raise ValueError("ce_every must be >= 1, elite_fraction and ce_smoothing in (0, 1]")
+        check_settings(self)
 
 
 class PostAgent(SearchLayer, PolicyGradientAgent):

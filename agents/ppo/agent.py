@@ -41,10 +41,13 @@ from agents.core.checkpoint import (
 from agents.core.base import TorchDevice
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
+from agents.core.bounds import (
+    COEFFICIENT, DEPTH, FLAG, GROUPS, LEARNING_RATE, SHARE, STEPS, WIDTH, check_settings, setting,
+)
 from agents.core.settings import field_values
 from agents.algos.learned import LEARNED_RUN, LearnedAgent
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
-from agents.algos.sb3 import GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
+from agents.algos.sb3 import DISTRIBUTIONS, GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.attach import SearchLayer
@@ -54,7 +57,7 @@ from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.env import strip_padding
 from placement_gym.schema import (
-    Found, Integer, ListOf, MapOf, Number, OneOf, Plain, Record, Tagged, Text, Where, mismatch,
+    Found, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain, Record, Tagged, Text, Where, mismatch,
 )
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
@@ -487,35 +490,27 @@ class PPOSettings:
             fine-tuning run's from its best so far).
     """
 
-    learning_rate: float = 3e-4
-    n_steps: int = 16
-    batch_size: int = 16
-    n_epochs: int = 4
-    clip_range: float = 0.2
-    target_kl: float | None = 0.05
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    gamma: float = 1.0
-    gae_lambda: float = 0.95
-    hidden_dim: int = 64
-    n_layers: int = 3
-    distribution: str = "vectorized"
-    entropy_per_node: bool = False
-    action_groups: int | None = None
-    node_groups: int | None = None
-    start: str = "random"
+    learning_rate: float = setting(3e-4, LEARNING_RATE)
+    n_steps: int = setting(16, STEPS)
+    batch_size: int = setting(16, STEPS)
+    n_epochs: int = setting(4, Integer(1, 1000))
+    clip_range: float = setting(0.2, Number(positive=True, high=1.0))
+    target_kl: float | None = setting(0.05, Optional(Number(positive=True, high=100.0)))
+    ent_coef: float = setting(0.01, COEFFICIENT)
+    vf_coef: float = setting(0.5, COEFFICIENT)
+    max_grad_norm: float = setting(0.5, Number(positive=True, high=1e6))
+    gamma: float = setting(1.0, SHARE)
+    gae_lambda: float = setting(0.95, SHARE)
+    hidden_dim: int = setting(64, WIDTH)
+    n_layers: int = setting(3, DEPTH)
+    distribution: str = setting("vectorized", Text(choices=DISTRIBUTIONS))
+    entropy_per_node: bool = setting(False, FLAG)
+    action_groups: int | None = setting(None, Optional(GROUPS))
+    node_groups: int | None = setting(None, Optional(GROUPS))
+    start: str = setting("random", Text(choices=STARTS))
 
     def __post_init__(self) -> None:
-        if self.n_steps < 1 or self.batch_size < 1:
-            raise ValueError(f"n_steps and batch_size must be >= 1, got {self.n_steps}, {self.batch_size}")
-        groups = self.node_groups
-        if groups is not None and (not isinstance(groups, (int, np.integer)) or groups < 1):
-            raise ValueError(f"node_groups must be None (whole placements) or a positive number of groups, "
-                             f"got {groups!r}")
-        if self.start not in STARTS:
-            raise ValueError(f"start must be one of {STARTS}, got {self.start!r}")
-        object.__setattr__(self, "node_groups", None if groups is None else int(groups))  # a numpy integer as an int
+        check_settings(self)  # numpy integers from a config are kept as plain ints
 
     def algorithm_options(self) -> dict[str, Any]:
         """The keywords SB3's `PPO` takes from these settings (`SB3_PPO_SETTINGS`)."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.core.base import PolicySpec
+from agents.core.bounds import GROUPS, WIDTH, check_settings, setting
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
@@ -39,6 +40,7 @@ from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import SearchConfig, option_names
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
+from placement_gym.schema import Text
 from placement_gym.wrappers import SqrtLatencyReward
 
 from .policy import RNNPolicy
@@ -63,16 +65,12 @@ class RNNSettings:
         reward: one of `REWARDS`.
     """
 
-    n_groups: int = 256
-    hidden_dim: int = 64
-    reward: str = "neg_sqrt_latency"
+    n_groups: int = setting(256, GROUPS)
+    hidden_dim: int = setting(64, WIDTH)
+    reward: str = setting("neg_sqrt_latency", Text(choices=REWARDS))
 
     def __post_init__(self) -> None:
-        if self.reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
-        if self.n_groups < 1:
-            raise ValueError(f"n_groups must be >= 1, got {self.n_groups}")
-        object.__setattr__(self, "n_groups", int(self.n_groups))  # a numpy integer from a config, as a plain int
+        check_settings(self)  # a numpy integer from a config is kept as a plain int
 
 
 class RNNAgent(SearchLayer, PolicyGradientAgent):

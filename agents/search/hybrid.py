@@ -181,5 +181,6 @@ def build_agent(cls: type, options: Mapping[str, Any], hybrid: bool = False) -> 
     try:
         agent = cls(**options)
     except TypeError as exc:
-        raise ValueError(f"agent {cls.__name__} rejected the options {options}: {exc}") from exc
+        # the names only: a value may be long (a list of 10,000 items), and the message is one line
+        raise ValueError(f"agent {cls.__name__} rejected the options {sorted(options)}: {exc}") from exc
     return SearchAround(agent) if hybrid and not own_hybrid else agent

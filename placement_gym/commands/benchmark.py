@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import results
+from .. import registry, results
 from .settings import key_values
 from .signals import exit_status, interruption, signal_handlers_kept
 
@@ -20,6 +20,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
     suite = benchmark.load_suite(args.suite)
     options = key_values(args.agent_option, "--agent-option")
+    if options:  # refused in one line before any folder, bar or run (`registry.check_options`)
+        registry.check_options(args.agent, options)
     reference = benchmark.reference_records(suite, args.reference)  # refused here if of another version
     optima = sanity.load_optima(suite) if sanity.optima_path(suite).is_file() else None
     if args.check and optima is None:
@@ -28,6 +30,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     if args.json:
         results.check_outputs({"--json": Path(args.json)}, args.overwrite)  # before the minutes of running
     out = Path(args.out or f"benchmark-{results.safe_name(suite.name)}-{results.safe_name(Path(args.agent).name)}")
+    results.check_creatable(out, "--out")  # a file where the folder goes, a read-only place: before any run
     runs = [(args.agent, out, options)]
     if optima is not None and args.agent != sanity.RANDOM_AGENT:  # the verdict compares with random's runs
         runs.append((sanity.RANDOM_AGENT, out / sanity.RANDOM_AGENT, {}))

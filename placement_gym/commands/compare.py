@@ -20,8 +20,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args, paths)
     names = args.agents or list(registry.AGENTS)
     _check_agent_names(names)
-    make_env, backend = env_factory(args)
     options = compare_agent_options(args.agent_option, names)  # bad options: an error before any run
+    make_env, backend = env_factory(args)
     finished: list = []
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
     try:  # around the bar: it is closed, its line ended, before an interruption is reported

@@ -9,56 +9,67 @@ import sys
 from pathlib import Path
 
 from .. import evaluation, results
-from .report import check_outputs, output_paths, report_results
-from .run import draw_placement, one_agent, run_one_agent
+from .report import check_outputs, interrupted, output_paths, report_results
+from .run import check_agent_options, draw_placement, one_agent, run_one_agent
 from .settings import BUDGET, env_factory
+from .signals import exit_status, interruption, signals_deferred, stopped_by
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Draw placements from a results JSON (every record that matches the filters), a placement file or a placed
-    folder (`placement_gym.deploy`: its placement.json on its own model.xml)."""
-    from ..deploy import MODEL_XML, PLACEMENT_JSON
+    folder (`placement_gym.deploy`: read as `compile_placed` reads it, its placement on its own model.xml)."""
+    from .. import deploy
     from ..models import load_graph
     from ..schema import mismatch
 
     path = Path(args.file)
-    folder = path if path.is_dir() else None  # a placed folder: the graph is its own model.xml
-    if folder is not None:
-        path = folder / PLACEMENT_JSON
-    placements = results.read_placements(path)  # the file is checked before anything is built from it
-    picked = [i for i, r in enumerate(placements.records)
+    if path.is_dir():  # a placed folder: the one placement compile_placed compiles, on its own model.xml
+        document, graph, placement = deploy.read_placed_graph(path)
+        placements = None
+        records = [{**document, "placement": placement.tolist()}]
+        inputs = {f"FILE's {name}": path / name for name in deploy.FILES}  # the folder's own files stay as they are
+        path = path / deploy.PLACEMENT_JSON
+    else:
+        placements = results.read_placements(path)  # the file is checked before anything is built from it
+        records = placements.records
+        inputs = {"FILE": path}
+    picked = [i for i, r in enumerate(records)
               if (args.agent is None or r["agent"] == args.agent)
               and (args.model is None or r["model"] == args.model)
               and (args.seed is None or r["seed"] in args.seed)]
-    chosen = [placements.records[i] for i in picked]
+    chosen = [records[i] for i in picked]
     if not chosen:
         seeds = None if args.seed is None else " ".join(map(str, args.seed))
         raise ValueError(f"no placement in {path} matches --agent {args.agent} --model {args.model} --seed {seeds}")
     if args.out and len(chosen) > 1:
         raise ValueError(f"--out names one file but {len(chosen)} placements match; narrow them with --agent, "
                          "--model or --seed")
+    results_file = placements is not None and placements.results_file
     outs = [Path(args.out)] if args.out else [
-        path.with_suffix(".png") if not placements.results_file else
+        path.with_suffix(".png") if not results_file else
         results.beside(path, f".{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
     names = ["--out"] if args.out else [f"the picture of {r.get('model')}, {r.get('agent')}, seed {r.get('seed')}"
                                         f" (#{i + 1} in FILE)" for i, r in enumerate(chosen)]
-    results.check_outputs(dict(zip(names, outs)), args.overwrite, inputs={"FILE": path})
+    results.check_outputs(dict(zip(names, outs)), args.overwrite, inputs=inputs)
     # Every graph is loaded and every placement checked against its graph before the first picture is drawn:
     # a bad record anywhere in the file leaves no pictures behind.
     graphs: dict = {}  # one graph per model named
     drawn = []
     for i, record in zip(picked, chosen):
+        if placements is None:
+            drawn.append(graph)
+            continue
         key = "model_path" if record.get("model_path") else "model"
         if record[key] not in graphs:
             try:
-                graphs[record[key]] = load_graph(folder / MODEL_XML if folder is not None else record[key])
+                graphs[record[key]] = load_graph(record[key])
             except (ValueError, FileNotFoundError) as exc:  # a model the file names that cannot be loaded here
                 raise mismatch(path, placements.field(i, key), record[key], f"a model that loads here ({exc})") \
                     from None
         placements.check_fits(i, graphs[record[key]].n_ops)
         drawn.append(graphs[record[key]])
-    for record, graph, out in zip(chosen, drawn, outs):
-        print(f"wrote {draw_placement(record, graph, out, args.overwrite)}")
+    for record, graph_, out in zip(chosen, drawn, outs):
+        print(f"wrote {draw_placement(record, graph_, out, args.overwrite)}")
     return 0
 
 
@@ -71,7 +82,8 @@ def cmd_place(args: argparse.Namespace) -> int:
 
     out = deploy.check_out(args.out, args.overwrite)  # refused before any work
     paths = output_paths(args)
-    check_outputs(args, paths)
+    check_outputs(args, paths, folders={"--out": out})
+    check_agent_options(args)
     seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
     if len(seeds) != 1:
         raise ValueError(f"place writes one placement: give one seed (--seed S), not {len(seeds)}")
@@ -94,7 +106,10 @@ def cmd_place(args: argparse.Namespace) -> int:
         return 1
     best = min(working, key=lambda r: r["latency_s"])  # an agent with several rows (single-device): the fastest
     placement = np.asarray(best["placement"], dtype=np.int64)
-    measured = base.measure(placement)  # afresh, for its interval (free on the simulator)
+    try:
+        measured = base.measure(placement)  # afresh, for its interval (free on the simulator)
+    except KeyboardInterrupt:  # the run finished: its records are kept
+        return interrupted(args, records, paths)
     simulated = bool(backend.simulated)
     info = {"model": best["model"], "model_path": best["model_path"], "agent": best["agent"], "seed": best["seed"],
             "objective": base.objective, "simulated": simulated,
@@ -109,15 +124,27 @@ def cmd_place(args: argparse.Namespace) -> int:
             "command_line": "placement-gym " + " ".join(sys.argv[1:]) if sys.argv and
             sys.argv[0].endswith("placement-gym") else None}
     devices = list(backend.device_names) if simulated else backend.devices
-    written = deploy.save_placed(out, base.graph.model, placement, devices, info=info, overwrite=args.overwrite)
-    status = report_results(args, records, [], paths, extra_files=[written])
+    with signals_deferred():  # the folder and the records are written in full; a signal meanwhile waits
+        try:
+            written, failed = deploy.save_placed(out, base.graph.model, placement, devices, info=info,
+                                                 overwrite=args.overwrite), []
+        except OSError as exc:  # the records are still written (the placement is in them: export writes it)
+            written, failed = None, [(f"the placed folder --out {out}", exc)]
+        status = report_results(args, records, [], paths, extra_files=[written] if written else [], failed=failed)
+    if stopped_by() is not None:  # came while writing: report_results said so
+        return status
     kind = "SIMULATED" if simulated else "measured"
-    print(f"{written}: {best['agent']}'s placement ({np.bincount(placement, minlength=len(devices)).tolist()} "
-          f"ops per device {list(backend.device_names)}, {measured.n_submodels} submodel(s)), {kind} "
-          f"{_ms(measured.latency_s)} per inference ({base.objective}); compile it with "
-          f"placement_gym.deploy.compile_placed({str(written)!r})")
-    if not simulated:
-        _print_against_singles(written, backend, base.objective, measured, base.reference_device)
+    try:  # everything is written: a signal from here on stops the timing only
+        print(f"{written}: {best['agent']}'s placement ({np.bincount(placement, minlength=len(devices)).tolist()} "
+              f"ops per device {list(backend.device_names)}, {measured.n_submodels} submodel(s)), {kind} "
+              f"{_ms(measured.latency_s)} per inference ({base.objective}); compile it with "
+              f"placement_gym.deploy.compile_placed({str(written)!r})")
+        if not simulated:
+            _print_against_singles(written, backend, base.objective, measured, base.reference_device)
+    except KeyboardInterrupt:
+        print(f"placement-gym place: {interruption()} after {written} and the records were written in full",
+              file=sys.stderr)
+        return exit_status()
     return status
 
 
@@ -167,6 +194,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..models import load_graph
 
     out = deploy.check_out(args.out, args.overwrite)
+    results.check_outputs({}, args.overwrite, inputs={"FILE": args.file, f"--model {args.model}": args.model},
+                          folders={"--out": out})
     graph = load_graph(args.model)
     graph.require_model("export (it writes the placed OpenVINO model)")
     choice = deploy.read_placement(args.file, graph, model=evaluation.model_label(args.model)[0], agent=args.agent,

@@ -1,12 +1,13 @@
 """What a run command leaves behind: its output paths (checked before any work), the tables it prints and the
-files it writes once its runs are done, and what it keeps when a signal stops it (`interrupted`).
+files it writes once its runs are done, and what it keeps when a signal stops it (`interrupted`) or an output
+cannot be written (the finished runs' records are kept elsewhere and the one-line error says where).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .. import evaluation, results
 from .signals import exit_status, interruption, signals_deferred, stopped_by
@@ -29,10 +30,12 @@ def output_paths(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
-                  more: Mapping[str, Path] | None = None) -> None:
+                  more: Mapping[str, Path] | None = None, folders: Mapping[str, Path] | None = None) -> None:
     """Refuse a run command's outputs before any work (`results.check_outputs`): the results files `paths`
     (`output_paths`) and `more` (train's checkpoints and placements, by name) may not share a path or replace
-    a file the command reads (--load, --profile, model files), nor an existing file without --overwrite."""
+    a file the command reads (--load, --profile, model files), nor an existing file without --overwrite, nor lie
+    in a folder the command writes whole (`folders`: place's --out), which may not hold an input either; each
+    must be where it can be created."""
     named_by = {"json": "--json", "csv": "--csv" if args.csv else "the CSV beside --json (--csv moves it)",
                 "curves": "--plot" if args.plot else "the curves PNG beside --json (--plot moves it)",
                 "bars": "the bar chart beside --json"}
@@ -43,15 +46,18 @@ def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
         value = getattr(args, flag, None)
         for model in [value] if isinstance(value, str) else value or []:
             inputs[f"--{flag} {model}"] = model
-    results.check_outputs(outputs, args.overwrite, inputs)
+    results.check_outputs(outputs, args.overwrite, inputs, folders)
 
 
 def report_results(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
-                   extra_files: Sequence[Path] = ()) -> int:
-    """Print the tables and write the files of a finished command. A SIGINT or SIGTERM that arrives meanwhile
-    waits until every file is written (`signals_deferred`), then ends the command with its exit status."""
+                   extra_files: Sequence[Path] = (), failed: Sequence[tuple[str, OSError]] = ()) -> int:
+    """Print the tables and write the files of a finished command (`extra_files`: those it wrote already;
+    `failed`: those it could not, with why). A SIGINT or SIGTERM that arrives meanwhile waits until every file
+    is written (`signals_deferred`), then ends the command with its exit status. An output that cannot be
+    written does not stop the others; the command then ends with `results.OutputError`, one line saying what
+    failed and where the records are (`write_results`)."""
     with signals_deferred():
-        status = _print_and_write(args, records, skipped, paths, extra_files)
+        status = _print_and_write(args, records, skipped, paths, extra_files, failed)
     if stopped_by() is not None:
         print(f"placement-gym {args.command}: {interruption()} while writing the results; they were written in "
               "full", file=sys.stderr)
@@ -60,7 +66,7 @@ def report_results(args: argparse.Namespace, records: list[dict], skipped: list[
 
 
 def _print_and_write(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
-                     extra_files: Sequence[Path]) -> int:
+                     extra_files: Sequence[Path], failed: Sequence[tuple[str, OSError]]) -> int:
     """`report_results`'s work: the tables on stdout, the records and pictures in their files."""
     if not records:
         print(f"placement-gym {args.command}: no agent produced a result", file=sys.stderr)
@@ -110,14 +116,14 @@ def _print_and_write(args: argparse.Namespace, records: list[dict], skipped: lis
         print("\n" + transfer)
     for skip in skipped:
         print(f"skipped {skip['agent']} on {skip['model']}: {skip['reason']}")
-    written = list(extra_files) + _write_records(args, records, paths, summary=rows, skipped=skipped,
-                                                 backend_settings=records[0]["backend_settings"])
+    pictures = []
     if "curves" in paths:
-        written.append(results.plot_curves(paths["curves"], records, overwrite=args.overwrite))
+        pictures.append(("curves", lambda: results.plot_curves(paths["curves"], records, overwrite=args.overwrite)))
     if "bars" in paths:
-        written.append(results.plot_summary(paths["bars"], rows, reference_label=reference, overwrite=args.overwrite))
-    for path in written:
-        print(f"wrote {path}")
+        pictures.append(("bars", lambda: results.plot_summary(paths["bars"], rows, reference_label=reference,
+                                                               overwrite=args.overwrite)))
+    written = write_results(args, records, paths, extra_files, failed, pictures, summary=rows, skipped=skipped,
+                            backend_settings=records[0]["backend_settings"])
     if not written:
         print("(nothing saved: pass --json PATH to keep the records, curves and, for train, the checkpoints)")
     return 0
@@ -161,17 +167,45 @@ ROW_NOTES = (
 )
 
 
-def _write_records(args: argparse.Namespace, records: list[dict], paths: dict[str, Path], **metadata) -> list[Path]:
-    """Write `records` as the command's JSON (with its arguments and `metadata`) and CSV, where asked for."""
+def write_results(args: argparse.Namespace, records: list[dict], paths: dict[str, Path],
+                  written: Sequence[Path] = (), failed: Sequence[tuple[str, OSError]] = (),
+                  pictures: Sequence[tuple[str, Callable[[], Path]]] = (), announce: bool = True,
+                  **metadata) -> list[Path]:
+    """Write `records` as the command's JSON (with its arguments and `metadata`) and CSV where asked for, then
+    `pictures` (kind in `paths`, drawing function), each as `results.write_atomically` does; return what was
+    written (after `written`, files written before), and print it where `announce`.
+
+    An output that cannot be written (`failed` with those before: a full disk, a folder gone read-only) does not
+    stop the others. Then `results.OutputError` says, in one line, the first that failed and why, and where the
+    records are: the --json file, or, where that was not written, a file `results.keep_records` wrote elsewhere
+    (nothing finished is lost to an output error)."""
     metadata = {"command": args.command, "arguments": {k: v for k, v in vars(args).items() if k != "func"},
                 "budget": args.budget, **metadata}
     if sys.argv and sys.argv[0].endswith("placement-gym"):  # run from the shell: keep the exact command line
         metadata["command_line"] = "placement-gym " + " ".join(sys.argv[1:])
-    written = []
-    if "json" in paths:
-        written.append(results.write_records(paths["json"], records, overwrite=args.overwrite, **metadata))
-    if "csv" in paths:
-        written.append(results.write_csv(paths["csv"], records, overwrite=args.overwrite))
+    document = results.records_to_json(records, **metadata)
+    written, failed = list(written), list(failed)
+    named_by = {"json": "--json", "csv": "the CSV", "curves": "the curves PNG", "bars": "the bar chart"}
+    steps = [("json", lambda: results.write_json(paths["json"], document, overwrite=args.overwrite)),
+             ("csv", lambda: results.write_csv(paths["csv"], records, overwrite=args.overwrite)), *pictures]
+    for kind, write in steps:
+        if kind not in paths:
+            continue
+        try:
+            written.append(write())
+        except OSError as exc:
+            failed.append((f"{named_by[kind]} {paths[kind]}", exc))
+    for path in written if announce else ():
+        print(f"wrote {path}")
+    if failed:
+        what, exc = failed[0]
+        more = f" (and {len(failed) - 1} more output(s))" if len(failed) > 1 else ""
+        kept = paths["json"] if "json" in paths and paths["json"] in written else results.keep_records(
+            document, args.command, near=paths.get("json"))
+        where = (f"the finished runs' records are in {kept}" if kept is not None else
+                 "the records could not be written anywhere either (beside it, the current folder, the temp folder)")
+        why = exc.strerror or results.os_error_text(exc)  # the reason (its path is a temporary one, or `what`'s)
+        raise results.OutputError(f"cannot write {what}{more}: {why}; {where}")
     return written
 
 
@@ -185,8 +219,8 @@ def interrupted(args: argparse.Namespace, records: list[dict], paths: dict[str, 
     saved = list(written)
     if records:
         evaluation.add_placements_to_within(records)
-        saved += _write_records(args, records, paths, incomplete=True,
-                                interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left})
+        saved = write_results(args, records, paths, saved, announce=False, incomplete=True,
+                              interrupted={"finished_runs": len(records), "planned_runs": planned, "left_runs": left})
     where = f"; wrote {', '.join(map(str, saved))} (marked incomplete)" if saved else (
         "; nothing saved" + ("" if "json" in paths else " (no --json given)"))
     print(f"placement-gym {args.command}: {interruption()} after {len(records)} finished run(s)"

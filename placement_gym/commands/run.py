@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evaluation, registry, results
-from .report import check_outputs, interrupted, output_paths, report_results
+from .report import check_outputs, interrupted, output_paths, report_results, write_results
 from .settings import env_factory, key_values
 
 
@@ -125,6 +125,14 @@ def one_agent(args: argparse.Namespace, backend) -> tuple[dict[str, Any], bool]:
                                     key_values(args.agent_option, "--agent-option")), False
 
 
+def check_agent_options(args: argparse.Namespace) -> None:
+    """``--agent-option`` of train, evaluate and place, checked against what the agent declares before anything is
+    built (`registry.check_options`: an `registry.OptionError`, exit 2). A saved agent takes none (`one_agent`
+    refuses them)."""
+    if args.agent_option and not getattr(args, "load", None):
+        registry.check_options(args.agent, key_values(args.agent_option, "--agent-option"))
+
+
 def run_one_agent(args: argparse.Namespace, factories, make_env, paths) -> tuple[list, int | None]:
     """Run every row of `evaluate`'s or `place`'s one agent: ``(records, None)``, or, where Ctrl-C stopped the
     runs, the records so far and the exit status once `interrupted` has kept and reported them."""
@@ -141,6 +149,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Run one agent (every table row it stands for) on one model; `--load` evaluates a saved agent."""
     paths = output_paths(args)
     check_outputs(args, paths)
+    check_agent_options(args)
     make_env, backend = env_factory(args)
     factories, _ = one_agent(args, backend)
     records, stopped = run_one_agent(args, factories, make_env, paths)
@@ -156,6 +165,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     check_outputs(args, paths, _train_output_names(args, outputs))
     cls = registry.load_agent_class(args.agent)
     options = key_values(args.agent_option, "--agent-option")
+    check_agent_options(args)
     bare = args.agent.removeprefix(registry.HYBRID_PREFIX)
     label = args.agent if bare in registry.AGENTS else evaluation.agent_name(cls)
     if args.models:  # train over several graphs: the env draws one per reset
@@ -168,6 +178,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                   make_env, records, written, outputs)
     except KeyboardInterrupt:
         return interrupted(args, records, paths, written)
+    except OSError as exc:  # a checkpoint or placement could not be written: the finished runs' records are kept
+        evaluation.add_placements_to_within(records)
+        write_results(args, records, paths, written, failed=[("a checkpoint or best-placement file", exc)],
+                      incomplete=True)  # raises results.OutputError, saying where the records are
     evaluation.add_placements_to_within(records)
     return report_results(args, records, [], paths, extra_files=written)
 

@@ -8,10 +8,10 @@ factory and agents from the same settings.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import registry
+from ..schema import check, loads
 # A model argument naming a split of the graph dataset (``dataset:train``): the env draws from its graphs.
 from ..models.dataset import DATASET_PREFIX as DATASET_SPLIT_PREFIX
 
@@ -25,19 +25,34 @@ BUDGET = 500
 
 
 def key_values(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """``["KEY=VALUE", ...]`` -> dict, values parsed as JSON where they are (``0.01``, ``false``, ``null``; also
-    Python's ``None``, ``True``, ``False``, which would otherwise arrive as strings), else kept as strings."""
+    """``["KEY=VALUE", ...]`` -> dict, a value that is written as JSON (``0.01``, ``false``, ``null``, ``[1, 2]``,
+    ``"text"``; also Python's ``None``, ``True``, ``False``, which would otherwise arrive as strings) parsed as
+    strict JSON, every other value kept as a string (``place=group``). A JSON value is plain data as a benchmark
+    manifest reads it back (`registry.AGENT_OPTIONS`: no ``NaN``, no infinity, no number beyond a float, nested at
+    most 3 deep, at most 10,000 items), parsed with bounded memory (`placement_gym.schema.loads`), or ValueError
+    in one line naming the option."""
     python_spellings = {"None": None, "True": True, "False": False}
+    spec = registry.AGENT_OPTIONS.value
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"{flag} takes KEY=VALUE (JSON values: 0.01, false, null), got {item!r}")
-        try:
-            out[key.replace("-", "_")] = python_spellings[value] if value in python_spellings else json.loads(value)
-        except json.JSONDecodeError:
-            out[key.replace("-", "_")] = value
+        name = key.replace("-", "_")
+        if value in python_spellings:
+            out[name] = python_spellings[value]
+        elif value[:1] in _JSON_STARTS or value in _JSON_WORDS:
+            out[name] = check(loads(value, f"{flag} {key}", max_items=spec.max_len, max_depth=spec.max_depth,
+                                    what="JSON value", error=ValueError), spec, flag, at=key, error=ValueError)
+        else:
+            out[name] = value
     return out
+
+
+#: How a JSON value other than a string starts: `key_values` parses these (and refuses them when they are not
+#: strict JSON), and keeps anything else as text.
+_JSON_STARTS = frozenset('[{"-0123456789')
+_JSON_WORDS = frozenset({"true", "false", "null", "NaN", "Infinity"})
 
 
 def env_factory(args: argparse.Namespace) -> tuple[Callable[..., DevicePlacementEnv], Backend]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from . import evaluation, registry
 from . import results  # noqa: F401 - `cli.results`: the module the commands write through (tests patch it here)
@@ -27,20 +28,65 @@ from .commands.deploy import cmd_export, cmd_place, cmd_show
 from .commands.info import cmd_info
 from .commands.run import cmd_evaluate, cmd_train
 from .commands.settings import BUDGET
+from .schema import MAX_OPS
+
+#: The most split placements `calibrate --placements` measures per model (each is a real compile and
+#: measurement: seconds; a thousand is hours).
+MAX_CALIBRATION_PLACEMENTS = 1000
 
 
-class _Seeds(argparse.Action):
-    """``--seed S...``, each seed once (`evaluation.seed_list`), refused while the arguments are parsed: a seed
-    given twice would run twice, and its outputs, named by seed, collide once the runs are done. One line and
-    exit 2, as the commands refuse bad input."""
+class _Checked(argparse.Action):
+    """An option whose value (a list, with ``nargs``) `check` turns into what the command takes, or refuses with a
+    ValueError: refused while the arguments are parsed, in one line and exit 2, as the commands refuse bad input
+    (argparse's own errors print the usage too)."""
+
+    def __init__(self, *args: Any, check: Callable[[Any], Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.check = check
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         try:
-            evaluation.seed_list(values)
+            value = self.check(values)
         except ValueError as exc:
             parser.exit(2, f"{parser.prog}: error: argument {option_string}: {exc}\n")
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, value)
+
+
+def _seeds(values: list[int]) -> list[int]:
+    """``--seed S...``, each seed once (`evaluation.seed_list`): a seed given twice would run twice, and its
+    outputs, named by seed, collide once the runs are done."""
+    evaluation.seed_list(values)
+    return values
+
+
+def _count(low: int, high: int, what: str) -> Callable[[Any], Any]:
+    """A `_Checked` check: an integer from `low` to `high` (`what` it counts, for the message), or a list of them
+    (``nargs``). Bounds that keep a command's memory and time in its scale: each of calibrate's placements is a
+    real compile and measurement, and it draws them all first (``--placements 10**9`` took gigabytes before
+    measuring anything)."""
+    def one(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer; expected {what} from {low} to {high}") from None
+        if not low <= value <= high:
+            raise ValueError(f"found {value}; expected {what} from {low} to {high}")
+        return value
+
+    return lambda values: [one(v) for v in values] if isinstance(values, list) else one(values)
+
+
+def _profile_name(text: str) -> str:
+    """A `_Checked` check of calibrate's ``--name``: a name the profile file's reader takes back
+    (`profiles.PROFILE_FILE`), so that the profile written is one ``--profile`` reads."""
+    from .backends.profiles import PROFILE_FILE
+    from .schema import check
+
+    try:
+        return check(text, PROFILE_FILE.optional["name"], "--name", error=ValueError)
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("--name: field (the whole file): ")) from None
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None = None) -> None:
@@ -62,7 +108,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None 
     parser.add_argument("--budget", type=int, default=BUDGET if budget_help is None else None,
                         help=budget_help or "placements each agent may measure per seed")
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
-    parser.add_argument("--seed", type=int, nargs="+", action=_Seeds,
+    parser.add_argument("--seed", type=int, nargs="+", action=_Checked, check=_seeds,
                         help="the seeds themselves, each once (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
     parser.add_argument("--repeats", type=int, help="real backend: timed inferences per placement (default 20)")
@@ -220,18 +266,31 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--models", "--model", dest="model", nargs="+", default=["resnet"],
                            help="zoo names or model files to profile")
     calibrate.add_argument("--out", default="profile.json", help="profile JSON to write")
-    calibrate.add_argument("--repeats", "--runs", dest="runs", type=int, default=20,
+    calibrate.add_argument("--repeats", "--runs", dest="runs", action=_Checked,
+                           check=_count(1, 10_000, "timed inferences"), default=20,
                            help="timed inferences per measurement (see --statistic)")
-    calibrate.add_argument("--warmup", type=int, default=3, help="untimed inferences after each compile")
-    calibrate.add_argument("--placements", type=int, default=8,
-                           help="real split placements per model to fit link and boundary costs")
+    calibrate.add_argument("--warmup", action=_Checked, check=_count(0, 1000, "untimed inferences"), default=3,
+                           help="untimed inferences after each compile")
+    calibrate.add_argument("--placements", action=_Checked, check=_count(0, MAX_CALIBRATION_PLACEMENTS, "placements"),
+                           default=8,
+                           help="real split placements per model (blocks, random) to fit the boundary costs with the "
+                           "segment sweep")
+    calibrate.add_argument("--segments", action=_Checked, check=_count(1, MAX_OPS, "segment counts"), nargs="*",
+                           default=[1, 2, 4, 8, 16],
+                           help="segment counts of the sweep: each model in k contiguous segments alternating "
+                           "between two devices, measured for the boundary fit (default 1 2 4 8 16; none: the split "
+                           "placements alone)")
+    calibrate.add_argument("--segment-rounds", type=int, default=2,
+                           help="interleaved rounds of the sweep and of each device's whole-model latency (the "
+                           "fastest counts)")
     calibrate.add_argument("--seed", type=int, default=0, help="seed of the split placements")
     calibrate.add_argument("--statistic", choices=["median", "min"], default="median",
                            help="latency of timed runs: median (as the real backend) or min (robust on a busy machine)")
     calibrate.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                            help="time runs by wall clock (as the real backend) or process CPU time (load-robust, "
                            "for one-thread devices only)")
-    calibrate.add_argument("--name", help="profile name (default: the file name)")
+    calibrate.add_argument("--name", action=_Checked, check=_profile_name,
+                           help="profile name (default: the file name)")
     calibrate.add_argument("--overwrite", action="store_true", help="replace an existing profile file")
     calibrate.set_defaults(func=cmd_calibrate)
     return parser
@@ -240,17 +299,33 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command of `argv` (default: the process's arguments); its exit status: 0, 1 (no result), 2 (bad
     input), or 128 + the signal that interrupted it (130 for Ctrl-C, 143 for SIGTERM)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "calibrate" and args.name is None:  # the profile is named after its file: a name too
+        _profile_name_or_exit(parser, Path(args.out).stem)
     with signals.signals_interrupt():
         try:
             return args.func(args)
-        except (ValueError, FileNotFoundError, FileExistsError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:
             print(f"placement-gym {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:  # a file missing or in the way, an output that could not be written (a full disk)
+            print(f"placement-gym {args.command}: error: {results.os_error_text(exc)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:  # before any run finished (the run commands keep finished runs themselves)
             print(f"placement-gym {args.command}: {signals.interruption()}; nothing was finished, nothing saved",
                   file=sys.stderr)
             return signals.exit_status()
+
+
+def _profile_name_or_exit(parser: argparse.ArgumentParser, name: str) -> None:
+    """Exit 2 in one line, as a bad --name is refused, unless the profile file's reader takes `name` (calibrate's
+    default profile name, its --out's stem)."""
+    try:
+        _profile_name(name)
+    except ValueError as exc:
+        parser.exit(2, f"{parser.prog} calibrate: error: the profile is named after --out's file name (no --name "
+                       f"given): {exc}; give a shorter --name\n")
 
 
 if __name__ == "__main__":

@@ -184,11 +184,14 @@ def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
     for device in profile.devices:
         assert set(device.measured[tiny_branch_graph.name]) == set(tiny_branch_graph.op_names)
     assert profile.split_overhead_s >= 0 and profile.boundary_overhead_s >= 0
-    assert len(profile.calibration["boundary_rows"]) == 3 and any("fitted" in line for line in lines)
-    # the boundary overhead is the segment sweep's (placement_gym.backends.boundary), recorded with its source
-    swept = profile.calibration["boundary_overhead"]
-    assert swept["per_submodel_s"] == profile.boundary_overhead_s and swept["segments"] == [1, 2, 4, 8, 16]
-    assert set(profile.calibration["boundary_sweep"]) == {tiny_branch_graph.name}
+    assert any("fitted" in line for line in lines)
+    # the boundary costs are fitted to the segment sweep (placement_gym.backends.boundary) and the split placements
+    sweep = profile.calibration["boundary_sweep"][tiny_branch_graph.name]
+    assert sweep["ks"] == [1, 2, 4, 8, 16] and profile.calibration["segments"] == [1, 2, 4, 8, 16]
+    kinds = [row["kind"] for row in profile.calibration["boundary_rows"]]
+    assert kinds.count("split") == 3 and kinds.count("segments") == 4  # k > 1
+    assert set(profile.calibration["boundary_fit"]["sweep_transfer_check"]) == {
+        "per_extra_submodel", "per_crossing_tensor", "per_crossing_byte"}
     assert any("segment sweep" in source for source in profile.sources)
     # The single-device simulated latency is the measured one (the per-op times are scaled to it).
     backend = SimulatedBackend(profile)

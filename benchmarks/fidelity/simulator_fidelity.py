@@ -5,8 +5,9 @@
 
 1. Calibrates a measured profile for two local devices (default `placement_gym.two_cpu_devices()`: ``CPU`` and
    a virtual ``CPU[INFERENCE_PRECISION_HINT=bf16]`` where the CPU runs bf16, else a one-thread copy): per-op
-   OpenVINO profiling plus a few split placements for the boundary fit (``--profile PATH`` loads one instead;
-   the calibration uses other seeds than the evaluation).
+   OpenVINO profiling plus the segment sweep and a few split placements for the boundary fit (``--profile PATH``
+   loads one instead; the calibration's placements are contiguous segments and other seeds than the
+   evaluation's).
 2. Measures ``--placements`` placements on the real backend: both single-device ones, contiguous splits, random
    ones (several device shares), blocks in topological order, and structured ones (by op type, by depth).
    Each is measured in ``--passes`` passes (each pass in a fresh random order, ``--runs`` timed runs after

@@ -17,7 +17,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                           inputs={f"--model {model}": model for model in args.model})
     profile = calibrate(args.devices or two_cpu_devices(), args.model, runs=args.runs, warmup=args.warmup,
                         placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock,
-                        name=args.name or out.stem, progress=print)
+                        name=args.name or out.stem, segments=args.segments, segment_rounds=args.segment_rounds,
+                        progress=print)
     profile.save(out, overwrite=args.overwrite)
     print(f"wrote {out}; use it with DevicePlacementEnv(model, backend='simulated', profile='{out}')")
     return 0

@@ -19,6 +19,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                         placements=args.placements, seed=args.seed, statistic=args.statistic, clock=args.clock,
                         name=args.name or out.stem, segments=args.segments, segment_rounds=args.segment_rounds,
                         progress=print)
-    profile.save(out, overwrite=args.overwrite)
+    try:
+        profile.save(out, overwrite=args.overwrite)
+    except OSError as exc:  # minutes of measuring are not lost to a full disk or a folder gone read-only
+        kept = results.keep_records(profile.to_dict(), "calibrate-profile", near=out)
+        where = f"the measured profile is in {kept}" if kept else "no folder could take the measured profile"
+        raise results.OutputError(f"cannot write --out {out}: {results.os_error_text(exc)}; {where}") from None
     print(f"wrote {out}; use it with DevicePlacementEnv(model, backend='simulated', profile='{out}')")
     return 0

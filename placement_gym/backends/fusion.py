@@ -34,39 +34,30 @@ MobileNetV2 and the tiny models, on an AMD EPYC (AVX2, f32) and on an Intel Xeon
 precision) as well as in f32 there: kernel counts equal on all of them; ``benchmarks/fidelity/kernel_fusion.py``
 writes ``benchmarks/results/kernel_fusion.json``):
 
-=====================================  ==========================================================================
-op                                      kernel
-=====================================  ==========================================================================
-anchor (`ANCHORS`: Convolution,         starts a kernel; absorbs a fusing chain if its output has one reader
-GroupConvolution, MatMul, MVN,
-ReduceMean/Sum/..., AvgPool, ...)
-post-op (`POST_OPS`: Relu, Clamp,       joins its producer's chain (one non-constant input; the producer has one
-Sigmoid, Gelu, Tanh, Swish, ...)         reader and is an anchor or a chain member still open)
-scale/shift (Add, Multiply, Subtract,   joins the chain the same way when its constant is per-tensor or
-Divide with one constant input)          per-channel on the chain's channel axis: the bias of a Convolution or a
-                                          MatMul (FullyConnected), a BatchNorm folded to a scale/shift; not
-                                          LayerNorm's gamma/beta after MVN (they run along the last axis)
-residual sum (Add of two computed       joins the kernel of a Convolution producer that holds only its bias and
-tensors of one shape)                    has one reader, the one on input port 0 first (the other where port 0's
-                                          has several readers, or is on another device); never a producer whose
-                                          output other ops still read later (ResNet's identity shortcut); a
-                                          `SUM_POST_OPS` activation after it joins too (``conv + bias + add + relu``)
-elementwise (`SNIPPETS_OPS`: Add,       joins the Subgraph kernels of its elementwise producers (all it can join
-Multiply, Gelu, Convert f32, ...) that   without a cycle: a path from that kernel to the op through other kernels),
-no chain took                            else starts a Subgraph (BERT's residual adds, LayerNorm's affine, the
-                                          attention mask; an LSTM cell's gate arithmetic)
-ScaledDotProductAttention               one MHA kernel with the Transposes of its query (it starts the kernel),
-                                          value and output; the key's Transpose stays a kernel (the plugin merges
-                                          it with the transpose of K for Q.K^T). Without a mask input the plugin
-                                          scales the query in a Subgraph kernel of its own: the query's Transpose
-                                          then stands for that kernel and the attention op starts the MHA kernel.
-                                          In bf16 / f16 (`fusion_parent`'s `precision`) the output Transpose is a
-                                          kernel of its own
-shape-only (`FREE_OPS`: Reshape,        a view of its producer's output: never a kernel (parent = its producer,
-Squeeze, Unsqueeze)                      -1 where it reads only model inputs; `view_ops`)
-anything else (Concat, MaxPool,         a kernel of its own
-Gather, Softmax, Transpose, Split, ...)
-=====================================  ==========================================================================
+* **anchor** (`ANCHORS`: Convolution, GroupConvolution, MatMul, MVN, ReduceMean/Sum/..., AvgPool, ...): starts a
+  kernel; absorbs a fusing chain if its output has one reader.
+* **post-op** (`POST_OPS`: Relu, Clamp, Sigmoid, Gelu, Tanh, Swish, ...): joins its producer's chain (one
+  non-constant input; the producer has one reader and is an anchor or a chain member still open).
+* **scale/shift** (Add, Multiply, Subtract, Divide with one constant input): joins the chain the same way when its
+  constant is per-tensor or per-channel on the chain's channel axis: the bias of a Convolution or a MatMul
+  (FullyConnected), a BatchNorm folded to a scale/shift; not LayerNorm's gamma/beta after MVN (they run along the
+  last axis).
+* **residual sum** (Add of two computed tensors of one shape): joins the kernel of a Convolution producer that holds
+  only its bias and has one reader, the one on input port 0 first (the other where port 0's has several readers, or
+  is on another device); never a producer whose output other ops still read later (ResNet's identity shortcut); a
+  `SUM_POST_OPS` activation after it joins too (``conv + bias + add + relu``).
+* **elementwise** (`SNIPPETS_OPS`: Add, Multiply, Gelu, Convert f32, ...) that no chain took: joins the Subgraph
+  kernels of its elementwise producers (all it can join without a cycle: a path from that kernel to the op through
+  other kernels), else starts a Subgraph (BERT's residual adds, LayerNorm's affine, the attention mask; an LSTM
+  cell's gate arithmetic).
+* **ScaledDotProductAttention**: one MHA kernel with the Transposes of its query (it starts the kernel), value and
+  output; the key's Transpose stays a kernel (the plugin merges it with the transpose of K for Q.K^T). Without a
+  mask input the plugin scales the query in a Subgraph kernel of its own: the query's Transpose then stands for that
+  kernel and the attention op starts the MHA kernel. In bf16 / f16 (`fusion_parent`'s `precision`) the output
+  Transpose is a kernel of its own.
+* **shape-only** (`FREE_OPS`: Reshape, Squeeze, Unsqueeze): a view of its producer's output, never a kernel (parent =
+  its producer, -1 where it reads only model inputs; `view_ops`).
+* **anything else** (Concat, MaxPool, Gather, Softmax, Transpose, Split, ...): a kernel of its own.
 
 The parent is always a direct producer, so a kernel is a tree rooted at the op that starts it. Two fusions of
 the plugin are not trees and are given a producer outside the kernel as parent (no kernel of their own, as in

@@ -10,7 +10,7 @@ side on its own).
   `view_ops`: the shape-only ops, never a kernel;
 * `runtime_kernels` / `runtime_kernels_of`: what the real plugin formed, read from a compiled model's runtime
   model (``layerType`` and ``originalLayersNames`` of each runtime node), mapped to IR ops the way per-op
-  profiling does (`placement_gym.backends.profiling._runtime_groups`);
+  profiling does (`runtime_groups`);
 * `compare_with_runtime`: predicted against real, kernel counts and op by op.
 
 Where the rules come from
@@ -91,7 +91,7 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -628,6 +628,69 @@ def kernel_count(graph: ComputationGraph, placement: np.ndarray | None = None,
 
 
 # ------------------------------------------------------------------------------------------ the real thing
+def nearest_node(start, neighbours: Callable[[Any], Iterable], key: Callable[[Any], Any], wanted: Callable[[Any], bool]):
+    """Breadth-first from `start`: the key of the closest other node for which `wanted(node)`, or None."""
+    seen, frontier = {key(start)}, [start]
+    while frontier:
+        next_frontier = []
+        for node in frontier:
+            for nb in neighbours(node):
+                if key(nb) in seen:
+                    continue
+                seen.add(key(nb))
+                if wanted(nb):
+                    return key(nb)
+                next_frontier.append(nb)
+        frontier = next_frontier
+    return None
+
+
+def runtime_groups(runtime_model, graph: ComputationGraph) -> dict[str, list[int]]:
+    """Runtime node name -> the original compute ops (indices into `graph`) whose time that node's entry holds.
+
+    Uses ``originalLayersNames`` of the runtime (executable) model. Nodes without original names (layout
+    ``Reorder``s the plugin inserted) take the group of their nearest consumer, else producer, that has names.
+    Compute ops that no runtime node names (a MatMul folded into the FullyConnected that names only its bias
+    Add) join the group of their nearest consumer, else producer, in the original graph.
+    """
+    index = {name: i for i, name in enumerate(graph.op_names)}
+    rt_ops = list(runtime_model.get_ordered_ops())
+    members: dict[str, list[int]] = {}
+    for op in rt_ops:
+        info = op.get_rt_info()
+        names = info["originalLayersNames"].astype(str).split(",") if "originalLayersNames" in info else []
+        members[op.get_friendly_name()] = [index[n] for n in names if n in index]
+    groups = {name: ops for name, ops in members.items() if ops}
+    group_of = {i: name for name, ops in groups.items() for i in ops}
+
+    def runtime_neighbours(op) -> Iterable:  # consumers first, then producers
+        for out in op.outputs():
+            for target in out.get_target_inputs():
+                yield target.get_node()
+        for inp in op.inputs():
+            yield inp.get_source_output().get_node()
+
+    for op in rt_ops:  # Reorders and other runtime-only nodes: the same list as their nearest named node's
+        if not members[op.get_friendly_name()]:
+            target = nearest_node(op, runtime_neighbours, lambda o: o.get_friendly_name(),
+                              lambda o: bool(members.get(o.get_friendly_name())))
+            if target is not None:
+                groups[op.get_friendly_name()] = groups[target]  # shared: ops added below count here too
+
+    neighbours: list[list[int]] = [[] for _ in range(graph.n_ops)]  # consumers first, then producers
+    for s, d in graph.edge_index.T.tolist():
+        neighbours[s].append(d)
+    for s, d in graph.edge_index.T.tolist():
+        neighbours[d].append(s)
+    for i in range(graph.n_ops):  # original ops no runtime node names
+        if i not in group_of:
+            nearest = nearest_node(i, neighbours.__getitem__, lambda j: j, lambda j: j in group_of)
+            if nearest is not None:
+                groups[group_of[nearest]].append(i)
+                group_of[i] = group_of[nearest]
+    return groups
+
+
 def _text(info: Any, key: str) -> str:
     return info[key].astype(str) if key in info else ""
 
@@ -640,7 +703,7 @@ def runtime_kernels_of(runtime_model: Any, graph: ComputationGraph) -> dict:
     inputs are constant (weights prepared once), or if it is a Reorder / Convert that no IR compute op names
     (`INSERTED_PLUMBING_TYPES`). IR ops map to runtime nodes through ``originalLayersNames``; IR ops no node names
     (a MatMul folded into its FullyConnected, which names only the bias Add) take the kernel that
-    `placement_gym.backends.profiling._runtime_groups` gives them, except that an unnamed IR op whose every
+    `runtime_groups` gives them, except that an unnamed IR op whose every
     reader sits in one kernel joins that kernel, and a runtime kernel that names no IR op (BERT's key Transpose,
     merged with the transpose of K for Q.K^T) takes the unnamed IR op of its type that reads what it reads.
 
@@ -649,7 +712,6 @@ def runtime_kernels_of(runtime_model: Any, graph: ComputationGraph) -> dict:
     that only a plumbing node executes, e.g. an in-place Reshape); ``kernel_root`` ((N,) int64: the lowest IR
     index in each op's kernel, an op outside every kernel taking its first producer's; comparable to
     `kernel_roots`); ``unnamed_kernels`` (kernels that absorbed no IR op)."""
-    from .profiling import _runtime_groups
 
     index = {name: i for i, name in enumerate(graph.op_names)}
     nodes = list(runtime_model.get_ordered_ops())
@@ -709,7 +771,7 @@ def runtime_kernels_of(runtime_model: Any, graph: ComputationGraph) -> dict:
     kernel_of: list[str | None] = [None if owner[i] is None or plumbing[owner[i]] else owner[i] for i in range(n)]
     for i, k in matched.items():
         kernel_of[i] = k
-    groups = _runtime_groups(runtime_model, graph)
+    groups = runtime_groups(runtime_model, graph)
     for i in reversed(unnamed):  # readers first: a MatMul joins the FullyConnected of its bias Add
         if i in matched:
             continue
@@ -717,7 +779,7 @@ def runtime_kernels_of(runtime_model: Any, graph: ComputationGraph) -> dict:
         if len(seen) == 1 and None not in seen:
             kernel_of[i] = seen.pop()
             continue
-        for k in kernels:  # else where _runtime_groups put it (its nearest named op's kernel)
+        for k in kernels:  # else where runtime_groups put it (its nearest named op's kernel)
             if named[k] and i in groups.get(k, ()):
                 kernel_of[i] = k
                 break

@@ -20,7 +20,7 @@ import openvino as ov
 
 from ..graph import ComputationGraph
 from .base import median_interval
-from .fusion import fusion_parent
+from .fusion import fusion_parent, runtime_groups
 from .profiles import DeviceProfile, op_bytes
 
 #: Timers for inference runs: wall-clock latency (what the backend reports by default) or the process's CPU time
@@ -197,69 +197,6 @@ def _device_ov_config(device, extra: Mapping[str, Any]) -> dict:
     return {**device.properties, **extra}
 
 
-def _nearest(start, neighbours: Callable[[Any], Iterable], key: Callable[[Any], Any], wanted: Callable[[Any], bool]):
-    """Breadth-first from `start`: the key of the closest other node for which `wanted(node)`, or None."""
-    seen, frontier = {key(start)}, [start]
-    while frontier:
-        next_frontier = []
-        for node in frontier:
-            for nb in neighbours(node):
-                if key(nb) in seen:
-                    continue
-                seen.add(key(nb))
-                if wanted(nb):
-                    return key(nb)
-                next_frontier.append(nb)
-        frontier = next_frontier
-    return None
-
-
-def _runtime_groups(runtime_model, graph: ComputationGraph) -> dict[str, list[int]]:
-    """Runtime node name -> the original compute ops (indices into `graph`) whose time that node's entry holds.
-
-    Uses ``originalLayersNames`` of the runtime (executable) model. Nodes without original names (layout
-    ``Reorder``s the plugin inserted) take the group of their nearest consumer, else producer, that has names.
-    Compute ops that no runtime node names (a MatMul folded into the FullyConnected that names only its bias
-    Add) join the group of their nearest consumer, else producer, in the original graph.
-    """
-    index = {name: i for i, name in enumerate(graph.op_names)}
-    rt_ops = list(runtime_model.get_ordered_ops())
-    members: dict[str, list[int]] = {}
-    for op in rt_ops:
-        info = op.get_rt_info()
-        names = info["originalLayersNames"].astype(str).split(",") if "originalLayersNames" in info else []
-        members[op.get_friendly_name()] = [index[n] for n in names if n in index]
-    groups = {name: ops for name, ops in members.items() if ops}
-    group_of = {i: name for name, ops in groups.items() for i in ops}
-
-    def runtime_neighbours(op) -> Iterable:  # consumers first, then producers
-        for out in op.outputs():
-            for target in out.get_target_inputs():
-                yield target.get_node()
-        for inp in op.inputs():
-            yield inp.get_source_output().get_node()
-
-    for op in rt_ops:  # Reorders and other runtime-only nodes: the same list as their nearest named node's
-        if not members[op.get_friendly_name()]:
-            target = _nearest(op, runtime_neighbours, lambda o: o.get_friendly_name(),
-                              lambda o: bool(members.get(o.get_friendly_name())))
-            if target is not None:
-                groups[op.get_friendly_name()] = groups[target]  # shared: ops added below count here too
-
-    neighbours: list[list[int]] = [[] for _ in range(graph.n_ops)]  # consumers first, then producers
-    for s, d in graph.edge_index.T.tolist():
-        neighbours[s].append(d)
-    for s, d in graph.edge_index.T.tolist():
-        neighbours[d].append(s)
-    for i in range(graph.n_ops):  # original ops no runtime node names
-        if i not in group_of:
-            nearest = _nearest(i, neighbours.__getitem__, lambda j: j, lambda j: j in group_of)
-            if nearest is not None:
-                groups[group_of[nearest]].append(i)
-                group_of[i] = group_of[nearest]
-    return groups
-
-
 #: How a latency is taken from timed runs: the median (what the real backend reports) or the minimum (robust
 #: on a shared machine, where other load only ever adds time).
 STATISTICS = ("median", "min")
@@ -279,7 +216,7 @@ def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 
 
     1. compile with ``PERF_COUNT`` and run `warmup` + `runs` inferences, keeping each runtime entry's median
        ``real_time``;
-    2. map runtime entries to original ops (`_runtime_groups`); a fused group's time is shared among its ops in
+    2. map runtime entries to original ops (`fusion.runtime_groups`); a fused group's time is shared among its ops in
        proportion to their work (FLOPs + bytes);
     3. scale all times so that they sum to the model's latency measured without profiling (`statistic` of
        `runs` timed runs by `clock`; the entries' sum differs from the wall time, the more so with several
@@ -318,7 +255,7 @@ def measure_op_times(graph: ComputationGraph, device, *, core=None, runs: int = 
         for entry in request.profiling_info:
             per_entry.setdefault(entry.node_name, []).append(entry.real_time.total_seconds())
     entry_s = {name: float(np.median(v)) for name, v in per_entry.items()}
-    groups = _runtime_groups(compiled.get_runtime_model(), graph)
+    groups = runtime_groups(compiled.get_runtime_model(), graph)
     del request, compiled
 
     work = graph.flops + _GROUP_SHARE_FLOPS_PER_BYTE * op_bytes(graph)

@@ -62,8 +62,10 @@ def two_device_parallel_backend() -> SimulatedBackend:
     """Two identical paper-preset GPUs with overlapping execution: splitting parallel branches pays off."""
     paper = paper_profile()
     gpu = paper.devices[1]
+    # 60 us per extra submodel (the spec-sheet estimate this test was built on): a problem whose known optimum is
+    # the split, whatever the presets measure
     profile = Profile(devices=[gpu, replace(gpu, name="GPU2")], link=paper.link,
-                      boundary_overhead_s=paper.boundary_overhead_s, schedule="parallel", name="test-two-gpu")
+                      boundary_overhead_s=60e-6, schedule="parallel", name="test-two-gpu")
     return SimulatedBackend(profile)
 
 

@@ -240,7 +240,7 @@ def test_search_proposals_settings_are_checked():
     from agents.search.local_search import AroundBest
     from agents.algos.reinforce import ReinforceConfig
 
-    with pytest.raises(ValueError, match="search_proposals=-1"):
+    with pytest.raises(ValueError, match="field search_proposals: found -1"):
         SearchConfig(search_proposals=-1)
     with pytest.raises(ValueError, match="needs mode='bandit'"):
         check_search(ReinforceConfig(mode="episodic"), SearchConfig(search_proposals=2))

@@ -17,6 +17,7 @@ import placement_gym  # noqa: F401  (registers the envs)
 from agents.core.base import BaseAgent
 from agents.search.heuristic_start import (LINK_FEATURE, ZERO_SHOT_OVERRIDE, cheapest_devices, move_large_savings,
                                            transfer_change)
+from placement_gym.backends.profiles import Profile
 from placement_gym.features import bytes_from_edge_features
 from placement_gym import registry
 from placement_gym.callbacks import Callback
@@ -174,7 +175,7 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
     assert agent.zero_shot_active  # on after training over many graphs
     env = make(agent, "tiny_branch", "ai_pc")
     obs, _ = env.reset(seed=0)
-    assert obs["submodel_overhead"].tolist() == [pytest.approx(20e-6)]
+    assert obs["submodel_overhead"].tolist() == [pytest.approx(Profile.preset("ai_pc").boundary_overhead_s)]
     raw = agent.predict(dict(obs, submodel_overhead=np.zeros(1, np.float32)))  # 0: unknown, the policy's own
     cost, mask = obs["node_device_cost"], obs["action_mask"].astype(bool)
     cheapest = move_large_savings(raw, cost, mask, 0.0)
@@ -190,8 +191,9 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
     moved = agent.predict(tiny)
     assert moved.tolist() == move_large_savings(raw, cost, mask, 2e-12, on_links).tolist()
     assert not np.array_equal(moved, raw)
-    zero_shot = agent.predict(obs)  # tiny_branch's ops save less than 2 x 20 us: none moves
-    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, ZERO_SHOT_OVERRIDE * 20e-6, on_links).tolist()
+    zero_shot = agent.predict(obs)  # tiny_branch's ops save less than 2 x the preset's boundary: none moves
+    overhead = Profile.preset("ai_pc").boundary_overhead_s
+    assert zero_shot.tolist() == move_large_savings(raw, cost, mask, ZERO_SHOT_OVERRIDE * overhead, on_links).tolist()
 
     loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))  # the checkpoint keeps it
     assert loaded.zero_shot_active and loaded.predict(obs).tolist() == zero_shot.tolist()

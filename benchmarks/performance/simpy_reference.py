@@ -81,6 +81,10 @@ def simpy_latency(backend: SimulatedBackend, graph: ComputationGraph, placement:
 
     device = placement.tolist()
     op_s = prepared.op_seconds[np.arange(n), placement].tolist()
+    # an op fused into its producer's kernel pays its own kernel's price where a device boundary separates the two
+    for op, parent, extra in zip(prepared.fused.tolist(), prepared.fused_parent.tolist(), prepared.unfused_s):
+        if device[op] != device[parent]:
+            op_s[op] += float(extra[device[op]])
     src = prepared.cutter.src.tolist()
     dst = prepared.cutter.dst.tolist()
     edge_seconds = prepared.edge_seconds

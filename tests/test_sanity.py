@@ -64,7 +64,7 @@ def test_the_held_out_suite_shares_no_graph_with_the_tuned_one(suite):
 
 @pytest.mark.parametrize("name", ["sanity", "sanity-holdout"])
 def test_the_shipped_optima_are_what_the_solver_proves_now(name):
-    """Each (case, model) solved again by ``optimal`` (seconds each; its time limit, 30 s per pair, is slack):
+    """Each (case, model) solved again by ``optimal`` (seconds to minutes each; its time limit, 300 s per pair, is slack):
     proven, at the shipped latency; the shipped placement measures that latency on the suite's own env."""
     suite = benchmark.load_suite(name)
     optima = sanity.load_optima(suite)
@@ -80,8 +80,10 @@ def test_the_shipped_optima_are_what_the_solver_proves_now(name):
         assert measured == pytest.approx(optimum.latency_s, rel=1e-9)
         assert optimum.lower_bound_s <= optimum.latency_s * (1 + 1e-6)
         assert optimum.latency_s <= optimum.best_single_device_s * (1 + 1e-12)
-    # most rows mix devices (the tuned suite's one-device row is paper:latency, the held-out's paper and server latency)
-    assert sum(o.mixed for o in optima.values()) >= len(optima) - 2
+    # under cost model version 2 every throughput row's optimum mixes devices; the latency rows' are one device each
+    # (a measured half millisecond per HETERO boundary: docs/results/sanity.md)
+    assert all(o.mixed for o in optima.values() if o.case.endswith(":throughput"))
+    assert not any(o.mixed for o in optima.values() if o.case.endswith(":latency"))
 
 
 @pytest.mark.parametrize("change, field", [

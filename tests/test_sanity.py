@@ -64,7 +64,7 @@ def test_the_held_out_suite_shares_no_graph_with_the_tuned_one(suite):
 
 @pytest.mark.parametrize("name", ["sanity", "sanity-holdout"])
 def test_the_shipped_optima_are_what_the_solver_proves_now(name):
-    """Each (case, model) solved again by ``optimal`` (seconds to minutes each; its time limit, 300 s per pair, is slack):
+    """Each (case, model) solved again by ``optimal`` (up to minutes each; its time limit, 300 s a pair, is slack):
     proven, at the shipped latency; the shipped placement measures that latency on the suite's own env."""
     suite = benchmark.load_suite(name)
     optima = sanity.load_optima(suite)

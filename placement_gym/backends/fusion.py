@@ -334,25 +334,21 @@ class _Fuser:
 
     def _reaches(self, start: int, target_root: int) -> bool:
         """Whether some op of the kernel rooted at `target_root` is `start` or one of its ancestors."""
+        return self._search_up(start, target_root, lambda x: self.root[x] == target_root)
+
+    def _is_ancestor(self, a: int, b: int) -> bool:
+        return self._search_up(b, a, lambda x: x == a)
+
+    def _search_up(self, start: int, floor: int, hit) -> bool:
+        """Depth-first over producers from `start`, only through ops at index `floor` or above (topological order:
+        nothing below it can lead back up to it): whether some op visited satisfies `hit`."""
         stack, seen = [start], {start}
         while stack:
             x = stack.pop()
-            if self.root[x] == target_root:
+            if hit(x):
                 return True
             for y in self.producers[x]:
-                if y >= target_root and y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        return False
-
-    def _is_ancestor(self, a: int, b: int) -> bool:
-        stack, seen = [b], {b}
-        while stack:
-            x = stack.pop()
-            if x == a:
-                return True
-            for y in self.producers[x]:
-                if y >= a and y not in seen:
+                if y >= floor and y not in seen:
                     seen.add(y)
                     stack.append(y)
         return False

@@ -11,16 +11,16 @@ from typing import Iterable
 import sys
 import time
 
-from placement_gym import results
+from placement_gym import files
 
 
 def refuse_existing_outputs(parser: argparse.ArgumentParser, paths: Iterable["str | Path | None"],
                             overwrite: bool) -> None:
     """``parser.error`` (exit 2, usage line) if two of `paths` (None entries skipped) are one file, or one exists
-    and not `overwrite` (`placement_gym.results.check_outputs`, as the CLI checks its outputs)."""
+    and not `overwrite` (`placement_gym.files.check_outputs`, as the CLI checks its outputs)."""
     try:
         given = [path for path in paths if path is not None]
-        results.check_outputs({f"output {i + 1} ({path})": path for i, path in enumerate(given)}, overwrite)
+        files.check_outputs({f"output {i + 1} ({path})": path for i, path in enumerate(given)}, overwrite)
     except (ValueError, FileExistsError) as exc:
         parser.error(str(exc))
 
@@ -53,14 +53,14 @@ def run_metadata(argv: "list[str] | None", note: str) -> dict:
         "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
         "note": note,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "versions": results.versions(),
-        "machine": results.machine(),
+        "versions": files.versions(),
+        "machine": files.machine(),
     }
 
 
 def write_results(path: "str | Path | None", data: dict, overwrite: bool = False) -> None:
-    """Write `data` to the results file `path` (`results.write_json`) and say so; nothing where no path was given
+    """Write `data` to the results file `path` (`files.write_json`) and say so; nothing where no path was given
     (a benchmark's results file is optional: it prints its figures either way)."""
     if path:
-        results.write_json(path, data, overwrite=overwrite)
+        files.write_json(path, data, overwrite=overwrite)
         print(f"wrote {path}")

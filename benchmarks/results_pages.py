@@ -50,7 +50,7 @@ MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!--
 #: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
 SEARCH_LAYER_COMMIT = "7d979ae"
 MACHINE = "the project's {cores}-core {cpu} VM (KVM, shared with other jobs unless said)"
-#: The CPU of the files written before results recorded its model (`placement_gym.results.machine`).
+#: The CPU of the files written before results recorded its model (`placement_gym.files.machine`).
 EARLIER_CPU = "AMD EPYC"
 
 

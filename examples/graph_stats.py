@@ -12,7 +12,7 @@ import argparse
 
 from placement_gym import load_graph
 from placement_gym.graph import format_stats_table
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 
 
 def main() -> None:

@@ -32,7 +32,8 @@ import numpy as np
 from . import evaluation, registry
 from ._version import __version__
 from .backends.simulated import COST_MODEL_VERSION
-from .results import MAX_RESULTS_BYTES, folder_lock, markdown_table, safe_name, write_json
+from .results import markdown_table
+from .files import MAX_RESULTS_BYTES, folder_lock, safe_name, write_json
 from .schema import (
     MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, Where, mismatch, read_json,
     repeated,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import evaluation, registry
-from . import results  # noqa: F401 - `cli.results`: the module the commands write through (tests patch it here)
+from . import files, results  # noqa: F401 - `cli.results`: the module the commands write through (tests patch it here)
 from .commands import signals
 from .commands.benchmark import cmd_benchmark
 from .commands.calibrate import cmd_calibrate
@@ -27,7 +27,9 @@ from .commands.compare import cmd_compare
 from .commands.deploy import cmd_export, cmd_place, cmd_show
 from .commands.info import cmd_info
 from .commands.run import cmd_evaluate, cmd_train
+from .commands.sim2real import cmd_sim2real
 from .commands.settings import BUDGET
+from .commands.sim2real import DEFAULT_BUDGETS
 from .schema import MAX_OPS
 
 #: The most split placements `calibrate --placements` measures per model (each is a real compile and
@@ -236,6 +238,31 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--overwrite", action="store_true", help="replace the placed files in an existing --out")
     export.set_defaults(func=cmd_export)
 
+    sim2real = command("sim2real", help="train a learned agent on a simulated profile, train it on with real "
+                       "measurements, and time both phases' placements for real")
+    _add_agent_arguments(sim2real)
+    sim2real.add_argument("--profile", required=True, help="the simulated phase's profile: a profile JSON calibrated "
+                          "on --devices (placement-gym calibrate) or a preset name with as many devices")
+    sim2real.add_argument("--devices", nargs="+", help="the real devices, in the profile's device order (default: "
+                          "placement_gym.two_cpu_devices())")
+    sim2real.add_argument("--sim-budget", type=int, help="placements of the simulated phase (default: the agent's "
+                          f"own schedule where it has one, else {DEFAULT_BUDGETS[0]})")
+    sim2real.add_argument("--real-budget", type=int, help="real measured placements of the real phase (default: the "
+                          f"agent's own schedule where it has one, else {DEFAULT_BUDGETS[1]})")
+    sim2real.add_argument("--baselines", nargs="*", default=["dp"], help="planners run on the profile whose "
+                          "placements are timed for real beside the agent's (none: no planner)")
+    sim2real.add_argument("--objective", choices=["latency", "throughput"], help="what a placement is scored by "
+                          "(default latency)")
+    sim2real.add_argument("--unsupported", choices=["fail", "repair"], default="fail",
+                          help="an op placed on a device that cannot run it fails the placement or is moved")
+    sim2real.add_argument("--seed", type=int, default=0, help="the seed of both phases")
+    sim2real.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
+    sim2real.add_argument("--repeats", type=int, help="real backend: timed inferences per placement (default 20)")
+    sim2real.add_argument("--json", help="write both phases' records and the real comparison as JSON here")
+    sim2real.add_argument("--save", help="write the agent after both phases (a checkpoint) here")
+    sim2real.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    sim2real.set_defaults(func=cmd_sim2real, csv=None, plot=None, backend="openvino")
+
     bench = command("benchmark", help="run your agent on a versioned suite and rank it among the shipped "
                            "reference results (resumable)")
     bench.add_argument("--agent", required=True,
@@ -310,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"placement-gym {args.command}: error: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # a file missing or in the way, an output that could not be written (a full disk)
-            print(f"placement-gym {args.command}: error: {results.os_error_text(exc)}", file=sys.stderr)
+            print(f"placement-gym {args.command}: error: {files.os_error_text(exc)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:  # before any run finished (the run commands keep finished runs themselves)
             print(f"placement-gym {args.command}: {signals.interruption()}; nothing was finished, nothing saved",

@@ -1,16 +1,7 @@
 """Deploy a placement: apply it to an OpenVINO model, write a folder a user can compile and ship, compile it back.
 
-The env's real backend (`placement_gym.backends.openvino`) measures a placement through the functions here, so
-what is deployed is compiled exactly as it was measured:
-
-* `op_followers` and `set_affinities`: an ``affinity`` rt_info entry on *every* op of the model (compute ops from
-  the placement; each Constant / Parameter / Result from the compute op it is attached to: HETERO refuses a
-  partial map), on the constant-folded model (BERT's shape subgraph breaks HETERO otherwise);
-* `compile_target` and `compile_with_affinities`: a one-device placement compiled on that device directly, a
-  split one on ``HETERO:<devices used>`` with each device's properties under ``DEVICE_PROPERTIES``;
-* `support_mask`: which device runs which op, by OpenVINO's own ``query_model``.
-
-On top of them, for users::
+A placement is compiled exactly as the env's real backend measures it: both run `placement_gym.backends.hetero`
+(an affinity on every op, HETERO over the devices used, OpenVINO's own support check). On top of it, for users::
 
     placed = apply_placement(model, placement, devices)       # an openvino.Model with an affinity on every op
     save_placed("placed/", model, placement, devices)          # model.xml + model.bin, placement.json, README.md
@@ -32,7 +23,6 @@ import datetime as _dt
 import errno
 import glob
 import importlib
-import logging
 import os
 import re
 import shutil
@@ -45,7 +35,10 @@ import numpy as np
 import openvino as ov
 
 from .devices import (
-    Device, DeviceSpec, compile_properties, open_devices, openvino_error_text, shared_core, virtual_name,
+    Device, DeviceSpec, open_devices, openvino_error_text, shared_core, virtual_name,
+)
+from .backends.hetero import (
+    compile_target, compile_with_affinities, op_followers, set_affinities, support_mask, target_of, used_devices,
 )
 from .graph import ComputationGraph
 from .schema import (
@@ -53,12 +46,9 @@ from .schema import (
     is_regular_file, mismatch, open_regular, read_json, repeated,
 )
 
-logger = logging.getLogger(__name__)
-
 __all__ = ["FORMAT", "PlacementChoice", "apply_placement", "as_placement", "check_out", "compile_placed",
-           "compile_target", "compile_with_affinities", "measure_against_single_devices", "op_followers",
-           "placed_placement", "read_placed", "read_placed_graph", "read_placement", "save_placed", "set_affinities",
-           "support_mask", "used_devices"]
+           "measure_against_single_devices", "placed_placement", "read_placed", "read_placed_graph", "read_placement",
+           "save_placed"]
 
 #: Written into every placement.json; bumped when its layout changes.
 FORMAT = "placement-gym-placed/1"
@@ -78,77 +68,6 @@ MAX_PLACEMENT_BYTES = 64 << 20
 #: A device as `save_placed` and `apply_placement` take it: a spec (``"CPU[INFERENCE_PRECISION_HINT=bf16]"``) or
 #: an opened `Device` (which carries its compile properties).
 AnyDevice = str | DeviceSpec | Device
-
-
-# ----------------------------------------------------------------- one implementation: what the backend runs
-def op_followers(graph: ComputationGraph) -> tuple[list, np.ndarray]:
-    """``(ops, follows)``: every op of ``graph.model`` in topological order, and for each the index of the compute
-    op whose device it takes (itself for a compute op; `ComputationGraph.attached` for the others)."""
-    model = graph.require_model("applying a placement")
-    index = {name: i for i, name in enumerate(graph.op_names)}
-    ops = list(model.get_ordered_ops())
-    follows = np.array([index[op.get_friendly_name()] if op.get_friendly_name() in index
-                        else graph.attached[op.get_friendly_name()] for op in ops], dtype=np.int64)
-    return ops, follows
-
-
-def set_affinities(ops: Sequence, follows: np.ndarray, placement: np.ndarray, ov_names: Sequence[str]) -> None:
-    """Write rt_info ``affinity`` = the OpenVINO name of its device on every op of `ops` (`op_followers`):
-    compute op ``i`` gets ``ov_names[placement[i]]``, every other op its compute op's."""
-    names = np.array(list(ov_names), dtype=object)
-    for op, device in zip(ops, names[np.asarray(placement)[follows]]):
-        op.get_rt_info()["affinity"] = device
-
-
-def used_devices(placement: np.ndarray, devices: Sequence[Device]) -> list[Device]:
-    """The devices `placement` uses, in device order (the order of HETERO's device list)."""
-    return [devices[d] for d in sorted(set(np.asarray(placement).tolist()))]
-
-
-def compile_target(used: Sequence[Device]) -> tuple[str, dict]:
-    """``(device name, config)`` to compile a placement using `used` on: the one device itself with its
-    properties (what a user would run), or ``HETERO:A,B`` with each device's properties under
-    ``DEVICE_PROPERTIES`` (nested dicts at the top level of a HETERO config are silently ignored)."""
-    return _target(compile_properties(used))
-
-
-def _target(properties: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict]:
-    """`compile_target` of the devices used, given as OpenVINO name -> compile properties, in HETERO's order (what
-    `save_placed` writes into placement.json, from device entries that need not be opened here)."""
-    names = list(properties)
-    if len(names) == 1:
-        return names[0], dict(properties[names[0]])
-    return "HETERO:" + ",".join(names), {"DEVICE_PROPERTIES": {name: dict(p) for name, p in properties.items()}}
-
-
-def compile_with_affinities(core: ov.Core, model: ov.Model, used: Sequence[Device]) -> tuple[ov.CompiledModel, int]:
-    """Compile `model` (affinities set by `set_affinities`) on `compile_target(used)`; returns the compiled model
-    and its number of submodels (1 for a one-device placement)."""
-    name, config = compile_target(used)
-    compiled = core.compile_model(model, name, config)
-    return compiled, 1 if len(used) == 1 else int(compiled.get_property("HETERO_NUMBER_OF_SUBMODELS"))
-
-
-def support_mask(core: ov.Core, graph: ComputationGraph, devices: Sequence[Device]) -> np.ndarray:
-    """(N, D) bool: ``True`` where device ``d`` can run compute op ``i``, from ``Core.query_model`` of the whole
-    model on each device with its properties (the ops it names are the ones it supports).
-
-    An op that no device's answer names at all is marked supported everywhere: a plugin may report a transformed
-    op under another friendly name, and since no device claims it, the names say nothing about it (if it really
-    cannot run, compiling fails with OpenVINO's error)."""
-    model = graph.require_model("checking operator support")
-    supported = []
-    for device in devices:
-        try:
-            supported.append(set(core.query_model(model, device.ov_name, device.properties)))
-        except Exception as exc:  # a plugin that cannot even check the model supports none of it
-            logger.warning("query_model of %s on %s failed (%s); treating every op as unsupported there",
-                           graph.name, device.name, openvino_error_text(exc))
-            supported.append(set())
-    mask = np.array([[name in names for names in supported] for name in graph.op_names], dtype=bool)
-    mask = mask.reshape(graph.n_ops, len(devices))
-    mask[~mask.any(axis=1)] = True  # named by no device: unknown, not unsupported (see docstring)
-    return mask
 
 
 # ------------------------------------------------------------------------------------------ placements
@@ -346,9 +265,9 @@ def check_out(out: "str | os.PathLike", overwrite: bool = False) -> Path:
     """`out` as a `Path`, checked before long work: ``ValueError`` when it is empty (which would be the current
     folder), ``FileExistsError`` when it is a symbolic link or a file, or a folder that holds anything, unless
     `overwrite` and it is a placed folder placement-gym wrote (`foreign_to_placed`), which is then replaced whole;
-    ``ValueError`` where it cannot be created (`placement_gym.results.check_creatable`). `save_placed` checks again
+    ``ValueError`` where it cannot be created (`placement_gym.files.check_creatable`). `save_placed` checks again
     as it moves the new folder into place."""
-    from .results import check_creatable
+    from .files import check_creatable
 
     if not os.fspath(out):
         raise ValueError("--out is empty; name the folder to write the placed model into")
@@ -406,7 +325,7 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
     at `out` meanwhile is never replaced without `overwrite`. A device listed twice is refused (compile_placed
     could not tell the two apart).
     """
-    from .results import machine, temporary_name, umask, versions, write_json, write_text
+    from .files import machine, temporary_name, umask, versions, write_json, write_text
 
     check_out(out, overwrite)
     out = Path(out)
@@ -416,7 +335,7 @@ def save_placed(out: "str | os.PathLike", model: ov.Model,
         raise ValueError(f"device {names[twice[1]]!r} is listed twice (devices {names}); expected each device "
                          "once (a virtual copy is the device with other properties: CPU[INFERENCE_NUM_THREADS=1])")
     placed, graph, array, entries = _placed_copy(model, placement, devices)
-    target, config = _target({entries[d]["openvino_name"]: entries[d]["properties"]
+    target, config = target_of({entries[d]["openvino_name"]: entries[d]["properties"]
                               for d in sorted(set(array.tolist()))})
     info = dict(info or {})
     if "simulated" in info:  # what the latency is, said in words beside the flag

@@ -29,7 +29,7 @@ from .evaluation import agent_name
 from .schema import NAME, MapOf, Plain, SchemaError, check
 
 __all__ = ["AGENTS", "AGENT_METHODS", "AGENT_OPTIONS", "HYBRID_PREFIX", "AgentEntry", "OptionError", "agent_factories",
-           "check_options", "is_hybrid", "load_agent_class", "make_agent", "pretrained_checkpoint"]
+           "check_options", "is_hybrid", "learns", "load_agent_class", "make_agent", "pretrained_checkpoint"]
 
 #: Where the agents' package builds an agent from constructor options (search settings and the hybrid form
 #: included); imported by name, like the agents, so that `placement_gym` never imports `agents` itself.
@@ -117,6 +117,22 @@ AGENTS: dict[str, AgentEntry] = {
     "ppo-node": AgentEntry("agents.ppo:PPONodeAgent", "the same on the node-by-node env"),
     "optimal": AgentEntry("agents.baselines:ExactOptimum", "exact optimum of the simulated cost model (MILP)"),
 }
+
+
+#: The bases of the agents that learn nothing (the planners and the search baseline), by where they live (imported
+#: by name, as the agents are).
+NOT_LEARNED = ("agents.baselines.base:PlanningAgent", "agents.search.hybrid:LocalSearch")
+
+
+def learns(agent: Any) -> bool:
+    """Whether `agent` (an instance or a class) learns a policy: a learned agent or a user's, not a planner or the
+    search baseline (`NOT_LEARNED`)."""
+    cls = agent if isinstance(agent, type) else type(agent)
+    for target in NOT_LEARNED:
+        module_name, _, class_name = target.partition(":")
+        if issubclass(cls, getattr(_import_module(module_name), class_name)):
+            return False
+    return True
 
 
 def load_agent_class(name: str) -> type:

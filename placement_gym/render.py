@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from .graph import ComputationGraph
-from .results import save_figure
+from .files import save_figure
 
 __all__ = ["draw_placement", "placement_image", "save_placement"]
 

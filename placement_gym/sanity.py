@@ -36,7 +36,8 @@ import numpy as np
 
 from . import registry
 from .benchmark import MAX_LATENCY_S, MIN_LATENCY_S, SUITES_DIR, Suite, best_within, check_same_versions, load_suite
-from .results import OPTIMAL_AGENT, markdown_table, safe_name, write_json
+from .results import OPTIMAL_AGENT, markdown_table
+from .files import safe_name, write_json
 from .schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Number, Record, Text, mismatch, read_json
 
 __all__ = ["RANDOM_AGENT", "SANITY_TOLERANCE_PCT", "Optimum", "load_optima", "optima_path", "optima_records",

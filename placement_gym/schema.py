@@ -671,5 +671,5 @@ _LEAVES = (Integer, Number, Boolean, Text, InstanceOf, Anything)
 
 
 #: A model's or an agent's name as records, placed folders and file names carry it: text without a path
-#: separator (`show` names its pictures after them; `placement_gym.results.safe_name` makes file names).
+#: separator (`show` names its pictures after them; `placement_gym.files.safe_name` makes file names).
 NAME = Text(min_len=1, max_len=500, pattern=r"[^/\\\x00]+", what="a name of 1 to 500 characters without / or \\")

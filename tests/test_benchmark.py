@@ -20,7 +20,7 @@ from placement_gym import benchmark
 from placement_gym.backends.simulated import COST_MODEL_VERSION
 from placement_gym.cli import main as cli
 from placement_gym.models import dataset_names
-from placement_gym.results import LOCK_NAME, MAX_NAME_LEN, safe_name
+from placement_gym.files import LOCK_NAME, MAX_NAME_LEN, safe_name
 from .conftest import BENCHMARKS, load_benchmark
 
 #: Timing fields: the only ones two runs of the same seeded benchmark may differ in.

@@ -17,10 +17,8 @@ from placement_gym import DevicePlacementEnv
 from placement_gym.evaluation import (
     RECORD_KEYS, add_placements_to_within, compare, evaluate, model_label,
 )
-from placement_gym.results import (
-    CSV_KEYS, format_learning_table, format_table, plot_curves, plot_summary, records_to_json, summarize,
-    write_atomically, write_csv, write_json, write_records,
-)
+from placement_gym.results import CSV_KEYS, format_learning_table, format_table, plot_curves, plot_summary, records_to_json, summarize, write_csv, write_records
+from placement_gym.files import write_atomically, write_json
 
 from .conftest import TWO_DEVICES
 
@@ -255,7 +253,7 @@ def test_a_results_file_ending_in_gz_is_written_compressed_and_read_back_by_eith
     compressed file exists, a damaged one is one error naming it, and the CSV beside it is ``x.csv``."""
     import gzip
 
-    from placement_gym.results import beside, load_json
+    from placement_gym.files import beside, load_json
     from placement_gym.schema import SchemaError
 
     data = {"records": [{"model": "m", "latency_s": 0.5}]}

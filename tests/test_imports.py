@@ -141,3 +141,36 @@ def test_the_search_layer_reaches_the_roles_below_it():
     graph = _graph("agents")
     assert "agents.algos.hooks" in graph["agents.search.attach"]
     assert "agents.core.search_settings" in graph["agents.search.config"]
+
+
+#: The application around the env: the command line and its commands, the benchmark harness (suites, evaluation,
+#: the sanity suite, the agent registry), results files and tables, deployment and the Ray farm. Everything else
+#: in `placement_gym` is the env library (the env, graphs, features, models, devices, backends, files), which
+#: never imports these.
+APPLICATION = ("placement_gym.cli", "placement_gym.commands", "placement_gym.benchmark", "placement_gym.evaluation",
+               "placement_gym.sanity", "placement_gym.registry", "placement_gym.results", "placement_gym.deploy",
+               "placement_gym.distributed", "placement_gym.sim2real")
+
+
+def _in(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_env_library_never_imports_the_application():
+    """The arrows run one way: the application imports the library, never the reverse (a function-level import
+    counts too)."""
+    graph = _graph()
+    library = [name for name in graph if not _in(name, APPLICATION)]
+    assert "placement_gym.env" in library and "placement_gym.backends.openvino" in library  # the walk sees them
+    upward = {name: sorted(m for m in graph[name] if _in(m, APPLICATION)) for name in library}
+    assert {k: v for k, v in upward.items() if v} == {}
+
+
+def test_only_the_command_line_imports_the_commands():
+    """Inside the application the commands are the top floor: the harness, results, deployment and the farm never
+    import them (a Ray worker runs a command's jobs from the command's own module)."""
+    graph = _graph()
+    commands = ("placement_gym.cli", "placement_gym.commands")
+    upward = {name: sorted(m for m in deps if _in(m, commands)) for name, deps in graph.items()
+              if not _in(name, commands)}
+    assert {k: v for k, v in upward.items() if v} == {}

@@ -22,7 +22,7 @@ from agents.imitation.labels import (
 from agents.imitation.training import place_zero_shot
 from placement_gym import registry
 from placement_gym.models.dataset import dataset_entries
-from placement_gym.results import load_json, write_json
+from placement_gym.files import load_json, write_json
 
 from .conftest import load_benchmark
 

@@ -26,7 +26,8 @@ from placement_gym import cli
 from placement_gym.backends.profiles import PRESETS
 from placement_gym.models import load_graph, load_model
 from placement_gym.models.zoo import ZOO_VERSION
-from placement_gym.results import MAX_RECORDS, MAX_RESULTS_BYTES
+from placement_gym.results import MAX_RECORDS
+from placement_gym.files import MAX_RESULTS_BYTES
 from placement_gym.schema import (
     MAX_DEPTH, MAX_DEVICES, MAX_ITEMS, MAX_OPS, Integer, Number, Plain, Record, SchemaError, read_json,
 )

@@ -28,7 +28,7 @@ def test_a_long_run_is_ranked_against_the_leaderboards_best_known(tmp_path):
     reference file (its `optimal` row included), not to the best among themselves."""
     import json
 
-    from placement_gym.results import load_json
+    from placement_gym.files import load_json
 
     table = load_benchmark("leaderboard.leaderboard_table")
     reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
@@ -55,7 +55,7 @@ def test_long_runs_join_their_case_by_settings_and_a_rerun_replaces_the_earlier_
     model, seed): the newest file's, so a rerun with new defaults replaces the earlier long run."""
     import json
 
-    from placement_gym.results import load_json
+    from placement_gym.files import load_json
 
     table = load_benchmark("leaderboard.leaderboard_table")
     reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
@@ -106,7 +106,7 @@ def test_reruns_replace_their_agents_rows_and_the_newest_file_wins(tmp_path):
     later-created one's record is used (an agent rerun again after its defaults changed once more)."""
     import json
 
-    from placement_gym.results import load_json
+    from placement_gym.files import load_json
 
     table = load_benchmark("leaderboard.leaderboard_table")
     reference = ROOT / "benchmarks" / "results" / "leaderboard" / "paper_latency_seed0.json"  # stored as .json.gz
@@ -177,11 +177,11 @@ def test_the_machine_line_names_only_the_versions_a_file_recorded():
 
 
 def test_the_machine_line_names_the_cpu_model_a_file_recorded():
-    """A file names its CPU model (`results.machine`, which reads this machine's); one written before it did is
+    """A file names its CPU model (`files.machine`, which reads this machine's); one written before it did is
     from the earlier machines."""
-    from placement_gym import results
+    from placement_gym import files
 
-    host = results.machine()
+    host = files.machine()
     assert host["cpu_model"] and host["cpu_count"] >= 1
     recorded = pages._machine({"machine": {"cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor"}})
     assert recorded.startswith("the project's 2-core Intel Xeon Processor VM")

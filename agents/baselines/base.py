@@ -17,7 +17,7 @@ import numpy as np
 from agents.core.checkpoint import SETTINGS, CheckpointError
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Number, Optional, Plain, Record, Text, read_json
 
 #: What `PlanningAgent.save` writes, as `PlanningAgent.load` checks it before building anything.

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from agents.core.bounds import DEPTH, GROUPS, HEADS, LEVELS, SEED, STEPS, SWEEPS, THREADS, WIDTH
-from placement_gym.results import versions, write_atomically
+from placement_gym.files import versions, write_atomically
 from placement_gym.schema import (
     HEX64, MAX_DEVICES, MAX_OPS, Boolean, Found, Integer, ListOf, MapOf, Number, OneOf, Optional, Plain,
     Record, Spec, Text, check, mismatch,

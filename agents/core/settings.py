@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 import numpy as np
 
 from placement_gym.coarsen import MAX_NODES
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 from placement_gym.schema import (
     MAX_DEVICES, MAX_OPS, Found, Integer, ListOf, Number, Optional, Record, SchemaError, Text, check, mismatch,
     read_json,

@@ -18,7 +18,7 @@ and keeps the fastest placement as measured (after the env's ``unsupported="repa
 and wall time is kept beside it, so the same label is the "best known" reference of a transfer table.
 
 Labels are cached on disk, one gzip-compressed JSON file per (graph, preset, objective, cost-model version, label
-settings), written atomically (`placement_gym.results.write_json`) and checked against `LABEL_FILE`
+settings), written atomically (`placement_gym.files.write_json`) and checked against `LABEL_FILE`
 (`placement_gym.schema`) when read back; a damaged or foreign file is reported and computed again. A label's
 placement is checked against its graph before anything imitates it (`check_placement`: one device per op, each a
 device of the preset that can run the op): one that does not fit is refused in one line naming the file.
@@ -49,7 +49,7 @@ from placement_gym.env import as_device_indices
 from placement_gym.models.dataset import dataset_entry, dataset_names
 from placement_gym.models.synthetic import is_synthetic, parse_synthetic
 from placement_gym.models.zoo import model_cache_dir
-from placement_gym.results import safe_name, write_json
+from placement_gym.files import safe_name, write_json
 from placement_gym.schema import (
     MAX_DEVICES, MAX_OPS, Integer, ListOf, MapOf, Number, Optional, Record, SchemaError, Text, read_json,
 )

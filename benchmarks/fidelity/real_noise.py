@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import DevicePlacementEnv, results, two_cpu_devices
+from placement_gym import DevicePlacementEnv, files, two_cpu_devices
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     devices = two_cpu_devices()
     out = {"devices": devices, "settings": {k: {"device_properties": SETTINGS[k][0], "backend_options": SETTINGS[k][1]}
                                             for k in args.settings}, "fresh": args.fresh,
-           "versions": results.versions(), "machine": results.machine(), "models": {}}
+           "versions": files.versions(), "machine": files.machine(), "models": {}}
     for model, n_rank in zip(args.models, args.rank_placements + [0] * len(args.models)):
         envs = {name: DevicePlacementEnv(model, backend="openvino", devices=with_properties(devices, SETTINGS[name][0]),
                                          backend_options=dict(SETTINGS[name][1])) for name in args.settings}

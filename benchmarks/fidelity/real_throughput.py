@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import load_graph, results, two_cpu_devices
+from placement_gym import files, load_graph, two_cpu_devices
 from placement_gym.backends.openvino import OpenVINOBackend, timed_periods, timed_runs
 from placement_gym.devices import cpu_runs_bf16
 
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     out = {
         "devices": devices, "cpu_runs_bf16": cpu_runs_bf16(), "backend": backend.describe(),
         "requests_in_flight": args.requests, "repeats": args.repeats, "window_s": args.window_s, "seed": args.seed,
-        "versions": results.versions(), "machine": results.machine(), "load_average_before": load_average(),
+        "versions": files.versions(), "machine": files.machine(), "load_average_before": load_average(),
         "models": {},
     }
     started = time.perf_counter()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import load_graph, results, two_cpu_devices
+from placement_gym import files, load_graph, two_cpu_devices
 from placement_gym.backends.openvino import OpenVINOBackend
 from placement_gym.backends.calibration import calibrate, latency_statistic
 from placement_gym.backends.profiles import Profile
@@ -139,7 +139,7 @@ def plot(path: Path, records: list[dict], title: str, measured_label: str) -> No
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    results.save_figure(path, fig, overwrite=True)  # main() refused existing outputs unless --overwrite
+    files.save_figure(path, fig, overwrite=True)  # main() refused existing outputs unless --overwrite
 
 
 def plot_report(path: Path, report: dict) -> None:
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.devices = args.devices or two_cpu_devices()
     if args.replot:
-        report = results.load_json(args.json)
+        report = files.load_json(args.json)
         plot_path = Path(args.plot) if args.plot else Path(args.json).with_suffix(".png")
         plot_report(plot_path, report)
         print(f"wrote {plot_path}")
@@ -251,11 +251,11 @@ def main(argv=None) -> int:
         "wall_s": time.perf_counter() - started,
         "calibrate_s": calibrate_s,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "versions": results.versions(),
-        "machine": results.machine(),
+        "versions": files.versions(),
+        "machine": files.machine(),
         "note": "real latencies measured on a shared machine; simulated ones from the calibrated profile",
     }
-    results.write_json(out, report, overwrite=args.overwrite)
+    files.write_json(out, report, overwrite=args.overwrite)
     plot_report(plot_path, report)
     print(f"{graph.name}: Spearman {report['spearman']:.3f}, MAPE {report['mape']:.1%} "
           f"(by kind: {', '.join(f'{k} {v:.1%}' for k, v in per_kind.items())}); "

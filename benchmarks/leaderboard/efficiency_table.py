@@ -17,7 +17,7 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from placement_gym.results import load_json
+from placement_gym.files import load_json
 
 THRESHOLDS = (5, 2, 1)
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from placement_gym import benchmark
-from placement_gym.results import load_json, markdown_table
+from placement_gym.results import markdown_table
+from placement_gym.files import load_json
 from placement_gym.schema import stored
 
 SINGLE_SUFFIX = "-only"

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
 
     from placement_gym import DevicePlacementEnv
     from benchmarks._outputs import write_results
-    from placement_gym.results import machine, versions
+    from placement_gym.files import machine, versions
 
     results = {"settings": vars(args), "versions": versions(), "machine": machine(), "models": {}}
     for model in args.models:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from placement_gym import results
+from placement_gym.files import load_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*
@@ -43,7 +44,7 @@ def suite_records(folder: Path, suite: str) -> tuple[list[dict], dict[str, float
                          f"{suite} --agent NAME --json {folder}/{suite}_NAME.json` first")
     records, bar, optima = [], [], {}
     for path in files:
-        data = results.load_json(path)
+        data = load_json(path)
         records += [r for r in data["records"] if r["agent"] in data["agents"]]
         bar = bar or [r for r in data["records"] if r["agent"] == "random"]
         optima.update({f"{row['case']} {row['model']}": row["optimum_s"] for row in data["sanity"]})

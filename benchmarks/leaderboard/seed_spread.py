@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym.results import load_json
+from placement_gym.files import load_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*

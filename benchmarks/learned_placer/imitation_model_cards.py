@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agents.imitation.labels import validation_parts
 from agents.imitation.shipped import REBUILD, checkpoint_name, shipped_cases
-from placement_gym.results import load_json
+from placement_gym.files import load_json
 from placement_gym.schema import stored
 
 REPOSITORY = Path(__file__).resolve().parents[2]

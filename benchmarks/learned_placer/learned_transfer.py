@@ -47,7 +47,7 @@ from agents.imitation.training import place_zero_shot
 from agents.search.hybrid import SearchAround
 from placement_gym.benchmark import best_within
 from placement_gym.env import model_list
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*

@@ -38,7 +38,7 @@ import numpy as np
 from agents.imitation.labels import LabelCache, label_env
 from agents.imitation.training import place_zero_shot, train_case
 from placement_gym import registry
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*

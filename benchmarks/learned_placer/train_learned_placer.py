@@ -32,7 +32,7 @@ from pathlib import Path
 from agents.imitation.labels import LabelCache, LabelSettings, labels_for, validation_parts
 from agents.imitation.training import train_case, zero_shot_gap
 from placement_gym.commands.settings import key_values  # the CLI's KEY=VALUE parser (JSON values), as transfer.py uses
-from placement_gym.results import write_json
+from placement_gym.files import write_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAME.py): import benchmarks.*

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import evaluation, registry, results
+from placement_gym import evaluation, files, registry
 from placement_gym.backends import make_backend
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.features import DEFAULT_FAMILIES
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         meta = run_metadata(argv, "SIMULATED latencies (profile " + args.profile + "); gaps are % above the cost "
                             "model's optimum; test graphs were not trained on")
-        path = results.write_json(args.json, {**meta, "profile": args.profile, "results": out}, overwrite=args.overwrite)
+        path = files.write_json(args.json, {**meta, "profile": args.profile, "results": out}, overwrite=args.overwrite)
         print(f"wrote {path}")
     return 0
 

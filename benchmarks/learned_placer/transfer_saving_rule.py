@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.search.heuristic_start import override_zero_shot
-from placement_gym import results
+from placement_gym import files
 from placement_gym.backends import make_backend
 from placement_gym.backends.base import submodel_overhead
 from placement_gym.env import DevicePlacementEnv
@@ -91,7 +91,7 @@ def main(argv: "list[str] | None" = None) -> None:
                 print(f"{split:5s} {name:12s} {row['ops']:4d} ops, best single {row['best_single_device']:5s} "
                       f"{row['best_single_s'] * 1e3:.3f} ms, from {row['base_device']:5s} | {cells}", flush=True)
     if args.json:
-        results.write_json(args.json, {**run_metadata(argv, "SIMULATED; vs_best_single_pct: the rule's placement "
+        files.write_json(args.json, {**run_metadata(argv, "SIMULATED; vs_best_single_pct: the rule's placement "
                                                              "against the graph's best single device"),
                                        "profile": args.profile, "base": args.base or "best single device",
                                        "rebase": args.rebase,

@@ -26,7 +26,7 @@ import math
 import sys
 from pathlib import Path
 
-from placement_gym import evaluation, results
+from placement_gym import evaluation, files
 from placement_gym.backends import make_backend
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def best_known(reference_paths: list[str]) -> dict[str, float]:
     ``benchmarks/learned_placer/transfer.py``)."""
     known: dict[str, float] = {}
     for path in reference_paths:
-        for result in results.load_json(path)["results"]:
+        for result in files.load_json(path)["results"]:
             for row in result["rows"]:
                 known[row["model"]] = min(_reference(row), known.get(row["model"], math.inf))
     return known
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                    "each graph's best single device (or the zero-shot placement where faster; no --reference)")
         meta = run_metadata(argv, "SIMULATED latencies (profile " + args.profile + "); zero-shot gaps are % above "
                             + against + "; test graphs were not trained on")
-        path = results.write_json(args.json, {**meta, "profile": args.profile, "reference": args.reference,
+        path = files.write_json(args.json, {**meta, "profile": args.profile, "reference": args.reference,
                                               "results": out}, overwrite=args.overwrite)
         print(f"wrote {path}")
     return 0

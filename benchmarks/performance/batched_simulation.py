@@ -35,7 +35,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from placement_gym import DevicePlacementEnv, load_graph, results
+from placement_gym import DevicePlacementEnv, files, load_graph
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
                       f"x{row['speedup_vs_measure'][name]:.2f} vs measure"
                       + (f"  x{vs:.2f} vs env.step  x{vs_reset:.2f} vs env.step+reset" if vs else ""))
     if args.json:
-        results.write_json(args.json, {
+        files.write_json(args.json, {
             "rows": rows,
             "settings": {"placements": args.placements, "batches": args.batches, "num_envs": args.num_envs,
                          "repeats": args.repeats, "pinned_to_one_core": pinned, "profile": "paper",

@@ -45,7 +45,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from placement_gym import DevicePlacementEnv, load_graph, results
+from placement_gym import DevicePlacementEnv, files, load_graph
 from placement_gym.features import (
     BALL_BUDGET, EXACT_STRUCTURE_MAX_OPS, FEATURE_FAMILIES, N_PIVOTS, centrality, fractal_dimension, node_features,
     structure_estimate,
@@ -261,7 +261,7 @@ def main(argv=None) -> int:
     report["peak_rss_mb"] = peak_rss_mb()
     print(f"peak resident memory: {report['peak_rss_mb']:.0f} MB")
     if args.json:
-        results.write_json(args.json, {
+        files.write_json(args.json, {
             **report,
             "settings": {"seed": args.seed, "steps": args.steps, "repeats": args.repeats, "pinned_to_one_core": pinned,
                          "agent_size": args.agent_size, "agent_budget": args.agent_budget,

@@ -18,7 +18,7 @@ import numpy as np
 
 from placement_gym import DevicePlacementEnv
 from placement_gym.devices import compile_properties
-from placement_gym.results import machine, versions, write_json
+from placement_gym.files import machine, versions, write_json
 
 
 def raw_openvino(env: DevicePlacementEnv, placement: np.ndarray, inputs: dict, warmup: int, repeats: int) -> dict:

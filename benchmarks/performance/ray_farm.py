@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import results
+from placement_gym import files
 from placement_gym.models import load_graph
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def compare_grid(ray_address: str | None, out: Path) -> float:
 
 
 def comparable(path: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in results.load_json(path)["records"]]
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in files.load_json(path)["records"]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps({**medians, **summary}, indent=1))
     if args.json:
-        results.write_json(args.json, {
+        files.write_json(args.json, {
             "command": " ".join(sys.argv), "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count()},
             "settings": vars(args), "grid_command": GRID, "rounds": {"real": real, "grid": grid, "load_average": load},
             "medians": medians, "summary": summary}, overwrite=args.overwrite)

@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
 
     from benchmarks._outputs import write_results
-    from placement_gym.results import machine, versions
+    from placement_gym.files import machine, versions
 
     results: dict = {"distribution_only": [], "ppo": [], "settings": vars(args), "versions": versions(), "machine": machine()}
     print(f"part 1: distribution only (D={args.devices_count}, minibatch {args.batch}, median of {args.repeats})")

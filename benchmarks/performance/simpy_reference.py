@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from placement_gym import load_graph, results
+from placement_gym import files, load_graph
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
 
@@ -268,7 +268,7 @@ def main(argv=None) -> int:
               f"{r['max_relative_difference']:.1e} | {r['ours_per_s']:,.0f} | {r['simpy_per_s']:,.1f} | "
               f"{r['ratio']:,.0f}x |")
     if args.json:
-        results.write_json(args.json, {
+        files.write_json(args.json, {
             "rows": rows,
             "settings": {"profile": "paper", "devices": 2, "schedules": args.schedules, "random": args.random,
                          "blocky": args.blocky, "block": 16, "timed": args.timed, "big": args.big,
@@ -280,9 +280,9 @@ def main(argv=None) -> int:
                      "placements/s are medians of interleaved loops over the same random placements"),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "wall_s": time.perf_counter() - started,
-            "versions": {**results.versions(), "python": platform.python_version(), "numpy": np.__version__,
+            "versions": {**files.versions(), "python": platform.python_version(), "numpy": np.__version__,
                          "simpy": simpy.__version__},
-            "machine": results.machine(),
+            "machine": files.machine(),
         }, overwrite=args.overwrite)
         print(f"wrote {args.json}")
     return 0 if all(r["agrees"] for r in rows) else 1

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placement_gym import DevicePlacementEnv, load_graph, results
+from placement_gym import DevicePlacementEnv, files, load_graph
 from placement_gym.graph import ComputationGraph
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
                   f"{row['us_per_step']:>9.1f} us/step  {row['us_per_op']:.3f} us/op  (~{submodels:.0f} submodels)")
         env.close()
     if args.json:
-        results.write_json(args.json, {
+        files.write_json(args.json, {
             "rows": rows,
             "settings": {"steps": args.steps, "repeats": args.repeats, "schedule": args.schedule,
                          "pinned_to_one_core": not args.no_pin, "profile": "paper", "seed": args.seed},

@@ -23,7 +23,7 @@ import math
 import sys
 from pathlib import Path
 
-from placement_gym import registry, results
+from placement_gym import files, registry
 from placement_gym.backends.published import published_backend
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.evaluation import compare, seed_list
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         records += with_best_single_device(doppler_records)
     meta = run_metadata(argv, "SIMULATED by the peers' cost models (placement_gym.backends.published); latency_s = "
                               "seconds per sample (Tarnawski: max-load ms / 1000) or per execution (DOPPLER)")
-    results.write_json(args.json, {**meta, "budget": args.budget, "seeds": seeds, "theirs": THEIRS,
+    files.write_json(args.json, {**meta, "budget": args.budget, "seeds": seeds, "theirs": THEIRS,
                                    "experts_ms": experts, "records": records}, overwrite=args.overwrite)
     print(f"wrote {args.json}; python benchmarks/results_pages.py writes docs/published-benchmarks.md from it",
           file=sys.stderr)

@@ -142,7 +142,7 @@ def _nnls_relative(features: np.ndarray, target: np.ndarray, real: np.ndarray) -
 
 
 def _profile_versions() -> dict[str, str]:
-    """Versions that shape a measured profile (not `results.versions()`, which imports torch: seconds)."""
+    """Versions that shape a measured profile (not `files.versions()`, which imports torch: seconds)."""
     import platform
     import sys
 
@@ -193,7 +193,7 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
             whole-model latency per device.
         progress: called with a line of text as each step finishes.
     """
-    from .. import results
+    from .. import files
     from ..devices import shared_core
     from ..models import load_graph
     from .simulated import SimulatedBackend
@@ -255,7 +255,7 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
     device_profiles = []
     for device in opened:
         fitted = fit_roofline(device.name, per_device[device.name],
-                              description=f"measured on this machine ({results.machine()['processor']}), OpenVINO {device.name}")
+                              description=f"measured on this machine ({files.machine()['processor']}), OpenVINO {device.name}")
         fitted.virtual = device.virtual
         for graph, times in per_device[device.name]:
             fitted.measured[graph.name] = {n: float(t) for n, t in zip(graph.op_names, times)}
@@ -347,7 +347,7 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
         "wall_s": time.perf_counter() - started,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "versions": _profile_versions(),
-        "machine": results.machine(),
+        "machine": files.machine(),
     }
     real.close()
     return profile

@@ -6,7 +6,7 @@ Per measurement:
    Parameters / Results from the compute op they are attached to; HETERO refuses a partial map);
 2. the model is compiled on ``HETERO:<devices used>`` (or directly on the one device a single-device placement
    uses), with each device's properties under ``DEVICE_PROPERTIES``.
-   Steps 1 and 2 are `placement_gym.deploy`'s (`set_affinities`, `compile_with_affinities`): a placement
+   Steps 1 and 2 are `placement_gym.backends.hetero`'s (`set_affinities`, `compile_with_affinities`): a placement
    deployed from there is compiled exactly as it was measured here;
 3. ``warmup`` untimed inferences (the first after compile is several times slower), then at least ``repeats``
    timed synchronous inferences, more while the 95% interval of their median is wider than +-1% (adaptive
@@ -45,7 +45,7 @@ from typing import Sequence
 import numpy as np
 import openvino as ov
 
-from ..deploy import compile_with_affinities, op_followers, set_affinities, support_mask, used_devices
+from .hetero import compile_with_affinities, op_followers, set_affinities, support_mask, used_devices
 from ..devices import Device, DeviceSpec, open_devices, openvino_error_text, shared_core
 from ..graph import ComputationGraph
 from .base import DEVICE_FEATURES, Backend, Measurement, check_objective, median_interval
@@ -443,7 +443,7 @@ class OpenVINOBackend(Backend):
         mask = self._masks.get(graph)
         if mask is None:
             graph.require_model("the OpenVINO backend")
-            mask = support_mask(self.core, graph, self.devices)  # the one check `placement_gym.deploy` makes too
+            mask = support_mask(self.core, graph, self.devices)  # the one check deployment (`placement_gym.deploy`) makes too
             self._masks[graph] = mask
         return mask.copy()
 

@@ -414,7 +414,7 @@ class Profile:
 
     def save(self, path: "str | Path", *, overwrite: bool = False) -> Path:
         """Write the profile as JSON; refuses to replace an existing file unless `overwrite`."""
-        from ..results import write_json
+        from ..files import write_json
 
         return write_json(path, self.to_dict(), overwrite=overwrite)
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import registry, results
+from .. import files, registry, results
 from .settings import key_values
 from .signals import exit_status, interruption, signal_handlers_kept
 
@@ -28,9 +28,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         raise ValueError(f"--check gives the sanity verdict, which needs a suite with proven optima (sanity); suite "
                          f"{suite.name!r} has none")
     if args.json:
-        results.check_outputs({"--json": Path(args.json)}, args.overwrite)  # before the minutes of running
-    out = Path(args.out or f"benchmark-{results.safe_name(suite.name)}-{results.safe_name(Path(args.agent).name)}")
-    results.check_creatable(out, "--out")  # a file where the folder goes, a read-only place: before any run
+        files.check_outputs({"--json": Path(args.json)}, args.overwrite)  # before the minutes of running
+    out = Path(args.out or f"benchmark-{files.safe_name(suite.name)}-{files.safe_name(Path(args.agent).name)}")
+    files.check_creatable(out, "--out")  # a file where the folder goes, a read-only place: before any run
     runs = [(args.agent, out, options)]
     if optima is not None and args.agent != sanity.RANDOM_AGENT:  # the verdict compares with random's runs
         runs.append((sanity.RANDOM_AGENT, out / sanity.RANDOM_AGENT, {}))
@@ -45,9 +45,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     extra = others + (sanity.optima_records(optima) if optima is not None else [])
     rows = benchmark.leaderboard(records + extra + [r for r in reference if r["agent"] not in mine], suite)
     table = benchmark.leaderboard_markdown(rows, highlight=mine)
-    written = [results.write_json(out / "leaderboard.json", {**suite.versions(), "agents": mine, "rows": rows},
+    written = [files.write_json(out / "leaderboard.json", {**suite.versions(), "agents": mine, "rows": rows},
                                   overwrite=True),
-               results.write_text(out / "leaderboard.md", table + "\n", overwrite=True)]
+               files.write_text(out / "leaderboard.md", table + "\n", overwrite=True)]
     for preset, objective in suite.cases:
         case = f"{preset}:{objective}"
         shown = [r for r in records + others + reference if r["case"] == case and r.get("curve") is not None]
@@ -79,8 +79,8 @@ def _print_sanity(out: Path, suite, verdict: list[dict], mine: list[str]) -> lis
     passed = sum(row["passed"] for row in rows)
     print(f"sanity: {'PASS' if passed == len(rows) else 'FAIL'} ({passed} of {len(rows)} rows of {', '.join(mine)} "
           "passed)", file=sys.stderr)
-    return [results.write_json(out / "sanity.json", {**suite.versions(), "rows": verdict}, overwrite=True),
-            results.write_text(out / "sanity.md", text + "\n", overwrite=True)]
+    return [files.write_json(out / "sanity.json", {**suite.versions(), "rows": verdict}, overwrite=True),
+            files.write_text(out / "sanity.md", text + "\n", overwrite=True)]
 
 
 def _run_benchmark(args: argparse.Namespace, suite, agent: str, out: Path, options: dict,
@@ -138,7 +138,7 @@ def _write_benchmark_json(args: argparse.Namespace, suite, records: list[dict], 
     return benchmark.write_results(
         args.json, suite, records, overwrite=args.overwrite, command=shlex.join(words),
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        versions=results.versions(), machine=results.machine(), agents=agents, sanity=verdict)
+        versions=files.versions(), machine=files.machine(), agents=agents, sanity=verdict)
 
 
 def _duration(seconds: float) -> str:

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import evaluation, results
+from .. import evaluation, files, results
 from .report import check_outputs, interrupted, output_paths, report_results
 from .run import check_agent_options, draw_placement, one_agent, run_one_agent
 from .settings import BUDGET, env_factory
@@ -47,10 +47,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     results_file = placements is not None and placements.results_file
     outs = [Path(args.out)] if args.out else [
         path.with_suffix(".png") if not results_file else
-        results.beside(path, f".{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
+        files.beside(path, f".{r['model']}.{r['agent']}.seed{r['seed']}.placement.png") for r in chosen]
     names = ["--out"] if args.out else [f"the picture of {r.get('model')}, {r.get('agent')}, seed {r.get('seed')}"
                                         f" (#{i + 1} in FILE)" for i, r in enumerate(chosen)]
-    results.check_outputs(dict(zip(names, outs)), args.overwrite, inputs=inputs)
+    files.check_outputs(dict(zip(names, outs)), args.overwrite, inputs=inputs)
     # Every graph is loaded and every placement checked against its graph before the first picture is drawn:
     # a bad record anywhere in the file leaves no pictures behind.
     graphs: dict = {}  # one graph per model named
@@ -194,7 +194,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ..models import load_graph
 
     out = deploy.check_out(args.out, args.overwrite)
-    results.check_outputs({}, args.overwrite, inputs={"FILE": args.file, f"--model {args.model}": args.model},
+    files.check_outputs({}, args.overwrite, inputs={"FILE": args.file, f"--model {args.model}": args.model},
                           folders={"--out": out})
     graph = load_graph(args.model)
     graph.require_model("export (it writes the placed OpenVINO model)")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from .. import evaluation, results
+from .. import evaluation, files, results
 from .signals import exit_status, interruption, signals_deferred, stopped_by
 
 
@@ -19,9 +19,9 @@ def output_paths(args: argparse.Namespace) -> dict[str, Path]:
     paths: dict[str, Path] = {}
     if args.json:
         stem = Path(args.json)  # x.json or x.json.gz (written compressed): x.csv and x.png beside it
-        paths = {"json": stem, "csv": results.beside(stem, ".csv"), "curves": results.beside(stem, ".png")}
+        paths = {"json": stem, "csv": files.beside(stem, ".csv"), "curves": files.beside(stem, ".png")}
         if args.command == "compare":
-            paths["bars"] = results.beside(stem, ".bars.png")
+            paths["bars"] = files.beside(stem, ".bars.png")
     if args.csv:
         paths["csv"] = Path(args.csv)
     if args.plot:
@@ -31,7 +31,7 @@ def output_paths(args: argparse.Namespace) -> dict[str, Path]:
 
 def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
                   more: Mapping[str, Path] | None = None, folders: Mapping[str, Path] | None = None) -> None:
-    """Refuse a run command's outputs before any work (`results.check_outputs`): the results files `paths`
+    """Refuse a run command's outputs before any work (`files.check_outputs`): the results files `paths`
     (`output_paths`) and `more` (train's checkpoints and placements, by name) may not share a path or replace
     a file the command reads (--load, --profile, model files), nor an existing file without --overwrite, nor lie
     in a folder the command writes whole (`folders`: place's --out), which may not hold an input either; each
@@ -46,7 +46,7 @@ def check_outputs(args: argparse.Namespace, paths: Mapping[str, Path],
         value = getattr(args, flag, None)
         for model in [value] if isinstance(value, str) else value or []:
             inputs[f"--{flag} {model}"] = model
-    results.check_outputs(outputs, args.overwrite, inputs, folders)
+    files.check_outputs(outputs, args.overwrite, inputs, folders)
 
 
 def report_results(args: argparse.Namespace, records: list[dict], skipped: list[dict], paths: dict[str, Path],
@@ -54,7 +54,7 @@ def report_results(args: argparse.Namespace, records: list[dict], skipped: list[
     """Print the tables and write the files of a finished command (`extra_files`: those it wrote already;
     `failed`: those it could not, with why). A SIGINT or SIGTERM that arrives meanwhile waits until every file
     is written (`signals_deferred`), then ends the command with its exit status. An output that cannot be
-    written does not stop the others; the command then ends with `results.OutputError`, one line saying what
+    written does not stop the others; the command then ends with `files.OutputError`, one line saying what
     failed and where the records are (`write_results`)."""
     with signals_deferred():
         status = _print_and_write(args, records, skipped, paths, extra_files, failed)
@@ -172,12 +172,12 @@ def write_results(args: argparse.Namespace, records: list[dict], paths: dict[str
                   pictures: Sequence[tuple[str, Callable[[], Path]]] = (), announce: bool = True,
                   **metadata) -> list[Path]:
     """Write `records` as the command's JSON (with its arguments and `metadata`) and CSV where asked for, then
-    `pictures` (kind in `paths`, drawing function), each as `results.write_atomically` does; return what was
+    `pictures` (kind in `paths`, drawing function), each as `files.write_atomically` does; return what was
     written (after `written`, files written before), and print it where `announce`.
 
     An output that cannot be written (`failed` with those before: a full disk, a folder gone read-only) does not
-    stop the others. Then `results.OutputError` says, in one line, the first that failed and why, and where the
-    records are: the --json file, or, where that was not written, a file `results.keep_records` wrote elsewhere
+    stop the others. Then `files.OutputError` says, in one line, the first that failed and why, and where the
+    records are: the --json file, or, where that was not written, a file `files.keep_records` wrote elsewhere
     (nothing finished is lost to an output error)."""
     metadata = {"command": args.command, "arguments": {k: v for k, v in vars(args).items() if k != "func"},
                 "budget": args.budget, **metadata}
@@ -186,7 +186,7 @@ def write_results(args: argparse.Namespace, records: list[dict], paths: dict[str
     document = results.records_to_json(records, **metadata)
     written, failed = list(written), list(failed)
     named_by = {"json": "--json", "csv": "the CSV", "curves": "the curves PNG", "bars": "the bar chart"}
-    steps = [("json", lambda: results.write_json(paths["json"], document, overwrite=args.overwrite)),
+    steps = [("json", lambda: files.write_json(paths["json"], document, overwrite=args.overwrite)),
              ("csv", lambda: results.write_csv(paths["csv"], records, overwrite=args.overwrite)), *pictures]
     for kind, write in steps:
         if kind not in paths:
@@ -200,12 +200,12 @@ def write_results(args: argparse.Namespace, records: list[dict], paths: dict[str
     if failed:
         what, exc = failed[0]
         more = f" (and {len(failed) - 1} more output(s))" if len(failed) > 1 else ""
-        kept = paths["json"] if "json" in paths and paths["json"] in written else results.keep_records(
+        kept = paths["json"] if "json" in paths and paths["json"] in written else files.keep_records(
             document, args.command, near=paths.get("json"))
         where = (f"the finished runs' records are in {kept}" if kept is not None else
                  "the records could not be written anywhere either (beside it, the current folder, the temp folder)")
-        why = exc.strerror or results.os_error_text(exc)  # the reason (its path is a temporary one, or `what`'s)
-        raise results.OutputError(f"cannot write {what}{more}: {why}; {where}")
+        why = exc.strerror or files.os_error_text(exc)  # the reason (its path is a temporary one, or `what`'s)
+        raise files.OutputError(f"cannot write {what}{more}: {why}; {where}")
     return written
 
 

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import evaluation, registry, results
+from .. import evaluation, files, registry
 from .report import check_outputs, interrupted, output_paths, report_results, write_results
 from .settings import env_factory, key_values
 
@@ -68,7 +68,7 @@ def _save_run(args: argparse.Namespace, agent, env, record: dict, checkpoint: Pa
         return [saved]
     placement = {key: record[key] for key in PLACEMENT_KEYS}
     placement["by_op"] = {name: base.device_names[d] for name, d in zip(base.graph.op_names, record["placement"])}
-    results.write_json(placement_path, placement, overwrite=args.overwrite)
+    files.write_json(placement_path, placement, overwrite=args.overwrite)
     picture = draw_placement(placement, base.graph, placement_path.with_suffix(".png"), args.overwrite)
     record["extra"].update(checkpoint=str(saved), placement_file=str(placement_path), placement_png=str(picture))
     return [saved, placement_path, picture]
@@ -181,7 +181,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except OSError as exc:  # a checkpoint or placement could not be written: the finished runs' records are kept
         evaluation.add_placements_to_within(records)
         write_results(args, records, paths, written, failed=[("a checkpoint or best-placement file", exc)],
-                      incomplete=True)  # raises results.OutputError, saying where the records are
+                      incomplete=True)  # raises files.OutputError, saying where the records are
     evaluation.add_placements_to_within(records)
     return report_results(args, records, [], paths, extra_files=written)
 

@@ -2,7 +2,7 @@
 and compare's agents with their constructor options.
 
 Shared by the commands (`placement_gym.commands.run`, `.compare`, `.deploy`, `.benchmark`) and by the Ray
-workers of ``compare --ray`` (`placement_gym.distributed.compare_plan`), which rebuild the driver's env
+workers of ``compare --ray`` (`placement_gym.commands.compare.compare_plan`), which rebuild the driver's env
 factory and agents from the same settings.
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ import openvino as ov
 
 from ..devices import openvino_reason
 from ..graph import ComputationGraph
-from ..results import write_json
+from ..files import write_json
 from ..schema import HEX64, MAX_OPS, Integer, Record, Text, read_json
 from . import tiny
 from .dataset import DATASET, DATASET_VERSION, dataset_entry

@@ -1,0 +1,76 @@
+"""``placement-gym sim2real``: a learned agent trained on a simulated profile, trained on with real OpenVINO
+measurements on this machine's two CPU devices, and both phases' placements timed for real in pairs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from placement_gym import cli, registry, two_cpu_devices
+from placement_gym.env import DevicePlacementEnv
+from placement_gym.sim2real import paired_real_latencies, sim_to_real
+
+
+def test_the_command_records_both_phases_and_times_their_placements_for_real(tmp_path, capsys):
+    out = tmp_path / "s2r.json"
+    assert cli.main(["sim2real", "--agent", "post", "--model", "tiny_branch", "--profile", "paper", "--sim-budget", "12",
+                     "--real-budget", "3", "--repeats", "6", "--json", str(out), "--save", str(tmp_path / "a.pt")]) == 0
+    printed = capsys.readouterr().out
+    assert "simulated phase: 12 placements" in printed and "real phase: 3 placements" in printed
+    data = json.loads(out.read_text())
+    simulated, real = data["records"]
+    assert (simulated["extra"]["phase"], simulated["simulated"], simulated["placements_measured"]) == \
+        ("simulated", True, 12)
+    assert (real["extra"]["phase"], real["simulated"], real["placements_measured"]) == ("real", False, 3)
+    rows = data["sim2real"]["placements"]
+    devices = real["devices"]
+    assert list(rows) == ["simulated phase", "real phase", *(f"{d}-only" for d in devices),
+                          "dp (planned on the profile)"]
+    assert rows["simulated phase"]["ratio"] == 1.0
+    for row in rows.values():  # every placement compiled and was timed: a latency inside its interval
+        low, high = row["latency_interval_s"]
+        assert low <= row["latency_s"] <= high and row["ratio_interval"][0] <= row["ratio"] <= row["ratio_interval"][1]
+    gain = data["sim2real"]["real_phase_gain"]
+    assert gain["faster_by"] == pytest.approx(1 - rows["real phase"]["ratio"])
+    assert data["budget"] == {"simulated": 12, "real": 3}
+    assert registry.load_agent_class("post").load(tmp_path / "a.pt") is not None
+
+
+def test_the_real_phase_continues_the_simulated_phases_agent():
+    """One agent learns in both phases: after the real phase its run counts the real placements, and the
+    simulated phase's policy is where it started (a fine-tuning run of the same instance)."""
+    make = registry.agent_factories(["post"], ["CPU", "CPU1"], {"seed": 0})["post"]
+    families = make().feature_families
+    sim = DevicePlacementEnv("tiny_chain", backend="simulated", profile="paper", features=families)
+    real = DevicePlacementEnv("tiny_chain", backend="openvino", devices=two_cpu_devices(), features=families)
+    try:
+        agent, records, comparison = sim_to_real(make, "tiny_chain", sim_env=sim, real_env=real, sim_budget=10,
+                                                 real_budget=2, repeats=5)
+    finally:
+        real.close()
+    assert [r["extra"]["phase"] for r in records] == ["simulated", "real"]
+    assert agent.run_summary.steps == 2 and agent.run_summary.budget == 2  # the last run is the real phase's
+    assert set(comparison["placements"]) >= {"simulated phase", "real phase"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--agent", "dp"], "learns nothing"),
+    (["--agent", "post", "--profile", "ai_pc"], "the simulated profile has 3 devices"),
+    (["--agent", "post", "--sim-budget", "-1"], "budget must be"),
+])
+def test_bad_input_is_refused_in_one_line_before_any_work(argv, message, capsys):
+    base = ["sim2real", "--model", "tiny_chain", "--profile", "paper", "--sim-budget", "2", "--real-budget", "1",
+            "--baselines"]
+    assert cli.main([*base, *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_paired_timing_refuses_an_unknown_reference():
+    env = DevicePlacementEnv("tiny_chain", backend="openvino", devices=two_cpu_devices())
+    try:
+        with pytest.raises(ValueError, match="the reference 'x' is none of the placements"):
+            paired_real_latencies(env.unwrapped, {"a": np.zeros(env.unwrapped.graph.n_ops, dtype=np.int64)}, "x")
+    finally:
+        env.close()

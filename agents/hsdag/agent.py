@@ -22,16 +22,15 @@ Ablation switches (paper Table 3): ``output_shape=False``, ``node_id=False``, ``
 families; ``pooling=False`` places every op on its own; ``stochastic_parsing=True`` samples the parsing choices
 while training; ``baseline=False, entropy_coef=0, normalize_advantage=False`` is the authors' REINFORCE.
 
-Where it differs from the paper (no search runs unless ``search`` asks):
+Where it differs from the paper (the defaults are the paper's method: one device per parsed group, parsing until
+nothing merges; no search runs unless ``search`` asks):
 
-* ``place="op"``: every op decides its device, reading its group's embedding (the parse's) beside its own; the
-  paper places one device per group (``place="group"``). With fixed argmax parses a group placer's groups follow
-  an encoder that its own gradient keeps moving: the parse can drift to one or two groups, every sample then a
-  single-device placement (docs/agents/hsdag.md), and no parse of a few groups expresses the
-  placements of presets whose best changes device every few ops. ``max_levels=1``: one parsing level (the paper
-  parses until nothing merges, ``max_levels=None``); the groups, their number from the learned scores, give
-  each op the context of its neighbourhood. The pooling's group count is recorded per update
-  (``details["groups_per_update"]``: min / median / max).
+* the project's option set (``--agent-option place=op --agent-option max_levels=1``, this agent's defaults until
+  2026-11-27): every op decides its device, reading its group's embedding (one parsing level) beside its own. With
+  fixed argmax parses a group placer's groups follow an encoder that its own gradient keeps moving, so the parse
+  can drift to one or two groups; per-op decisions express placements that change device every few ops.
+  docs/agents/hsdag.md gives its measured effect on the sanity suite. The pooling's group count is recorded per
+  update (``details["groups_per_update"]``: min / median / max).
 * updates that do not collapse (the shared trainer's switches, `agents.algos.reinforce`): the entropy bonus per
   decision (``entropy_per_decision``, coefficient 0.1 on every op's entropy, as the summed log-probability
   weighs every op), a leave-one-out baseline over the update's 10 placements (``leave_one_out``) and the
@@ -123,8 +122,8 @@ class HSDAGSettings:
     hidden_channels: int = setting(64, WIDTH)
     num_layers: int = setting(3, DEPTH)
     pooling: bool = setting(True, FLAG)
-    place: str = setting("op", Text(choices=("op", "group")))
-    max_levels: int | None = setting(1, Optional(LEVELS))
+    place: str = setting("group", Text(choices=("op", "group")))
+    max_levels: int | None = setting(None, Optional(LEVELS))
     stochastic_parsing: bool = setting(False, FLAG)
     stay_bias: float = setting(0.0, Number(-1e3, 1e3))
     directed: bool = setting(True, FLAG)

@@ -20,10 +20,13 @@ nodes the episode has placed. Rewards are per-step latency improvements; the tra
 step index, a moving average over earlier episodes, as in Placeto. A fine-tuning run (a trained policy on a new
 graph) starts its episodes from the best placement so far instead.
 
-Where it differs from the paper (the defaults are Placeto's method; no search runs unless ``search`` asks):
+Where it differs from the paper (the defaults are Placeto's method, episodes from its reference placement; no search
+runs unless ``search`` asks):
 
-* episodes start from a uniformly random placement (``start="random"``), not Placeto's reference placement
-  (``start="reference"``), which ties the result to the order the devices are listed in.
+* the project's option set (``--agent-option start=random``, this agent's default until 2026-11-27): episodes start
+  from a uniformly random placement instead of Placeto's reference placement (``start="reference"``, every op on
+  device 0), which ties the result to the order the devices are listed in; docs/agents/placeto.md gives its
+  measured effect on the sanity suite.
 * nodes are ``groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
 * the per-step baseline is a moving average (``baseline_decay``) over earlier episodes, where Placeto averages the
   last 10 episodes; the returns are discounted (``gamma=0.5``), a choice the paper does not fix.
@@ -89,7 +92,7 @@ class PlacetoSettings:
     directed: bool = setting(True, FLAG)
     groups: int | None = setting(16, Optional(GROUPS))
     sweeps: int = setting(1, SWEEPS)
-    start: str = setting("random", Text(choices=STARTS))
+    start: str = setting("reference", Text(choices=STARTS))
 
     def __post_init__(self) -> None:
         check_settings(self)  # numpy integers from a config are kept as plain ints
@@ -119,6 +122,9 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): episodes from a random placement,
+    #: as when the hybrid was tuned.
+    HYBRID_SETTINGS = {"start": "random"}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written. One episode per
     #: update against the moving average per step index; several episodes per update compared with each other

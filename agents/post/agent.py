@@ -24,18 +24,20 @@ Where it differs from the paper (the defaults are Post's method; no search runs 
 
 * one distribution per op, as in the paper (``n_groups=None``); ``n_groups=G`` makes them per group of G
   contiguous ops (topological order), an option whose space cannot express placements that change device often.
-* every group's logits are its own plus one logit per device shared by all groups (``shared_device_logits``, ours;
-  zero at first, so the distributions start uniform; the same family of distributions, parameterised so that a
-  gradient step can move every op toward a device at once). With independent per-op logits alone, each op's
-  gradient sees only its neighbours' current devices, so from uniform the ops settle in runs on different devices
-  (the sanity suite's ``edge`` latency; measured on docs/agents/post.md).
+* the project's option set (``--agent-option shared_device_logits=true --agent-option ce_smoothing=0.2``, this
+  agent's defaults until 2026-11-27): every group's logits are its own plus one logit per device shared by all
+  groups (zero at first, so the distributions start uniform; the same family of distributions, parameterised so
+  that a gradient step can move every op toward a device at once: with independent per-op logits alone each op's
+  gradient sees only its neighbours' current devices, so from uniform the ops settle in runs on different
+  devices), and a cross-entropy step moves the distributions a fifth of the way to the elites' frequencies where
+  the paper's closed form moves all the way (``ce_smoothing=1``, the default). docs/agents/post.md gives its
+  measured effect on the sanity suite.
 * the PPO update compares each placement with the others of its update (``leave_one_out``; the distribution reads
   no observation, so a critic would have nothing to read), weighs the entropy of every op (``entropy_coef=0.1``,
   ``entropy_per_decision``), measures the distributions' argmax once per update (``measure_argmax``),
   ``samples_per_update=20`` placements per update and ``learning_rate=0.1``; the paper does not fix these for
   our setting.
-* ``ce_smoothing=0.2`` moves the distributions a fifth of the way to the elites' frequencies where the paper's
-  closed form moves all the way (``ce_smoothing=1``), and a cross-entropy step every ``ce_every=3`` PPO updates.
+* a cross-entropy step every ``ce_every=3`` PPO updates (the paper interleaves them without fixing the ratio).
 * the best placement measured is the result; ``predict`` (every group's most likely device) is reported beside it.
 
 Its hybrid form (``search="hybrid"``, ``hybrid:post``) adds what `PostAgent.HYBRID` lists: the heuristic start,
@@ -119,8 +121,8 @@ class PostSettings:
     n_groups: int | None = setting(None, Optional(GROUPS))
     ce_every: int = setting(3, STEPS)
     elite_fraction: float = setting(0.1, Number(positive=True, high=1.0))
-    ce_smoothing: float = setting(0.2, Number(positive=True, high=1.0))
-    shared_device_logits: bool = setting(True, FLAG)
+    ce_smoothing: float = setting(1.0, Number(positive=True, high=1.0))
+    shared_device_logits: bool = setting(False, FLAG)
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -324,6 +324,38 @@ def sanity_curves(suite: str = "sanity") -> str:
             "got there counted as the worst; each seed's in brackets)\n\n" + _sanity_grid(_sanity_rows(files), cell))
 
 
+#: The learned agents whose defaults became their paper's method on 2026-11-27, with the option set that keeps the
+#: earlier defaults (the agents' pages list them); their runs with it are under benchmarks/results/option-sets/.
+OPTION_SETS = {"hsdag": "place=op max_levels=1", "post": "shared_device_logits=true ce_smoothing=0.2",
+               "rnn": "leave_one_out=true", "placeto": "start=random"}
+
+
+def option_sets() -> str:
+    """Per agent of `OPTION_SETS` and sanity suite: rows passed with the paper's defaults and with the option set,
+    and each row's seeds within 2% of the proven optimum."""
+    lines, files = [], []
+    for agent, options in OPTION_SETS.items():
+        for suite in ("sanity", "sanity-holdout"):
+            pair = [f"{suite}_{agent}.json", f"option-sets/{suite}_{agent}.json"]
+            if not all((ROOT / RESULTS / f).exists() for f in pair):
+                continue
+            files += pair
+            cells = []
+            for f in pair:
+                rows = [r for r in load(f)["sanity"] if r["agent"] == agent]
+                within = " ".join(str(r["within"]) for r in rows)
+                cells.append(f"{sum(r['passed'] for r in rows)}/{len(rows)} ({within})")
+            lines.append([f"`{agent}`", f"`{options}`", suite, *cells])
+    if not lines:
+        return "No results files yet."
+    command = (SANITY_COMMAND.format(suite="SUITE", agent="NAME") + "` (the paper's defaults) and the same with "
+               "`--agent-option KEY=VALUE` for each option of the set, `--json benchmarks/results/option-sets/"
+               "SUITE_NAME.json")
+    return (source(files, command) + "\n\n" + md_table(
+        ["agent", "option set", "suite", "paper's defaults: rows passed (seeds within 2% per row)",
+         "option set: rows passed (seeds within 2% per row)"], lines))
+
+
 # --- transfer (SIMULATED) ----------------------------------------------------------------------------------------
 
 TRANSFER_PRESETS = ("paper", "ai_pc", "server", "edge")
@@ -743,6 +775,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
     "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
     "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),
+    "option-sets": option_sets,
 }
 
 

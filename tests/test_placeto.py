@@ -41,7 +41,7 @@ def test_policy_shapes_and_current_node_mask(node_env):
 
 
 def test_agent_learns_on_the_whole_placement_env_within_budget(env):
-    agent = PlacetoAgent(hidden_dim=16, n_layers=2, groups=4, seed=0)
+    agent = PlacetoAgent(hidden_dim=16, n_layers=2, groups=4, start="random", seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # two whole episodes: a random start placement, then 4 nodes
     assert env.placements_measured - before == 10

@@ -20,6 +20,7 @@ agent defaults, the commit it was measured at). The table code of the benchmark 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import shlex
@@ -30,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from placement_gym import results
-from placement_gym.benchmark import format_gap
+from placement_gym.benchmark import SUITES_DIR, format_gap
 from placement_gym.results import markdown_table as md_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,6 +323,26 @@ def sanity_curves(suite: str = "sanity") -> str:
 
     return ("**placements to within 2% of the proven optimum** (SIMULATED; median over seeds, a seed that never "
             "got there counted as the worst; each seed's in brackets)\n\n" + _sanity_grid(_sanity_rows(files), cell))
+
+
+def sanity_optima(suite: str = "sanity") -> str:
+    """`suite`'s rows with their proven optima (the suite's shipped optima file): the optimum, the devices its
+    placement uses (ops per device) and the best single device's gap to it."""
+    path = SUITES_DIR / "reference" / f"{suite}_optima.json"
+    data = json.loads(path.read_text())
+    lines = []
+    for o in data["optima"]:
+        counts = np.bincount(np.asarray(o["placement"]), minlength=len(o["devices"]))
+        used = [(o["devices"][d], int(n)) for d, n in enumerate(counts) if n]
+        where = f"the {used[0][0]} alone" if len(used) == 1 else ", ".join(f"{name} {n} ops" for name, n in used)
+        unit = " per inference" if o["case"].endswith(":throughput") else ""
+        single = 100 * (o["best_single_device_s"] / o["latency_s"] - 1)
+        lines.append([f"`{o['case']}`", f"`{o['model']}`", f"{o['latency_s'] * 1e3:.4f} ms{unit}",
+                      f"{o['status']} ({o['solve_s']:.1f} s)", where, f"+{single:.1f}%"])
+    return (f"Optima: `{path.relative_to(ROOT)}` (suite version {data['suite_version']}, cost model version "
+            f"{data['cost_model_version']}), proven by `python benchmarks/leaderboard/sanity_optima.py --suite "
+            f"{suite} --overwrite`\n\n" + md_table(["case", "graph", "optimum", "proof (solve time)",
+                                                     "optimal placement", "best single device"], lines))
 
 
 #: The learned agents whose defaults became their paper's method on 2026-11-27, with the option set that keeps the
@@ -775,7 +796,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
     "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
     "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),
-    "option-sets": option_sets,
+    "option-sets": option_sets, "sanity-optima": sanity_optima,
+    "sanity-holdout-optima": lambda: sanity_optima("sanity-holdout"),
 }
 
 

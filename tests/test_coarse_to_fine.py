@@ -16,6 +16,7 @@ from agents.post import PostAgent, PostPolicy
 from placement_gym.env import DevicePlacementEnv
 
 from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
+from agents.search.config import hybrid_options
 
 
 def test_split_groups_nest_inside_the_old_ones():
@@ -66,14 +67,14 @@ def test_post_boundary_exploration_softens_only_the_groups_at_a_device_boundary(
     assert p_other[[0, 1, 4, 5]].max() < 2e-3
     assert policy.explore_boundary(np.zeros(12, dtype=np.int64), chain, share=0.5) == 0  # no boundary, no change
     with pytest.raises(ValueError, match="boundary_explore"):
-        PostAgent(search={"boundary_explore": 1.5})
+        PostAgent(boundary_explore=1.5)
 
 
 @pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
 def test_post_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
     # 3 groups of a 12-op chain cut at ops 4 and 8; the optimum cuts at 6. Halving the groups when the search
     # stalls makes that cut expressible; with fixed groups it never is.
-    agent = PostAgent(seed=0, n_groups=3, search=PostAgent.HYBRID.replace(split_patience=patience, distill_seconds=None))
+    agent = PostAgent(seed=0, n_groups=3, **hybrid_options(PostAgent, split_patience=patience, distill_seconds=None))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=300)
     assert (agent.best_latency_s == pytest.approx(optimum_latency_s(12))) is reaches
@@ -132,10 +133,10 @@ def test_rnn_keeps_its_groups_when_training_over_many_graphs():
     # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
     from agents.rnn import RNNAgent
 
-    agent = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(split_patience=1, distill_seconds=None))  # self-imitation on (the default)
+    agent = RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, split_patience=1, distill_seconds=None))  # self-imitation on (the default)
     agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
     assert int(agent.policy.n_groups_now) == 2
-    single = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(split_patience=1, distill_seconds=None))
+    single = RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, split_patience=1, distill_seconds=None))
     single.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=24)  # one graph: it splits
     assert int(single.policy.n_groups_now) > 2
 
@@ -146,7 +147,7 @@ def test_rnn_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(pati
     # Without the per-op refinement (which could also split a group), so only the groups decide.
     from agents.rnn import RNNAgent
 
-    agent = RNNAgent(seed=0, n_groups=3, search=RNNAgent.HYBRID.replace(refine=False, split_patience=patience,
+    agent = RNNAgent(seed=0, n_groups=3, **hybrid_options(RNNAgent, refine=False, split_patience=patience,
                                                                         distill_seconds=None))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=300)
@@ -159,7 +160,7 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
     from agents.go.policy import GOPolicy
 
     # The search on one graph: the whole-graph cost term's placement first, then groups, coarse to fine.
-    agent = GOAgent(seed=0, hidden_channels=16, search=GOAgent.HYBRID.replace(search_groups=3, split_patience=20))
+    agent = GOAgent(seed=0, hidden_channels=16, **hybrid_options(GOAgent, search_groups=3, split_patience=20))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=200)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
@@ -191,7 +192,7 @@ def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
     from agents.ppo import PPOAgent
 
     n = env.graph.n_ops
-    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, search=PPOAgent.HYBRID.replace(split_patience=4))
+    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, **hybrid_options(PPOAgent, split_patience=4))
     agent.learn(env, budget=40)
     policy = agent.model.policy
     assert policy.action_groups is None or policy.action_groups > 2  # it split at least once
@@ -216,7 +217,7 @@ def test_self_imitation_keeps_the_elites_of_one_graph():
     # would score placements of the wrong size. A run over many graphs keeps none; another graph starts afresh.
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(seed=0, search=HSDAGAgent.HYBRID.replace(imitation_coef=0.5, distill_seconds=None))
+    agent = HSDAGAgent(seed=0, **hybrid_options(HSDAGAgent, imitation_coef=0.5, distill_seconds=None))
     agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated", features=agent.feature_families), budget=8)
     elites = agent.trainer.elites
     assert elites.members and all(len(p) == 24 for p in elites.placements)
@@ -262,7 +263,7 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
 def test_hsdag_reaches_the_chain_optimum_coarse_to_fine_and_reloads_its_level(tmp_path):
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(seed=0, hidden_channels=16, search=HSDAGAgent.HYBRID.replace(split_patience=20))
+    agent = HSDAGAgent(seed=0, hidden_channels=16, **hybrid_options(HSDAGAgent, split_patience=20))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend(), features=agent.feature_families)
     agent.learn(env, budget=300)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))

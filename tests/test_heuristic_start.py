@@ -14,6 +14,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
+from agents.search.config import hybrid_options
 
 
 class Placements(Callback):
@@ -119,7 +120,7 @@ def test_heuristic_start_off_measures_only_the_policy_and_bad_values_are_refused
     cls = registry.load_agent_class("hsdag")
     with pytest.raises(ValueError, match="heuristic_start must be one of"):
         cls(search={"heuristic_start": "always"})
-    agent = cls(seed=0, search=cls.HYBRID.replace(heuristic_start="off"))
+    agent = cls(seed=0, **hybrid_options(cls, heuristic_start="off"))
     env = ai_pc_env(tiny_branch_graph, agent)
     seen = Placements()
     agent.learn(env, budget=4, seed=0, callback=seen)

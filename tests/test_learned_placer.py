@@ -245,9 +245,9 @@ def test_predict_is_the_policy_argmax_and_refuses_any_search():
     for search in ({"zero_shot_override": 1.0}, {"heuristic_start": "measure"}, registry.load_agent_class("go").HYBRID):
         with pytest.raises(ValueError, match=r"without search; got search components \[.+\]; accepted: "):
             ImitationAgent(seed=0, search=search, **SMALL)
-    with pytest.raises(ValueError, match="without search"):
-        agent.search = registry.load_agent_class("go").HYBRID
-    assert not agent.search.active and agent.learn(env, 1, seed=0).run_summary.steps == 1
+    with pytest.raises(ValueError, match=r"without search; got search components \['distill_steps'\]"):
+        ImitationAgent(seed=0, distill_steps=10, **SMALL)  # nor the learned script's own search-like settings
+    assert agent.search is None and agent.learn(env, 1, seed=0).run_summary.steps == 1
     assert ImitationAgent(seed=0, search="off", **SMALL).search_components() == []
 
 

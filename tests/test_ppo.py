@@ -103,7 +103,7 @@ def test_evaluate_rescores_the_decisions_act_made(make, tiny_branch_graph):
 
 def test_placeto_evaluate_rescores_the_current_node():
     agent = PlacetoAgent(groups=None, seed=0)
-    env = agent.agent_env(split_env())
+    env = agent._agent_env(split_env())
     policy = agent.setup(PolicySpec.from_env(env), seed=0)
     obs, _ = env.reset(seed=0)
     taken = policy.act(obs, num_samples=3)

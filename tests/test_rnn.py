@@ -10,6 +10,7 @@ from agents.rnn import RNNAgent, RNNPolicy
 from agents.rnn.policy import group_inputs
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import SqrtLatencyReward
+from agents.search.config import hybrid_options
 
 
 def test_group_inputs_mean_features_and_directed_adjacency():
@@ -83,7 +84,7 @@ def test_sqrt_latency_reward_prefers_faster_placements(env):
 
 def test_agent_budget_and_save_load_round_trip(env, tmp_path):
     agent = RNNAgent(n_groups=4, hidden_dim=16, samples_per_update=4, measure_argmax=False,
-                     search=RNNAgent.HYBRID.replace(heuristic_start="off"), seed=0)
+                     **hybrid_options(RNNAgent, heuristic_start="off"), seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)
     assert env.placements_measured - before == 10

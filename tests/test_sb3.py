@@ -17,6 +17,7 @@ from agents.algos.sb3 import (
 )
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper
+from agents.search.config import hybrid_options
 
 
 def _policy(env, **kwargs) -> GraphPolicy:
@@ -199,7 +200,7 @@ def test_ppo_with_graph_policy_learns_and_round_trips(env, tmp_path):
 def test_ppo_agent_budget_best_placement_and_save_load(env, tmp_path):
     from agents.ppo import PPOAgent
 
-    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, search=PPOAgent.HYBRID.replace(heuristic_start="off"), seed=0)
+    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, **hybrid_options(PPOAgent, heuristic_start="off"), seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # not a multiple of n_steps: collection stops at the budget
     assert env.placements_measured - before == 10  # the final re-measurement bypasses the env
@@ -240,7 +241,7 @@ def test_ppo_node_agent_trains_on_groups_and_places_whole_graphs(env, tmp_path):
     # cheapest device" placement is sometimes mixed and sometimes the run's best, and the agent then refines its
     # groups to return it (tests/test_heuristic_start.py), which this test's one-device-per-group check excludes.
     agent = PPONodeAgent(node_groups=4, n_steps=4, batch_size=4, n_epochs=1, seed=0,
-                         search=PPONodeAgent.HYBRID.replace(heuristic_start="off"))
+                         **hybrid_options(PPONodeAgent, heuristic_start="off"))
     before = env.placements_measured
     agent.learn(env, budget=9)  # wrapped into the node-by-node variant: one group per step
     assert env.placements_measured - before == 9

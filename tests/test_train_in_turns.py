@@ -16,6 +16,7 @@ from agents.ppo.agent import PPOAgent, PPONodeAgent
 from placement_gym import DevicePlacementEnv
 from placement_gym.callbacks import Callback
 from placement_gym.env import strip_padding
+from agents.search.config import hybrid_options
 
 MODELS = ["tiny_chain", "tiny_branch"]
 SIM = dict(backend="simulated", profile="paper")
@@ -98,7 +99,7 @@ def test_turn_order_is_seeded():
 
 def test_ppo_trains_on_a_rollout_the_budget_completes():
     env = gym.make("DevicePlacement-v0", model="tiny_branch", **SIM)
-    agent = PPOAgent(n_steps=8, batch_size=8, search=PPOAgent.HYBRID.replace(heuristic_start="off", greedy_final=False),
+    agent = PPOAgent(n_steps=8, batch_size=8, **hybrid_options(PPOAgent, heuristic_start="off", greedy_final=False),
                      seed=0)
     agent.learn(env, budget=16)
     assert [h["step"] for h in agent.history] == [8, 16]  # the second rollout ends the budget and is learned from

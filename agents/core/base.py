@@ -32,11 +32,11 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agents.core.search_settings import gather_search_options
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Text
 
 from .checkpoint import (
-    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
+    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, saved_options,
+    write_checkpoint,
 )
 from .run import RunAgent, agent_predict
 
@@ -227,7 +227,7 @@ class BaseAgent(TorchDevice, RunAgent):
         settings = {**{f"hyperparameters.{k}": v for k, v in data["hyperparameters"].items()},
                     **{f"extra.spec.{k}": v for k, v in stored.items()}}
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**gather_search_options(data["hyperparameters"]), device=device)
+            agent = agent_cls(**saved_options(data["hyperparameters"], agent_cls.option_names()), device=device)
             check_tensor_shapes(path, data, lambda: agent.build_policy(spec), settings)
             agent.setup(spec)
             agent.policy.load_state_dict(data["state_dict"])

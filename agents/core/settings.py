@@ -8,7 +8,8 @@ Each setting is declared once, in a dataclass per role, whose instance on the cl
   ``__post_init__`` checks them;
 * the trainer's: ``TRAINER`` and ``TRAINER_OPTIONS`` (`agents.algos.policy_gradient.PolicyGradientAgent`);
 * the run's: ``RUN``, a `RunSettings` (seed, threads, coarsening, search);
-* the search's: `agents.core.search_settings.SearchConfig` (the ``search`` setting).
+* the search layer's: `agents.search.config.SearchConfig` (the ``search`` setting, resolved by the class's search
+  layer, `agents.core.run.RunAgent.SEARCH_LAYER`).
 
 The constructor takes them all as keywords (``HSDAGAgent(hidden_channels=32, learning_rate=0.01, seed=0)``),
 refuses any other in one line naming those it accepts, and keeps the agent's own as attributes of the same name.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable
 
 import numpy as np
 
@@ -41,9 +42,6 @@ from placement_gym.schema import (
 
 from agents.core.bounds import GROUPS, SEED, THREADS, check_settings, setting
 from agents.core.checkpoint import SETTINGS, CheckpointError
-
-if TYPE_CHECKING:
-    from agents.core.search_settings import SearchConfig
 
 __all__ = ["AGENT_FILE", "AgentSettings", "RunSettings", "constructor_keywords", "field_values"]
 
@@ -78,15 +76,16 @@ class RunSettings:
             set `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never
             coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
-        search: the search components around the agent's own method (`agents.core.search_settings.SearchConfig`,
-            a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
+        search: the search layer around the agent's own method (`agents.search.config.SearchConfig`, a dict of its
+            fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's hybrid form), for a class that
+            composes the layer (`agents.core.run.RunAgent.SEARCH_LAYER`).
     """
 
     seed: int | None = setting(None, Optional(SEED))
     torch_threads: int | None = setting(1, Optional(THREADS))
     coarsen_above: int | None = setting(None, Optional(Integer(0)))
     max_nodes: int = setting(MAX_NODES, GROUPS)
-    search: "SearchConfig | Mapping[str, Any] | str | None" = None  # resolved by the agent (its ``HYBRID``)
+    search: Any = None  # resolved by the class's search layer (`agents.core.run.RunAgent.SEARCH_LAYER`)
 
     def __post_init__(self) -> None:
         check_settings(self)  # each field's declared values (`agents.core.bounds`)

@@ -50,7 +50,7 @@ from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
 from agents.core.bounds import DEPTH, FLAG, GROUPS, SWEEPS, WIDTH, check_settings, setting
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.env import strip_padding
 from placement_gym.schema import Optional, Text
@@ -69,7 +69,7 @@ class PlacetoSettings:
         hidden_dim, n_layers, directed: `PlacetoPolicy` encoder settings.
         groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
             of ops) or None (every op is a node); refined on the training graph where its best needs it
-            (`split_to_express`, saved with the checkpoint).
+            (`_split_to_express`, saved with the checkpoint).
         sweeps: visits of every node per episode.
         start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
             device per node, a placement that favours no device; one extra placement measured per episode),
@@ -79,7 +79,7 @@ class PlacetoSettings:
             starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
             far, the policy's own placement or the heuristic start's
-            (`agents.core.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
+            (`agents.search.attach.SearchLayer.start_fine_tuning`). The policy never sees the start devices of the
             nodes it has not placed yet (`agents.algos.sb3.placement_input_features`), so ``predict`` does not
             depend on it.
     """
@@ -95,7 +95,7 @@ class PlacetoSettings:
         check_settings(self)  # numpy integers from a config are kept as plain ints
 
 
-class PlacetoAgent(SearchLayer, PolicyGradientAgent):
+class PlacetoAgent(PolicyGradientAgent):
     """Placeto-like agent (see the module docstring).
 
     Keywords: its own settings (`PlacetoSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
@@ -112,13 +112,15 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "placeto"
-    #: The trainers' search components less those an episode of one node per step cannot run: proposals and the
-    #: memory fit take whole placements, and Placeto's node groups do not split coarse to fine.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS - option_names("search_proposals", "fit_memory",
-                                                                      "split_patience", "split_refit")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
-                          zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs:
+    #: the starts and the zero-shot override, not those inside a trainer's run (proposals and the memory fit take
+    #: whole placements, an episode places one node per step; Placeto's node groups do not split coarse to fine).
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING
+    #: The hybrid form's search layer and the search-like settings of its own code (the final distillation): this
+    #: agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written. One episode per
     #: update against the moving average per step index; several episodes per update compared with each other
@@ -126,7 +128,7 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     #: updates at the suite's (docs/agents/placeto.md).
     TRAINER = ReinforceConfig(mode="episodic", gamma=0.5)
     TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
-                       "leave_one_out", "max_grad_norm")
+                       "leave_one_out", "max_grad_norm", "imitation_coef", "elites")
 
     #: Its own settings (`PlacetoSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PlacetoSettings()
@@ -144,7 +146,7 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     def node_groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """(N,) int64 group of every op of the graph of `obs` (a whole-placement observation, or one with its
         keys), in episode order: `groups` contiguous groups, or those a run refined on this graph
-        (`split_to_express`)."""
+        (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
     def placements_per_turn(self, graph) -> int:
@@ -154,7 +156,7 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
         nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
         return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start != "reference"))
 
-    def agent_env(self, env):
+    def _agent_env(self, env):
         """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
@@ -162,7 +164,7 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
         return NodePlacementWrapper(env, groups=self.node_groups(env.observation_space), sweeps=self.sweeps,
                                     start=self.start)
 
-    def split_to_express(self, run) -> bool:
+    def _split_to_express(self, run) -> bool:
         """Refine the groups of the run's graph until ``predict`` can return the run's best placement
         (`agents.search.node_by_node`), before the final distillation; True if they changed."""
         return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)

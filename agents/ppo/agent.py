@@ -36,7 +36,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
-    restore_run_state, write_checkpoint,
+    restore_run_state, saved_options, write_checkpoint,
 )
 from agents.core.base import TorchDevice
 from agents.core.loop import RunLoop
@@ -52,7 +52,8 @@ from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import StallDetector, split_until_expressible
-from agents.search.config import SearchConfig, gather_search_options, option_names
+from agents.search.config import OUTSIDE_TRAINING
+from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.env import strip_padding
@@ -107,14 +108,14 @@ class _RunBridge(BaseCallback):
 
 
 class _CoarseToFine(BaseCallback):
-    """SB3 callback: coarse-to-fine action groups (`PPOAgent`'s ``split_patience``). Counts the placements
-    measured without a new best (`agents.search.coarse_to_fine.StallDetector`) and, between two rollouts (after
-    an update, so a rollout is collected and trained on under one grouping), halves the policy's groups and
-    calls `on_split` (the agent's refit of its best placement)."""
+    """SB3 callback: coarse-to-fine action groups (the search layer's ``split_patience``). Counts the placements
+    measured without a new best (`stall`, the layer's `agents.search.coarse_to_fine.StallDetector`) and, between
+    two rollouts (after an update, so a rollout is collected and trained on under one grouping), halves the
+    policy's groups and calls `on_split` (the agent's refit of its best placement)."""
 
-    def __init__(self, patience: int, on_split) -> None:
+    def __init__(self, stall: StallDetector, on_split) -> None:
         super().__init__()
-        self.stall, self.on_split, self.stalled = StallDetector(patience), on_split, False
+        self.stall, self.on_split, self.stalled = stall, on_split, False
 
     def _on_step(self) -> bool:
         latencies = [info.get("latency_s", math.inf) for info in self.locals.get("infos", [])]
@@ -128,23 +129,24 @@ class _CoarseToFine(BaseCallback):
                 self.on_split()
 
 
-class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
+class SB3Agent(LearnedAgent, RunAgent):
     """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
 
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
         seed, torch_threads, coarsen_above, max_nodes: see `agents.core.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
-        search: the search around SB3's learning (`agents.search.config.SearchConfig`; None: none). Read here:
-            ``heuristic_start`` (``"refit"`` distils the best start into the policy before SB3 collects),
-            ``distill_steps`` / ``distill_seconds`` (after the run, fit the policy to the best placement until
-            ``predict`` returns it), ``finetune_from_predict``, ``zero_shot_override``; `PPOAgent` also reads
-            ``split_patience`` and ``greedy_final``.
+        search: the search layer around SB3's learning (`agents.search.config.SearchConfig`; None: none): its
+            starts (``heuristic_start``: ``"refit"`` distils the best start into the policy before SB3 collects;
+            ``finetune_from_predict``) and the zero-shot override; `PPOAgent` also runs ``split_patience``.
+        distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
+            returns it (`agents.algos.learned.DistillSettings`; off by default).
     """
 
     name = "sb3"
-    #: The run loop's search components and the final distillation (`LearnedAgent.distill_best`).
-    SEARCH_OPTIONS = RunAgent.SEARCH_OPTIONS | option_names("distill_steps", "distill_seconds")
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING
 
     def __init__(self, model: BaseAlgorithm | None = None, **options: Any) -> None:
         super().__init__(**options)  # the run's settings (`agents.core.settings.RunSettings`), a subclass's own
@@ -163,7 +165,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         """Spend the placements kept back (nothing here)."""
 
     # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
-    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
+    def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.model is not None
         if self.model is None:
             self.model = self.make_model(env, seed)
@@ -178,7 +180,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
                           build=run.many_graphs and self.whole_graph_cost)
         return trained
 
-    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+    def _learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         """SB3's own ``model.learn``, stopped when the run's budget is spent."""
         bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
         callbacks = [bridge] + self.extra_callbacks(run)
@@ -195,10 +197,10 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         """SB3 callbacks of the run besides the budget's (subclasses: `PPOAgent`'s coarse to fine)."""
         return []
 
-    def fit_best(self, run: RunLoop, max_steps: int) -> int:
+    def _fit_best(self, run: RunLoop, max_steps: int) -> int:
         return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
                        self.imitation_obs, max_steps, getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.search.distill_seconds, run), self.expressible, self.reproduces)
+                       distill_cap(self.distillation.distill_seconds, run), self.expressible, self.reproduces)
 
     def expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
@@ -264,8 +266,9 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        """A subclass's own settings (``SETTINGS``), the seed and threads, the coarsening and the search."""
-        return {**self.own_settings(), "seed": self.seed, "torch_threads": self.torch_threads,
+        """A subclass's own settings (``SETTINGS``), the distillation's, the seed and threads, the coarsening and
+        the search."""
+        return {**self.own_settings(), **self._distill_options(), "seed": self.seed, "torch_threads": self.torch_threads,
                 **self.coarsen_options(), **self.search_options()}
 
     # ------------------------------------------------------------------ persistence
@@ -294,7 +297,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         policy_kwargs = dict(extra["policy_kwargs"])
         settings = {f"extra.policy_kwargs.{k}": v for k, v in policy_kwargs.items()}  # what the policy is built from
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**agent_cls._load_kwargs(gather_search_options(data["hyperparameters"]), device))
+            agent = agent_cls(**agent_cls._load_kwargs(saved_options(data["hyperparameters"], agent_cls.option_names()), device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
                               _init_setup_model=False, **agent.algorithm_kwargs())  # its settings only, no arrays
@@ -488,6 +491,8 @@ class PPOSettings:
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
+        greedy_final: spend the budget's last placement on the policy's deterministic placement (a search
+            component beyond the paper, off by default; `PPOAgent.kept_back`).
     """
 
     learning_rate: float = setting(3e-4, LEARNING_RATE)
@@ -508,6 +513,7 @@ class PPOSettings:
     action_groups: int | None = setting(None, Optional(GROUPS))
     node_groups: int | None = setting(None, Optional(GROUPS))
     start: str = setting("random", Text(choices=STARTS))
+    greedy_final: bool = setting(False, FLAG, component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)  # numpy integers from a config are kept as plain ints
@@ -533,12 +539,13 @@ class PPOAgent(TorchDevice, SB3Agent):
     """
 
     name = "ppo"
-    #: SB3's search components, coarse to fine over the action groups and the greedy final placement.
-    SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | option_names("split_patience", "greedy_final")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, greedy_final=True, distill_steps=1000,
-                          distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
+    #: The search layer's starts and coarse to fine over the action groups (each split refits the best).
+    SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | {"split_patience"}
+    #: The hybrid form's search layer and the search-like settings of its own code (the greedy final placement,
+    #: the distillation): this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"greedy_final": True, "distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 action groups, split coarse to
     #: fine, and the step sizes as when the hybrid was tuned.
@@ -570,10 +577,10 @@ class PPOAgent(TorchDevice, SB3Agent):
 
     def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
-        patience = self.search.split_patience
-        if patience is None or self.model.policy.action_groups is None or run.many_graphs:
+        stall = None if self._search is None else self._search.stall_detector()
+        if stall is None or self.model.policy.action_groups is None or run.many_graphs:
             return []
-        return [_CoarseToFine(patience, lambda: self.refit_best(run))]
+        return [_CoarseToFine(stall, lambda: self._refit_best(run))]
 
     def placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
@@ -587,10 +594,10 @@ class PPOAgent(TorchDevice, SB3Agent):
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
-        groups or those a run refined on it (`split_to_express`)."""
+        groups or those a run refined on it (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
-    def agent_env(self, env: gym.Env) -> gym.Env:
+    def _agent_env(self, env: gym.Env) -> gym.Env:
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
@@ -601,7 +608,7 @@ class PPOAgent(TorchDevice, SB3Agent):
         """Whole-placement env on one graph: the last placement of the budget is kept for the policy's own
         (greedy) placement; sampled placements stay noisy (each node is drawn independently) long after its mode
         is good. Not in a turn of training over many graphs (`placements_per_turn`): that is one rollout."""
-        greedy = (self.search.greedy_final and run.budget > 1 and not run.many_graphs
+        greedy = (self.greedy_final and run.budget > 1 and not run.many_graphs
                   and isinstance(env.action_space, gym.spaces.MultiDiscrete))
         return int(greedy)
 
@@ -647,14 +654,15 @@ class PPOAgent(TorchDevice, SB3Agent):
             return placement
         return group_majority_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
 
-    def split_to_express(self, run: RunLoop) -> bool:
+    def _split_to_express(self, run: RunLoop) -> bool:
         """Make the run's best placement (e.g. a heuristic start's per-op placement) one the policy can return:
         node by node, refine the groups of the run's graph (`agents.search.node_by_node`); with coarse-to-fine
         action groups (``split_patience``), split them until it can. True if the groups changed."""
         policy = self.model.policy
         if self.node_groups is not None:
             return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
-        return (self.search.split_patience is not None and getattr(policy, "action_groups", None) is not None
+        return (self._search is not None and self._search.coarse_to_fine
+                and getattr(policy, "action_groups", None) is not None
                 and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference
@@ -679,7 +687,7 @@ class PPONodeAgent(PPOAgent):
     name = "ppo-node"
     #: `PPOAgent`'s hybrid search without coarse to fine, which splits action groups: node by node has none.
     HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
-    SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - option_names("split_patience")
+    SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - {"split_patience"}
 
     #: Node by node (16 groups), with the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one
     #: device per step: no summed log-probability over many decisions to temper).

@@ -34,7 +34,7 @@ def test_signature_shows_the_declared_keywords_with_their_defaults(cls):
     for name, value in cls.option_defaults().items():
         assert parameters[name].default == value
     agent = cls()
-    assert all(getattr(agent, name) == getattr(cls.SETTINGS, name) for name in cls.own_setting_names())
+    assert all(getattr(agent, name) == getattr(cls.SETTINGS, name) for name in cls._own_setting_names())
 
 
 @pytest.mark.parametrize("cls", _declared_agents(), ids=lambda cls: cls.name)

@@ -239,7 +239,7 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
     agent = HSDAGAgent(seed=0, hidden_channels=16, max_levels=2, search="hybrid")
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     spec = PolicySpec.from_env(env, agent.feature_families)
-    policy = agent.setup(spec, 0)
+    policy = agent._setup(spec, 0)
     obs, _ = env.reset(seed=0)
     n = tiny_branch_graph.n_ops
     levels = [agent.groups(obs).numpy()]

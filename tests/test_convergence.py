@@ -112,7 +112,7 @@ def test_group_placers_can_express_any_placement(make, tiny_branch_graph):
     env = make_env(agent, tiny_branch_graph, make_backend("simulated", "auto"))
     agent.learn(env, budget=10)
     target = np.random.default_rng(1).integers(0, 2, tiny_branch_graph.n_ops)
-    steps = agent.distill(target, 2000)
+    steps = agent._distill(target, 2000)
     assert steps < 2000 and agent.predict(agent.imitation_obs).tolist() == target.tolist()
 
 
@@ -122,7 +122,7 @@ def test_without_refinement_a_group_placer_cannot_split_its_groups(tiny_branch_g
     agent.learn(env, budget=10)
     target = np.zeros(tiny_branch_graph.n_ops, dtype=np.int64)
     target[0] = 1  # one op of the first chunk on its own
-    assert agent.distill(target, 300) == 300
+    assert agent._distill(target, 300) == 300
     assert agent.predict(agent.imitation_obs).tolist() != target.tolist()
 
 
@@ -160,7 +160,7 @@ def test_learned_policies_start_favouring_no_device(name, tiny_branch_graph):
     options = {"refine": False} if name in ("hsdag", "rnn") else {}
     agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0, **options})
     env = agent._agent_env(make_env(agent, tiny_branch_graph, make_backend("simulated", "auto")))
-    agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     with torch.no_grad():
         sample = agent.policy.act(env.reset(seed=0)[0], num_samples=1, deterministic=True)
     decisions = sample.decisions

@@ -139,7 +139,7 @@ def test_placeto_distils_the_group_majority_of_a_placement_it_cannot_express(tin
     assert not np.array_equal(target, per_op)  # not a placement Placeto's 2 groups can build ...
     assert all(len(np.unique(target[groups == g])) == 1 for g in np.unique(groups))  # ... its group majority is
     # The distillation aims at what predict can return, so it stops early instead of spinning its 1000 steps.
-    assert agent.distill(per_op, 1000, env.as_measured) < 1000
+    assert agent._distill(per_op, 1000, env.as_measured) < 1000
     np.testing.assert_array_equal(env.as_measured(agent.predict(env.reset(seed=0)[0])), env.as_measured(target))
 
 

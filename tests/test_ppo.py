@@ -86,7 +86,7 @@ def test_evaluate_rescores_the_decisions_act_made(make, tiny_branch_graph):
     agent = make()
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", **features)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     obs, _ = env.reset(seed=0)
     torch.manual_seed(1)
     taken = policy.act(obs, num_samples=5)
@@ -104,7 +104,7 @@ def test_evaluate_rescores_the_decisions_act_made(make, tiny_branch_graph):
 def test_placeto_evaluate_rescores_the_current_node():
     agent = PlacetoAgent(groups=None, seed=0)
     env = agent._agent_env(split_env())
-    policy = agent.setup(PolicySpec.from_env(env), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env), seed=0)
     obs, _ = env.reset(seed=0)
     taken = policy.act(obs, num_samples=3)
     assert torch.allclose(policy.evaluate(obs, taken).log_prob, taken.log_prob)

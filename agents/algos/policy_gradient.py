@@ -24,7 +24,7 @@ from agents.nn.device_head import enable_graph_cost
 from agents.nn.groups import split_until_expressible
 
 from .hooks import TrainingHooks
-from .learned import LearnedAgent
+from .learned import DistillSettings, run_learned
 from .ppo import PPOConfig, PPOTrainer
 from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 
@@ -55,9 +55,9 @@ BANDIT_TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "ba
                           "max_grad_norm", "imitation_coef", "elites")
 
 
-class PolicyGradientAgent(LearnedAgent, BaseAgent):
+class PolicyGradientAgent(BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
-    (`agents.algos.learned.LearnedAgent`).
+    (`agents.algos.learned.run_learned`, over the steps this class states).
 
     Subclasses implement `build_policy(spec)`, declare their own settings in ``SETTINGS`` (an instance of their
     settings dataclass, `agents.core.settings`: the constructor takes its fields as keywords and keeps them as
@@ -100,9 +100,12 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         # subclass's own config); the rest are the agent's own settings and the run's (`BaseAgent`).
         options = self._hybrid_form(options)
         given = {name: options.pop(name) for name in self.TRAINER_OPTIONS if name in options}
+        distillation = DistillSettings.take(options)
         if algorithm is not None and "algorithm" not in self.option_defaults():
-            raise self.refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
+            raise self._refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
         super().__init__(**options)
+        #: The final distillation's settings (`agents.algos.learned.DistillSettings`).
+        self.distillation = distillation
         algorithm = self.ALGORITHM if algorithm is None else algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -137,31 +140,31 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         """The trainer's keywords (`TRAINER_OPTIONS`, defaults from `TRAINER`), ``algorithm`` and ``ppo``, then
         `BaseAgent`'s."""
         return {**field_values(cls.TRAINER, cls.TRAINER_OPTIONS), "algorithm": cls.ALGORITHM, "ppo": None,
-                **super().base_option_defaults()}
+                **field_values(DistillSettings()), **super().base_option_defaults()}
 
-    def trainer_options(self) -> dict[str, Any]:
+    def _trainer_options(self) -> dict[str, Any]:
         """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
         return {name: getattr(self.reinforce, name) for name in self.TRAINER_OPTIONS}
 
-    def algorithm_options(self) -> dict[str, Any]:
+    def _algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""
-        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
+        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self._search_options()}
 
-    def run_options(self) -> dict[str, Any]:
+    def _run_options(self) -> dict[str, Any]:
         """Every constructor argument `hyperparameters` needs besides the agent's own settings: the trainer's
-        (`trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
-        return {**self.trainer_options(), **self._distill_options(), "seed": self.seed,
-                "torch_threads": self.torch_threads, **self.algorithm_options(), **self.coarsen_options()}
+        (`_trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
+        return {**self._trainer_options(), **field_values(self.distillation), "seed": self.seed,
+                "torch_threads": self.torch_threads, **self._algorithm_options(), **self._coarsen_options()}
 
     def _owned_settings(self) -> list[Any]:
         """The agent's own settings, the distillation's and the trainer's (`RunAgent.search_components`)."""
-        return [*super()._owned_settings(), self.trainer_config]
+        return [*super()._owned_settings(), self.distillation, self.trainer_config]
 
     def hyperparameters(self) -> dict[str, Any]:
-        """The agent's own settings (``SETTINGS``), then `run_options`."""
-        return {**self.own_settings(), **self.run_options()}
+        """The agent's own settings (``SETTINGS``), then `_run_options`."""
+        return {**self._own_settings(), **self._run_options()}
 
-    def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
+    def _make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
         return trainer_cls(policy, self.trainer_config, imitate=self.imitate, on_update=self.on_update,
@@ -169,7 +172,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
 
     def _training_hooks(self) -> TrainingHooks:
         """The search layer's points inside the trainer's run (`agents.algos.hooks`), handed to the trainer
-        `make_trainer` builds: the layer's (``training_hooks``, with the refit it runs after a split), or none (a
+        `_make_trainer` builds: the layer's (``training_hooks``, with the refit it runs after a split), or none (a
         pure agent's)."""
         return TrainingHooks() if self._search is None else self._search.training_hooks(self._refit_best)
 
@@ -188,16 +191,30 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
                              "imitation_coef > 0 is not available for this policy")
         return scorer(self.imitation_obs, placement)
 
-    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
+    # ------------------------------------------------------------------ the learned-agent script and its steps
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        """The learned-agent script (`agents.algos.learned.run_learned`) over this class's steps."""
+        run_learned(self, run, seed)
+
+    def _agent_env(self, env: gym.Env) -> gym.Env:
+        """The env the policy learns on: the run's env itself here; subclasses wrap it (the node-by-node
+        variant, another reward)."""
+        return env
+
+    def _refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (no placement measured; after a coarse-to-fine
+        split, ``split_refit``): `agents.algos.learned.DistillSettings.refit_steps` steps at most."""
+        self._fit_best(run, self.distillation.refit_steps)
+
     def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.policy is not None
-        self.setup(PolicySpec.from_env(env, self.feature_families), seed)
+        self._setup(PolicySpec.from_env(env, self.feature_families), seed)
         return trained
 
     def _start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
-        self.start_run(run, env, seed, trained)
+        self._start_run(run, env, seed, trained)
         if self.trainer is None:
-            self.trainer = self.make_trainer(self.policy)
+            self.trainer = self._make_trainer(self.policy)
         enable_graph_cost(self.policy, self.trainer.optimizer, build=run.many_graphs and self.whole_graph_cost)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
@@ -206,14 +223,14 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         self.trainer.train(run, env, seed)
 
     def _fit_best(self, run: RunLoop, max_steps: int) -> int:
-        return self.distill(run.best_action, max_steps, run.as_measured, distill_cap(self.distillation.distill_seconds, run))
+        return self._distill(run.best_action, max_steps, run.as_measured, distill_cap(self.distillation.distill_seconds, run))
 
-    def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+    def _start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
         """Called once the run's start placements are measured (the search layer's and `RunAgent._start_fine_tuning` for a policy
         `trained` before, the heuristic start for a new one) and before the trainer starts. Nothing here;
         subclasses add to it (GO's search for a new policy on one graph, `agents.go.GOAgent`)."""
 
-    def distill(self, placement: np.ndarray | None, max_steps: int,
+    def _distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None,
                 max_seconds: float | None = None) -> int:
         """Fit the policy to `placement` (the run's best action) until ``predict`` returns it, as the env would

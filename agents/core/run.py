@@ -106,10 +106,10 @@ class RunAgent(AgentSettings, abc.ABC):
         # The agent's own settings (``SETTINGS``) first, then the run's (``RUN``); any other keyword is refused in
         # one line naming those the class takes (`agents.core.settings`).
         options = self._hybrid_form(options)
-        self.take_own_settings(options)
+        self._take_own_settings(options)
         unknown = set(options) - set(field_values(type(self).RUN))
         if unknown:
-            raise self.refusal(unknown)
+            raise self._refusal(unknown)
         run = replace(type(self).RUN, **options)
         self.seed = run.seed
         self.torch_threads = run.torch_threads
@@ -143,10 +143,10 @@ class RunAgent(AgentSettings, abc.ABC):
         with torch_threads(self.torch_threads):
             base = (env.envs[0] if isinstance(env, DevicePlacementVectorEnv) else env).unwrapped
             # A multi-graph env is learned as it is: its graphs differ, one coarsening cannot serve them all.
-            coarsen = not base.multi_graph and self.coarsens(base.graph.n_ops)
+            coarsen = not base.multi_graph and self._coarsens(base.graph.n_ops)
             run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()},
                           max_nodes=self.max_nodes if coarsen else None)
-            if base.multi_graph and self.placements_per_turn(base.graph) is not None:
+            if base.multi_graph and self._placements_per_turn(base.graph) is not None:
                 train_in_turns(self, run, seed)  # an agent built for one graph at a time
             else:
                 self.train(run, seed)
@@ -226,31 +226,31 @@ class RunAgent(AgentSettings, abc.ABC):
     def _refits_start(self, run: RunLoop) -> bool:
         """Whether the policy is fitted to the run's best start placement before it samples (the search layer's
         ``heuristic_start="refit"``); the agent's trainer does the fitting
-        (`agents.algos.learned.LearnedAgent._refit_best`)."""
+        (`agents.algos.learned.run_learned`)."""
         return self._search is not None and self._search.refits_start(run)
 
-    def measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
+    def _measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
         """Measure the policy's own placement for `obs` (``run.predict_observation()``) through ``run.env`` (one
         placement of the budget)."""
         run.env.reset(seed=seed)
         run.env.step(self.predict(obs))
 
-    def placements_per_turn(self, graph: ComputationGraph) -> int | None:
+    def _placements_per_turn(self, graph: ComputationGraph) -> int | None:
         """Training over several graphs (a multi-graph env): None (here) trains on that env as it is; an agent
         whose env or model is built for one graph returns the placements of one turn on `graph`, and is trained
         one graph at a time (`train_in_turns`)."""
         return None
 
     # ------------------------------------------------------------------------------------ big graphs
-    def coarsens(self, n_ops: int) -> bool:
+    def _coarsens(self, n_ops: int) -> bool:
         """Whether this agent works on a graph of `n_ops` ops through its coarsening (``coarsen_above``)."""
         return self.coarsen_above is not None and n_ops > self.coarsen_above
 
-    def coarsen_options(self) -> dict[str, Any]:
+    def _coarsen_options(self) -> dict[str, Any]:
         """``coarsen_above`` and ``max_nodes`` (for `hyperparameters`)."""
         return {"coarsen_above": self.coarsen_above, "max_nodes": self.max_nodes}
 
-    def search_options(self) -> dict[str, Any]:
+    def _search_options(self) -> dict[str, Any]:
         """``{"search": ...}``: the search layer's components that are on, as plain data (for `hyperparameters`);
         nothing for an agent without search."""
         return {} if self._search is None else {"search": self._search.config.to_dict()}
@@ -269,10 +269,10 @@ class RunAgent(AgentSettings, abc.ABC):
         layer = [] if self._search is None else self._search.config.components()
         return layer + [name for settings in self._owned_settings() for name in components_of(settings)]
 
-    def coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
+    def _coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
         """The coarsening ``predict`` applies to `obs`: None for a graph it places as it is (at most
         ``coarsen_above`` ops, or a node-by-node observation, which is already of the env it learned on)."""
-        if "current_node" in obs or not self.coarsens(int(np.shape(obs["placement"])[0])):
+        if "current_node" in obs or not self._coarsens(int(np.shape(obs["placement"])[0])):
             return None
         return Coarsening.of(obs, self.max_nodes)
 
@@ -302,7 +302,7 @@ class RunAgent(AgentSettings, abc.ABC):
 def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
     """Train `agent` over the graphs of a multi-graph `run` one graph at a time, for agents whose env or model is
     built for one graph (a node-by-node wrapper's groups, SB3's spaces and rollout buffer): turns of
-    ``agent.placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
+    ``agent._placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
     (`RunLoop.turn`), every graph once in a seeded random order, then again, until the run's budget is spent.
     Each turn is the agent's `RunAgent.train` on that turn's run, continuing what it learned
     (`RunLoop.many_graphs` keeps the single-graph extras off: heuristic start, coarse to fine, self-imitation,
@@ -315,8 +315,8 @@ def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
             order = [run.base.models[i] for i in rng.permutation(len(run.base.models))]
         model = order.pop()
         graph = run.base.graphs[model]
-        placements = max(1, int(agent.placements_per_turn(graph)))
-        coarse = agent.coarsens(graph.n_ops)
+        placements = max(1, int(agent._placements_per_turn(graph)))
+        coarse = agent._coarsens(graph.n_ops)
         turn = run.turn(model, min(placements, run.remaining), agent.max_nodes if coarse else None)
         agent.train(turn, None if seed is None else seed + turns)
         run.env_s += turn.env_s
@@ -328,7 +328,7 @@ def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
 def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
     through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
-    (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
+    (`RunAgent._coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
     search layer's ``on_predict`` (its zero-shot override, module docstring) may change it. A decorated
     ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
 
@@ -338,7 +338,7 @@ def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarra
             return predict(self, obs, deterministic)
         self._predicting = True
         try:
-            coarsening = self.coarsening_for(obs)
+            coarsening = self._coarsening_for(obs)
             if coarsening is None:
                 placement = predict(self, obs, deterministic)
             else:

@@ -144,7 +144,7 @@ class AgentSettings:
              for name, default in cls.option_defaults().items()])
 
     @classmethod
-    def own_setting_names(cls) -> tuple[str, ...]:
+    def _own_setting_names(cls) -> tuple[str, ...]:
         """The names of the agent's own settings: the fields of ``SETTINGS`` (none for a class without one)."""
         return () if cls.SETTINGS is None else tuple(f.name for f in fields(cls.SETTINGS))
 
@@ -168,25 +168,25 @@ class AgentSettings:
         return tuple(cls.option_defaults()) if cls.SETTINGS is not None else constructor_keywords(cls)
 
     @classmethod
-    def refusal(cls, unknown: Iterable[str]) -> TypeError:
+    def _refusal(cls, unknown: Iterable[str]) -> TypeError:
         """The one-line error for keywords the constructor does not take, naming those it does."""
         return TypeError(f"{cls.__name__} takes no {', '.join(sorted(unknown))}; accepted: "
                          f"{', '.join(cls.option_names())}")
 
-    def take_own_settings(self, options: dict[str, Any]) -> None:
+    def _take_own_settings(self, options: dict[str, Any]) -> None:
         """Build the agent's own settings from the constructor's `options` (popped from it): ``SETTINGS`` with the
         given values replaced, checked by its dataclass, kept as ``self.settings`` and each as an attribute of
-        the same name (what the agent's code and `own_settings` read)."""
+        the same name (what the agent's code and `_own_settings` read)."""
         if self.SETTINGS is None:
             return
-        given = {name: options.pop(name) for name in self.own_setting_names() if name in options}
+        given = {name: options.pop(name) for name in self._own_setting_names() if name in options}
         self.settings = replace(self.SETTINGS, **given)
         for name, value in field_values(self.settings).items():
             setattr(self, name, value)
 
-    def own_settings(self) -> dict[str, Any]:
-        """The agent's own settings by name (`own_setting_names`), as its attributes hold them."""
-        return {name: getattr(self, name) for name in self.own_setting_names()}
+    def _own_settings(self) -> dict[str, Any]:
+        """The agent's own settings by name (`_own_setting_names`), as its attributes hold them."""
+        return {name: getattr(self, name) for name in self._own_setting_names()}
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this agent (plain Python values only).

@@ -92,7 +92,7 @@ class GOSettings:
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
             (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
             their first run over many graphs); a prior for transfer, off (scale 0) while a new policy learns one
-            graph (`GOAgent.start_run`).
+            graph (`GOAgent._start_run`).
         search_groups: an untrained policy's run on one graph measures its own placement, then searches per group of
             this many contiguous groups instead of per op (None: off; a search component beyond the paper), halved
             coarse to fine by the search layer's ``split_patience``.
@@ -186,7 +186,7 @@ class GOAgent(PolicyGradientAgent):
         search_around_best(run, search, placements, start=self.predict(obs), batch=given.get("batch", 4),
                            cheapest_first=given.get("cheapest_first", False))
 
-    def start_run(self, run, env, seed, trained) -> None:
+    def _start_run(self, run, env, seed, trained) -> None:
         """A new policy's run on one graph has the whole-graph cost term off; with `search_groups` it measures its
         own placement, then searches per group (class docstring); otherwise the shared start."""
         if not trained and not run.many_graphs and self.policy.head.graph_cost is not None:
@@ -195,8 +195,8 @@ class GOAgent(PolicyGradientAgent):
             # sample. A new policy learning one graph has it off.
             self.policy.head.graph_cost_scale.fill_(0.0)
         if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
-            return super().start_run(run, env, seed, trained)
-        self.measure_predict(run, seed, self.imitation_obs)
+            return super()._start_run(run, env, seed, trained)
+        self._measure_predict(run, seed, self.imitation_obs)
         self.policy.set_groups(self.search_groups)
         self.policy.explore.fill_(self.explore)
         if self.refine:

@@ -205,9 +205,9 @@ class HSDAGAgent(PolicyGradientAgent):
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
         return HSDAGPolicy(spec, **self.settings.policy_options())
 
-    def start_run(self, run, env, seed, trained) -> None:
+    def _start_run(self, run, env, seed, trained) -> None:
         """A run starts with no placement to sample around (a previous run's best belongs to its graph)."""
-        super().start_run(run, env, seed, trained)
+        super()._start_run(run, env, seed, trained)
         self.policy.explore_around(None)
 
     def on_update(self, run) -> None:

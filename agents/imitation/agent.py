@@ -149,9 +149,9 @@ class ImitationAgent(GOAgent):
         if not examples:
             raise ValueError("pretrain needs at least one (env, label) example")
         seed = self.seed if seed is None else seed
-        self.setup(PolicySpec.from_env(examples[0][0], self.feature_families), seed)
+        self._setup(PolicySpec.from_env(examples[0][0], self.feature_families), seed)
         if self.trainer is None:
-            self.trainer = self.make_trainer(self.policy)
+            self.trainer = self._make_trainer(self.policy)
         observations = [env.reset(seed=0)[0] for env, _ in examples]
         labels = [check_placement(label, env, f"the label of example {i} ({env.unwrapped.graph.name})")
                   for i, (env, label) in enumerate(examples)]

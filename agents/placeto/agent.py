@@ -149,7 +149,7 @@ class PlacetoAgent(PolicyGradientAgent):
         (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
-    def placements_per_turn(self, graph) -> int:
+    def _placements_per_turn(self, graph) -> int:
         """Over several graphs: one graph at a time (the node-by-node wrapper's groups are one graph's), an
         update's episodes per turn (`agents.core.run.train_in_turns`): each re-places every group ``sweeps``
         times after its random start (one placement more)."""

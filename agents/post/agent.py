@@ -183,9 +183,9 @@ class PostAgent(PolicyGradientAgent):
         del options["algorithm"]
         return options
 
-    def algorithm_options(self) -> dict[str, Any]:
+    def _algorithm_options(self) -> dict[str, Any]:
         """The PPO settings and the search (no ``algorithm``: Post always trains with PPO)."""
-        options = super().algorithm_options()
+        options = super()._algorithm_options()
         del options["algorithm"]
         return options
 
@@ -205,7 +205,7 @@ class PostAgent(PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> PostPolicy:
         return PostPolicy(spec, self.n_groups, self.shared_device_logits)
 
-    def make_trainer(self, policy: PostPolicy) -> PostTrainer:
+    def _make_trainer(self, policy: PostPolicy) -> PostTrainer:
         return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
                            elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
                            on_split=self.explore_boundary if self.boundary_explore > 0 else None,

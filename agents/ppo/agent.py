@@ -38,14 +38,14 @@ from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
     restore_run_state, saved_options, write_checkpoint,
 )
-from agents.core.base import TorchDevice
+from agents.core.base import DEVICE, available_device
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
 from agents.core.bounds import (
     COEFFICIENT, DEPTH, FLAG, GROUPS, LEARNING_RATE, SHARE, STEPS, WIDTH, check_settings, setting,
 )
 from agents.core.settings import field_values
-from agents.algos.learned import LEARNED_RUN, LearnedAgent
+from agents.algos.learned import LEARNED_RUN, DistillSettings, run_learned
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import DISTRIBUTIONS, GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
@@ -75,7 +75,7 @@ class _RunBridge(BaseCallback):
 
     A rollout that the budget's last placement completes is still trained on (SB3 then starts another, which
     `_BudgetSpent` ends before it measures anything): with a budget of whole rollouts (a turn of one rollout,
-    `PPOAgent.placements_per_turn`) every placement is learned from."""
+    `PPOAgent._placements_per_turn`) every placement is learned from."""
 
     def __init__(self, run: RunLoop, stop_at: int) -> None:
         super().__init__()
@@ -129,7 +129,7 @@ class _CoarseToFine(BaseCallback):
                 self.on_split()
 
 
-class SB3Agent(LearnedAgent, RunAgent):
+class SB3Agent(RunAgent):
     """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
 
     Args:
@@ -149,28 +149,60 @@ class SB3Agent(LearnedAgent, RunAgent):
     SEARCH_OPTIONS = OUTSIDE_TRAINING
 
     def __init__(self, model: BaseAlgorithm | None = None, **options: Any) -> None:
+        options = self._hybrid_form(options)
+        distillation = DistillSettings.take(options)
         super().__init__(**options)  # the run's settings (`agents.core.settings.RunSettings`), a subclass's own
+        #: The final distillation's settings (`agents.algos.learned.DistillSettings`).
+        self.distillation = distillation
         self.model = model
 
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """The distillation's keywords, then the run's."""
+        return {**field_values(DistillSettings()), **super().base_option_defaults()}
+
+    def _owned_settings(self) -> list[Any]:
+        return [*super()._owned_settings(), self.distillation]
+
     # ------------------------------------------------------------------ for subclasses
-    def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+    def _make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """The model to train on `env` when the agent has none yet."""
         raise ValueError("SB3Agent needs a model: SB3Agent(PPO('MultiInputPolicy', env)), or load(path)")
 
-    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
-        """Placements of the budget kept back from SB3's collection for `after_collection` (none here)."""
+    def _kept_back(self, env: gym.Env, run: RunLoop) -> int:
+        """Placements of the budget kept back from SB3's collection for `_after_collection` (none here)."""
         return 0
 
-    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+    def _after_collection(self, env: gym.Env, run: RunLoop) -> None:
         """Spend the placements kept back (nothing here)."""
 
-    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
+    # ------------------------------------------------------------------ the learned-agent script and its steps
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        """The learned-agent script (`agents.algos.learned.run_learned`) over this class's steps."""
+        run_learned(self, run, seed)
+
+    def _agent_env(self, env: gym.Env) -> gym.Env:
+        """The env SB3 learns on: the run's env itself here (`PPOAgent`: the node-by-node variant)."""
+        return env
+
+    def _start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """Nothing to set up: SB3's ``learn`` does it."""
+
+    def _split_to_express(self, run: RunLoop) -> bool:
+        """Make the run's best placement one the policy can return: nothing here (`PPOAgent`'s groups)."""
+        return False
+
+    def _refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (after a coarse-to-fine split):
+        `agents.algos.learned.DistillSettings.refit_steps` steps at most."""
+        self._fit_best(run, self.distillation.refit_steps)
+
     def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.model is not None
         if self.model is None:
-            self.model = self.make_model(env, seed)
+            self.model = self._make_model(env, seed)
         elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
-            self.model = self.rebuilt_model(env, seed)
+            self.model = self._rebuilt_model(env, seed)
         else:
             self._check_fits({k: space.shape for k, space in env.observation_space.spaces.items()})
             self.model.set_env(env)
@@ -182,8 +214,8 @@ class SB3Agent(LearnedAgent, RunAgent):
 
     def _learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         """SB3's own ``model.learn``, stopped when the run's budget is spent."""
-        bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
-        callbacks = [bridge] + self.extra_callbacks(run)
+        bridge = _RunBridge(run, stop_at=run.budget - self._kept_back(env, run))
+        callbacks = [bridge] + self._extra_callbacks(run)
         if run.budget > 0:
             log_without_folder(self.model)  # SB3's default logger leaves an SB3-<date> folder in the temp folder
             try:
@@ -191,9 +223,9 @@ class SB3Agent(LearnedAgent, RunAgent):
             except _BudgetSpent:
                 pass
             bridge.record_update()  # SB3's loop may end right after an update
-        self.after_collection(env, run)
+        self._after_collection(env, run)
 
-    def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
+    def _extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """SB3 callbacks of the run besides the budget's (subclasses: `PPOAgent`'s coarse to fine)."""
         return []
 
@@ -210,11 +242,11 @@ class SB3Agent(LearnedAgent, RunAgent):
     #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
     reproduces: Callable[[np.ndarray], bool] | None = None
 
-    def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+    def _rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
         SB3 fixes its spaces, rollout buffer and ``set_env`` checks to one env, the graph policy's weights do not
         (a fresh optimizer: Adam's moments were for the old env's gradients)."""
-        model = self.make_model(env, seed)
+        model = self._make_model(env, seed)
         model.policy.load_state_dict(self.model.policy.state_dict())
         return model
 
@@ -268,8 +300,8 @@ class SB3Agent(LearnedAgent, RunAgent):
     def hyperparameters(self) -> dict[str, Any]:
         """A subclass's own settings (``SETTINGS``), the distillation's, the seed and threads, the coarsening and
         the search."""
-        return {**self.own_settings(), **self._distill_options(), "seed": self.seed, "torch_threads": self.torch_threads,
-                **self.coarsen_options(), **self.search_options()}
+        return {**self._own_settings(), **field_values(self.distillation), "seed": self.seed, "torch_threads": self.torch_threads,
+                **self._coarsen_options(), **self._search_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -300,7 +332,7 @@ class SB3Agent(LearnedAgent, RunAgent):
             agent = agent_cls(**agent_cls._load_kwargs(saved_options(data["hyperparameters"], agent_cls.option_names()), device))
             algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
-                              _init_setup_model=False, **agent.algorithm_kwargs())  # its settings only, no arrays
+                              _init_setup_model=False, **agent._algorithm_kwargs())  # its settings only, no arrays
             check_space_sizes(path, extra, model.n_steps)
             observation_space = space_from_data(extra["observation_space"])
             action_space = space_from_data(extra["action_space"])
@@ -315,7 +347,7 @@ class SB3Agent(LearnedAgent, RunAgent):
         restore_run_state(agent, data)
         return agent
 
-    def algorithm_kwargs(self) -> dict[str, Any]:
+    def _algorithm_kwargs(self) -> dict[str, Any]:
         """The algorithm's constructor settings for rebuilding a saved model (SB3's defaults here)."""
         return {}
 
@@ -492,7 +524,7 @@ class PPOSettings:
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
         greedy_final: spend the budget's last placement on the policy's deterministic placement (a search
-            component beyond the paper, off by default; `PPOAgent.kept_back`).
+            component beyond the paper, off by default; `PPOAgent._kept_back`).
     """
 
     learning_rate: float = setting(3e-4, LEARNING_RATE)
@@ -527,7 +559,7 @@ class PPOSettings:
         return field_values(self, GRAPH_POLICY_SETTINGS)
 
 
-class PPOAgent(TorchDevice, SB3Agent):
+class PPOAgent(SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
     Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's),
@@ -555,34 +587,41 @@ class PPOAgent(TorchDevice, SB3Agent):
     SETTINGS = PPOSettings()
     RUN = LEARNED_RUN
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)  # its own settings, the torch ``device`` (`TorchDevice`) and the run's
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+        super().__init__(**options)  # its own settings, the distillation's and the run's
+        #: The policy's torch device (`agents.core.base.DEVICE` unless given), checked to be on this machine.
+        self.device = available_device(device)
         self.node_grouping = None if self.node_groups is None else NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(self._node_logits)
+
+    @classmethod
+    def base_option_defaults(cls) -> dict[str, Any]:
+        """`SB3Agent`'s keywords and the policy's torch ``device``."""
+        return {**super().base_option_defaults(), "device": DEVICE}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return {**hyperparameters, "device": device}
 
-    def algorithm_kwargs(self) -> dict[str, Any]:
+    def _algorithm_kwargs(self) -> dict[str, Any]:
         return dict(self.settings.algorithm_options(), verbose=0)
 
     # ------------------------------------------------------------------ learning
-    def make_model(self, env: gym.Env, seed: int | None) -> PPO:
+    def _make_model(self, env: gym.Env, seed: int | None) -> PPO:
         policy_kwargs = self.settings.policy_options()
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
             policy_kwargs["action_groups"] = None
         return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
-                   **self.algorithm_kwargs())
+                   **self._algorithm_kwargs())
 
-    def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
+    def _extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
         stall = None if self._search is None else self._search.stall_detector()
         if stall is None or self.model.policy.action_groups is None or run.many_graphs:
             return []
         return [_CoarseToFine(stall, lambda: self._refit_best(run))]
 
-    def placements_per_turn(self, graph) -> int | None:
+    def _placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
         masks the padding); with action groups or node by node (both built for one graph), one graph at a
         time, a rollout per turn (`agents.core.run.train_in_turns`): ``n_steps`` placements, node by node
@@ -604,17 +643,17 @@ class PPOAgent(TorchDevice, SB3Agent):
         # The groups of the graph the env places: its ops, or the clusters of a coarsened graph.
         return NodePlacementWrapper(env, groups=self._groups(env.observation_space), start=self.start)
 
-    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
+    def _kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Whole-placement env on one graph: the last placement of the budget is kept for the policy's own
         (greedy) placement; sampled placements stay noisy (each node is drawn independently) long after its mode
-        is good. Not in a turn of training over many graphs (`placements_per_turn`): that is one rollout."""
+        is good. Not in a turn of training over many graphs (`_placements_per_turn`): that is one rollout."""
         greedy = (self.greedy_final and run.budget > 1 and not run.many_graphs
                   and isinstance(env.action_space, gym.spaces.MultiDiscrete))
         return int(greedy)
 
-    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+    def _after_collection(self, env: gym.Env, run: RunLoop) -> None:
         """Measure the policy's deterministic placement as the last placement of the budget."""
-        if self.kept_back(env, run) and not run.done:
+        if self._kept_back(env, run) and not run.done:
             obs, _ = env.reset()
             env.step(self.predict(obs, deterministic=True))
 

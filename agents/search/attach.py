@@ -185,7 +185,7 @@ class SearchLayer:
         if not isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
             return
         if self.config.finetune_from_predict and not run.done:
-            agent.measure_predict(run, seed, obs)
+            agent._measure_predict(run, seed, obs)
         if self.config.heuristic_start != "off":
             measure_start_placements(run, obs)
         if isinstance(env, NodePlacementWrapper) and run.best_action is not None:

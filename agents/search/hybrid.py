@@ -102,7 +102,7 @@ class SearchAround(RunAgent):
 
     def hyperparameters(self) -> dict[str, Any]:
         inner = {} if self.agent is None else {"agent": self.agent.name, "agent_settings": self.agent.hyperparameters()}
-        return {**inner, "seed": self.seed, **self.search_options()}
+        return {**inner, "seed": self.seed, **self._search_options()}
 
     def search_components(self) -> list[str]:
         own = [] if self.agent is None else self.agent.search_components()

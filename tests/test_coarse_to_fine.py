@@ -111,7 +111,7 @@ def test_boundary_moves_propose_ops_at_a_device_boundary_and_rescore_their_path(
 def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
     from agents.rnn import RNNPolicy
 
-    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_channels=8)
     obs, _ = env.reset(seed=0)
     n = env.graph.n_ops
     assert policy.act(obs).info["n_groups"] == 3
@@ -121,7 +121,7 @@ def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
     coarse = policy.coarse_groups_for(n)
     fine = policy.groups_for(n)
     assert all(len(set(coarse[fine == j])) == 1 for j in range(int(fine.max()) + 1))  # nested in the old groups
-    restored = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    restored = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_channels=8)
     restored.load_state_dict(policy.state_dict())
     assert restored.groups_for(n).tolist() == fine.tolist()
     while policy.split():
@@ -250,12 +250,12 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
     for coarse, fine in zip(levels, levels[1:]):  # every finer group lies inside one coarser group
         assert all(len(set(coarse[fine == j])) == 1 for j in set(fine.tolist()))
     assert policy.pool.max_levels == 0 and not policy.split()
-    restored = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True)
+    restored = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, refine_boundary=True)  # the hybrid's
     restored.load_state_dict(policy.state_dict())
     assert restored.pool.max_levels == 0 and float(restored.explore) == float(policy.explore)
     # A checkpoint from before the level cap and the exploration share were saved loads as the policy was built.
     old = {k: v for k, v in policy.state_dict().items() if not k.endswith(("level_cap", "explore"))}
-    built = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, explore=0.0)
+    built = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, refine_boundary=True, explore=0.0)
     built.load_state_dict(old)
     assert built.pool.max_levels == 2 and float(built.explore) == 0.0
 

@@ -18,7 +18,7 @@ def node_env(env):
 
 def test_policy_shapes_and_current_node_mask(node_env):
     torch.manual_seed(0)
-    policy = PlacetoPolicy(PolicySpec.from_env(node_env), hidden_dim=16, n_layers=2)
+    policy = PlacetoPolicy(PolicySpec.from_env(node_env), hidden_channels=16, num_layers=2)
     obs, _ = node_env.reset(seed=0)
     sample = policy.act(obs, num_samples=5)
     assert sample.actions.shape == (5,) and sample.log_prob.shape == (5,) and sample.entropy.shape == ()
@@ -41,7 +41,7 @@ def test_policy_shapes_and_current_node_mask(node_env):
 
 
 def test_agent_learns_on_the_whole_placement_env_within_budget(env):
-    agent = PlacetoAgent(hidden_dim=16, n_layers=2, groups=4, seed=0)
+    agent = PlacetoAgent(hidden_channels=16, num_layers=2, groups=4, seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # two whole episodes: a random start placement, then 4 nodes
     assert env.placements_measured - before == 10
@@ -59,7 +59,7 @@ def test_agent_learns_on_the_whole_placement_env_within_budget(env):
 
 
 def test_save_load_round_trip(env, node_env, tmp_path):
-    agent = PlacetoAgent(hidden_dim=16, n_layers=1, groups=4, seed=1).learn(env, budget=4)
+    agent = PlacetoAgent(hidden_channels=16, num_layers=1, groups=4, seed=1).learn(env, budget=4)
     path = agent.save(tmp_path / "placeto.pt")
     with pytest.raises(FileExistsError):
         agent.save(path)

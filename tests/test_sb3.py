@@ -228,7 +228,7 @@ def test_ppo_agent_learns_a_known_mixed_optimum(seed):
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        agent = PPOAgent(n_steps=16, batch_size=16, hidden_dim=32, seed=seed).learn(env, budget=200)
+        agent = PPOAgent(n_steps=16, batch_size=16, hidden_channels=32, seed=seed).learn(env, budget=200)
     assert agent.best_placement.tolist() == optimum(12)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     assert agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)

@@ -69,7 +69,8 @@ def test_a_trainer_runs_the_layers_hooks_and_they_check_its_mode():
     env = DevicePlacementEnv(chain_graph(), backend=CountingBackend())
     policy = NodePolicy(PolicySpec.from_env(env))
     with pytest.raises(ValueError, match="needs mode='bandit'"):
-        ReinforceTrainer(policy, ReinforceConfig(mode="episodic"), hooks=SearchDuringTraining(SearchConfig(fit_memory=True)))
+        ReinforceTrainer(policy, ReinforceConfig(mode="episodic"),
+                         hooks=SearchDuringTraining(SearchConfig(fit_memory=True)))
     search = SearchConfig(search_proposals=2)
     trainer = ReinforceTrainer(policy, ReinforceConfig(), hooks=SearchDuringTraining(search))
     run = RunLoop(env, budget=12, seed=0)

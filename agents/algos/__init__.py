@@ -13,5 +13,5 @@ from .policy_gradient import ALGORITHMS, PolicyGradientAgent
 from .ppo import PPOConfig, PPOTrainer, clipped_surrogate
 from .reinforce import ReinforceConfig, ReinforceTrainer
 
-__all__ = ["ALGORITHMS", "DistillSettings", "run_learned", "PolicyGradientAgent", "PPOConfig", "PPOTrainer", "clipped_surrogate", "ReinforceConfig",
-           "ReinforceTrainer"]
+__all__ = ["ALGORITHMS", "DistillSettings", "PolicyGradientAgent", "PPOConfig", "PPOTrainer", "ReinforceConfig",
+           "ReinforceTrainer", "clipped_surrogate", "run_learned"]

@@ -223,7 +223,8 @@ class PolicyGradientAgent(BaseAgent):
         self.trainer.train(run, env, seed)
 
     def _fit_best(self, run: RunLoop, max_steps: int) -> int:
-        return self._distill(run.best_action, max_steps, run.as_measured, distill_cap(self.distillation.distill_seconds, run))
+        return self._distill(run.best_action, max_steps, run.as_measured,
+                             distill_cap(self.distillation.distill_seconds, run))
 
     def _start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
         """Called once the run's start placements are measured (the search layer's and `RunAgent._start_fine_tuning` for a policy

@@ -137,23 +137,23 @@ class GraphFeaturesExtractor(BaseFeaturesExtractor):
     Args:
         observation_space: the env's Dict space (``node_features``, ``edge_index``, ``placement``,
             optionally ``edge_features``, ``current_node``, ``visited``, ``node_mask``, ``edge_mask``).
-        hidden_dim: embedding width H.
-        n_layers: message-passing layers.
+        hidden_channels: embedding width H.
+        num_layers: message-passing layers.
         use_edge_features: feed ``edge_features`` (log tensor bytes) to the messages.
         directed: separate producer/consumer weights (see `agents.nn.gnn.DirectedConv`).
     """
 
-    def __init__(self, observation_space: spaces.Dict, hidden_dim: int = 64, n_layers: int = 3,
+    def __init__(self, observation_space: spaces.Dict, hidden_channels: int = 64, num_layers: int = 3,
                  use_edge_features: bool = True, directed: bool = True) -> None:
         _check_observation_space(observation_space)
-        super().__init__(observation_space, features_dim=hidden_dim)
+        super().__init__(observation_space, features_dim=hidden_channels)
         n_features = observation_space["node_features"].shape[-1]
         self.device_features = device_feature_width(observation_space)
         self.node_level = "current_node" in observation_space.spaces
         in_channels = placement_input_width(n_features, self.device_features, self.node_level)
         edge_dim = observation_space["edge_features"].shape[-1] if use_edge_features and "edge_features" in observation_space.spaces else 0
         self.use_edge_features = edge_dim > 0
-        self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=edge_dim, directed=directed)
+        self.encoder = DirectedGNN(in_channels, hidden_channels, num_layers, edge_dim=edge_dim, directed=directed)
 
     def forward(self, observations: dict[str, Tensor]) -> Tensor:
         obs = dict(observations)
@@ -408,11 +408,11 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
 
     Works with ``DevicePlacement-v0`` (``MultiDiscrete([D] * N)``: one device per node, from
     `VectorizedMultiCategoricalDistribution`) and ``DevicePlacementNode-v0`` (``Discrete(D)``: the current
-    node's device). Use it as ``PPO(GraphPolicy, env, policy_kwargs=dict(hidden_dim=64, ...))``.
+    node's device). Use it as ``PPO(GraphPolicy, env, policy_kwargs=dict(hidden_channels=64, ...))``.
 
     Args (besides SB3's ``ActorCriticPolicy`` ones):
-        hidden_dim: GNN embedding width H and latent width.
-        n_layers: message-passing layers.
+        hidden_channels: GNN embedding width H and latent width.
+        num_layers: message-passing layers.
         use_edge_features: feed tensor sizes to the messages.
         directed: separate producer/consumer weights.
         distribution: ``"vectorized"`` (default) or ``"stock"`` (SB3's per-node loop; for comparison only).
@@ -424,8 +424,9 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
     ``ortho_init`` defaults to False here: the GNN's LayerNorm-ed layers train better from PyTorch's init.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule, hidden_dim: int = 64,
-                 n_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule,
+                 hidden_channels: int = 64,
+                 num_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
                  distribution: str = "vectorized", entropy_per_node: bool = True, action_groups: int | None = None,
                  **kwargs: Any) -> None:
         _check_observation_space(observation_space)
@@ -450,14 +451,14 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
             self.per_node = False
         else:
             raise ValueError(f"GraphPolicy supports MultiDiscrete([D] * N) or Discrete(D) actions, got {action_space}")
-        self.hidden_dim, self.n_layers = hidden_dim, n_layers
+        self.hidden_channels, self.num_layers = hidden_channels, num_layers
         self.use_edge_features, self.directed = use_edge_features, directed
         self.distribution_name, self.entropy_per_node = distribution, entropy_per_node
         self.action_groups = action_groups  # at most N groups on each graph (`_distribution_for`)
         self._distributions: dict[tuple[int, int], Any] = {}
         kwargs.setdefault("ortho_init", False)
         kwargs["features_extractor_class"] = GraphFeaturesExtractor
-        kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
+        kwargs["features_extractor_kwargs"] = dict(hidden_channels=hidden_channels, num_layers=num_layers,
                                                    use_edge_features=use_edge_features, directed=directed)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
         # The groups now (0: per node), saved with the weights: a policy split coarse to fine reloads with its groups.
@@ -475,7 +476,7 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
             self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_dim, per_node=self.per_node)
+        self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_channels, per_node=self.per_node)
 
     def _per_node_distribution(self, n: int, d: int):
         """The multi-categorical for N nodes over D devices (the `distribution` and `action_groups` chosen)."""
@@ -563,7 +564,8 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(hidden_dim=self.hidden_dim, n_layers=self.n_layers, use_edge_features=self.use_edge_features,
+        data.update(hidden_channels=self.hidden_channels, num_layers=self.num_layers,
+                    use_edge_features=self.use_edge_features,
                     directed=self.directed, distribution=self.distribution_name, entropy_per_node=self.entropy_per_node,
                     action_groups=self.action_groups)
         data.pop("features_extractor_class", None)  # set by this class itself

@@ -52,7 +52,7 @@ from placement_gym.schema import (
 
 __all__ = ["CHECKPOINT", "CHECKPOINT_FORMAT", "MAX_CHECKPOINT_BYTES", "SETTINGS", "CheckpointError", "StoredTensor",
            "agent_class_path", "check_tensor_shapes", "read_checkpoint", "rebuilding", "resolve_agent_class",
-           "restore_run_state", "saved_options", "tensor_bytes", "tensor_checksum", "write_checkpoint"]
+           "renamed", "restore_run_state", "saved_options", "tensor_bytes", "tensor_checksum", "write_checkpoint"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/2"
@@ -86,15 +86,29 @@ EARLIER_SEARCH_SETTINGS = frozenset({
     "greedy_final", "local_search"})
 #: Names of earlier releases for two of them (GO's per-group search).
 EARLIER_SEARCH_ALIASES = {"search_explore": "explore", "search_refine": "refine"}
+#: Names of earlier releases for a policy's width and depth (the RNN placer's, Placeto's and PPO's, and the SB3
+#: graph policy's ``policy_kwargs``), now spelled as every other agent spells them (PyTorch Geometric's names).
+EARLIER_NAMES = {"hidden_dim": "hidden_channels", "n_layers": "num_layers"}
+
+
+def renamed(options: Mapping[str, Any], takes: "tuple[str, ...] | frozenset[str] | None" = None) -> dict[str, Any]:
+    """`options` with the names of earlier releases (`EARLIER_NAMES`) spelled as today, where the taker (its
+    keywords `takes`; None: any) takes today's name and not the earlier one."""
+    def today(name: str) -> str:
+        new = EARLIER_NAMES.get(name)
+        return new if new is not None and (takes is None or (name not in takes and new in takes)) else name
+
+    return {today(k): v for k, v in options.items()}
 
 
 def saved_options(hyperparameters: Mapping[str, Any], takes: "tuple[str, ...] | frozenset[str]") -> dict[str, Any]:
     """The constructor options of an agent that takes the keywords `takes`, from `hyperparameters` as a file of
-    any release holds them: search settings it takes as its own keywords (`EARLIER_SEARCH_SETTINGS` that moved to
+    any release holds them: earlier names of a setting spelled as today (`renamed`); search settings it takes
+    as its own keywords (`EARLIER_SEARCH_SETTINGS` that moved to
     their owner) come out of ``search``; the others (the search layer's) go into ``search`` (a file from before
     the layer, its search settings flat, also measured the policy's own placement first when fine-tuned:
     ``finetune_from_predict``); an empty ``search`` is left out (no search)."""
-    options = {EARLIER_SEARCH_ALIASES.get(k, k): v for k, v in hyperparameters.items()}
+    options = {EARLIER_SEARCH_ALIASES.get(k, k): v for k, v in renamed(hyperparameters, takes).items()}
     search = options.pop("search", None)
     search = {EARLIER_SEARCH_ALIASES.get(k, k): v for k, v in search.items()} if isinstance(search, Mapping) else \
         search

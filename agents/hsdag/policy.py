@@ -78,9 +78,9 @@ class HSDAGPolicy(nn.Module):
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
-                 max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
+                 max_levels: int | None = 1, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0,
+                 override_bias: float = -8.0, refine_boundary: bool = False, explore: float = 0.0,
                  boundary_explore: float = 0.0, place: str = "op") -> None:
         super().__init__()
         if explore < 0 or boundary_explore < 0:

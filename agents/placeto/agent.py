@@ -66,7 +66,7 @@ class PlacetoSettings:
     """Placeto's own settings (`PlacetoAgent`'s keywords besides the trainer's and the run's), with their defaults.
 
     Args:
-        hidden_dim, n_layers, directed: `PlacetoPolicy` encoder settings.
+        hidden_channels, num_layers, directed: `PlacetoPolicy` encoder settings.
         groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
             of ops) or None (every op is a node); refined on the training graph where its best needs it
             (`_split_to_express`, saved with the checkpoint).
@@ -84,8 +84,8 @@ class PlacetoSettings:
             depend on it.
     """
 
-    hidden_dim: int = setting(64, WIDTH)
-    n_layers: int = setting(3, DEPTH)
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
     directed: bool = setting(True, FLAG)
     groups: int | None = setting(16, Optional(GROUPS))
     sweeps: int = setting(1, SWEEPS)
@@ -140,7 +140,7 @@ class PlacetoAgent(PolicyGradientAgent):
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
-        return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
+        return PlacetoPolicy(spec, self.hidden_channels, self.num_layers, self.directed)
 
     # ------------------------------------------------------------------ learning
     def node_groups(self, obs: Mapping[str, Any]) -> np.ndarray:

@@ -36,7 +36,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
-    restore_run_state, saved_options, write_checkpoint,
+    renamed, restore_run_state, saved_options, write_checkpoint,
 )
 from agents.core.base import DEVICE, available_device
 from agents.core.loop import RunLoop
@@ -300,7 +300,8 @@ class SB3Agent(RunAgent):
     def hyperparameters(self) -> dict[str, Any]:
         """A subclass's own settings (``SETTINGS``), the distillation's, the seed and threads, the coarsening and
         the search."""
-        return {**self._own_settings(), **field_values(self.distillation), "seed": self.seed, "torch_threads": self.torch_threads,
+        return {**self._own_settings(), **field_values(self.distillation), "seed": self.seed,
+                "torch_threads": self.torch_threads,
                 **self._coarsen_options(), **self._search_options()}
 
     # ------------------------------------------------------------------ persistence
@@ -310,8 +311,8 @@ class SB3Agent(RunAgent):
         existing file unless `overwrite`."""
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has nothing to save yet: call learn(env, ...) first")
-        algorithm = _name_of(type(self.model), ALGORITHMS, "algorithm")
-        policy = _name_of(self.model.policy_class, POLICIES, "policy")
+        algorithm = _name_of(type(self.model), SB3_ALGORITHMS, "algorithm")
+        policy = _name_of(self.model.policy_class, SB3_POLICIES, "policy")
         return write_checkpoint(path, self, self.model.policy.state_dict(), {
             "algorithm": algorithm, "policy": policy, "policy_kwargs": dict(self.model.policy_kwargs),
             "observation_space": space_to_data(self.model.observation_space),
@@ -328,9 +329,12 @@ class SB3Agent(RunAgent):
         extra = data["extra"]
         policy_kwargs = dict(extra["policy_kwargs"])
         settings = {f"extra.policy_kwargs.{k}": v for k, v in policy_kwargs.items()}  # what the policy is built from
+        if extra["policy"] == "GraphPolicy":  # its width and depth under an earlier release's names
+            policy_kwargs = renamed(policy_kwargs)
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**agent_cls._load_kwargs(saved_options(data["hyperparameters"], agent_cls.option_names()), device))
-            algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
+            options = saved_options(data["hyperparameters"], agent_cls.option_names())
+            agent = agent_cls(**agent_cls._load_kwargs(options, device))
+            algorithm, policy = SB3_ALGORITHMS[extra["algorithm"]], SB3_POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
                               _init_setup_model=False, **agent._algorithm_kwargs())  # its settings only, no arrays
             check_space_sizes(path, extra, model.n_steps)
@@ -357,8 +361,8 @@ class SB3Agent(RunAgent):
 
 
 #: The SB3 algorithms and policy classes a checkpoint may name (by name: nothing is imported from a file).
-ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
-POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
+SB3_ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
+SB3_POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
 
 #: The most elements one space of a saved SB3 model may have (`space_from_data` allocates its bounds, SB3's
 #: rollout buffer a number of steps of it): a graph's node features at the largest size, with room to spare.
@@ -390,7 +394,7 @@ MAX_SPACE_BYTES = 1 << 27
 #: could never hold): 16 steps of the largest spaces fit four times.
 MAX_ROLLOUT_BYTES = 1 << 33
 #: What a checkpoint of an `SB3Agent` holds in ``extra`` besides every agent's fields (`SB3Agent.save`).
-SB3_FIELDS = {"algorithm": Text(choices=tuple(ALGORITHMS)), "policy": Text(choices=tuple(POLICIES)),
+SB3_FIELDS = {"algorithm": Text(choices=tuple(SB3_ALGORITHMS)), "policy": Text(choices=tuple(SB3_POLICIES)),
               "policy_kwargs": SETTINGS, "observation_space": SPACE, "action_space": SPACE}
 
 
@@ -491,7 +495,7 @@ EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "ent
 SB3_PPO_SETTINGS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "clip_range", "target_kl", "ent_coef",
                     "vf_coef", "max_grad_norm", "gamma", "gae_lambda")
 #: The settings of `PPOSettings` that `GraphPolicy` takes (`PPOSettings.policy_options`).
-GRAPH_POLICY_SETTINGS = ("hidden_dim", "n_layers", "distribution", "entropy_per_node", "action_groups")
+GRAPH_POLICY_SETTINGS = ("hidden_channels", "num_layers", "distribution", "entropy_per_node", "action_groups")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -505,7 +509,7 @@ class PPOSettings:
         n_steps: placements per rollout (= per update).
         batch_size, n_epochs, clip_range, target_kl, ent_coef, vf_coef, max_grad_norm, gamma, gae_lambda:
             SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `entropy_per_node`).
-        hidden_dim, n_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
+        hidden_channels, num_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
             uses SB3's slow per-node multi-categorical, for comparison).
         action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
             order) instead of one per op (`GraphPolicy`'s ``action_groups``; None, the default = per op, exactly
@@ -538,8 +542,8 @@ class PPOSettings:
     max_grad_norm: float = setting(0.5, Number(positive=True, high=1e6))
     gamma: float = setting(1.0, SHARE)
     gae_lambda: float = setting(0.95, SHARE)
-    hidden_dim: int = setting(64, WIDTH)
-    n_layers: int = setting(3, DEPTH)
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
     distribution: str = setting("vectorized", Text(choices=DISTRIBUTIONS))
     entropy_per_node: bool = setting(False, FLAG)
     action_groups: int | None = setting(None, Optional(GROUPS))

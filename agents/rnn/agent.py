@@ -62,7 +62,7 @@ class RNNSettings:
             groups = fewer decisions to learn from a small budget: on the simulated paper profile G=8 found
             mixed placements faster than GPU-only on ResNet and Inception more reliably than G=16, and G=32 (the
             hierarchical planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
-        hidden_dim: LSTM width.
+        hidden_channels: LSTM width.
         reward: one of `REWARDS`.
         refine: a per-op override stage after the decoder (a search component beyond the paper,
             `agents.nn.refine`).
@@ -70,7 +70,7 @@ class RNNSettings:
     """
 
     n_groups: int = setting(256, GROUPS)
-    hidden_dim: int = setting(64, WIDTH)
+    hidden_channels: int = setting(64, WIDTH)
     reward: str = setting("neg_sqrt_latency", Text(choices=REWARDS))
     refine: bool = setting(False, FLAG, component=True)
     refine_boundary: bool = setting(False, FLAG, component=True)
@@ -114,7 +114,7 @@ class RNNAgent(PolicyGradientAgent):
     RUN = LEARNED_RUN
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
-        return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.refine, self.refine_boundary)
+        return RNNPolicy(spec, self.n_groups, self.hidden_channels, self.refine, self.refine_boundary)
 
     def _agent_env(self, env):
         """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""

@@ -93,10 +93,10 @@ def test_self_imitation_raises_the_likelihood_of_the_elites():
     trainer = agent.trainer
     assert trainer.elites.latencies[0] == pytest.approx(agent.best_latency_s)
     target = trainer.elites.placements[0]
-    before = float(agent.imitate(target).detach())
+    before = float(agent._imitate(target).detach())
     loss = imitation_loss(trainer.imitate, trainer.elites, trainer.config.imitation_coef)
     apply_gradients(trainer.optimizer, agent.policy.parameters(), loss, None)
-    assert float(agent.imitate(target).detach()) > before
+    assert float(agent._imitate(target).detach()) > before
     with pytest.raises(ValueError, match="imitate"):
         imitation_loss(None, trainer.elites, trainer.config.imitation_coef)
 

@@ -135,7 +135,7 @@ def test_placeto_distils_the_group_majority_of_a_placement_it_cannot_express(tin
     agent.learn(env, budget=4, seed=0)
     obs = env.reset(seed=0)[0]
     per_op = start_placements(obs)[-1]  # every op on its cheapest device: devices mix
-    target, groups = agent.expressible(per_op), agent.node_groups(obs)
+    target, groups = agent._expressible(per_op), agent.node_groups(obs)
     assert not np.array_equal(target, per_op)  # not a placement Placeto's 2 groups can build ...
     assert all(len(np.unique(target[groups == g])) == 1 for g in np.unique(groups))  # ... its group majority is
     # The distillation aims at what predict can return, so it stops early instead of spinning its 1000 steps.

@@ -348,7 +348,7 @@ def test_agent_samples_around_its_best_placement(tiny_branch_graph):
     agent = HSDAGAgent(seed=0, hidden_channels=32, **hybrid_options(HSDAGAgent, boundary_explore=1.0))
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     agent.learn(env, budget=30)
-    # after every update the policy samples around the run's best placement (HSDAGAgent.on_update)
+    # after every update the policy samples around the run's best placement (HSDAGAgent._on_update)
     assert np.array_equal(agent.policy.around.numpy(), agent.best_placement)
     off = HSDAGAgent(seed=0, hidden_channels=32, **hybrid_options(HSDAGAgent, boundary_explore=0.0))
     off.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=off.feature_families), budget=30)

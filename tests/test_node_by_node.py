@@ -71,7 +71,7 @@ def test_teacher_forced_batch_scores_the_steps_predict_takes(name, tiny_branch_g
     agent.learn(env, budget=4, seed=0)
     obs = env.reset(seed=0)[0]
     groups = agent.node_groups(obs) if name == "placeto" else agent._groups(obs)
-    target = agent.expressible(start_placements(obs)[-1])
+    target = agent._expressible(start_placements(obs)[-1])
 
     # The same log-probabilities, one observation at a time, along the steps that build the target.
     per_step = []
@@ -85,12 +85,12 @@ def test_teacher_forced_batch_scores_the_steps_predict_takes(name, tiny_branch_g
     place_node_by_node(obs, groups, choose)
     agent.imitation_obs = obs
     with torch.no_grad():
-        batched = agent.imitate(target)
+        batched = agent._imitate(target)
     torch.testing.assert_close(batched, torch.stack(per_step).mean(), rtol=1e-5, atol=1e-6)
     # `reproduces` says what predict does.
     own = agent.predict(obs)
-    assert agent.reproduces(own) and np.array_equal(agent.expressible(own), own)
-    assert agent.reproduces(target) == np.array_equal(agent.predict(obs), target)
+    assert agent._reproduces(own) and np.array_equal(agent._expressible(own), own)
+    assert agent._reproduces(target) == np.array_equal(agent.predict(obs), target)
 
 
 @pytest.mark.parametrize("name", ["placeto", "ppo-node"])

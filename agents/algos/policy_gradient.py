@@ -136,11 +136,11 @@ class PolicyGradientAgent(BaseAgent):
         super().__init_subclass__(**kwargs)  # then the class's signature, from its declarations
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The trainer's keywords (`TRAINER_OPTIONS`, defaults from `TRAINER`), ``algorithm`` and ``ppo``, then
         `BaseAgent`'s."""
         return {**field_values(cls.TRAINER, cls.TRAINER_OPTIONS), "algorithm": cls.ALGORITHM, "ppo": None,
-                **field_values(DistillSettings()), **super().base_option_defaults()}
+                **field_values(DistillSettings()), **super()._base_option_defaults()}
 
     def _trainer_options(self) -> dict[str, Any]:
         """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
@@ -167,7 +167,7 @@ class PolicyGradientAgent(BaseAgent):
     def _make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
-        return trainer_cls(policy, self.trainer_config, imitate=self.imitate, on_update=self.on_update,
+        return trainer_cls(policy, self.trainer_config, imitate=self._imitate, on_update=self._on_update,
                            hooks=self._training_hooks())
 
     def _training_hooks(self) -> TrainingHooks:
@@ -178,9 +178,9 @@ class PolicyGradientAgent(BaseAgent):
 
     #: ``on_update(run)``: called by the trainer after every update (`PolicyGradientTrainer`'s ``on_update``);
     #: None here, HSDAG's boundary exploration sets it.
-    on_update: Callable[[RunLoop], None] | None = None
+    _on_update: Callable[[RunLoop], None] | None = None
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``
         would on the run's graph (differentiable): the self-imitation term's (``imitation_coef``). Here the
         policy's ``placement_log_prob(obs, placement)``; agents whose placement is built step by step override
@@ -236,9 +236,9 @@ class PolicyGradientAgent(BaseAgent):
                 max_seconds: float | None = None) -> int:
         """Fit the policy to `placement` (the run's best action) until ``predict`` returns it, as the env would
         measure it, for at most `max_steps` steps and `max_seconds` (`distill`)."""
-        self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
+        self.distilled_steps = distill(self.predict, self._imitate, self.trainer.optimizer, self.policy, placement,
                                        self.imitation_obs, max_steps, self.trainer_config.max_grad_norm, as_measured,
-                                       max_seconds, self.expressible, self.reproduces)
+                                       max_seconds, self._expressible, self._reproduces)
         return self.distilled_steps
 
     def _split_to_express(self, run: RunLoop) -> bool:
@@ -249,9 +249,9 @@ class PolicyGradientAgent(BaseAgent):
         coarse groups). True if it split."""
         if self._search is None or not self._search.coarse_to_fine:
             return False
-        return split_until_expressible(run.best_action, self.expressible, self.policy.split)
+        return split_until_expressible(run.best_action, self._expressible, self.policy.split)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
         target): `placement` itself here; group placers override it
         (`agents.nn.policy.group_majority_placement`)."""
@@ -260,7 +260,7 @@ class PolicyGradientAgent(BaseAgent):
     #: ``reproduces(placement) -> bool``: whether ``predict`` on the run's graph returns `placement` (as
     #: `expressible` maps it), where a placer answers that faster than ``predict`` (node by node: Placeto); None:
     #: `distill` calls ``predict``.
-    reproduces: Callable[[np.ndarray], bool] | None = None
+    _reproduces: Callable[[np.ndarray], bool] | None = None
 
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,

@@ -144,9 +144,9 @@ class BaseAgent(RunAgent):
         self.spec: PolicySpec | None = None
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The run's keywords and the policy's torch ``device``."""
-        return {**super().base_option_defaults(), "device": DEVICE}
+        return {**super()._base_option_defaults(), "device": DEVICE}
 
     @abc.abstractmethod
     def build_policy(self, spec: PolicySpec) -> nn.Module:

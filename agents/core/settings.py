@@ -108,7 +108,7 @@ def _is_plain(value: Any) -> bool:
 def constructor_keywords(cls: "type[AgentSettings]") -> tuple[str, ...]:
     """The keywords the constructor of `cls` takes, read from its signature and, where it passes ``**kwargs`` on,
     its base classes' (each once, in order; up to `RunAgent`'s, which takes the declared run settings,
-    `AgentSettings.base_option_defaults`). Only for a class that declares no ``SETTINGS``: a user's own agent
+    `AgentSettings._base_option_defaults`). Only for a class that declares no ``SETTINGS``: a user's own agent
     with a plain constructor, or a baseline (module docstring); the agents shipped here declare theirs."""
     names: list[str] = []
     for klass in cls.__mro__:
@@ -120,7 +120,7 @@ def constructor_keywords(cls: "type[AgentSettings]") -> tuple[str, ...]:
                   and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return tuple(names)  # a plain constructor that passes nothing on
-    return tuple(names) + tuple(name for name in cls.base_option_defaults() if name not in names)
+    return tuple(names) + tuple(name for name in cls._base_option_defaults() if name not in names)
 
 
 class AgentSettings:
@@ -149,7 +149,7 @@ class AgentSettings:
         return () if cls.SETTINGS is None else tuple(f.name for f in fields(cls.SETTINGS))
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The keywords the base classes take, with this class's defaults: here the run's (``RUN``); subclasses
         add theirs (the torch device, the trainer's)."""
         return field_values(cls.RUN)
@@ -157,9 +157,9 @@ class AgentSettings:
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
         """Every keyword a class with ``SETTINGS`` takes, with its default: its own settings, then the base
-        classes' (`base_option_defaults`)."""
+        classes' (`_base_option_defaults`)."""
         own = {} if cls.SETTINGS is None else field_values(cls.SETTINGS)
-        return {**own, **cls.base_option_defaults()}
+        return {**own, **cls._base_option_defaults()}
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:

@@ -208,8 +208,8 @@ class GOAgent(PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:
             raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return self.policy_class(spec, **self.policy_settings())
+        return self.policy_class(spec, **self._policy_settings())
 
-    def policy_settings(self) -> dict[str, Any]:
+    def _policy_settings(self) -> dict[str, Any]:
         """The keywords `build_policy` hands the network (`GOSettings.policy_options`)."""
         return self.settings.policy_options()

@@ -123,7 +123,7 @@ class HSDAGSettings:
         explore: about this many group decisions per placement drawn uniformly at random (0: off; a search
             component beyond the paper, `HSDAGPolicy`).
         boundary_explore: decisions per placement sampled around the run's best at its device boundaries (0: off;
-            a search component, `HSDAGAgent.on_update`).
+            a search component, `HSDAGAgent._on_update`).
         refine: a per-op override stage after the group placer (a search component, `agents.nn.refine`).
         refine_boundary: that stage proposes boundary moves to the neighbours' device (a search component).
     """
@@ -210,7 +210,7 @@ class HSDAGAgent(PolicyGradientAgent):
         super()._start_run(run, env, seed, trained)
         self.policy.explore_around(None)
 
-    def on_update(self, run) -> None:
+    def _on_update(self, run) -> None:
         """After every update: sample around the run's best placement so far (``boundary_explore``), on a run on
         one graph (across graphs a best placement belongs to one of them)."""
         if self.boundary_explore > 0 and not run.many_graphs:

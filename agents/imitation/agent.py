@@ -103,9 +103,9 @@ class ImitationAgent(GOAgent):
         """The network `GOAgent.build_policy` builds: `SequentialGOPolicy` with ``sequential``, else GO's."""
         return SequentialGOPolicy if self.sequential else GOPolicy
 
-    def policy_settings(self) -> dict[str, Any]:
+    def _policy_settings(self) -> dict[str, Any]:
         """GO's network settings, plus ``balance`` for the sequential policy."""
-        return {**super().policy_settings(), **({"balance": self.balance} if self.sequential else {})}
+        return {**super()._policy_settings(), **({"balance": self.balance} if self.sequential else {})}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -169,7 +169,7 @@ class PlacetoAgent(PolicyGradientAgent):
         (`agents.search.node_by_node`), before the final distillation; True if they changed."""
         return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() mean log-probability of the steps that build `placement` the way ``predict`` builds one (every
         group in order from the reference placement, each given the device most of its ops have in
         `placement`), scored in one batched pass: the self-imitation term's (``imitation_coef``) and the
@@ -177,12 +177,12 @@ class PlacetoAgent(PolicyGradientAgent):
         return self.teacher.log_prob(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
                                      self._n_devices(), self.sweeps)
 
-    def reproduces(self, placement: np.ndarray) -> bool:
+    def _reproduces(self, placement: np.ndarray) -> bool:
         """Whether ``predict`` on the run's graph returns `placement` (`expressible`), from one batched pass."""
         return self.teacher.reproduces(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
                                        self._n_devices(), self.sweeps)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
         return group_majority_placement(self.node_groups(self.imitation_obs), placement, self._n_devices(),
                                         self.imitation_obs.get("action_mask"))

@@ -75,7 +75,7 @@ class PostTrainer(PPOTrainer):
         config: `PPOConfig`.
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
         ce_every, elite_fraction, ce_smoothing: see `PostSettings` (their defaults; the agent passes them).
-        on_split: called with the run after every split of the groups (`PostAgent.explore_boundary`).
+        on_split: called with the run after every split of the groups (`PostAgent._explore_boundary`).
         hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``_training_hooks``:
             coarse to fine is the shared trainer's `PolicyGradientTrainer.coarse_to_fine`, at the layer's
             ``after_update``).
@@ -116,7 +116,7 @@ class PostSettings:
             (`PostPolicy`; False: the groups' own alone, the paper's parameters).
         boundary_explore: after a split of the groups, the share of the uniform distribution given back to the
             groups at a device boundary of the run's best placement, in [0, 1] (0: off; a search component beyond
-            the paper, `PostAgent.explore_boundary`).
+            the paper, `PostAgent._explore_boundary`).
     """
 
     n_groups: int | None = setting(None, Optional(GROUPS))
@@ -177,9 +177,9 @@ class PostAgent(PolicyGradientAgent):
                              f"{self.boundary_explore}")
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The policy-gradient agents' keywords but ``algorithm``: Post always trains with PPO."""
-        options = super().base_option_defaults()
+        options = super()._base_option_defaults()
         del options["algorithm"]
         return options
 
@@ -196,7 +196,7 @@ class PostAgent(PolicyGradientAgent):
                              "per graph, or use hsdag, placeto, rnn, ppo, ppo-node or go to train across graphs")
         super().train(run, seed)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every current group of ops on the device most of its ops have (what Post's
         distributions, one per group, can return)."""
         return group_majority_placement(self.policy.groups.cpu().numpy(), placement, self.policy.n_devices,
@@ -206,12 +206,12 @@ class PostAgent(PolicyGradientAgent):
         return PostPolicy(spec, self.n_groups, self.shared_device_logits)
 
     def _make_trainer(self, policy: PostPolicy) -> PostTrainer:
-        return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
+        return PostTrainer(policy, self.trainer_config, self._imitate, ce_every=self.ce_every,
                            elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
-                           on_split=self.explore_boundary if self.boundary_explore > 0 else None,
+                           on_split=self._explore_boundary if self.boundary_explore > 0 else None,
                            hooks=self._training_hooks())
 
-    def explore_boundary(self, run) -> None:
+    def _explore_boundary(self, run) -> None:
         """After a split of the groups: the groups at a device boundary of the run's best placement get back
         ``boundary_explore`` of the uniform distribution (`PostPolicy.explore_boundary`)."""
         if run.best_action is not None:

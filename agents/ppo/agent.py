@@ -157,9 +157,9 @@ class SB3Agent(RunAgent):
         self.model = model
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The distillation's keywords, then the run's."""
-        return {**field_values(DistillSettings()), **super().base_option_defaults()}
+        return {**field_values(DistillSettings()), **super()._base_option_defaults()}
 
     def _owned_settings(self) -> list[Any]:
         return [*super()._owned_settings(), self.distillation]
@@ -230,17 +230,17 @@ class SB3Agent(RunAgent):
         return []
 
     def _fit_best(self, run: RunLoop, max_steps: int) -> int:
-        return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
+        return distill(self.predict, self._imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
                        self.imitation_obs, max_steps, getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.distillation.distill_seconds, run), self.expressible, self.reproduces)
+                       distill_cap(self.distillation.distill_seconds, run), self._expressible, self._reproduces)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
         return placement
 
     #: ``reproduces(placement) -> bool`` where a subclass tells faster than ``predict`` whether ``predict`` returns
-    #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
-    reproduces: Callable[[np.ndarray], bool] | None = None
+    #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent._reproduces`); None: `distill` calls ``predict``.
+    _reproduces: Callable[[np.ndarray], bool] | None = None
 
     def _rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
@@ -255,7 +255,7 @@ class SB3Agent(RunAgent):
         """True when the model's policy is `GraphPolicy`: no graph size or device count in its weights."""
         return isinstance(self.model.policy, GraphActorCriticPolicy)
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() log-likelihood, per decision, that the model's policy takes `placement` (N,) on the run's graph
         (SB3's ``evaluate_actions``), for `distill`."""
         policy = self.model.policy
@@ -599,9 +599,9 @@ class PPOAgent(SB3Agent):
         self.teacher = TeacherForcing(self._node_logits)
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """`SB3Agent`'s keywords and the policy's torch ``device``."""
-        return {**super().base_option_defaults(), "device": DEVICE}
+        return {**super()._base_option_defaults(), "device": DEVICE}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
@@ -661,16 +661,16 @@ class PPOAgent(SB3Agent):
             obs, _ = env.reset()
             env.step(self.predict(obs, deterministic=True))
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does,
-        in one batched pass (`agents.search.node_by_node.TeacherForcing`); whole placements: `SB3Agent.imitate`."""
+        in one batched pass (`agents.search.node_by_node.TeacherForcing`); whole placements: `SB3Agent._imitate`."""
         if self.node_groups is None:
-            return super().imitate(placement)
+            return super()._imitate(placement)
         return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                      int(self.model.policy.action_space.n))
 
     @property
-    def reproduces(self) -> Callable[[np.ndarray], bool] | None:
+    def _reproduces(self) -> Callable[[np.ndarray], bool] | None:
         """Node by node: whether ``predict`` returns `placement` (`expressible`), from one batched pass (None on
         whole placements: `distill` calls ``predict``)."""
         if self.node_groups is None:
@@ -684,7 +684,7 @@ class PPOAgent(SB3Agent):
         batch = {k: torch.as_tensor(v, device=policy.device) for k, v in stacked.items()}
         return policy.get_distribution(batch).distribution.logits
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """Every group of ops (node by node: ``node_groups``; whole placements: the current ``action_groups``) on
         the device most of its ops have: what ``predict`` can return."""
         n, policy = len(placement), self.model.policy
@@ -706,7 +706,7 @@ class PPOAgent(SB3Agent):
             return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
         return (self._search is not None and self._search.coarse_to_fine
                 and getattr(policy, "action_groups", None) is not None
-                and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
+                and split_until_expressible(run.best_action, self._expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference
     @agent_predict

@@ -192,24 +192,24 @@ def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
     from agents.ppo import PPOAgent
 
     n = env.graph.n_ops
-    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, **hybrid_options(PPOAgent, split_patience=4))
+    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, n_groups=2, **hybrid_options(PPOAgent, split_patience=4))
     agent.learn(env, budget=40)
     policy = agent.model.policy
-    assert policy.action_groups is None or policy.action_groups > 2  # it split at least once
+    assert policy.n_groups is None or policy.n_groups > 2  # it split at least once
     obs, _ = env.reset(seed=0)
     assert agent.predict(obs).tolist() == agent.run_summary.placement.tolist()  # refit and distilled: its best
     loaded = PPOAgent.load(agent.save(tmp_path / "ppo.pt"))
-    assert loaded.model.policy.action_groups == policy.action_groups  # reloads with its groups
+    assert loaded.model.policy.n_groups == policy.n_groups  # reloads with its groups
     assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
     # The split itself: 2 groups -> 4 -> ... -> per node (None), then no further.
-    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2)
+    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, n_groups=2)
     fresh.learn(env, budget=8)
     grouped = fresh.model.policy
     assert isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
-    assert grouped.split_action_groups() and grouped.action_groups == min(4, n) or grouped.action_groups is None
+    assert grouped.split_action_groups() and grouped.n_groups == min(4, n) or grouped.n_groups is None
     while grouped.split_action_groups():
         pass
-    assert grouped.action_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
+    assert grouped.n_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
 
 
 def test_self_imitation_keeps_the_elites_of_one_graph():

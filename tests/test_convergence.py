@@ -137,7 +137,7 @@ class SwappedSplitBackend(SplitBackend):
 
 
 @pytest.mark.parametrize("name, options, budget", [
-    ("placeto", {"groups": None}, 600),   # node by node: starts from random placements, not from device 0
+    ("placeto", {"node_groups": None}, 600),   # node by node: starts from random placements, not from device 0
     ("post", {"n_groups": None}, 300),
 ], ids=["placeto", "post"])
 def test_swapping_the_device_order_keeps_the_quality(name, options, budget):

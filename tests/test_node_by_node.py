@@ -70,7 +70,7 @@ def test_teacher_forced_batch_scores_the_steps_predict_takes(name, tiny_branch_g
     env = ai_pc_env(tiny_branch_graph, agent)
     agent.learn(env, budget=4, seed=0)
     obs = env.reset(seed=0)[0]
-    groups = agent.node_groups(obs) if name == "placeto" else agent._groups(obs)
+    groups = agent._groups(obs)
     target = agent._expressible(start_placements(obs)[-1])
 
     # The same log-probabilities, one observation at a time, along the steps that build the target.
@@ -99,13 +99,13 @@ def test_refined_groups_let_predict_return_a_per_op_best_and_are_saved(name, tmp
     # measures that optimum (every op on its cheapest device), a placement 3 groups cannot build.
     graph = chain_graph(12)
     agent = registry.make_agent(f"hybrid:{name}",
-                                {"seed": 0, "groups" if name == "placeto" else "node_groups": 3})
+                                {"seed": 0, "node_groups": 3})
     env = DevicePlacementEnv(graph, backend=CostedSplitBackend(),
                              **({} if agent.feature_families is None else {"features": agent.feature_families}))
     agent.learn(env, budget=6, seed=0)
     obs = env.reset(seed=0)[0]
     assert agent.best_placement.tolist() == optimum(12)
-    groups = agent.node_groups(obs) if name == "placeto" else agent._groups(obs)
+    groups = agent._groups(obs)
     np.testing.assert_array_equal(groups, [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 3])  # the second group split at op 6
     assert agent.predict(obs).tolist() == optimum(12)
     assert agent.run_summary.predict_latency_s == pytest.approx(optimum_latency_s(12))

@@ -71,23 +71,23 @@ def test_graph_policy_with_action_groups(env, tmp_path):
     from stable_baselines3 import PPO
 
     n = env.graph.n_ops
-    policy = _policy(env, action_groups=4)
+    policy = _policy(env, n_groups=4)
     assert isinstance(policy.action_dist, GroupedMultiCategoricalDistribution)
     obs = _batch(env, [env.reset(seed=s)[0] for s in range(3)])
     actions, _, log_prob = policy(obs)
     groups = np.arange(n) * 4 // n  # contiguous chunks of the topological order
     assert all(len(set(row[groups == g].tolist())) == 1 for row in actions.numpy() for g in range(4))
     torch.testing.assert_close(policy.evaluate_actions(obs, actions)[1], log_prob)
-    with pytest.raises(ValueError, match="action_groups"):
-        _policy(env, action_groups=0)
+    with pytest.raises(ValueError, match="n_groups"):
+        _policy(env, n_groups=0)
     with pytest.raises(ValueError, match="whole-placement"):
-        _policy(NodePlacementWrapper(env, groups=4), action_groups=2)
+        _policy(NodePlacementWrapper(env, groups=4), n_groups=2)
     # survives SB3's save/load
-    model = PPO(GraphPolicy, env, policy_kwargs=dict(action_groups=4), n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    model = PPO(GraphPolicy, env, policy_kwargs=dict(n_groups=4), n_steps=4, batch_size=4, n_epochs=1, seed=0)
     model.learn(4)
     model.save(tmp_path / "grouped.zip")
     loaded = PPO.load(tmp_path / "grouped.zip")
-    assert loaded.policy.action_groups == 4
+    assert loaded.policy.n_groups == 4
     first, _ = env.reset(seed=0)
     expected, _ = model.predict(first, deterministic=True)
     np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0], expected)

@@ -86,9 +86,12 @@ EARLIER_SEARCH_SETTINGS = frozenset({
     "greedy_final", "local_search"})
 #: Names of earlier releases for two of them (GO's per-group search).
 EARLIER_SEARCH_ALIASES = {"search_explore": "explore", "search_refine": "refine"}
-#: Names of earlier releases for a policy's width and depth (the RNN placer's, Placeto's and PPO's, and the SB3
-#: graph policy's ``policy_kwargs``), now spelled as every other agent spells them (PyTorch Geometric's names).
-EARLIER_NAMES = {"hidden_dim": "hidden_channels", "n_layers": "num_layers"}
+#: Names of earlier releases, now spelled as every other agent spells the same idea: a policy's width and depth
+#: (the RNN placer's, Placeto's and PPO's, and the SB3 graph policy's ``policy_kwargs``: PyTorch Geometric's names),
+#: Placeto's node-by-node groups (``node_groups``, as ppo-node's) and PPO's contiguous decision groups (``n_groups``,
+#: as the RNN placer's and Post's).
+EARLIER_NAMES = {"hidden_dim": "hidden_channels", "n_layers": "num_layers", "groups": "node_groups",
+                 "action_groups": "n_groups"}
 
 
 def renamed(options: Mapping[str, Any], takes: "tuple[str, ...] | frozenset[str] | None" = None) -> dict[str, Any]:

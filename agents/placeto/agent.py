@@ -1,15 +1,15 @@
 """`PlacetoAgent`: node-by-node placement trained with the shared REINFORCE trainer (episodic mode).
 
 >>> env = gym.make("DevicePlacement-v0", model="resnet", backend="simulated")
->>> agent = PlacetoAgent(groups=16, seed=0).learn(env, budget=500)
+>>> agent = PlacetoAgent(node_groups=16, seed=0).learn(env, budget=500)
 >>> agent.best_placement, agent.best_latency_s
 
 `learn` accepts the whole-placement env (`DevicePlacement-v0`, wrapped here into the node-by-node variant
 `placement_gym.wrappers.NodePlacementWrapper`) or a node-by-node env (`DevicePlacementNode-v0`) directly.
 Every step re-places one node and measures the new placement, so the budget (placements measured) buys
 ``budget / n_nodes`` episodes: with 500 placements, one node per op would not even finish one episode on BERT
-(376 ops). ``groups`` therefore cuts the topological order into that many contiguous groups of ops that move
-together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops. Where the
+(376 ops). ``node_groups`` therefore cuts the topological order into that many contiguous groups of ops that move
+together (coarsening, as the RNN placer's co-location groups do); ``node_groups=None`` places single ops. Where the
 run's best placement is not constant on the groups (the heuristic start's per-op placement), the groups of that
 graph are split at its device changes before the final distillation (`agents.search.node_by_node`), so
 ``predict`` on it returns the best; other graphs keep the contiguous groups.
@@ -24,7 +24,7 @@ Where it differs from the paper (the defaults are Placeto's method; no search ru
 
 * episodes start from a uniformly random placement (``start="random"``), not Placeto's reference placement
   (``start="reference"``), which ties the result to the order the devices are listed in.
-* nodes are ``groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
+* nodes are ``node_groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
 * the per-step baseline is a moving average (``baseline_decay``) over earlier episodes, where Placeto averages the
   last 10 episodes; the returns are discounted (``gamma=0.5``), a choice the paper does not fix.
 * the best placement measured is the result; ``predict`` (the policy's deterministic episode) is reported beside it.
@@ -67,7 +67,7 @@ class PlacetoSettings:
 
     Args:
         hidden_channels, num_layers, directed: `PlacetoPolicy` encoder settings.
-        groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
+        node_groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
             of ops) or None (every op is a node); refined on the training graph where its best needs it
             (`_split_to_express`, saved with the checkpoint).
         sweeps: visits of every node per episode.
@@ -87,7 +87,7 @@ class PlacetoSettings:
     hidden_channels: int = setting(64, WIDTH)
     num_layers: int = setting(3, DEPTH)
     directed: bool = setting(True, FLAG)
-    groups: int | None = setting(16, Optional(GROUPS))
+    node_groups: int | None = setting(16, Optional(GROUPS))
     sweeps: int = setting(1, SWEEPS)
     start: str = setting("random", Text(choices=STARTS))
 
@@ -136,16 +136,16 @@ class PlacetoAgent(PolicyGradientAgent):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.node_grouping = NodeGroups(self.groups)
+        self.node_grouping = NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
         return PlacetoPolicy(spec, self.hidden_channels, self.num_layers, self.directed)
 
     # ------------------------------------------------------------------ learning
-    def node_groups(self, obs: Mapping[str, Any]) -> np.ndarray:
+    def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """(N,) int64 group of every op of the graph of `obs` (a whole-placement observation, or one with its
-        keys), in episode order: `groups` contiguous groups, or those a run refined on this graph
+        keys), in episode order: `node_groups` contiguous groups, or those a run refined on this graph
         (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
@@ -153,7 +153,7 @@ class PlacetoAgent(PolicyGradientAgent):
         """Over several graphs: one graph at a time (the node-by-node wrapper's groups are one graph's), an
         update's episodes per turn (`agents.core.run.train_in_turns`): each re-places every group ``sweeps``
         times after its random start (one placement more)."""
-        nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
+        nodes = graph.n_ops if self.node_groups is None else min(self.node_groups, graph.n_ops)
         return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start != "reference"))
 
     def _agent_env(self, env):
@@ -161,7 +161,7 @@ class PlacetoAgent(PolicyGradientAgent):
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self.node_groups(env.observation_space), sweeps=self.sweeps,
+        return NodePlacementWrapper(env, groups=self._groups(env.observation_space), sweeps=self.sweeps,
                                     start=self.start)
 
     def _split_to_express(self, run) -> bool:
@@ -174,17 +174,17 @@ class PlacetoAgent(PolicyGradientAgent):
         group in order from the reference placement, each given the device most of its ops have in
         `placement`), scored in one batched pass: the self-imitation term's (``imitation_coef``) and the
         distillation's."""
-        return self.teacher.log_prob(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+        return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                      self._n_devices(), self.sweeps)
 
     def _reproduces(self, placement: np.ndarray) -> bool:
         """Whether ``predict`` on the run's graph returns `placement` (`expressible`), from one batched pass."""
-        return self.teacher.reproduces(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+        return self.teacher.reproduces(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                        self._n_devices(), self.sweeps)
 
     def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
-        return group_majority_placement(self.node_groups(self.imitation_obs), placement, self._n_devices(),
+        return group_majority_placement(self._groups(self.imitation_obs), placement, self._n_devices(),
                                         self.imitation_obs.get("action_mask"))
 
     def _n_devices(self) -> int:
@@ -207,4 +207,4 @@ class PlacetoAgent(PolicyGradientAgent):
             with torch.no_grad():
                 return int(self.policy.act(node_obs, num_samples=1, deterministic=deterministic).actions[0])
 
-        return place_node_by_node(obs, self.node_groups(obs), choose, self.sweeps)
+        return place_node_by_node(obs, self._groups(obs), choose, self.sweeps)

@@ -273,7 +273,7 @@ class SB3Agent(RunAgent):
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
         if self._graph_policy:  # any graph and device set
-            if getattr(self.model.policy, "action_groups", None) is not None:
+            if getattr(self.model.policy, "n_groups", None) is not None:
                 obs = strip_padding(obs)  # groups of ops are one graph's: a padded observation's graph alone
             return policy_action(self.model.policy, obs, deterministic)
         self._check_fits({k: np.shape(v) for k, v in obs.items()})
@@ -495,7 +495,7 @@ EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "ent
 SB3_PPO_SETTINGS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "clip_range", "target_kl", "ent_coef",
                     "vf_coef", "max_grad_norm", "gamma", "gae_lambda")
 #: The settings of `PPOSettings` that `GraphPolicy` takes (`PPOSettings.policy_options`).
-GRAPH_POLICY_SETTINGS = ("hidden_channels", "num_layers", "distribution", "entropy_per_node", "action_groups")
+GRAPH_POLICY_SETTINGS = ("hidden_channels", "num_layers", "distribution", "entropy_per_node", "n_groups")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -511,8 +511,8 @@ class PPOSettings:
             SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `entropy_per_node`).
         hidden_channels, num_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
             uses SB3's slow per-node multi-categorical, for comparison).
-        action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
-            order) instead of one per op (`GraphPolicy`'s ``action_groups``; None, the default = per op, exactly
+        n_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
+            order) instead of one per op (`GraphPolicy`'s ``n_groups``; None, the default = per op, exactly
             ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
             moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
             express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
@@ -521,7 +521,7 @@ class PPOSettings:
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
-            placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
+            placement group by group (the other way, besides ``n_groups``, of moving runs of ops at once).
             The training graph's groups are split where its best placement changes device, when it has to
             (`agents.search.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
@@ -546,7 +546,7 @@ class PPOSettings:
     num_layers: int = setting(3, DEPTH)
     distribution: str = setting("vectorized", Text(choices=DISTRIBUTIONS))
     entropy_per_node: bool = setting(False, FLAG)
-    action_groups: int | None = setting(None, Optional(GROUPS))
+    n_groups: int | None = setting(None, Optional(GROUPS))
     node_groups: int | None = setting(None, Optional(GROUPS))
     start: str = setting("random", Text(choices=STARTS))
     greedy_final: bool = setting(False, FLAG, component=True)
@@ -585,7 +585,7 @@ class PPOAgent(SB3Agent):
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 action groups, split coarse to
     #: fine, and the step sizes as when the hybrid was tuned.
-    HYBRID_SETTINGS = {**EARLIER_SETTINGS, "action_groups": 8}
+    HYBRID_SETTINGS = {**EARLIER_SETTINGS, "n_groups": 8}
 
     #: Its own settings (`PPOSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PPOSettings()
@@ -614,14 +614,14 @@ class PPOAgent(SB3Agent):
     def _make_model(self, env: gym.Env, seed: int | None) -> PPO:
         policy_kwargs = self.settings.policy_options()
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
-            policy_kwargs["action_groups"] = None
+            policy_kwargs["n_groups"] = None
         return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
                    **self._algorithm_kwargs())
 
     def _extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
         stall = None if self._search is None else self._search.stall_detector()
-        if stall is None or self.model.policy.action_groups is None or run.many_graphs:
+        if stall is None or self.model.policy.n_groups is None or run.many_graphs:
             return []
         return [_CoarseToFine(stall, lambda: self._refit_best(run))]
 
@@ -633,7 +633,7 @@ class PPOAgent(SB3Agent):
         n_steps = self.n_steps
         if self.node_groups is not None:
             return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start != "reference" else 0)
-        return None if self.action_groups is None else n_steps
+        return None if self.n_groups is None else n_steps
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
@@ -685,13 +685,13 @@ class PPOAgent(SB3Agent):
         return policy.get_distribution(batch).distribution.logits
 
     def _expressible(self, placement: np.ndarray) -> np.ndarray:
-        """Every group of ops (node by node: ``node_groups``; whole placements: the current ``action_groups``) on
+        """Every group of ops (node by node: ``node_groups``; whole placements: the current ``n_groups``) on
         the device most of its ops have: what ``predict`` can return."""
         n, policy = len(placement), self.model.policy
         if self.node_groups is not None:
             groups, n_devices = self._groups(self.imitation_obs), int(policy.action_space.n)
-        elif getattr(policy, "action_groups", None) is not None:
-            groups = contiguous_groups(n, min(policy.action_groups, n))
+        elif getattr(policy, "n_groups", None) is not None:
+            groups = contiguous_groups(n, min(policy.n_groups, n))
             n_devices = int(np.max(policy.action_space.nvec))
         else:
             return placement
@@ -705,7 +705,7 @@ class PPOAgent(SB3Agent):
         if self.node_groups is not None:
             return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
         return (self._search is not None and self._search.coarse_to_fine
-                and getattr(policy, "action_groups", None) is not None
+                and getattr(policy, "n_groups", None) is not None
                 and split_until_expressible(run.best_action, self._expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference

@@ -345,6 +345,39 @@ def sanity_optima(suite: str = "sanity") -> str:
                                                      "optimal placement", "best single device"], lines))
 
 
+def sim_to_real() -> str:
+    """Per ``placement-gym sim2real`` results file (benchmarks/results/sim2real_*.json): each placement of its real
+    comparison (the simulated phase's, the real phase's best, every device alone, the planners on the profile), its
+    real latency and its paired ratio to the simulated phase's placement with the 95% interval."""
+    files = sorted(p.name for p in (ROOT / RESULTS).glob("sim2real_*.json"))
+    if not files:
+        return "No results file yet: `placement-gym sim2real ... --json benchmarks/results/sim2real_AGENT_MODEL.json`."
+    lines, commands = [], []
+    for name in files:
+        data = load(name)
+        simulated, real = data["records"]
+        commands.append(data.get("command_line") or f"placement-gym sim2real --agent {simulated['agent']} --model "
+                        f"{simulated['model']}")
+        comparison = data["sim2real"]
+        for label, row in comparison["placements"].items():
+            if "error" in row:
+                lines.append([f"`{simulated['model']}`", f"`{simulated['agent']}`", label, "failed", "", ""])
+                continue
+            low, high = row["ratio_interval"]
+            lines.append([f"`{simulated['model']}`", f"`{simulated['agent']}`", label,
+                          f"{row['latency_s'] * 1e3:.3f}", f"x{row['ratio']:.3f} ({low:.3f}-{high:.3f})",
+                          str(row.get("n_submodels", ""))])
+        gain = comparison["real_phase_gain"]
+        low, high = gain["interval"]
+        lines.append([f"`{simulated['model']}`", f"`{simulated['agent']}`",
+                      f"**what the {real['placements_measured']} real measurements added**", "",
+                      f"{100 * gain['faster_by']:+.1f}% ({100 * low:+.1f}% to {100 * high:+.1f}%)"
+                      + ("" if gain["significant"] else ", no difference measured"), ""])
+    return (source(files, "` and `".join(commands)) + "\n\n" + md_table(
+        ["model", "agent", "placement (timed for real)", "real latency (ms, median)",
+         "paired ratio to the simulated phase's placement (95% interval)", "submodels"], lines))
+
+
 #: The learned agents whose defaults became their paper's method on 2026-11-27, with the option set that keeps the
 #: earlier defaults (the agents' pages list them); their runs with it are under benchmarks/results/option-sets/.
 OPTION_SETS = {"hsdag": "place=op max_levels=1", "post": "shared_device_logits=true ce_smoothing=0.2",
@@ -796,7 +829,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
     "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
     "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),
-    "option-sets": option_sets, "sanity-optima": sanity_optima,
+    "option-sets": option_sets, "sanity-optima": sanity_optima, "sim-to-real": sim_to_real,
     "sanity-holdout-optima": lambda: sanity_optima("sanity-holdout"),
 }
 

@@ -10,8 +10,9 @@ asks for it by name. The CLI, the harness and the examples all find agents here.
 A learned agent by its name runs its paper's method alone; ``hybrid:NAME`` (``hybrid:hsdag``,
 ``hybrid:mymodule:MyAgent``) is the same agent with the search layer around it (`agents.search`): the agent's own
 hybrid preset (``search="hybrid"``) where it has one, else `agents.search.hybrid.SearchAround` around it.
-Constructor options that name search settings (``split_patience``, ``heuristic_start``, ...: the fields of
-`agents.search.config.SearchConfig`) go to the agent's ``search``, on top of its hybrid preset for a hybrid name.
+Constructor options that name the search layer's settings (``split_patience``, ``heuristic_start``, ...: the fields
+of `agents.search.config.SearchConfig`) go to the agent's ``search``, on top of its hybrid preset for a hybrid name;
+any other option is the agent's own keyword.
 """
 from __future__ import annotations
 
@@ -238,9 +239,9 @@ def make_agent(cls: "type | str", options: Mapping[str, Any] | None = None, *, h
     """``cls(**options)``, with a ValueError naming the agent when it rejects the options.
 
     `cls` may be a registered name or an import path (a ``hybrid:`` prefix sets `hybrid`). The agents' package
-    builds it (`agents.search.hybrid.build_agent`, found by name like every agent): options that name search
-    settings go to the agent's ``search``, on top of its hybrid preset when `hybrid`; an agent with no preset of its
-    own is wrapped in the generic search layer.
+    builds it (`agents.search.hybrid.build_agent`, found by name like every agent): options that name the search
+    layer's settings go to the agent's ``search``, on top of its hybrid preset when `hybrid`; an agent with no
+    preset of its own is wrapped in the generic search layer.
     """
     if isinstance(cls, str):
         hybrid = hybrid or is_hybrid(cls)

@@ -211,7 +211,7 @@ class NodePlacementWrapper(gym.Wrapper):
         """Start every later episode from the best placement so far (``start="best"``), `placement` (N,) measured
         elsewhere at `latency_s` (drift-corrected, e.g. through the env below this wrapper) unless this wrapper
         has measured a faster one: a fine-tuning run's episodes search around the policy's own placement
-        (`agents.core.run.RunAgent.start_fine_tuning`)."""
+        (`agents.search.attach.SearchLayer.start_fine_tuning`)."""
         self.start = "best"
         self._offer(self.layer.validate_action(placement), float(latency_s), ok=True)
 

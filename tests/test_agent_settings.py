@@ -34,7 +34,7 @@ def test_signature_shows_the_declared_keywords_with_their_defaults(cls):
     for name, value in cls.option_defaults().items():
         assert parameters[name].default == value
     agent = cls()
-    assert all(getattr(agent, name) == getattr(cls.SETTINGS, name) for name in cls.own_setting_names())
+    assert all(getattr(agent, name) == getattr(cls.SETTINGS, name) for name in cls._own_setting_names())
 
 
 @pytest.mark.parametrize("cls", _declared_agents(), ids=lambda cls: cls.name)
@@ -78,7 +78,7 @@ def test_the_settings_checks_live_in_the_dataclasses():
 REFUSED_OPTIONS = [
     ("ppo", "device=cuda", "device 'cuda' is not on this machine"),
     ("hsdag", "hidden_channels=0", "HSDAGSettings: field hidden_channels: found 0; expected an integer from 1 to 1024"),
-    ("rnn", "hidden_dim=-3", "RNNSettings: field hidden_dim: found -3"),
+    ("rnn", "hidden_channels=-3", "RNNSettings: field hidden_channels: found -3"),
     ("go", "heads=0", "GOSettings: field heads: found 0; expected an integer from 1 to 64"),
     ("go", "heads=3", "hidden_channels 64 must be divisible by heads (3)"),
     ("ppo", "learning_rate=abc", "PPOSettings: field learning_rate: found 'abc'; expected a positive number"),

@@ -27,6 +27,7 @@ from placement_gym.backends.simulated import HeteroCutter, SimulatedBackend
 from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from .test_baselines_optimal import mixed_profile, random_dag
+from agents.search.config import hybrid_options
 
 
 def failing_profile(graph: ComputationGraph, schedule: str = "sequential") -> Profile:
@@ -483,9 +484,9 @@ def test_reinforce_bandit_on_a_vector_env_measures_in_batches_and_learns_the_sam
     backend = CountingSimulatedBackend("paper")
     venv = gym.make_vec("DevicePlacement-v0", num_envs=4, model=tiny_branch_graph, backend=backend, features=features)
     # Without the cost-guided proposals: they are measured one at a time, through the first sub-env.
-    batched = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(venv, budget=22)
+    batched = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, **hybrid_options(HSDAGAgent, heuristic_start="off", search_proposals=0)).learn(venv, budget=22)
     assert backend.batches == [4] * 5  # 20 placements in 5 steps of the vector env; the last 2 one by one
-    single = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, search=HSDAGAgent.HYBRID.replace(heuristic_start="off", search_proposals=0)).learn(
+    single = HSDAGAgent(seed=0, samples_per_update=4, measure_argmax=False, **hybrid_options(HSDAGAgent, heuristic_start="off", search_proposals=0)).learn(
         DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="paper", features=features), budget=22)
     assert batched.run_summary.steps == single.run_summary.steps == 22
     assert batched.run_summary.curve == single.run_summary.curve

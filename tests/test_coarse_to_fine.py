@@ -16,6 +16,7 @@ from agents.post import PostAgent, PostPolicy
 from placement_gym.env import DevicePlacementEnv
 
 from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
+from agents.search.config import hybrid_options
 
 
 def test_split_groups_nest_inside_the_old_ones():
@@ -66,14 +67,14 @@ def test_post_boundary_exploration_softens_only_the_groups_at_a_device_boundary(
     assert p_other[[0, 1, 4, 5]].max() < 2e-3
     assert policy.explore_boundary(np.zeros(12, dtype=np.int64), chain, share=0.5) == 0  # no boundary, no change
     with pytest.raises(ValueError, match="boundary_explore"):
-        PostAgent(search={"boundary_explore": 1.5})
+        PostAgent(boundary_explore=1.5)
 
 
 @pytest.mark.parametrize("patience, reaches", [(None, False), (20, True)], ids=["fixed-groups", "coarse-to-fine"])
 def test_post_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(patience, reaches):
     # 3 groups of a 12-op chain cut at ops 4 and 8; the optimum cuts at 6. Halving the groups when the search
     # stalls makes that cut expressible; with fixed groups it never is.
-    agent = PostAgent(seed=0, n_groups=3, search=PostAgent.HYBRID.replace(split_patience=patience, distill_seconds=None))
+    agent = PostAgent(seed=0, n_groups=3, **hybrid_options(PostAgent, split_patience=patience, distill_seconds=None))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=300)
     assert (agent.best_latency_s == pytest.approx(optimum_latency_s(12))) is reaches
@@ -110,7 +111,7 @@ def test_boundary_moves_propose_ops_at_a_device_boundary_and_rescore_their_path(
 def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
     from agents.rnn import RNNPolicy
 
-    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_channels=8)
     obs, _ = env.reset(seed=0)
     n = env.graph.n_ops
     assert policy.act(obs).info["n_groups"] == 3
@@ -120,7 +121,7 @@ def test_rnn_split_doubles_the_decoded_groups_and_survives_save_load(env):
     coarse = policy.coarse_groups_for(n)
     fine = policy.groups_for(n)
     assert all(len(set(coarse[fine == j])) == 1 for j in range(int(fine.max()) + 1))  # nested in the old groups
-    restored = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_dim=8)
+    restored = RNNPolicy(PolicySpec.from_env(env), n_groups=3, hidden_channels=8)
     restored.load_state_dict(policy.state_dict())
     assert restored.groups_for(n).tolist() == fine.tolist()
     while policy.split():
@@ -132,10 +133,10 @@ def test_rnn_keeps_its_groups_when_training_over_many_graphs():
     # Coarse to fine refines one graph's cut; over many graphs (training for transfer) the groups stay.
     from agents.rnn import RNNAgent
 
-    agent = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(split_patience=1, distill_seconds=None))  # self-imitation on (the default)
+    agent = RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, split_patience=1, distill_seconds=None))  # self-imitation on (the default)
     agent.learn(DevicePlacementEnv(["tiny_chain", "tiny_branch"], backend="simulated"), budget=24)
     assert int(agent.policy.n_groups_now) == 2
-    single = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(split_patience=1, distill_seconds=None))
+    single = RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, split_patience=1, distill_seconds=None))
     single.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=24)  # one graph: it splits
     assert int(single.policy.n_groups_now) > 2
 
@@ -146,7 +147,7 @@ def test_rnn_reaches_a_cut_between_its_group_boundaries_only_coarse_to_fine(pati
     # Without the per-op refinement (which could also split a group), so only the groups decide.
     from agents.rnn import RNNAgent
 
-    agent = RNNAgent(seed=0, n_groups=3, search=RNNAgent.HYBRID.replace(refine=False, split_patience=patience,
+    agent = RNNAgent(seed=0, n_groups=3, **hybrid_options(RNNAgent, refine=False, split_patience=patience,
                                                                         distill_seconds=None))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=300)
@@ -159,7 +160,7 @@ def test_go_single_graph_search_groups_explore_and_keep_transfer_runs_per_op(tin
     from agents.go.policy import GOPolicy
 
     # The search on one graph: the whole-graph cost term's placement first, then groups, coarse to fine.
-    agent = GOAgent(seed=0, hidden_channels=16, search=GOAgent.HYBRID.replace(search_groups=3, split_patience=20))
+    agent = GOAgent(seed=0, hidden_channels=16, **hybrid_options(GOAgent, search_groups=3, split_patience=20))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     agent.learn(env, budget=200)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
@@ -191,24 +192,24 @@ def test_sb3_action_groups_split_coarse_to_fine_and_reload_split(env, tmp_path):
     from agents.ppo import PPOAgent
 
     n = env.graph.n_ops
-    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2, search=PPOAgent.HYBRID.replace(split_patience=4))
+    agent = PPOAgent(seed=0, n_steps=8, batch_size=8, n_groups=2, **hybrid_options(PPOAgent, split_patience=4))
     agent.learn(env, budget=40)
     policy = agent.model.policy
-    assert policy.action_groups is None or policy.action_groups > 2  # it split at least once
+    assert policy.n_groups is None or policy.n_groups > 2  # it split at least once
     obs, _ = env.reset(seed=0)
     assert agent.predict(obs).tolist() == agent.run_summary.placement.tolist()  # refit and distilled: its best
     loaded = PPOAgent.load(agent.save(tmp_path / "ppo.pt"))
-    assert loaded.model.policy.action_groups == policy.action_groups  # reloads with its groups
+    assert loaded.model.policy.n_groups == policy.n_groups  # reloads with its groups
     assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
     # The split itself: 2 groups -> 4 -> ... -> per node (None), then no further.
-    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, action_groups=2)
+    fresh = PPOAgent(seed=0, n_steps=8, batch_size=8, n_groups=2)
     fresh.learn(env, budget=8)
     grouped = fresh.model.policy
     assert isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
-    assert grouped.split_action_groups() and grouped.action_groups == min(4, n) or grouped.action_groups is None
+    assert grouped.split_action_groups() and grouped.n_groups == min(4, n) or grouped.n_groups is None
     while grouped.split_action_groups():
         pass
-    assert grouped.action_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
+    assert grouped.n_groups is None and not isinstance(grouped.action_dist, GroupedMultiCategoricalDistribution)
 
 
 def test_self_imitation_keeps_the_elites_of_one_graph():
@@ -216,7 +217,7 @@ def test_self_imitation_keeps_the_elites_of_one_graph():
     # would score placements of the wrong size. A run over many graphs keeps none; another graph starts afresh.
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(seed=0, search=HSDAGAgent.HYBRID.replace(imitation_coef=0.5, distill_seconds=None))
+    agent = HSDAGAgent(seed=0, **hybrid_options(HSDAGAgent, imitation_coef=0.5, distill_seconds=None))
     agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated", features=agent.feature_families), budget=8)
     elites = agent.trainer.elites
     assert elites.members and all(len(p) == 24 for p in elites.placements)
@@ -238,7 +239,7 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
     agent = HSDAGAgent(seed=0, hidden_channels=16, max_levels=2, search="hybrid")
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     spec = PolicySpec.from_env(env, agent.feature_families)
-    policy = agent.setup(spec, 0)
+    policy = agent._setup(spec, 0)
     obs, _ = env.reset(seed=0)
     n = tiny_branch_graph.n_ops
     levels = [agent.groups(obs).numpy()]
@@ -249,12 +250,12 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
     for coarse, fine in zip(levels, levels[1:]):  # every finer group lies inside one coarser group
         assert all(len(set(coarse[fine == j])) == 1 for j in set(fine.tolist()))
     assert policy.pool.max_levels == 0 and not policy.split()
-    restored = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True)
+    restored = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, refine_boundary=True)  # the hybrid's
     restored.load_state_dict(policy.state_dict())
     assert restored.pool.max_levels == 0 and float(restored.explore) == float(policy.explore)
     # A checkpoint from before the level cap and the exploration share were saved loads as the policy was built.
     old = {k: v for k, v in policy.state_dict().items() if not k.endswith(("level_cap", "explore"))}
-    built = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, explore=0.0)
+    built = HSDAGPolicy(spec, hidden_channels=16, max_levels=2, refine=True, refine_boundary=True, explore=0.0)
     built.load_state_dict(old)
     assert built.pool.max_levels == 2 and float(built.explore) == 0.0
 
@@ -262,7 +263,7 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
 def test_hsdag_reaches_the_chain_optimum_coarse_to_fine_and_reloads_its_level(tmp_path):
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(seed=0, hidden_channels=16, search=HSDAGAgent.HYBRID.replace(split_patience=20))
+    agent = HSDAGAgent(seed=0, hidden_channels=16, **hybrid_options(HSDAGAgent, split_patience=20))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend(), features=agent.feature_families)
     agent.learn(env, budget=300)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))

@@ -8,6 +8,7 @@ from gymnasium.utils.env_checker import check_env
 from placement_gym import DevicePlacementEnv
 from placement_gym.coarsen import Coarsening, cluster_starts
 from placement_gym.wrappers import CoarsenedPlacement, NodePlacementWrapper
+from agents.search.config import hybrid_options
 
 N_OPS, MAX_NODES = 3000, 100
 
@@ -100,7 +101,7 @@ def test_the_node_by_node_wrapper_places_clusters_on_a_coarsened_env(env):
 def test_an_agent_learns_a_big_graph_coarsened_and_reports_full_placements(env):
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(hidden_channels=16, num_layers=1, samples_per_update=4, structure=False, seed=0, search=HSDAGAgent.HYBRID.replace(distill_steps=20),
+    agent = HSDAGAgent(hidden_channels=16, num_layers=1, samples_per_update=4, structure=False, seed=0, **hybrid_options(HSDAGAgent, distill_steps=20),
                        coarsen_above=1000, max_nodes=MAX_NODES)
     agent.learn(env, budget=8, seed=0)
     summary = agent.run_summary

@@ -17,6 +17,7 @@ from placement_gym.backends import make_backend
 from placement_gym.env import DevicePlacementEnv
 
 from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
+from agents.search.config import hybrid_options
 
 LEARNED = ["hsdag", "placeto", "rnn", "post", "ppo", "ppo-node"]
 
@@ -67,7 +68,7 @@ def test_distillation_makes_the_policy_end_on_its_best():
     # after this budget, depending on where its last update left it: nothing to assert.)
     results = {}
     for steps in (0, 1000):
-        agent = RNNAgent(seed=0, n_groups=4, reward="env", search=RNNAgent.HYBRID.replace(distill_steps=steps))
+        agent = RNNAgent(seed=0, n_groups=4, reward="env", **hybrid_options(RNNAgent, distill_steps=steps))
         env = make_env(agent, chain_graph(12), SplitBackend())
         agent.learn(env, budget=30)
         results[steps] = (agent.best_placement.tolist(), agent.predict(env.reset(seed=0)[0]).tolist())
@@ -86,24 +87,24 @@ def test_elite_set_keeps_the_fastest_distinct_placements():
 
 
 def test_self_imitation_raises_the_likelihood_of_the_elites():
-    agent = RNNAgent(seed=0, n_groups=4, reward="env", search=RNNAgent.HYBRID.replace(imitation_coef=1.0, distill_steps=0))
+    agent = RNNAgent(seed=0, n_groups=4, reward="env", **hybrid_options(RNNAgent, imitation_coef=1.0, distill_steps=0))
     env = make_env(agent, chain_graph(12), SplitBackend())
     agent.learn(env, budget=24)
     trainer = agent.trainer
     assert trainer.elites.latencies[0] == pytest.approx(agent.best_latency_s)
     target = trainer.elites.placements[0]
-    before = float(agent.imitate(target).detach())
-    loss = imitation_loss(trainer.imitate, trainer.elites, trainer.search.imitation_coef)
+    before = float(agent._imitate(target).detach())
+    loss = imitation_loss(trainer.imitate, trainer.elites, trainer.config.imitation_coef)
     apply_gradients(trainer.optimizer, agent.policy.parameters(), loss, None)
-    assert float(agent.imitate(target).detach()) > before
+    assert float(agent._imitate(target).detach()) > before
     with pytest.raises(ValueError, match="imitate"):
-        imitation_loss(None, trainer.elites, trainer.search.imitation_coef)
+        imitation_loss(None, trainer.elites, trainer.config.imitation_coef)
 
 
 # ------------------------------------------------------------------------------------------ expressiveness
 # No wall-time cap on the distillation here (distill_seconds=None): these are about what the policy can express.
-@pytest.mark.parametrize("make", [lambda: HSDAGAgent(seed=0, hidden_channels=16, search=HSDAGAgent.HYBRID.replace(distill_seconds=None)),
-                                  lambda: RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(distill_seconds=None))], ids=["hsdag", "rnn"])
+@pytest.mark.parametrize("make", [lambda: HSDAGAgent(seed=0, hidden_channels=16, **hybrid_options(HSDAGAgent, distill_seconds=None)),
+                                  lambda: RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, distill_seconds=None))], ids=["hsdag", "rnn"])
 def test_group_placers_can_express_any_placement(make, tiny_branch_graph):
     # Groups (HSDAG's parse, the RNN's two chunks) do not follow this random placement; the per-op refinement
     # lets the policy produce it anyway, and distillation gets it there.
@@ -111,17 +112,17 @@ def test_group_placers_can_express_any_placement(make, tiny_branch_graph):
     env = make_env(agent, tiny_branch_graph, make_backend("simulated", "auto"))
     agent.learn(env, budget=10)
     target = np.random.default_rng(1).integers(0, 2, tiny_branch_graph.n_ops)
-    steps = agent.distill(target, 2000)
+    steps = agent._distill(target, 2000)
     assert steps < 2000 and agent.predict(agent.imitation_obs).tolist() == target.tolist()
 
 
 def test_without_refinement_a_group_placer_cannot_split_its_groups(tiny_branch_graph):
-    agent = RNNAgent(seed=0, n_groups=2, search=RNNAgent.HYBRID.replace(refine=False, distill_seconds=None))
+    agent = RNNAgent(seed=0, n_groups=2, **hybrid_options(RNNAgent, refine=False, distill_seconds=None))
     env = make_env(agent, tiny_branch_graph, make_backend("simulated", "auto"))
     agent.learn(env, budget=10)
     target = np.zeros(tiny_branch_graph.n_ops, dtype=np.int64)
     target[0] = 1  # one op of the first chunk on its own
-    assert agent.distill(target, 300) == 300
+    assert agent._distill(target, 300) == 300
     assert agent.predict(agent.imitation_obs).tolist() != target.tolist()
 
 
@@ -136,7 +137,7 @@ class SwappedSplitBackend(SplitBackend):
 
 
 @pytest.mark.parametrize("name, options, budget", [
-    ("placeto", {"groups": None}, 600),   # node by node: starts from random placements, not from device 0
+    ("placeto", {"node_groups": None}, 600),   # node by node: starts from random placements, not from device 0
     ("post", {"n_groups": None}, 300),
 ], ids=["placeto", "post"])
 def test_swapping_the_device_order_keeps_the_quality(name, options, budget):
@@ -158,8 +159,8 @@ def test_learned_policies_start_favouring_no_device(name, tiny_branch_graph):
     # decisions alone are scored.
     options = {"refine": False} if name in ("hsdag", "rnn") else {}
     agent = registry.make_agent(registry.load_agent_class(name), {"seed": 0, **options})
-    env = agent.agent_env(make_env(agent, tiny_branch_graph, make_backend("simulated", "auto")))
-    agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    env = agent._agent_env(make_env(agent, tiny_branch_graph, make_backend("simulated", "auto")))
+    agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     with torch.no_grad():
         sample = agent.policy.act(env.reset(seed=0)[0], num_samples=1, deterministic=True)
     decisions = sample.decisions

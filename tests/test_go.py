@@ -12,6 +12,7 @@ from agents.core.base import PolicySpec
 from agents.go import GOAgent, GOPolicy, SegmentRecurrentAttention
 from placement_gym import cli
 from placement_gym.env import DevicePlacementEnv
+from agents.search.config import hybrid_options
 
 SIM = ["--backend", "simulated", "--no-progress"]
 
@@ -101,7 +102,7 @@ def test_predict_follows_a_device_wherever_it_is_listed():
 
 def test_training_moves_from_graph_to_graph():
     # finetune_search=0: a continued run on one graph is PPO (the default spends it on the local search).
-    agent = small_agent(search=GOAgent.HYBRID.replace(distill_steps=0, finetune_search=0.0))
+    agent = small_agent(**hybrid_options(GOAgent, distill_steps=0, finetune_search=0.0))
     for model in ("tiny_chain", "tiny_branch", "tiny_chain"):  # graphs of different sizes, one set of weights
         agent.learn(make_env(model), budget=16)
         assert agent.run_summary.steps == 16 and agent.history

@@ -14,6 +14,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym import registry
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
+from agents.search.config import hybrid_options
 
 
 class Placements(Callback):
@@ -119,7 +120,7 @@ def test_heuristic_start_off_measures_only_the_policy_and_bad_values_are_refused
     cls = registry.load_agent_class("hsdag")
     with pytest.raises(ValueError, match="heuristic_start must be one of"):
         cls(search={"heuristic_start": "always"})
-    agent = cls(seed=0, search=cls.HYBRID.replace(heuristic_start="off"))
+    agent = cls(seed=0, **hybrid_options(cls, heuristic_start="off"))
     env = ai_pc_env(tiny_branch_graph, agent)
     seen = Placements()
     agent.learn(env, budget=4, seed=0, callback=seen)
@@ -129,16 +130,16 @@ def test_heuristic_start_off_measures_only_the_policy_and_bad_values_are_refused
 
 def test_placeto_distils_the_group_majority_of_a_placement_it_cannot_express(tiny_branch_graph):
     # Without the heuristic start the run's best is one of its episodes' (constant on the 2 groups): no refinement.
-    agent = registry.make_agent(registry.load_agent_class("placeto"), {"seed": 0, "groups": 2, "heuristic_start": "off"})
+    agent = registry.make_agent(registry.load_agent_class("placeto"), {"seed": 0, "node_groups": 2, "heuristic_start": "off"})
     env = ai_pc_env(tiny_branch_graph, agent)
     agent.learn(env, budget=4, seed=0)
     obs = env.reset(seed=0)[0]
     per_op = start_placements(obs)[-1]  # every op on its cheapest device: devices mix
-    target, groups = agent.expressible(per_op), agent.node_groups(obs)
+    target, groups = agent._expressible(per_op), agent._groups(obs)
     assert not np.array_equal(target, per_op)  # not a placement Placeto's 2 groups can build ...
     assert all(len(np.unique(target[groups == g])) == 1 for g in np.unique(groups))  # ... its group majority is
     # The distillation aims at what predict can return, so it stops early instead of spinning its 1000 steps.
-    assert agent.distill(per_op, 1000, env.as_measured) < 1000
+    assert agent._distill(per_op, 1000, env.as_measured) < 1000
     np.testing.assert_array_equal(env.as_measured(agent.predict(env.reset(seed=0)[0])), env.as_measured(target))
 
 

@@ -20,6 +20,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.features import FEATURE_FAMILIES, node_features
 from placement_gym.graph import ComputationGraph
+from agents.search.config import hybrid_options
 
 
 #: Two devices as the env describes them (K = 5 log10 features): what tells the device head they differ.
@@ -234,7 +235,7 @@ def test_policy_learns_on_the_simulated_paper_preset(tiny_branch_graph):
     # of the samples moves less (measured here: last three updates -0.27 with it, 0.0 without, first -0.31).
     # Likewise without the search aids that keep drawing groups at random (``explore``, ``boundary_explore``) and
     # re-parse the groups (``split_patience``): this test is about the policy gradient.
-    agent = HSDAGAgent(seed=0, hidden_channels=32, learning_rate=0.01, search=HSDAGAgent.HYBRID.replace(
+    agent = HSDAGAgent(seed=0, hidden_channels=32, learning_rate=0.01, **hybrid_options(HSDAGAgent, 
         imitation_coef=0.0, explore=0.0, boundary_explore=0.0, split_patience=None))
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     agent.learn(env, budget=200)
@@ -344,11 +345,11 @@ def test_the_boundary_share_moves_the_samples_not_the_mode(tiny_chain_graph):
 
 
 def test_agent_samples_around_its_best_placement(tiny_branch_graph):
-    agent = HSDAGAgent(seed=0, hidden_channels=32, search=HSDAGAgent.HYBRID.replace(boundary_explore=1.0))
+    agent = HSDAGAgent(seed=0, hidden_channels=32, **hybrid_options(HSDAGAgent, boundary_explore=1.0))
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=agent.feature_families)
     agent.learn(env, budget=30)
-    # after every update the policy samples around the run's best placement (HSDAGAgent.on_update)
+    # after every update the policy samples around the run's best placement (HSDAGAgent._on_update)
     assert np.array_equal(agent.policy.around.numpy(), agent.best_placement)
-    off = HSDAGAgent(seed=0, hidden_channels=32, search=HSDAGAgent.HYBRID.replace(boundary_explore=0.0))
+    off = HSDAGAgent(seed=0, hidden_channels=32, **hybrid_options(HSDAGAgent, boundary_explore=0.0))
     off.learn(DevicePlacementEnv(tiny_branch_graph, backend="simulated", features=off.feature_families), budget=30)
     assert off.policy.around is None

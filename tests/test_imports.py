@@ -137,10 +137,49 @@ def test_the_search_is_a_layer_above_the_run_loop_the_networks_and_the_trainers(
 
 
 def test_the_search_layer_reaches_the_roles_below_it():
-    """The search layer is built on the run loop and the trainers' hook points (the walk sees the edges)."""
+    """The search layer is built on the run loop and the trainers' hook points (the walk sees the edges), and its
+    settings have one owner, `agents.search.config`: no module below it defines or names them."""
     graph = _graph("agents")
     assert "agents.algos.hooks" in graph["agents.search.attach"]
-    assert "agents.core.search_settings" in graph["agents.search.config"]
+    assert "agents.search.config" in graph["agents.search.attach"]
+    assert "agents.core.search_settings" not in graph  # the settings' old home below the layer is gone
+
+
+#: The search layer's settings (`agents.search.config.SearchConfig`'s fields).
+LAYER_FIELDS = ("heuristic_start", "finetune_from_predict", "zero_shot_override", "search_proposals", "fit_memory",
+                "split_patience", "split_refit", "local_search")
+
+
+def _attribute_reads(path: Path, names: tuple[str, ...]) -> list[str]:
+    """``X.search.NAME`` and ``X.config.NAME`` reads of the layer's fields in `path` (a setting read off the
+    agent's search settings or the layer's config), as ``line: text``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in names and isinstance(node.value, ast.Attribute) \
+                and node.value.attr in ("search", "config"):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.value.attr}.{node.attr}")
+    return found
+
+
+def test_no_search_layer_setting_is_read_outside_the_search_layer():
+    """The layer's fields are read where they run, in `agents.search` (an agent asks the layer object it holds,
+    never reads its fields); everything else holds its own settings."""
+    reads = [hit for name, path in _modules("agents").items() if not _in(name, ("agents.search",))
+             for hit in _attribute_reads(path, LAYER_FIELDS)]
+    assert reads == []
+
+
+def test_the_search_layer_is_an_object_an_agent_holds_not_a_base_class():
+    """No class in `agents` derives from the layer (`agents.search.attach.SearchLayer`) or from the old mixin of
+    the learned script's search points; a learned agent names the layer (``SEARCH_LAYER``) and holds one."""
+    bases = []
+    for name, path in _modules("agents").items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases += [f"{name}.{node.name}" for base in node.bases
+                          if isinstance(base, ast.Name) and base.id in ("SearchLayer", "SearchDuringTraining")
+                          and node.name != "SearchDuringTraining"]
+    assert bases == []
 
 
 #: The application around the env: the command line and its commands, the benchmark harness (suites, evaluation,
@@ -150,10 +189,6 @@ def test_the_search_layer_reaches_the_roles_below_it():
 APPLICATION = ("placement_gym.cli", "placement_gym.commands", "placement_gym.benchmark", "placement_gym.evaluation",
                "placement_gym.sanity", "placement_gym.registry", "placement_gym.results", "placement_gym.deploy",
                "placement_gym.distributed", "placement_gym.sim2real")
-
-
-def _in(module: str, prefixes: tuple[str, ...]) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
 def test_the_env_library_never_imports_the_application():

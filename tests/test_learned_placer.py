@@ -245,9 +245,9 @@ def test_predict_is_the_policy_argmax_and_refuses_any_search():
     for search in ({"zero_shot_override": 1.0}, {"heuristic_start": "measure"}, registry.load_agent_class("go").HYBRID):
         with pytest.raises(ValueError, match=r"without search; got search components \[.+\]; accepted: "):
             ImitationAgent(seed=0, search=search, **SMALL)
-    with pytest.raises(ValueError, match="without search"):
-        agent.search = registry.load_agent_class("go").HYBRID
-    assert not agent.search.active and agent.learn(env, 1, seed=0).run_summary.steps == 1
+    with pytest.raises(ValueError, match=r"without search; got search components \['distill_steps'\]"):
+        ImitationAgent(seed=0, distill_steps=10, **SMALL)  # nor the learned script's own search-like settings
+    assert agent.search is None and agent.learn(env, 1, seed=0).run_summary.steps == 1
     assert ImitationAgent(seed=0, search="off", **SMALL).search_components() == []
 
 
@@ -373,7 +373,7 @@ def test_the_sequential_policy_scores_a_placement_as_it_drew_it_and_reads_the_ea
 
     env = label_env("synthetic:24:0", "edge", "throughput")
     agent = ImitationAgent(seed=0, sequential=True, balance=balance, **SMALL)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     assert isinstance(policy, SequentialGOPolicy)
     torch.manual_seed(1)
     for weight in policy.state.out.parameters():  # starts at zero: give the state term a say
@@ -408,7 +408,7 @@ def test_the_sequential_policy_keeps_every_device_within_its_memory():
 
     env = label_env("synthetic:40:0", "edge", "latency")
     agent = ImitationAgent(seed=0, sequential=True, **SMALL)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     obs = dict(env.reset(seed=0)[0])
     capacity = 10.0 ** obs["device_features"][:, 2].astype(np.float64)
     memory = obs["node_memory_bytes"]
@@ -433,7 +433,7 @@ def test_the_balance_columns_say_each_device_s_load_against_its_balanced_share(t
 
     env = label_env("synthetic:24:0", "edge", "throughput")
     agent = ImitationAgent(seed=0, sequential=True, balance=True, **SMALL)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     obs = env.reset(seed=0)[0]
     costs = GraphCosts.of_observation(obs, policy._forward(obs)[2], env.unwrapped.n_devices)
     cost = costs.cost.numpy()  # (N, D) seconds / S, S = the summed cheapest cost
@@ -521,7 +521,7 @@ def test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_t
     placement = shipped.predict(obs)
     assert record["placement"] == placement.tolist()  # the CLI's agent is the shipped checkpoint
     untrained = ImitationAgent(**shipped.hyperparameters())
-    untrained.setup(PolicySpec.from_env(env, untrained.feature_families), 0)
+    untrained._setup(PolicySpec.from_env(env, untrained.feature_families), 0)
     ours, theirs = env.unwrapped.measure(placement), env.unwrapped.measure(untrained.predict(obs))
     assert ours.ok and record["predict_latency_s"] == pytest.approx(ours.latency_s)
     assert ours.latency_s < (theirs.latency_s if theirs.ok else float("inf"))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agents.search.local_search import BlockSearch
-from agents.algos.reinforce import ReinforceConfig, check_search
-from agents.core.search_settings import SearchConfig
+from agents.search.attach import check_mode
+from agents.search.config import SearchConfig
 from agents.go import GOAgent
 from agents.post import PostAgent
 from placement_gym.backends import make_backend
@@ -17,6 +17,7 @@ from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
 from .conftest import small_accelerator_profile
+from agents.search.config import hybrid_options
 
 
 def chain_edges(n: int) -> np.ndarray:
@@ -111,7 +112,7 @@ def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_
     for fit in (True, False):
         env = DevicePlacementEnv(graph, backend=SimulatedBackend(replace(profile, devices=[profile.devices[0], gpu])))
         outcomes[fit] = Outcomes()
-        PostAgent(seed=0, search=PostAgent.HYBRID.replace(fit_memory=fit)).learn(env, budget=60, callback=outcomes[fit])
+        PostAgent(seed=0, **hybrid_options(PostAgent, fit_memory=fit)).learn(env, budget=60, callback=outcomes[fit])
     obs = env.reset(seed=0)[0]
     # Unfitted, Post's samples overfill the GPU and fail; fitted, every placement measured holds and runs ...
     assert not all(outcomes[False].ok)
@@ -120,7 +121,7 @@ def test_post_measures_its_samples_fitted_to_a_small_devices_memory(tiny_branch_
     # ... and the GPU is used in them, for what it holds.
     assert any((p == 1).any() for p in outcomes[True].placements)
     with pytest.raises(ValueError, match="fit_memory needs mode='bandit'"):
-        check_search(ReinforceConfig(mode="episodic"), SearchConfig(fit_memory=True))
+        check_mode(SearchConfig(fit_memory=True), "episodic")
 
 
 def test_the_search_of_an_observation_knows_the_devices_memory():
@@ -161,7 +162,7 @@ def free_transfers() -> Profile:
 def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
     backend = make_backend("simulated", profile=free_transfers())
     small = dict(hidden_channels=16, heads=2, segment_length=4, samples_per_update=8)
-    agent = GOAgent(seed=0, search=GOAgent.HYBRID, **small)
+    agent = GOAgent(seed=0, **hybrid_options(GOAgent), **small)
     agent.learn(DevicePlacementEnv("tiny_chain", backend=backend, features=GOAgent.feature_families), budget=16)
     path = agent.save(tmp_path / "go.pt")
 
@@ -172,7 +173,7 @@ def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
     assert optimum < 0.95 * min(singles)  # the case the search is for
 
     tuned = GOAgent.load(path)
-    assert tuned.search.finetune_search == 1.0  # the hybrid's setting, kept by the checkpoint
+    assert tuned.finetune_search == 1.0  # the hybrid's setting (GO's own), kept by the checkpoint
     tuned.learn(env, budget=30, seed=0)
     assert tuned.best_latency_s <= optimum * 1.01
     assert tuned.run_summary.predict_latency_s == pytest.approx(tuned.best_latency_s)  # distilled into predict
@@ -180,9 +181,9 @@ def test_go_fine_tuning_searches_its_way_to_a_mixed_optimum(tmp_path):
 
 def test_go_refuses_bad_search_settings():
     with pytest.raises(ValueError, match="finetune_search"):
-        GOAgent(search={"finetune_search": 1.5})
+        GOAgent(finetune_search=1.5)
     with pytest.raises(ValueError, match="unknown finetune_search_options"):
-        GOAgent(search={"finetune_search_options": {"temperature": 2.0}})
+        GOAgent(finetune_search_options={"temperature": 2.0})
 
 
 def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
@@ -221,11 +222,11 @@ def test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budge
 
     # Without the heuristic start (it would measure the cheapest devices, the optimum here, first), the policy's
     # own search stays on the best single device (8.3% above) for these 60 placements; the proposals find it.
-    alone = cls(seed=0, samples_per_update=4, search=cls.HYBRID.replace(heuristic_start="off", search_proposals=0),
+    alone = cls(seed=0, samples_per_update=4, **hybrid_options(cls, heuristic_start="off", search_proposals=0),
                 **options)
     alone.learn(env, budget=60, seed=0)
     assert alone.best_latency_s > optimum * 1.05
-    agent = cls(seed=0, samples_per_update=4, search=cls.HYBRID.replace(heuristic_start="off", search_proposals=3),
+    agent = cls(seed=0, samples_per_update=4, **hybrid_options(cls, heuristic_start="off", search_proposals=3),
                 **options)
     agent.learn(env, budget=60, seed=0)
     summary = agent.run_summary
@@ -238,12 +239,10 @@ def test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budge
 
 def test_search_proposals_settings_are_checked():
     from agents.search.local_search import AroundBest
-    from agents.algos.reinforce import ReinforceConfig
-
     with pytest.raises(ValueError, match="field search_proposals: found -1"):
         SearchConfig(search_proposals=-1)
     with pytest.raises(ValueError, match="needs mode='bandit'"):
-        check_search(ReinforceConfig(mode="episodic"), SearchConfig(search_proposals=2))
+        check_mode(SearchConfig(search_proposals=2), "episodic")
     with pytest.raises(ValueError, match="batch must be >= 1"):
         AroundBest(BlockSearch(np.ones((3, 2))), batch=0)
     with pytest.raises(ValueError, match="node_device_cost"):

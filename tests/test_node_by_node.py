@@ -70,8 +70,8 @@ def test_teacher_forced_batch_scores_the_steps_predict_takes(name, tiny_branch_g
     env = ai_pc_env(tiny_branch_graph, agent)
     agent.learn(env, budget=4, seed=0)
     obs = env.reset(seed=0)[0]
-    groups = agent.node_groups(obs) if name == "placeto" else agent._groups(obs)
-    target = agent.expressible(start_placements(obs)[-1])
+    groups = agent._groups(obs)
+    target = agent._expressible(start_placements(obs)[-1])
 
     # The same log-probabilities, one observation at a time, along the steps that build the target.
     per_step = []
@@ -85,12 +85,12 @@ def test_teacher_forced_batch_scores_the_steps_predict_takes(name, tiny_branch_g
     place_node_by_node(obs, groups, choose)
     agent.imitation_obs = obs
     with torch.no_grad():
-        batched = agent.imitate(target)
+        batched = agent._imitate(target)
     torch.testing.assert_close(batched, torch.stack(per_step).mean(), rtol=1e-5, atol=1e-6)
     # `reproduces` says what predict does.
     own = agent.predict(obs)
-    assert agent.reproduces(own) and np.array_equal(agent.expressible(own), own)
-    assert agent.reproduces(target) == np.array_equal(agent.predict(obs), target)
+    assert agent._reproduces(own) and np.array_equal(agent._expressible(own), own)
+    assert agent._reproduces(target) == np.array_equal(agent.predict(obs), target)
 
 
 @pytest.mark.parametrize("name", ["placeto", "ppo-node"])
@@ -99,13 +99,13 @@ def test_refined_groups_let_predict_return_a_per_op_best_and_are_saved(name, tmp
     # measures that optimum (every op on its cheapest device), a placement 3 groups cannot build.
     graph = chain_graph(12)
     agent = registry.make_agent(f"hybrid:{name}",
-                                {"seed": 0, "groups" if name == "placeto" else "node_groups": 3})
+                                {"seed": 0, "node_groups": 3})
     env = DevicePlacementEnv(graph, backend=CostedSplitBackend(),
                              **({} if agent.feature_families is None else {"features": agent.feature_families}))
     agent.learn(env, budget=6, seed=0)
     obs = env.reset(seed=0)[0]
     assert agent.best_placement.tolist() == optimum(12)
-    groups = agent.node_groups(obs) if name == "placeto" else agent._groups(obs)
+    groups = agent._groups(obs)
     np.testing.assert_array_equal(groups, [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 3])  # the second group split at op 6
     assert agent.predict(obs).tolist() == optimum(12)
     assert agent.run_summary.predict_latency_s == pytest.approx(optimum_latency_s(12))

@@ -18,7 +18,7 @@ def node_env(env):
 
 def test_policy_shapes_and_current_node_mask(node_env):
     torch.manual_seed(0)
-    policy = PlacetoPolicy(PolicySpec.from_env(node_env), hidden_dim=16, n_layers=2)
+    policy = PlacetoPolicy(PolicySpec.from_env(node_env), hidden_channels=16, num_layers=2)
     obs, _ = node_env.reset(seed=0)
     sample = policy.act(obs, num_samples=5)
     assert sample.actions.shape == (5,) and sample.log_prob.shape == (5,) and sample.entropy.shape == ()
@@ -41,7 +41,7 @@ def test_policy_shapes_and_current_node_mask(node_env):
 
 
 def test_agent_learns_on_the_whole_placement_env_within_budget(env):
-    agent = PlacetoAgent(hidden_dim=16, n_layers=2, groups=4, start="random", seed=0)
+    agent = PlacetoAgent(hidden_channels=16, num_layers=2, node_groups=4, start="random", seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # two whole episodes: a random start placement, then 4 nodes
     assert env.placements_measured - before == 10
@@ -53,13 +53,13 @@ def test_agent_learns_on_the_whole_placement_env_within_budget(env):
     placement = agent.predict(obs)
     assert env.placements_measured == before
     assert placement.shape == (env.graph.n_ops,) and placement.dtype == np.int64
-    groups = agent.node_groups(obs)
+    groups = agent._groups(obs)
     for g in range(4):  # the ops of a group share a device
         assert len(set(placement[groups == g])) == 1
 
 
 def test_save_load_round_trip(env, node_env, tmp_path):
-    agent = PlacetoAgent(hidden_dim=16, n_layers=1, groups=4, seed=1).learn(env, budget=4)
+    agent = PlacetoAgent(hidden_channels=16, num_layers=1, node_groups=4, seed=1).learn(env, budget=4)
     path = agent.save(tmp_path / "placeto.pt")
     with pytest.raises(FileExistsError):
         agent.save(path)
@@ -74,7 +74,7 @@ def test_save_load_round_trip(env, node_env, tmp_path):
 
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="groups"):
-        PlacetoAgent(groups=0)
+        PlacetoAgent(node_groups=0)
     with pytest.raises(RuntimeError, match="learn"):
         PlacetoAgent().predict({"placement": np.zeros(3, dtype=np.int64)})
 
@@ -84,7 +84,7 @@ def test_learns_a_known_mixed_optimum(seed):
     from .known_optimum import SplitBackend, chain_graph, optimum, optimum_latency_s
 
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
-    agent = PlacetoAgent(groups=None, seed=seed).learn(env, budget=600)  # 50 episodes of 12 steps
+    agent = PlacetoAgent(node_groups=None, seed=seed).learn(env, budget=600)  # 50 episodes of 12 steps
     assert agent.best_placement.tolist() == optimum(12)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     # The policy itself places the graph optimally, not only the search.

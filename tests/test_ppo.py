@@ -86,7 +86,7 @@ def test_evaluate_rescores_the_decisions_act_made(make, tiny_branch_graph):
     agent = make()
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", **features)
-    policy = agent.setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
+    policy = agent._setup(PolicySpec.from_env(env, agent.feature_families), seed=0)
     obs, _ = env.reset(seed=0)
     torch.manual_seed(1)
     taken = policy.act(obs, num_samples=5)
@@ -102,9 +102,9 @@ def test_evaluate_rescores_the_decisions_act_made(make, tiny_branch_graph):
 
 
 def test_placeto_evaluate_rescores_the_current_node():
-    agent = PlacetoAgent(groups=None, seed=0)
-    env = agent.agent_env(split_env())
-    policy = agent.setup(PolicySpec.from_env(env), seed=0)
+    agent = PlacetoAgent(node_groups=None, seed=0)
+    env = agent._agent_env(split_env())
+    policy = agent._setup(PolicySpec.from_env(env), seed=0)
     obs, _ = env.reset(seed=0)
     taken = policy.act(obs, num_samples=3)
     assert torch.allclose(policy.evaluate(obs, taken).log_prob, taken.log_prob)
@@ -154,7 +154,7 @@ def test_ppo_learns_a_known_mixed_optimum_bandit_mode(make, budget, predicts_the
 
 @pytest.mark.parametrize("value", ["baseline", "critic"])
 def test_ppo_learns_a_known_mixed_optimum_node_by_node(value):
-    agent = PlacetoAgent(groups=None, seed=2, algorithm="ppo", ppo={"value": value})
+    agent = PlacetoAgent(node_groups=None, seed=2, algorithm="ppo", ppo={"value": value})
     env = split_env()
     agent.learn(env, budget=600)  # 50 episodes of 12 steps, episodic mode
     assert agent.best_placement.tolist() == optimum(12)
@@ -173,10 +173,10 @@ def test_ppo_learns_a_known_mixed_optimum_node_by_node(value):
 def test_ppo_episodic_leave_one_out_replaces_the_moving_average():
     """``leave_one_out`` in the PPO trainer's episodic mode with the baseline: every step against the other
     episodes' returns at its step index (`PolicyGradientTrainer.step_comparison`), as REINFORCE's."""
-    agent = PlacetoAgent(groups=None, seed=0, algorithm="ppo", episodes_per_update=2, leave_one_out=True)
+    agent = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2, leave_one_out=True)
     agent.learn(split_env(), budget=52)  # two updates of two episodes of 12 steps (and a random start each)
     assert agent.run_summary.updates == 2 and agent.trainer.advantages.step_baselines == []
-    moving = PlacetoAgent(groups=None, seed=0, algorithm="ppo", episodes_per_update=2)
+    moving = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2)
     moving.learn(split_env(), budget=52)
     assert len(moving.trainer.advantages.step_baselines) == 12
 
@@ -202,5 +202,5 @@ def test_ppo_agent_saves_and_loads_its_algorithm(tmp_path):
 
 def test_node_by_node_env_is_accepted_directly():
     env = NodePlacementWrapper(split_env())
-    agent = PlacetoAgent(groups=None, seed=0, algorithm="ppo").learn(env, budget=24)
+    agent = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo").learn(env, budget=24)
     assert agent.run_summary.steps == 24

@@ -10,6 +10,7 @@ from agents.rnn import RNNAgent, RNNPolicy
 from agents.rnn.policy import group_inputs
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import SqrtLatencyReward
+from agents.search.config import hybrid_options
 
 
 def test_group_inputs_mean_features_and_directed_adjacency():
@@ -27,7 +28,7 @@ def test_group_inputs_mean_features_and_directed_adjacency():
 
 def test_policy_decodes_k_placements_one_device_per_group(env):
     torch.manual_seed(0)
-    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=5, hidden_dim=16)
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=5, hidden_channels=16)
     obs, _ = env.reset(seed=0)
     sample = policy.act(obs, num_samples=6)
     n = env.graph.n_ops
@@ -41,7 +42,7 @@ def test_policy_decodes_k_placements_one_device_per_group(env):
     greedy = policy.act(obs, num_samples=3, deterministic=True).actions
     assert (greedy == greedy[0]).all()
     # more groups than ops: one group per op
-    tiny = RNNPolicy(PolicySpec.from_env(env), n_groups=100, hidden_dim=8)
+    tiny = RNNPolicy(PolicySpec.from_env(env), n_groups=100, hidden_channels=8)
     assert tiny.act(obs, num_samples=1).info["n_groups"] == n
 
 
@@ -53,7 +54,7 @@ def test_teacher_forced_scoring_equals_the_sampling_decoder_in_any_block_size(ti
 
     torch.manual_seed(0)
     env = DevicePlacementEnv(tiny_branch_graph, backend="simulated", profile="ai_pc")
-    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=6, hidden_dim=8)
+    policy = RNNPolicy(PolicySpec.from_env(env), n_groups=6, hidden_channels=8)
     with torch.no_grad():  # away from the near-uniform start, whose cost term is zero
         for parameter in policy.parameters():
             parameter.normal_(0.0, 0.5)
@@ -82,8 +83,8 @@ def test_sqrt_latency_reward_prefers_faster_placements(env):
 
 
 def test_agent_budget_and_save_load_round_trip(env, tmp_path):
-    agent = RNNAgent(n_groups=4, hidden_dim=16, samples_per_update=4, measure_argmax=False,
-                     search=RNNAgent.HYBRID.replace(heuristic_start="off"), seed=0)
+    agent = RNNAgent(n_groups=4, hidden_channels=16, samples_per_update=4, measure_argmax=False,
+                     **hybrid_options(RNNAgent, heuristic_start="off"), seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)
     assert env.placements_measured - before == 10

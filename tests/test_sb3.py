@@ -17,6 +17,7 @@ from agents.algos.sb3 import (
 )
 from placement_gym import DevicePlacementEnv
 from placement_gym.wrappers import NodePlacementWrapper
+from agents.search.config import hybrid_options
 
 
 def _policy(env, **kwargs) -> GraphPolicy:
@@ -70,23 +71,23 @@ def test_graph_policy_with_action_groups(env, tmp_path):
     from stable_baselines3 import PPO
 
     n = env.graph.n_ops
-    policy = _policy(env, action_groups=4)
+    policy = _policy(env, n_groups=4)
     assert isinstance(policy.action_dist, GroupedMultiCategoricalDistribution)
     obs = _batch(env, [env.reset(seed=s)[0] for s in range(3)])
     actions, _, log_prob = policy(obs)
     groups = np.arange(n) * 4 // n  # contiguous chunks of the topological order
     assert all(len(set(row[groups == g].tolist())) == 1 for row in actions.numpy() for g in range(4))
     torch.testing.assert_close(policy.evaluate_actions(obs, actions)[1], log_prob)
-    with pytest.raises(ValueError, match="action_groups"):
-        _policy(env, action_groups=0)
+    with pytest.raises(ValueError, match="n_groups"):
+        _policy(env, n_groups=0)
     with pytest.raises(ValueError, match="whole-placement"):
-        _policy(NodePlacementWrapper(env, groups=4), action_groups=2)
+        _policy(NodePlacementWrapper(env, groups=4), n_groups=2)
     # survives SB3's save/load
-    model = PPO(GraphPolicy, env, policy_kwargs=dict(action_groups=4), n_steps=4, batch_size=4, n_epochs=1, seed=0)
+    model = PPO(GraphPolicy, env, policy_kwargs=dict(n_groups=4), n_steps=4, batch_size=4, n_epochs=1, seed=0)
     model.learn(4)
     model.save(tmp_path / "grouped.zip")
     loaded = PPO.load(tmp_path / "grouped.zip")
-    assert loaded.policy.action_groups == 4
+    assert loaded.policy.n_groups == 4
     first, _ = env.reset(seed=0)
     expected, _ = model.predict(first, deterministic=True)
     np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0], expected)
@@ -199,7 +200,7 @@ def test_ppo_with_graph_policy_learns_and_round_trips(env, tmp_path):
 def test_ppo_agent_budget_best_placement_and_save_load(env, tmp_path):
     from agents.ppo import PPOAgent
 
-    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, search=PPOAgent.HYBRID.replace(heuristic_start="off"), seed=0)
+    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, **hybrid_options(PPOAgent, heuristic_start="off"), seed=0)
     before = env.placements_measured
     agent.learn(env, budget=10)  # not a multiple of n_steps: collection stops at the budget
     assert env.placements_measured - before == 10  # the final re-measurement bypasses the env
@@ -227,7 +228,7 @@ def test_ppo_agent_learns_a_known_mixed_optimum(seed):
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        agent = PPOAgent(n_steps=16, batch_size=16, hidden_dim=32, seed=seed).learn(env, budget=200)
+        agent = PPOAgent(n_steps=16, batch_size=16, hidden_channels=32, seed=seed).learn(env, budget=200)
     assert agent.best_placement.tolist() == optimum(12)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))
     assert agent.predict(env.reset(seed=0)[0]).tolist() == optimum(12)
@@ -240,7 +241,7 @@ def test_ppo_node_agent_trains_on_groups_and_places_whole_graphs(env, tmp_path):
     # cheapest device" placement is sometimes mixed and sometimes the run's best, and the agent then refines its
     # groups to return it (tests/test_heuristic_start.py), which this test's one-device-per-group check excludes.
     agent = PPONodeAgent(node_groups=4, n_steps=4, batch_size=4, n_epochs=1, seed=0,
-                         search=PPONodeAgent.HYBRID.replace(heuristic_start="off"))
+                         **hybrid_options(PPONodeAgent, heuristic_start="off"))
     before = env.placements_measured
     agent.learn(env, budget=9)  # wrapped into the node-by-node variant: one group per step
     assert env.placements_measured - before == 9

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agents.core.checkpoint import saved_options
 from agents.core.run import RunAgent
-from agents.search.config import SearchConfig, gather_search_options
+from agents.search.config import SEARCH_OPTION_NAMES, SearchConfig
 from agents.search.heuristic_start import start_placements
 from agents.search.hybrid import LocalSearch, SearchAround
 from placement_gym import cli, registry
@@ -30,6 +31,12 @@ BEFORE = {name: [[1, 0.00031024224813249243], [3, 0.0001917157130231741]]
           for name in ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")}
 
 
+def hybrid_components(cls: type) -> set[str]:
+    """The components a record of `cls`'s hybrid form lists: its search layer's and the search-like settings of its
+    own code that the hybrid turns on (``distill_seconds`` only tunes the distillation)."""
+    return set(cls.HYBRID.components()) | (set(cls.HYBRID_COMPONENTS) - {"distill_seconds"})
+
+
 def ai_pc_env(agent, model: str = "tiny_branch") -> DevicePlacementEnv:
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     return DevicePlacementEnv(model, backend="simulated", profile="ai_pc", objective="throughput", **features)
@@ -40,13 +47,13 @@ def test_the_hybrid_form_reproduces_the_earlier_defaults_placement_for_placement
     agent = registry.make_agent(f"hybrid:{name}", {"seed": 0})
     agent.learn(ai_pc_env(agent), budget=40, seed=0)
     assert agent.run_summary.curve == BEFORE[name]
-    assert agent.search_components() == type(agent).HYBRID.components()
+    assert set(agent.search_components()) == hybrid_components(type(agent))
 
 
 @pytest.mark.parametrize("name", LEARNED)
 def test_a_pure_agent_runs_no_search_and_its_first_placements_are_its_policys(name):
     agent = registry.make_agent(name, {"seed": 0})
-    assert agent.search == SearchConfig() and agent.search_components() == []
+    assert agent.search is None and agent.search_components() == [] and "search" not in agent.hyperparameters()
     env = ai_pc_env(agent)
     seen = Placements()
     agent.learn(env, budget=6, seed=0, callback=seen)
@@ -61,8 +68,8 @@ def test_records_say_which_search_ran_and_label_hybrids():
     env = ai_pc_env(pure)
     (p,) = evaluate(pure, env, budget=8, seeds=[0])
     (h,) = evaluate(hybrid, env, budget=8, seeds=[0])
-    assert (p["agent"], p["search"], p["settings"]["search"]) == ("rnn", [], {})
-    assert h["agent"] == "hybrid:rnn" and h["search"] == type(hybrid).HYBRID.components()
+    assert (p["agent"], p["search"], "search" in p["settings"]) == ("rnn", [], False)
+    assert h["agent"] == "hybrid:rnn" and set(h["search"]) == hybrid_components(type(hybrid))
     assert h["settings"]["search"]["split_patience"] == type(hybrid).HYBRID.split_patience
 
 
@@ -70,10 +77,12 @@ def test_search_settings_by_their_names_turn_components_on():
     assert registry.make_agent("hsdag", {"split_patience": 50}).search_components() == ["split_patience"]
     hybrid = registry.make_agent("hybrid:hsdag", {"search_proposals": 0})
     assert "search_proposals" not in hybrid.search_components() and "split_patience" in hybrid.search_components()
-    go = registry.make_agent("go", {"search_explore": 0.5})  # an earlier release's name for explore
-    assert go.search.explore == 0.5
+    go = registry.make_agent("go", {"explore": 0.5})  # GO's own setting: a component, no search layer
+    assert go.explore == 0.5 and go.search is None and go.search_components() == ["explore"]
     with pytest.raises(ValueError, match="unknown search settings"):
         SearchConfig.of({"split_patients": 3})
+    with pytest.raises(ValueError, match=r"unknown search settings \['explore'\] \(explore: the agent's own setting"):
+        registry.make_agent("go", {"search": {"explore": 0.5}})
     with pytest.raises(ValueError, match="has no search settings"):
         registry.make_agent("random", {"split_patience": 3})
     with pytest.raises(ValueError, match="search must be one of"):
@@ -85,8 +94,7 @@ def test_search_settings_by_their_names_turn_components_on():
 def test_an_agent_runs_every_component_of_its_hybrid_and_refuses_those_it_cannot_run(name):
     cls = registry.load_agent_class(name)
     assert set(cls.HYBRID.components()) <= cls.SEARCH_OPTIONS
-    idle = sorted(f for f in ("explore", "boundary_explore", "refine", "search_groups", "greedy_final", "local_search",
-                              "search_proposals") if f not in cls.SEARCH_OPTIONS)
+    idle = sorted(f for f in SEARCH_OPTION_NAMES if f not in cls.SEARCH_OPTIONS)
     assert idle, f"{name} runs every component tried here: pick one it cannot run"
     on = True if isinstance(getattr(SearchConfig(), idle[0]), bool) else 1  # a value the setting takes (it declares)
     with pytest.raises(ValueError, match=rf"^{name} does not run the search component\(s\) \['{idle[0]}'\]; it runs \[") as caught:
@@ -95,18 +103,19 @@ def test_an_agent_runs_every_component_of_its_hybrid_and_refuses_those_it_cannot
 
 
 def test_a_record_cannot_claim_a_component_the_agent_never_reads(capsys):
-    # The issue's example: Placeto has no group decisions to explore and no per-op refinement stage.
-    with pytest.raises(ValueError, match=r"placeto does not run the search component\(s\) \['explore', 'refine'\]"):
-        registry.make_agent("placeto", {"search": {"refine": True, "explore": 1.0}})
+    # The issue's example: Placeto has no group decisions to explore and no per-op refinement stage (settings of
+    # the policies that have them, which Placeto does not take).
+    with pytest.raises(ValueError, match=r"PlacetoAgent rejected the options \['explore', 'refine'\]"):
+        registry.make_agent("placeto", {"refine": True, "explore": 1.0})
     # Node by node has no action groups to split; the layer around a user's agent runs only its start and search.
     with pytest.raises(ValueError, match=r"ppo-node does not run the search component\(s\) \['split_patience'\]"):
         registry.make_agent("ppo-node", {"split_patience": 40})
-    with pytest.raises(ValueError, match=r"does not run the search component\(s\) \['refine'\]"):
-        SearchAround(Proposer(), search={"refine": True})
+    with pytest.raises(ValueError, match=r"does not run the search component\(s\) \['split_patience'\]"):
+        SearchAround(Proposer(), search={"split_patience": 3})
     assert cli.main(["train", "--agent", "placeto", "--model", "synthetic:12:1", "--backend", "simulated",
                      "--budget", "4", "--agent-option", "explore=1.0"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and "placeto does not run the search component(s) ['explore']" in error[0]
+    assert len(error) == 1 and "explore" in error[0]
 
 
 @pytest.mark.parametrize("file, name", [("hsdag_before_search_layer.pt", "hsdag"),
@@ -115,14 +124,20 @@ def test_a_checkpoint_from_before_the_search_layer_loads_with_the_search_it_ran(
     cls = registry.load_agent_class(name)
     agent = cls.load(DATA / file)
     # Written with that release's defaults (the hybrid's, but for the file's own settings): the same components.
-    assert agent.search_components() == cls.HYBRID.components()
+    assert set(agent.search_components()) == hybrid_components(cls)
     env = ai_pc_env(agent)
     assert agent.predict(env.reset(seed=0)[0]).shape == (env.unwrapped.graph.n_ops,)
 
 
-def test_gathering_flat_settings_keeps_a_search_dict_already_there():
-    options = gather_search_options({"hidden_channels": 8, "search": {"explore": 1.0}, "split_patience": 5})
-    assert options == {"hidden_channels": 8, "search": {"explore": 1.0, "split_patience": 5}}
+def test_an_earlier_files_search_settings_go_to_their_owners():
+    takes = registry.load_agent_class("hsdag").option_names()
+    # flat (before the layer), under ``search`` (before the owners), and an earlier name (search_explore)
+    options = saved_options({"hidden_channels": 8, "search": {"search_explore": 1.0}, "split_patience": 5}, takes)
+    assert options == {"hidden_channels": 8, "explore": 1.0, "search": {"split_patience": 5}}
+    flat = saved_options({"hidden_channels": 8, "imitation_coef": 0.5, "heuristic_start": "measure"}, takes)
+    assert flat == {"hidden_channels": 8, "imitation_coef": 0.5,
+                    "search": {"finetune_from_predict": True, "heuristic_start": "measure"}}
+    assert saved_options({"hidden_channels": 8, "search": {}}, takes) == {"hidden_channels": 8}  # no search
 
 
 class Proposer(RunAgent):  # a user's own agent, with no search of its own

@@ -16,6 +16,7 @@ from agents.ppo.agent import PPOAgent, PPONodeAgent
 from placement_gym import DevicePlacementEnv
 from placement_gym.callbacks import Callback
 from placement_gym.env import strip_padding
+from agents.search.config import hybrid_options
 
 MODELS = ["tiny_chain", "tiny_branch"]
 SIM = dict(backend="simulated", profile="paper")
@@ -57,8 +58,8 @@ def test_one_graph_shares_the_backend_and_settings():
 
 
 @pytest.mark.parametrize("make_agent, per_turn", [
-    (lambda: PlacetoAgent(groups=4, seed=0), lambda g: 4 + 1),  # 4 groups re-placed after a random start
-    (lambda: PPOAgent(n_steps=8, batch_size=8, action_groups=8, seed=0), lambda g: 8),  # one rollout of action-group placements
+    (lambda: PlacetoAgent(node_groups=4, seed=0), lambda g: 4 + 1),  # 4 groups re-placed after a random start
+    (lambda: PPOAgent(n_steps=8, batch_size=8, n_groups=8, seed=0), lambda g: 8),  # one rollout of action-group placements
     (lambda: PPONodeAgent(node_groups=4, n_steps=8, batch_size=8, seed=0), lambda g: 8 + 2),  # + 2 starts
 ])
 def test_agents_built_for_one_graph_train_over_several_in_turns(make_agent, per_turn):
@@ -98,7 +99,7 @@ def test_turn_order_is_seeded():
 
 def test_ppo_trains_on_a_rollout_the_budget_completes():
     env = gym.make("DevicePlacement-v0", model="tiny_branch", **SIM)
-    agent = PPOAgent(n_steps=8, batch_size=8, search=PPOAgent.HYBRID.replace(heuristic_start="off", greedy_final=False),
+    agent = PPOAgent(n_steps=8, batch_size=8, **hybrid_options(PPOAgent, heuristic_start="off", greedy_final=False),
                      seed=0)
     agent.learn(env, budget=16)
     assert [h["step"] for h in agent.history] == [8, 16]  # the second rollout ends the budget and is learned from
@@ -106,7 +107,7 @@ def test_ppo_trains_on_a_rollout_the_budget_completes():
 
 def test_a_checkpoint_trained_in_turns_runs_on_another_device_order(tmp_path):
     env = gym.make("DevicePlacement-v0", model=MODELS, **SIM)
-    agent = PlacetoAgent(groups=4, seed=0).learn(env, budget=20)
+    agent = PlacetoAgent(node_groups=4, seed=0).learn(env, budget=20)
     path = agent.save(tmp_path / "placeto.pt")
     other = gym.make("DevicePlacement-v0", model="tiny_branch", devices=["GPU", "CPU"], **SIM)
     loaded = PlacetoAgent.load(path)
@@ -126,7 +127,7 @@ def test_post_refuses_to_train_over_several_graphs():
 def test_turns_keep_torch_weights_shared_across_graphs():
     """One policy object serves every turn (Placeto: the same module; its weights move)."""
     env = gym.make("DevicePlacement-v0", model=MODELS, **SIM)
-    agent = PlacetoAgent(groups=4, seed=0)
+    agent = PlacetoAgent(node_groups=4, seed=0)
     agent.learn(env, budget=5)
     first = agent.policy
     before = [p.detach().clone() for p in first.parameters()]

@@ -150,13 +150,13 @@ def test_fine_tuning_starts_from_the_policy_and_ends_no_worse_than_it_or_any_sin
 def test_node_by_node_fine_tuning_searches_around_its_best_not_from_random_starts(name, tmp_path):
     cls = registry.load_agent_class(name)
     options = {"n_steps": 4, "batch_size": 4} if name == "ppo-node" else {}
-    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, "groups" if name == "placeto" else "node_groups": 4, **options})
+    agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, "node_groups": 4, **options})
     agent.learn(make(agent, "tiny_chain", "paper"), budget=12, seed=0)
     loaded = cls.load(agent.save(tmp_path / f"{name}.pt"))
     env = make(loaded, "tiny_branch", "ai_pc")
     seen = Placements()
     loaded.learn(env, budget=30, seed=1, callback=seen)
-    groups = loaded.node_groups(env.reset(seed=0)[0]) if name == "placeto" else loaded._groups(env.observation_space)
+    groups = loaded._groups(env.reset(seed=0)[0]) if name == "placeto" else loaded._groups(env.observation_space)
     starts = 1 + 4  # the policy's own placement and the heuristic start's (4 distinct on ai_pc at most)
     # Every episode starts from the best placement so far (not measured again), so each later placement re-places
     # one group of some placement measured before it: no random starts.
@@ -170,7 +170,7 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
         name, options, budget, tmp_path):
     cls = registry.load_agent_class(name)
     agent = registry.make_agent(f"hybrid:{name}", {"seed": 0, **options})
-    assert agent.zero_shot_override == ZERO_SHOT_OVERRIDE and not agent.zero_shot_active
+    assert agent.search.zero_shot_override == ZERO_SHOT_OVERRIDE and not agent.zero_shot_active
     agent.learn(make(agent, ["tiny_chain", "tiny_branch"], "ai_pc"), budget=2 * budget, seed=0)
     assert agent.zero_shot_active  # on after training over many graphs
     env = make(agent, "tiny_branch", "ai_pc")
@@ -211,7 +211,8 @@ def test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until
 @pytest.mark.parametrize("name", [a[0] for a in FINE_TUNED])
 def test_the_zero_shot_override_is_a_number_of_overheads_or_off(name):
     cls = registry.load_agent_class(name)
-    assert cls(search={"zero_shot_override": None}).zero_shot_override == 0.0
+    assert cls(search={"zero_shot_override": None}).search is None  # None: off, as earlier releases spelled it
+    assert cls(search={"zero_shot_override": 2.0}).search.zero_shot_override == 2.0
     with pytest.raises(ValueError, match="SearchConfig: field zero_shot_override: found -1.0; expected a number"):
         cls(search={"zero_shot_override": -1.0})
 

@@ -297,16 +297,16 @@ def saved_ppo(tmp_path_factory):
     """A real PPO checkpoint trained on tiny_branch (simulated)."""
     from agents.ppo import PPOAgent
 
-    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, seed=0, hidden_dim=16)
+    agent = PPOAgent(n_steps=4, batch_size=4, n_epochs=1, seed=0, hidden_channels=16)
     agent.learn(DevicePlacementEnv("tiny_branch", backend="simulated"), budget=6)
     return agent.save(tmp_path_factory.mktemp("ppo") / "ppo.pt")
 
 
 @pytest.mark.parametrize("change, field", [
-    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_dim", 4096),
-     "field extra.policy_kwargs.hidden_dim:"),
-    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_dim", 8192),
-     "field extra.policy_kwargs.hidden_dim:"),
+    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_channels", 4096),
+     "field extra.policy_kwargs.hidden_channels:"),
+    (lambda content: content["extra"]["policy_kwargs"].__setitem__("hidden_channels", 8192),
+     "field extra.policy_kwargs.hidden_channels:"),
     (lambda content: content["extra"]["observation_space"]["spaces"]["node_features"].__setitem__(
         "shape", [100_000, 100_000]), "field extra.observation_space.spaces.node_features.shape:"),
     (lambda content: content["extra"]["action_space"].__setitem__("type", "Tuple"), "field extra.action_space.type:"),

@@ -11,14 +11,12 @@ hybrid's search acts inside the training loop, the trainer calls one of these po
                   the policy should halve its groups now (coarse to fine, ``split_patience``).
 
 The class here is a pure agent's: no fit, no proposals, never a split. The search layer's implementation,
-`agents.search.attach.SearchDuringTraining`, is built from above (the agent's ``training_hooks()``, which
-`agents.search.attach.SearchLayer` overrides) and handed to the trainer, so that nothing in `agents.algos`
-imports `agents.search`. `RUNS` says which search settings a hooks object carries: a trainer refuses settings
-that its hooks would silently ignore.
+`agents.search.attach.SearchDuringTraining`, is built from above (the agent's search layer, an object it holds)
+and handed to the trainer, so that nothing in `agents.algos` imports `agents.search` or reads its settings.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -27,18 +25,15 @@ if TYPE_CHECKING:
 
     from .rollout import Decision, Measured
 
-__all__ = ["SEARCH_SETTINGS", "TrainingHooks"]
-
-#: The search settings a trainer hands to its hooks (`agents.core.search_settings.SearchConfig` fields) whose
-#: behaviour is the search layer's, each with its value when off.
-SEARCH_SETTINGS = {"search_proposals": 0, "fit_memory": False, "split_patience": None}
+__all__ = ["TrainingHooks"]
 
 
 class TrainingHooks:
     """The search layer's points inside a trainer's run (module docstring); every one does nothing here."""
 
-    #: The search settings (names of `SEARCH_SETTINGS`) these hooks act on: none here.
-    RUNS: ClassVar[frozenset[str]] = frozenset()
+    def check(self, policy, mode: str) -> None:
+        """ValueError, in one line, if what these hooks run does not go with the trainer's `policy` and its `mode`
+        (``"bandit"`` or ``"episodic"``): nothing to check here."""
 
     def fit_samples(self, run: "RunLoop", obs) -> Callable[[np.ndarray], np.ndarray] | None:
         """(K, N) sampled actions -> the actions to measure, or None: measure them as drawn. `obs`: the graph as
@@ -53,12 +48,5 @@ class TrainingHooks:
         """Whether the policy should split its groups now, given what was `measured` since the last update."""
         return False
 
-    def check(self, config) -> None:
-        """ValueError if `config` (the agent's search settings, `SearchConfig`) turns on a search setting these
-        hooks do not run."""
-        on = sorted(name for name, off in SEARCH_SETTINGS.items() if getattr(config, name) != off and name not in self.RUNS)
-        if on:
-            raise ValueError(f"{on} are the search layer's (agents.search); this trainer's hooks "
-                             f"({type(self).__name__}) do not run them: pass hooks=agents.search.attach."
-                             "SearchDuringTraining(search), or build the agent with the search layer "
-                             "(agents.search.attach.SearchLayer)")
+    def after_split(self, run: "RunLoop") -> None:
+        """Called after the policy split its groups (when `after_update` said so and the policy could split)."""

@@ -1,31 +1,37 @@
-"""`LearnedAgent`: the one script every learned agent runs, the policy-gradient agents (`PolicyGradientAgent`:
-HSDAG, Placeto, the RNN placer, Post, GO) and the Stable-Baselines3 agents (`agents.ppo.SB3Agent`) alike.
+"""The one script every learned agent runs (`run_learned`), the policy-gradient agents (`PolicyGradientAgent`:
+HSDAG, Placeto, the RNN placer, Post, GO) and the Stable-Baselines3 agents (`agents.ppo.SB3Agent`) alike, and the
+final distillation's settings (`DistillSettings`):
 
-    1. prepare the policy      build it for the run's env, or adapt a trained one to it      (`prepare_policy`)
-    2. search: starts          a hybrid's start placements, a fine-tuning run's own placement (`measure_starts`)
-    3. start training          the update rule's own set-up for this run                      (`start_training`)
-    4. search: refit           fit the best start into the policy (``heuristic_start="refit"``)  (`refit_best`)
-    5. the algorithm           the update rule steps the run's env until the budget is spent  (`learn_policy`)
-    6. search: express, distil split the groups until the best is one the policy can return, then fit the
-                               policy to it, so ``predict`` returns it        (`split_to_express`, `distill_best`)
+    1. prepare the policy      build it for the run's env, or adapt a trained one to it      (`_prepare_policy`)
+    2. search: starts          the search layer's start placements, a fine-tuning run's own  (`_measure_starts`)
+    3. start training          the update rule's own set-up for this run                      (`_start_training`)
+    4. search: refit           fit the best start into the policy (``heuristic_start="refit"``)  (`_fit_best`)
+    5. the algorithm           the update rule steps the run's env until the budget is spent  (`_learn_policy`)
+    6. express, distil         split the groups until the best is one the policy can return, then fit the
+                               policy to it, so ``predict`` returns it        (`_split_to_express`, `_fit_best`)
 
-Steps 2, 4 and 6 are the search layer's (`agents.core.search_settings.SearchConfig`): a pure agent (no search)
-runs none of them, so its run is steps 1, 3 and 5, its paper's method. The script calls the search at named points
-and never imports it: step 2's start placements are `RunAgent.measure_heuristic_start`, step 5's trainer calls
-its `agents.algos.hooks.TrainingHooks` (memory fit, proposals, coarse to fine), ``predict`` calls
-`RunAgent.on_predict` (the zero-shot override); all do nothing here and are filled in from above by
-`agents.search.attach.SearchLayer`, which every named learned agent composes. Steps 4 and 6 are the policy's own
-training (gradient steps toward the run's best), so they stay here.
+An agent's ``train`` is ``run_learned(self, run, seed)``: the script is a function over the steps the agent states
+(`LearnedSteps`), not a base class. Steps 2 and 4 are the search layer's (`agents.search`, an object the agent
+holds, absent for a pure agent); step 6's distillation is the script's own, switched by `DistillSettings` (off by
+default). A pure agent runs steps 1, 3 and 5, its paper's method. The script calls the layer at named points and
+never imports it: step 2 through `agents.core.run.RunAgent._measure_starts`, step 5's trainer through its
+`agents.algos.hooks.TrainingHooks` (memory fit, proposals, coarse to fine), ``predict`` through the layer's
+zero-shot override.
 """
 from __future__ import annotations
 
 import gymnasium as gym
 
-from agents.core.loop import RunLoop
-from agents.core.settings import RunSettings
-from placement_gym.coarsen import COARSEN_ABOVE
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
 
-__all__ = ["LEARNED_RUN", "REFIT_STEPS", "LearnedAgent"]
+from agents.core.bounds import check_settings, setting
+from agents.core.loop import RunLoop
+from agents.core.settings import RunSettings, field_values
+from placement_gym.coarsen import COARSEN_ABOVE
+from placement_gym.schema import Integer, Number, Optional
+
+__all__ = ["DistillSettings", "LEARNED_RUN", "LearnedSteps", "REFIT_STEPS", "run_learned"]
 
 #: The run's settings of the learned agents shipped here (their ``RUN``): graphs of more than
 #: `placement_gym.coarsen.COARSEN_ABOVE` ops are learned and placed coarsened (`agents.core.run`, "Big graphs").
@@ -36,57 +42,80 @@ LEARNED_RUN = RunSettings(coarsen_above=COARSEN_ABOVE)
 REFIT_STEPS = 1000
 
 
-class LearnedAgent:
-    """Mixin of a `agents.core.run.RunAgent` with a learned policy: `train` is the script of the module
-    docstring; a subclass implements its steps (`prepare_policy`, `learn_policy`, `fit_best`, and where it has them
-    `start_training`, `split_to_express`, `agent_env`)."""
+@dataclass(frozen=True)
+class DistillSettings:
+    """The learned script's own settings: the final distillation (step 6), off by default.
 
-    def train(self, run: RunLoop, seed: int | None) -> None:
-        env = self.agent_env(run.env)
-        trained = self.prepare_policy(run, env, seed)
-        self.imitation_obs = run.predict_observation()
-        self.measure_starts(run, env, seed, trained, self.imitation_obs)
-        self.start_training(run, env, seed, trained)
-        if self.refits_start(run):
-            self.refit_best(run)
-        self.learn_policy(run, env, seed)
-        if run.best_action is not None and not run.many_graphs:
-            self.split_to_express(run)
-        self.distilled_steps = self.distill_best(run)
+    Args:
+        distill_steps: after the budget, fit the policy to the run's best placement, at most this many gradient
+            steps, so ``predict`` returns what the run found (no placement measured); 0: off.
+        distill_seconds: wall-time cap of that distillation on a coarsened big graph (None: none; the zoo models
+            are never capped, `agents.algos.policy_gradient.distill_cap`).
+    """
 
-    def agent_env(self, env: gym.Env) -> gym.Env:
-        """The env the policy learns on: the run's env itself, or a wrapper of it (subclasses)."""
-        return env
+    distill_steps: int = setting(0, Integer(0, 1_000_000), component=True)
+    distill_seconds: float | None = setting(None, Optional(Number(positive=True, high=86_400.0)))
 
-    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+    @classmethod
+    def take(cls, options: dict[str, Any]) -> "DistillSettings":
+        """The settings among an agent's constructor `options` (popped from it), checked."""
+        return cls(**{name: options.pop(name) for name in field_values(cls()) if name in options})
+
+    @property
+    def refit_steps(self) -> int:
+        """Gradient steps of a refit of the run's best into the policy (after the start, ``heuristic_start=
+        "refit"``, and after a coarse-to-fine split, ``split_refit``): ``distill_steps``, or `REFIT_STEPS` where
+        the final distillation is off."""
+        return self.distill_steps or REFIT_STEPS
+
+
+class LearnedSteps(Protocol):
+    """The steps `run_learned` calls on a learned agent (module docstring), each the agent's own."""
+
+    distillation: DistillSettings
+    imitation_obs: Mapping[str, Any]
+    distilled_steps: int
+
+    def _agent_env(self, env: gym.Env) -> gym.Env:
+        """The env the policy learns on: the run's env itself, or a wrapper of it."""
+
+    def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         """Build the policy for `env`, or adapt a trained one to it; True if it was trained before this run."""
-        raise NotImplementedError
 
-    def start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
-        """The update rule's set-up for this run, once the start placements are measured (nothing here)."""
+    def _measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool,
+                        obs: Mapping[str, Any]) -> None:
+        """What the run measures before the policy samples (`agents.core.run.RunAgent._measure_starts`)."""
 
-    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+    def _start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """The update rule's set-up for this run, once the start placements are measured."""
+
+    def _refits_start(self, run: RunLoop) -> bool:
+        """Whether the policy is fitted to the run's best start before it samples (the search layer's)."""
+
+    def _learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         """The algorithm: update the policy from placements measured through `env` until ``run.done``."""
-        raise NotImplementedError
 
-    def refit_best(self, run: RunLoop) -> None:
-        """Fit the run's best placement so far into the policy (no placement measured): after the start
-        (``heuristic_start="refit"``) and after a coarse-to-fine split (``split_refit``), for the final
-        distillation's ``search.distill_steps``, or `REFIT_STEPS` where that is off."""
-        self.fit_best(run, self.search.distill_steps or REFIT_STEPS)
+    def _split_to_express(self, run: RunLoop) -> bool:
+        """Split the policy's groups until it can return the run's best placement; True if it split."""
 
-    def split_to_express(self, run: RunLoop) -> bool:
-        """Split the policy's groups until it can return the run's best placement; True if it split (never
-        here)."""
-        return False
-
-    def distill_best(self, run: RunLoop) -> int:
-        """After the budget, fit the policy to the run's best placement (``search.distill_steps`` at most, 0 for
-        a pure agent); the steps taken."""
-        return self.fit_best(run, self.search.distill_steps)
-
-    def fit_best(self, run: RunLoop, max_steps: int) -> int:
+    def _fit_best(self, run: RunLoop, max_steps: int) -> int:
         """Gradient steps on the policy until ``predict`` returns the run's best placement, at most `max_steps`
-        (and ``search.distill_seconds`` on a coarsened run; `agents.algos.policy_gradient.distill`); the steps
-        taken."""
-        raise NotImplementedError
+        (and ``distill_seconds`` on a coarsened run; `agents.algos.policy_gradient.distill`); the steps taken."""
+
+
+def run_learned(agent: LearnedSteps, run: RunLoop, seed: int | None) -> None:
+    """The learned-agent script (module docstring): `agent`'s steps on `run`, top to bottom."""
+    env = agent._agent_env(run.env)
+    trained = agent._prepare_policy(run, env, seed)
+    agent.imitation_obs = run.predict_observation()
+    agent._measure_starts(run, env, seed, trained, agent.imitation_obs)
+    agent._start_training(run, env, seed, trained)
+    if agent._refits_start(run):
+        agent._fit_best(run, agent.distillation.refit_steps)
+    agent._learn_policy(run, env, seed)
+    if run.best_action is not None and not run.many_graphs:
+        agent._split_to_express(run)
+    agent.distilled_steps = agent._fit_best(run, agent.distillation.distill_steps)

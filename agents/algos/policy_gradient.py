@@ -19,19 +19,18 @@ import torch
 
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.loop import RunLoop
-from agents.core.search_settings import option_names
 from agents.core.settings import field_values
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.groups import split_until_expressible
 
 from .hooks import TrainingHooks
-from .learned import LearnedAgent
+from .learned import DistillSettings, run_learned
 from .ppo import PPOConfig, PPOTrainer
-from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients, check_search
+from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
 
 __all__ = ["ALGORITHMS", "BANDIT_TRAINER_OPTIONS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
-#: The learned agents' default ``distill_seconds`` (`agents.core.search_settings.SearchConfig`): a cap on the final
+#: The learned agents' hybrid ``distill_seconds`` (`agents.algos.learned.DistillSettings`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step is a forward and backward pass over
 #: a graph of up to ~1,000 clusters. The zoo models are never capped: on a busy machine a cap of this size stopped
 #: the distillation of ResNet short for hsdag and placeto (``predict`` then fell well short of the run's best),
@@ -53,16 +52,16 @@ _TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode"}
 #: their constructors and `hyperparameters` list them.
 BANDIT_TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "baseline_decay", "entropy_coef",
                           "entropy_per_decision", "leave_one_out", "measure_argmax", "normalize_advantage",
-                          "max_grad_norm")
+                          "max_grad_norm", "imitation_coef", "elites")
 
 
-class PolicyGradientAgent(LearnedAgent, BaseAgent):
+class PolicyGradientAgent(BaseAgent):
     """A `BaseAgent` trained by `ReinforceTrainer` or `PPOTrainer`, through the learned-agent script
-    (`agents.algos.learned.LearnedAgent`).
+    (`agents.algos.learned.run_learned`, over the steps this class states).
 
     Subclasses implement `build_policy(spec)`, declare their own settings in ``SETTINGS`` (an instance of their
     settings dataclass, `agents.core.settings`: the constructor takes its fields as keywords and keeps them as
-    attributes of the same name, so `hyperparameters` needs no override), and may override `agent_env` to train on
+    attributes of the same name, so `hyperparameters` needs no override), and may override `_agent_env` to train on
     a wrapper of the run's env (the node-by-node variant, another reward). Calling `learn` again continues
     training (same optimiser and baselines).
 
@@ -80,15 +79,12 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         seed, torch_threads, device: see `agents.core.base.BaseAgent`.
         coarsen_above, max_nodes: graphs of more than `coarsen_above` ops are learned and placed as at most
             `max_nodes` clusters of ops (`agents.core.run`, `placement_gym.coarsen`; None: never).
-        search: the search around the method (`agents.search.config.SearchConfig`; None: none, the paper's
-            method alone; ``"hybrid"``: the class's ``HYBRID``); the trainers read the search components they run
-            (``imitation_coef`` ... ``fit_memory``) from it.
+        search: the search layer around the method, for a class that composes one (``SEARCH_LAYER``,
+            `agents.search.config.SearchConfig`; None: none, the paper's method alone; ``"hybrid"``: the class's
+            hybrid form); the trainer runs its components at its hook points (`agents.algos.hooks`).
+        distill_steps, distill_seconds: the final distillation (`agents.algos.learned.DistillSettings`).
     """
 
-    #: The search components the trainers run (`agents.algos.reinforce`) besides the run loop's.
-    SEARCH_OPTIONS = BaseAgent.SEARCH_OPTIONS | option_names(
-        "distill_steps", "distill_seconds", "imitation_coef", "elites", "search_proposals", "fit_memory",
-        "split_patience", "split_refit")
     #: The trainer settings of the class's method (class docstring): its mode and its defaults. Here
     #: `ReinforceConfig`'s own.
     TRAINER: ClassVar[ReinforceConfig] = ReinforceConfig()
@@ -102,10 +98,14 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
                  algorithm: str | None = None, ppo: Mapping[str, Any] | None = None, **options: Any) -> None:
         # The trainer's keywords (`TRAINER_OPTIONS`) replace `TRAINER`'s fields (or those of `reinforce`, a
         # subclass's own config); the rest are the agent's own settings and the run's (`BaseAgent`).
+        options = self._hybrid_form(options)
         given = {name: options.pop(name) for name in self.TRAINER_OPTIONS if name in options}
+        distillation = DistillSettings.take(options)
         if algorithm is not None and "algorithm" not in self.option_defaults():
-            raise self.refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
+            raise self._refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
         super().__init__(**options)
+        #: The final distillation's settings (`agents.algos.learned.DistillSettings`).
+        self.distillation = distillation
         algorithm = self.ALGORITHM if algorithm is None else algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -117,7 +117,8 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         base = reinforce if isinstance(reinforce, ReinforceConfig) else \
             self.TRAINER if reinforce is None else ReinforceConfig(**dict(reinforce))
         config = replace(base, **given)
-        check_search(config, self.search)  # refused here, before the trainer is built at the first `learn`
+        if self._search is not None:  # refused here, before the trainer is built at the first `learn`
+            self._search.check_trainer(config.mode)
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
         self.trainer_config = PPOConfig(**asdict(config), **self.ppo) if algorithm == "ppo" else config
         self.trainer: ReinforceTrainer | PPOTrainer | None = None
@@ -135,54 +136,51 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
         super().__init_subclass__(**kwargs)  # then the class's signature, from its declarations
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The trainer's keywords (`TRAINER_OPTIONS`, defaults from `TRAINER`), ``algorithm`` and ``ppo``, then
         `BaseAgent`'s."""
         return {**field_values(cls.TRAINER, cls.TRAINER_OPTIONS), "algorithm": cls.ALGORITHM, "ppo": None,
-                **super().base_option_defaults()}
+                **field_values(DistillSettings()), **super()._base_option_defaults()}
 
-    def trainer_options(self) -> dict[str, Any]:
+    def _trainer_options(self) -> dict[str, Any]:
         """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
         return {name: getattr(self.reinforce, name) for name in self.TRAINER_OPTIONS}
 
-    def algorithm_options(self) -> dict[str, Any]:
+    def _algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""
-        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self.search_options()}
+        return {"algorithm": self.algorithm, "ppo": dict(self.ppo), **self._search_options()}
 
-    def run_options(self) -> dict[str, Any]:
+    def _run_options(self) -> dict[str, Any]:
         """Every constructor argument `hyperparameters` needs besides the agent's own settings: the trainer's
-        (`trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
-        return {**self.trainer_options(), "seed": self.seed, "torch_threads": self.torch_threads,
-                **self.algorithm_options(), **self.coarsen_options()}
+        (`_trainer_options`), the seed and threads, the algorithm and search, the coarsening."""
+        return {**self._trainer_options(), **field_values(self.distillation), "seed": self.seed,
+                "torch_threads": self.torch_threads, **self._algorithm_options(), **self._coarsen_options()}
+
+    def _owned_settings(self) -> list[Any]:
+        """The agent's own settings, the distillation's and the trainer's (`RunAgent.search_components`)."""
+        return [*super()._owned_settings(), self.distillation, self.trainer_config]
 
     def hyperparameters(self) -> dict[str, Any]:
-        """The agent's own settings (``SETTINGS``), then `run_options`."""
-        return {**self.own_settings(), **self.run_options()}
+        """The agent's own settings (``SETTINGS``), then `_run_options`."""
+        return {**self._own_settings(), **self._run_options()}
 
-    def make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
+    def _make_trainer(self, policy: torch.nn.Module) -> ReinforceTrainer | PPOTrainer:
         """The trainer `algorithm` names, for `policy` (subclasses: their own, e.g. Post's)."""
         trainer_cls = PPOTrainer if self.algorithm == "ppo" else ReinforceTrainer
-        return trainer_cls(policy, self.trainer_config, imitate=self.imitate,
-                           on_split=self.refit_best if self.split_refit else None, on_update=self.on_update,
-                           hooks=self.training_hooks(), search=self.search)
+        return trainer_cls(policy, self.trainer_config, imitate=self._imitate, on_update=self._on_update,
+                           hooks=self._training_hooks())
 
-    def training_hooks(self) -> TrainingHooks:
+    def _training_hooks(self) -> TrainingHooks:
         """The search layer's points inside the trainer's run (`agents.algos.hooks`), handed to the trainer
-        `make_trainer` builds: none here (a pure agent's); `agents.search.attach.SearchLayer` builds the search's
-        from the agent's settings."""
-        return TrainingHooks()
+        `_make_trainer` builds: the layer's (``training_hooks``, with the refit it runs after a split), or none (a
+        pure agent's)."""
+        return TrainingHooks() if self._search is None else self._search.training_hooks(self._refit_best)
 
     #: ``on_update(run)``: called by the trainer after every update (`PolicyGradientTrainer`'s ``on_update``);
     #: None here, HSDAG's boundary exploration sets it.
-    on_update: Callable[[RunLoop], None] | None = None
+    _on_update: Callable[[RunLoop], None] | None = None
 
-    @property
-    def split_refit(self) -> bool:
-        """Whether a split of the policy's groups (``search.split_patience``, coarse to fine) is followed by
-        `refit_best` (``search.split_refit``)."""
-        return self.search.split_refit
-
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() the log-likelihood, per decision, that the policy produces `placement` (N,) itself, as ``predict``
         would on the run's graph (differentiable): the self-imitation term's (``imitation_coef``). Here the
         policy's ``placement_log_prob(obs, placement)``; agents whose placement is built step by step override
@@ -193,52 +191,67 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
                              "imitation_coef > 0 is not available for this policy")
         return scorer(self.imitation_obs, placement)
 
-    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
-    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
+    # ------------------------------------------------------------------ the learned-agent script and its steps
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        """The learned-agent script (`agents.algos.learned.run_learned`) over this class's steps."""
+        run_learned(self, run, seed)
+
+    def _agent_env(self, env: gym.Env) -> gym.Env:
+        """The env the policy learns on: the run's env itself here; subclasses wrap it (the node-by-node
+        variant, another reward)."""
+        return env
+
+    def _refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (no placement measured; after a coarse-to-fine
+        split, ``split_refit``): `agents.algos.learned.DistillSettings.refit_steps` steps at most."""
+        self._fit_best(run, self.distillation.refit_steps)
+
+    def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.policy is not None
-        self.setup(PolicySpec.from_env(env, self.feature_families), seed)
+        self._setup(PolicySpec.from_env(env, self.feature_families), seed)
         return trained
 
-    def start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
-        self.start_run(run, env, seed, trained)
+    def _start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        self._start_run(run, env, seed, trained)
         if self.trainer is None:
-            self.trainer = self.make_trainer(self.policy)
+            self.trainer = self._make_trainer(self.policy)
         enable_graph_cost(self.policy, self.trainer.optimizer, build=run.many_graphs and self.whole_graph_cost)
         graph = run.base.graph
         self.trainer.elites.bind(None if run.many_graphs else (graph.name, graph.n_ops, graph.n_edges))
 
-    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+    def _learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         self.trainer.train(run, env, seed)
 
-    def fit_best(self, run: RunLoop, max_steps: int) -> int:
-        return self.distill(run.best_action, max_steps, run.as_measured, distill_cap(self.search.distill_seconds, run))
+    def _fit_best(self, run: RunLoop, max_steps: int) -> int:
+        return self._distill(run.best_action, max_steps, run.as_measured,
+                             distill_cap(self.distillation.distill_seconds, run))
 
-    def start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
-        """Called once the run's start placements are measured (`RunAgent.start_fine_tuning` for a policy
+    def _start_run(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """Called once the run's start placements are measured (the search layer's and `RunAgent._start_fine_tuning` for a policy
         `trained` before, the heuristic start for a new one) and before the trainer starts. Nothing here;
         subclasses add to it (GO's search for a new policy on one graph, `agents.go.GOAgent`)."""
 
-    def distill(self, placement: np.ndarray | None, max_steps: int,
+    def _distill(self, placement: np.ndarray | None, max_steps: int,
                 as_measured: Callable[[np.ndarray], np.ndarray] | None = None,
                 max_seconds: float | None = None) -> int:
         """Fit the policy to `placement` (the run's best action) until ``predict`` returns it, as the env would
         measure it, for at most `max_steps` steps and `max_seconds` (`distill`)."""
-        self.distilled_steps = distill(self.predict, self.imitate, self.trainer.optimizer, self.policy, placement,
+        self.distilled_steps = distill(self.predict, self._imitate, self.trainer.optimizer, self.policy, placement,
                                        self.imitation_obs, max_steps, self.trainer_config.max_grad_norm, as_measured,
-                                       max_seconds, self.expressible, self.reproduces)
+                                       max_seconds, self._expressible, self._reproduces)
         return self.distilled_steps
 
-    def split_to_express(self, run: RunLoop) -> bool:
+    def _split_to_express(self, run: RunLoop) -> bool:
         """With coarse-to-fine groups (``split_patience``): split them until the run's best placement is one the
         policy can return (`expressible`), e.g. a heuristic start's per-op placement on groups of ops; done before
         the final distillation, not at the start (splitting to one group per op at the start left Post and PPO a
         per-op search: under throughput on `paper` it ended much further from the best found than with the
         coarse groups). True if it split."""
-        if self.search.split_patience is None:
+        if self._search is None or not self._search.coarse_to_fine:
             return False
-        return split_until_expressible(run.best_action, self.expressible, self.policy.split)
+        return split_until_expressible(run.best_action, self._expressible, self.policy.split)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` (N,) that the policy's ``predict`` can return (`distill`'s
         target): `placement` itself here; group placers override it
         (`agents.nn.policy.group_majority_placement`)."""
@@ -247,7 +260,7 @@ class PolicyGradientAgent(LearnedAgent, BaseAgent):
     #: ``reproduces(placement) -> bool``: whether ``predict`` on the run's graph returns `placement` (as
     #: `expressible` maps it), where a placer answers that faster than ``predict`` (node by node: Placeto); None:
     #: `distill` calls ``predict``.
-    reproduces: Callable[[np.ndarray], bool] | None = None
+    _reproduces: Callable[[np.ndarray], bool] | None = None
 
 
 def distill(predict, imitate, optimizer: torch.optim.Optimizer, policy: torch.nn.Module,

@@ -33,7 +33,6 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.loop import RunLoop
-from agents.core.search_settings import SearchConfig
 from agents.nn.gnn import MLP
 
 from .hooks import TrainingHooks
@@ -108,18 +107,17 @@ class PPOTrainer(PolicyGradientTrainer):
         policy: the policy module.
         config: `PPOConfig` (defaults if None).
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
-        on_split, on_update, hooks, search: see `PolicyGradientTrainer`.
+        on_split, on_update, hooks: see `PolicyGradientTrainer`.
     """
 
     def __init__(self, policy: nn.Module, config: PPOConfig | None = None, imitate: Imitate | None = None,
                  on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None,
-                 search: SearchConfig | None = None) -> None:
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
         if not callable(getattr(policy, "evaluate", None)):
             raise ValueError(f"{type(policy).__name__} has no evaluate(obs, taken): PPO needs it to re-score the "
                              "decisions it collected (agents.nn.policy); train it with REINFORCE instead")
         super().__init__(policy, config or PPOConfig(), imitate=imitate, on_split=on_split, on_update=on_update,
-                         hooks=hooks, search=search)
+                         hooks=hooks)
         self.critic: nn.Module | None = None  # built on the first embedding it sees
         self.critic_optimizer: torch.optim.Optimizer | None = None
 
@@ -237,7 +235,7 @@ class PPOTrainer(PolicyGradientTrainer):
                     stop = True  # the policy moved far enough from the one that collected: keep the rest for later
                     break
                 loss = (policy_loss - cfg.entropy_coef * entropy
-                        + imitation_loss(self.imitate, self.elites, self.search.imitation_coef))
+                        + imitation_loss(self.imitate, self.elites, self.config.imitation_coef))
                 grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, cfg.max_grad_norm)
                 self._fit_critic(decisions, units, targets, index)
                 for key, value in {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),

@@ -37,11 +37,8 @@ Both modes use (each switchable, for ablations)::
                         sample understates it;
     max_grad_norm       gradient-norm clipping (None = off).
 
-The search components a trainer runs are not its settings: they are the agent's search settings (its
-`agents.core.search_settings.SearchConfig`, declared there once), handed to the trainer as ``search``. It reads
-``imitation_coef`` and ``elites`` (the self-imitation term of its loss), refuses ``search_proposals`` and
-``fit_memory`` outside bandit mode and ``split_patience`` on a policy without groups to split, and checks that its
-hooks run ``search_proposals``, ``fit_memory`` and ``split_patience`` (`check_search`)::
+Two settings add a search-like component to the loss, off by default (the papers' methods; a record lists them
+under ``search`` when on)::
 
     imitation_coef      weight of a self-imitation term, ``-log p(elite placement)`` (per decision) averaged
                         over the `elites` fastest placements measured so far (`agents.algos.rollout.EliteSet`);
@@ -49,9 +46,11 @@ hooks run ``search_proposals``, ``fit_memory`` and ``split_patience`` (`check_se
                         converge to what its sampling found, which a policy-gradient step alone does not: a rare
                         fast sample moves the policy by one step, the many slow ones around it by many. The
                         agent supplies ``imitate(placement) -> log-likelihood`` (`PolicyGradientAgent.imitate`);
-    distill_steps       after the budget is spent, at most this many gradient steps of ``-imitate(best
-                        placement)`` until the policy's own placement is the run's best one (no placement is
-                        measured; `PolicyGradientAgent.distill`); 0 = off.
+    elites              how many placements the self-imitation keeps (only with imitation_coef).
+
+The search layer's components inside a trainer's run are not its settings: they are the layer's
+(`agents.search.config.SearchConfig`), which acts at the trainer's named hook points::
+
     search_proposals    after every update of a run on one graph, measure this many cost-guided proposals around
                         the run's best placement (`agents.search.local_search.AroundBest`: block moves drawn by
                         what the observation's per-op costs say they save, and moves at its device boundaries),
@@ -72,11 +71,6 @@ hooks run ``search_proposals``, ``fit_memory`` and ``split_patience`` (`check_se
                         without a new best, the policy halves its contiguous op groups (``policy.split()``),
                         down to one per op; None = the groups stay (only policies with ``split``: Post, the RNN,
                         GO's single-graph search); only on runs on one graph.
-    distill_seconds     and, on a coarsened big graph only, for at most this many seconds (None = no limit): a
-                        step is a pass over a graph of up to ~1,000 clusters, where hundreds of steps would
-                        dominate the agent's compute; stopping early only leaves ``predict`` short of the best
-                        placement (the run still reports the best placement itself). The zoo models and the
-                        dataset are never capped (`agents.algos.policy_gradient.distill_cap`).
 
 The trainer only learns: the budget, the best placement, its fresh re-measurement, the timing and the
 callbacks are the shared run loop's (`agents.core.run`), whose ``run.env`` the trainer steps; ``search_proposals``,
@@ -96,9 +90,8 @@ import torch
 from torch import Tensor, nn
 
 from agents.core.loop import RunLoop
-from agents.core.search_settings import SearchConfig
 from agents.core.bounds import COEFFICIENT, FLAG, LEARNING_RATE, SHARE, STEPS, check_settings, setting
-from placement_gym.schema import Number, Optional, Text
+from placement_gym.schema import Integer, Number, Optional, Text
 from agents.nn.policy import PolicySample, sample_categorical
 
 from .hooks import TrainingHooks
@@ -106,7 +99,7 @@ from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_
                       collect_placements, discounted_returns)
 
 __all__ = ["SWITCHES_OFF", "SWITCHES_ON", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer",
-           "apply_gradients", "check_search", "imitation_loss", "sample_categorical"]
+           "apply_gradients", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
@@ -126,6 +119,8 @@ class ReinforceConfig:
     leave_one_out: bool = setting(False, FLAG)
     measure_argmax: bool = setting(False, FLAG)
     max_grad_norm: float | None = setting(1.0, Optional(Number(positive=True, high=1e6)))
+    imitation_coef: float = setting(0.0, COEFFICIENT, component=True)
+    elites: int = setting(4, Integer(1, 10_000))
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -134,17 +129,6 @@ class ReinforceConfig:
         if self.measure_argmax and self.mode != "bandit":
             raise ValueError("measure_argmax needs mode='bandit' (whole placements); the episodic mode places one "
                              "node per step")
-
-
-def check_search(config: ReinforceConfig, search: SearchConfig) -> None:
-    """ValueError, in one line, if the `search` components a trainer runs (module docstring) do not go with its
-    `config`: ``search_proposals`` and ``fit_memory`` need bandit mode (ranges are `SearchConfig`'s own checks)."""
-    for name in ("search_proposals", "fit_memory"):
-        if getattr(search, name) and config.mode != "bandit":
-            what = "a proposal is a whole placement" if name == "search_proposals" else \
-                "it fits a whole sampled placement"
-            raise ValueError(f"{name} needs mode='bandit': {what}, the episodic mode's env takes one op's device "
-                             "per step")
 
 
 #: The switches that keep updates from collapsing (module docstring), all off: the trainer's defaults, and what
@@ -191,33 +175,25 @@ class PolicyGradientTrainer:
         config: the trainer's settings (`ReinforceConfig` or `agents.algos.ppo.PPOConfig`).
         optimizer: optional; Adam(policy.parameters(), lr=config.learning_rate) by default.
         imitate: the agent's ``imitate(placement)`` (needed with ``imitation_coef > 0``).
-        on_split: called with the run after every split of the policy's groups (``split_patience``): the agent's
-            reaction to a new grouping (the RNN distils the run's best placement into its longer decoder).
+        on_split: called with the run after every split of the policy's groups (the hooks' ``after_update``,
+            after their ``after_split``): the agent's reaction to a new grouping (Post's boundary exploration).
         on_update: called with the run after every update (before a split): the agent's reaction to the
             placements measured so far (HSDAG samples around the run's best, ``boundary_explore``).
         hooks: the search layer's points inside the run (`agents.algos.hooks.TrainingHooks`; None: none, a pure
-            agent's). A `search` with ``search_proposals``, ``fit_memory`` or ``split_patience`` on needs hooks
-            that run them (`agents.search.attach.SearchDuringTraining`).
-        search: the agent's search settings (`SearchConfig`; None: no search), of which the trainer runs the
-            self-imitation (``imitation_coef``, ``elites``; module docstring).
+            agent's; `agents.search.attach.SearchDuringTraining`: the layer's), checked against the policy and
+            the mode (`TrainingHooks.check`).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig, optimizer: torch.optim.Optimizer | None = None,
                  imitate: Imitate | None = None, on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None,
-                 search: SearchConfig | None = None) -> None:
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
         self.policy, self.config, self.imitate, self.on_split = policy, config, imitate, on_split
-        self.search = SearchConfig() if search is None else search
-        check_search(config, self.search)
         self.on_update = on_update
         self.optimizer = optimizer or torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
         self.advantages = AdvantageEstimator(config.baseline, config.baseline_decay, config.normalize_advantage)
-        self.elites = EliteSet(self.search.elites if self.search.imitation_coef > 0 else 0)
-        if self.search.split_patience is not None and not callable(getattr(policy, "split", None)):
-            raise ValueError(f"split_patience needs a policy with contiguous op groups it can split; "
-                             f"{type(policy).__name__} has no split()")
+        self.elites = EliteSet(config.elites if config.imitation_coef > 0 else 0)
         self.hooks = TrainingHooks() if hooks is None else hooks
-        self.hooks.check(self.search)
+        self.hooks.check(policy, config.mode)
 
     def react(self, run: RunLoop, decisions: list[Decision], stats: dict) -> "list[Decision | Measured]":
         """After every update, with the placements it measured: the search layer's proposals (``proposals``,
@@ -242,9 +218,10 @@ class PolicyGradientTrainer:
     def coarse_to_fine(self, run: RunLoop, decisions: "list[Decision | Measured]", stats: dict) -> None:
         """Halve the policy's groups when the hooks say the search has stalled (``after_update``:
         ``split_patience``, `agents.search.coarse_to_fine`); called after every update with the placements it
-        measured; then the agent's ``on_split``."""
-        if self.hooks.after_update(run, decisions):
-            if self.policy.split() and self.on_split is not None:
+        measured; then the hooks' ``after_split`` and the agent's ``on_split``."""
+        if self.hooks.after_update(run, decisions) and self.policy.split():
+            self.hooks.after_split(run)
+            if self.on_split is not None:
                 self.on_split(run)
 
     def comparison(self, r: Tensor) -> Tensor | None:
@@ -313,16 +290,15 @@ class ReinforceTrainer(PolicyGradientTrainer):
     """REINFORCE with a moving-average baseline, entropy bonus and gradient clipping (module docstring).
 
     Args:
-        policy, optimizer, imitate, on_split, on_update, hooks, search: see `PolicyGradientTrainer`.
+        policy, optimizer, imitate, on_split, on_update, hooks: see `PolicyGradientTrainer`.
         config: `ReinforceConfig` (defaults if None).
     """
 
     def __init__(self, policy: nn.Module, config: ReinforceConfig | None = None,
                  optimizer: torch.optim.Optimizer | None = None, imitate: Imitate | None = None,
                  on_split: Callable[[RunLoop], None] | None = None,
-                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None,
-                 search: SearchConfig | None = None) -> None:
-        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update, hooks, search)
+                 on_update: Callable[[RunLoop], None] | None = None, hooks: TrainingHooks | None = None) -> None:
+        super().__init__(policy, config or ReinforceConfig(), optimizer, imitate, on_split, on_update, hooks)
 
     def train(self, run: RunLoop, env: gym.Env, seed: int | None = None) -> None:
         """REINFORCE on `env` (``run.env`` or a wrapper of it) until the run's budget is spent."""
@@ -374,7 +350,7 @@ class ReinforceTrainer(PolicyGradientTrainer):
         policy_loss = -(advantage.detach() * log_prob).mean()
         entropy_term = entropy.mean()
         loss = (policy_loss - self.config.entropy_coef * entropy_term
-                + imitation_loss(self.imitate, self.elites, self.search.imitation_coef))
+                + imitation_loss(self.imitate, self.elites, self.config.imitation_coef))
         grad_norm = apply_gradients(self.optimizer, self.policy.parameters(), loss, self.config.max_grad_norm)
         baseline = self.advantages.baseline
         return {"loss": float(loss.detach()), "policy_loss": float(policy_loss.detach()),

@@ -137,23 +137,23 @@ class GraphFeaturesExtractor(BaseFeaturesExtractor):
     Args:
         observation_space: the env's Dict space (``node_features``, ``edge_index``, ``placement``,
             optionally ``edge_features``, ``current_node``, ``visited``, ``node_mask``, ``edge_mask``).
-        hidden_dim: embedding width H.
-        n_layers: message-passing layers.
+        hidden_channels: embedding width H.
+        num_layers: message-passing layers.
         use_edge_features: feed ``edge_features`` (log tensor bytes) to the messages.
         directed: separate producer/consumer weights (see `agents.nn.gnn.DirectedConv`).
     """
 
-    def __init__(self, observation_space: spaces.Dict, hidden_dim: int = 64, n_layers: int = 3,
+    def __init__(self, observation_space: spaces.Dict, hidden_channels: int = 64, num_layers: int = 3,
                  use_edge_features: bool = True, directed: bool = True) -> None:
         _check_observation_space(observation_space)
-        super().__init__(observation_space, features_dim=hidden_dim)
+        super().__init__(observation_space, features_dim=hidden_channels)
         n_features = observation_space["node_features"].shape[-1]
         self.device_features = device_feature_width(observation_space)
         self.node_level = "current_node" in observation_space.spaces
         in_channels = placement_input_width(n_features, self.device_features, self.node_level)
         edge_dim = observation_space["edge_features"].shape[-1] if use_edge_features and "edge_features" in observation_space.spaces else 0
         self.use_edge_features = edge_dim > 0
-        self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=edge_dim, directed=directed)
+        self.encoder = DirectedGNN(in_channels, hidden_channels, num_layers, edge_dim=edge_dim, directed=directed)
 
     def forward(self, observations: dict[str, Tensor]) -> Tensor:
         obs = dict(observations)
@@ -408,35 +408,36 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
 
     Works with ``DevicePlacement-v0`` (``MultiDiscrete([D] * N)``: one device per node, from
     `VectorizedMultiCategoricalDistribution`) and ``DevicePlacementNode-v0`` (``Discrete(D)``: the current
-    node's device). Use it as ``PPO(GraphPolicy, env, policy_kwargs=dict(hidden_dim=64, ...))``.
+    node's device). Use it as ``PPO(GraphPolicy, env, policy_kwargs=dict(hidden_channels=64, ...))``.
 
     Args (besides SB3's ``ActorCriticPolicy`` ones):
-        hidden_dim: GNN embedding width H and latent width.
-        n_layers: message-passing layers.
+        hidden_channels: GNN embedding width H and latent width.
+        num_layers: message-passing layers.
         use_edge_features: feed tensor sizes to the messages.
         directed: separate producer/consumer weights.
         distribution: ``"vectorized"`` (default) or ``"stock"`` (SB3's per-node loop; for comparison only).
         entropy_per_node: report the entropy as a mean over nodes (``"vectorized"`` only).
-        action_groups: None (default): every node's device is drawn on its own. An int G: split the topological
+        n_groups: None (default): every node's device is drawn on its own. An int G: split the topological
             order into G contiguous groups and draw one device per group (`GroupedMultiCategoricalDistribution`;
             whole-placement env with unpadded graphs only).
 
     ``ortho_init`` defaults to False here: the GNN's LayerNorm-ed layers train better from PyTorch's init.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule, hidden_dim: int = 64,
-                 n_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
-                 distribution: str = "vectorized", entropy_per_node: bool = True, action_groups: int | None = None,
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule,
+                 hidden_channels: int = 64,
+                 num_layers: int = 3, use_edge_features: bool = True, directed: bool = True,
+                 distribution: str = "vectorized", entropy_per_node: bool = True, n_groups: int | None = None,
                  **kwargs: Any) -> None:
         _check_observation_space(observation_space)
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
-        if action_groups is not None:
-            if not isinstance(action_groups, int) or isinstance(action_groups, bool) or action_groups < 1:
-                raise ValueError(f"action_groups must be None or a positive number of groups, got {action_groups!r}")
+        if n_groups is not None:
+            if not isinstance(n_groups, int) or isinstance(n_groups, bool) or n_groups < 1:
+                raise ValueError(f"n_groups must be None or a positive number of groups, got {n_groups!r}")
             if not isinstance(action_space, spaces.MultiDiscrete) or "node_mask" in observation_space.spaces \
                     or distribution != "vectorized":
-                raise ValueError("action_groups needs the whole-placement env (MultiDiscrete action) on one unpadded "
+                raise ValueError("n_groups needs the whole-placement env (MultiDiscrete action) on one unpadded "
                                  "graph (no 'node_mask') and the 'vectorized' distribution")
         n_nodes = observation_space["node_features"].shape[0]
         if isinstance(action_space, spaces.MultiDiscrete):
@@ -450,38 +451,38 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
             self.per_node = False
         else:
             raise ValueError(f"GraphPolicy supports MultiDiscrete([D] * N) or Discrete(D) actions, got {action_space}")
-        self.hidden_dim, self.n_layers = hidden_dim, n_layers
+        self.hidden_channels, self.num_layers = hidden_channels, num_layers
         self.use_edge_features, self.directed = use_edge_features, directed
         self.distribution_name, self.entropy_per_node = distribution, entropy_per_node
-        self.action_groups = action_groups  # at most N groups on each graph (`_distribution_for`)
+        self.n_groups = n_groups  # at most N groups on each graph (`_distribution_for`)
         self._distributions: dict[tuple[int, int], Any] = {}
         kwargs.setdefault("ortho_init", False)
         kwargs["features_extractor_class"] = GraphFeaturesExtractor
-        kwargs["features_extractor_kwargs"] = dict(hidden_dim=hidden_dim, n_layers=n_layers,
+        kwargs["features_extractor_kwargs"] = dict(hidden_channels=hidden_channels, num_layers=num_layers,
                                                    use_edge_features=use_edge_features, directed=directed)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
         # The groups now (0: per node), saved with the weights: a policy split coarse to fine reloads with its groups.
-        self.register_buffer("action_groups_now", torch.tensor(action_groups or 0), persistent=True)
+        self.register_buffer("action_groups_now", torch.tensor(n_groups or 0), persistent=True)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Checkpoints from before coarse to fine have no action_groups_now: their groups are the constructor's.
-        state_dict.setdefault(prefix + "action_groups_now", torch.tensor(self.action_groups or 0))
+        state_dict.setdefault(prefix + "action_groups_now", torch.tensor(self.n_groups or 0))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         groups = int(self.action_groups_now) or None
-        if groups != self.action_groups and self.per_node:
-            self.action_groups = groups
+        if groups != self.n_groups and self.per_node:
+            self.n_groups = groups
             self._distributions.clear()
             nvec = [int(d) for d in self.action_space.nvec]
             self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_dim, per_node=self.per_node)
+        self.mlp_extractor = GraphLatentHeads(self.features_dim, self.hidden_channels, per_node=self.per_node)
 
     def _per_node_distribution(self, n: int, d: int):
-        """The multi-categorical for N nodes over D devices (the `distribution` and `action_groups` chosen)."""
+        """The multi-categorical for N nodes over D devices (the `distribution` and `n_groups` chosen)."""
         nvec = [d] * n
-        if self.action_groups is not None:
-            groups = torch.as_tensor(contiguous_groups(n, min(self.action_groups, n)))
+        if self.n_groups is not None:
+            groups = torch.as_tensor(contiguous_groups(n, min(self.n_groups, n)))
             return GroupedMultiCategoricalDistribution(nvec, groups, self.entropy_per_node)
         if self.distribution_name == "vectorized":
             return VectorizedMultiCategoricalDistribution(nvec, self.entropy_per_node)
@@ -492,12 +493,12 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
         every node is drawn on its own again); False when there are no groups (already per node). A group's
         logits are the mean of its nodes', so the halves do not keep their parent's distribution exactly: the
         caller refits what it wants kept (`agents.ppo.PPOAgent`'s ``split_patience``)."""
-        if self.action_groups is None or not self.per_node:
+        if self.n_groups is None or not self.per_node:
             return False
         nvec = [int(d) for d in self.action_space.nvec]
-        groups = split_groups(len(nvec), self.action_groups)[1]
-        self.action_groups = None if groups >= len(nvec) else groups
-        self.action_groups_now.fill_(self.action_groups or 0)
+        groups = split_groups(len(nvec), self.n_groups)[1]
+        self.n_groups = None if groups >= len(nvec) else groups
+        self.action_groups_now.fill_(self.n_groups or 0)
         self._distributions.clear()
         self.action_dist = self._per_node_distribution(len(nvec), _equal_dims(nvec))
         return True
@@ -563,9 +564,10 @@ class GraphActorCriticPolicy(ActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(hidden_dim=self.hidden_dim, n_layers=self.n_layers, use_edge_features=self.use_edge_features,
+        data.update(hidden_channels=self.hidden_channels, num_layers=self.num_layers,
+                    use_edge_features=self.use_edge_features,
                     directed=self.directed, distribution=self.distribution_name, entropy_per_node=self.entropy_per_node,
-                    action_groups=self.action_groups)
+                    n_groups=self.n_groups)
         data.pop("features_extractor_class", None)  # set by this class itself
         data.pop("features_extractor_kwargs", None)
         return data

@@ -5,8 +5,9 @@
     settings         `AgentSettings`: an agent's own settings and its default plain-JSON save / load
     base             the base of agents with a torch policy: policy spec, lazy building, torch checkpoints
     checkpoint       checkpoints as tensors and plain data (never executes code from a file)
-    search_settings  `SearchConfig`, the search layer's settings as plain data, which every role reads (the
-                     search itself, `agents.search`, is a layer above: it attaches at the run loop's named points)
+
+The search (`agents.search`) is a layer above: an object a learned agent holds (``RunAgent.SEARCH_LAYER`` builds
+it), called at the run loop's named points; nothing here imports it or reads its settings.
 
 Callbacks (progress bar, TensorBoard, your own) are the library's: `placement_gym.callbacks`.
 """

@@ -32,15 +32,15 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agents.core.search_settings import gather_search_options
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Text
 
 from .checkpoint import (
-    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, write_checkpoint,
+    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, saved_options,
+    write_checkpoint,
 )
 from .run import RunAgent, agent_predict
 
-__all__ = ["BaseAgent", "PolicySpec", "TorchDevice"]
+__all__ = ["BaseAgent", "DEVICE", "PolicySpec", "available_device"]
 
 
 @dataclass(frozen=True)
@@ -123,22 +123,7 @@ def available_device(device: "str | torch.device") -> torch.device:
     return parsed
 
 
-class TorchDevice:
-    """Mixin of an agent with a torch policy (placed before `RunAgent` in its bases): the ``device`` keyword, the
-    policy's torch device (`DEVICE` unless given), kept as ``self.device`` and declared beside the run's settings
-    (`agents.core.settings.AgentSettings.base_option_defaults`). `BaseAgent` and the SB3 agents share it."""
-
-    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
-        super().__init__(**options)
-        self.device = available_device(device)
-
-    @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
-        """The base classes' keywords and the policy's torch ``device``."""
-        return {**super().base_option_defaults(), "device": DEVICE}
-
-
-class BaseAgent(TorchDevice, RunAgent):
+class BaseAgent(RunAgent):
     """An agent with a torch policy built lazily for the env's sizes (see the module docstring).
 
     Keywords: ``device``, the torch device of the policy, and `RunAgent`'s (the run's settings and a subclass's
@@ -151,10 +136,17 @@ class BaseAgent(TorchDevice, RunAgent):
     #: Why a policy that is not ``size_free`` cannot serve another graph, and what to do instead.
     size_bound_reason: ClassVar[str] = ""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
         super().__init__(**options)
+        #: The policy's torch device (`DEVICE` unless given), checked to be on this machine (`available_device`).
+        self.device = available_device(device)
         self.policy: nn.Module | None = None
         self.spec: PolicySpec | None = None
+
+    @classmethod
+    def _base_option_defaults(cls) -> dict[str, Any]:
+        """The run's keywords and the policy's torch ``device``."""
+        return {**super()._base_option_defaults(), "device": DEVICE}
 
     @abc.abstractmethod
     def build_policy(self, spec: PolicySpec) -> nn.Module:
@@ -172,7 +164,7 @@ class BaseAgent(TorchDevice, RunAgent):
         return sample.actions[0].cpu().numpy().astype(np.int64)
 
     # ------------------------------------------------------------------ policy building
-    def setup(self, spec: PolicySpec, seed: int | None = None) -> nn.Module:
+    def _setup(self, spec: PolicySpec, seed: int | None = None) -> nn.Module:
         """Build the policy for `spec` if there is none yet; otherwise check that `spec` fits the one built.
 
         The initial weights are drawn from a generator seeded with `seed` and forked from torch's global one,
@@ -184,10 +176,10 @@ class BaseAgent(TorchDevice, RunAgent):
                 self.spec = spec
                 self.policy = self.build_policy(spec).to(self.device)
         else:
-            self.check_spec(spec)
+            self._check_spec(spec)
         return self.policy
 
-    def check_spec(self, spec: PolicySpec) -> None:
+    def _check_spec(self, spec: PolicySpec) -> None:
         """ValueError unless the built policy can read an env with `spec`: the same node, edge and device feature
         widths (any graph size and device count, unless the agent is not ``size_free``)."""
         built = self.spec
@@ -227,9 +219,9 @@ class BaseAgent(TorchDevice, RunAgent):
         settings = {**{f"hyperparameters.{k}": v for k, v in data["hyperparameters"].items()},
                     **{f"extra.spec.{k}": v for k, v in stored.items()}}
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**gather_search_options(data["hyperparameters"]), device=device)
+            agent = agent_cls(**saved_options(data["hyperparameters"], agent_cls.option_names()), device=device)
             check_tensor_shapes(path, data, lambda: agent.build_policy(spec), settings)
-            agent.setup(spec)
+            agent._setup(spec)
             agent.policy.load_state_dict(data["state_dict"])
         restore_run_state(agent, data)
         return agent

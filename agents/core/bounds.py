@@ -11,7 +11,7 @@ finite and positive (``1e400`` parses as infinity, NaN poisons every update).
 """
 from __future__ import annotations
 
-from dataclasses import field, fields
+from dataclasses import MISSING, field, fields
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from placement_gym.schema import MAX_OPS, Boolean, Integer, Number, Spec, check
 
 __all__ = ["COEFFICIENT", "DEPTH", "FLAG", "GROUPS", "HEADS", "LEARNING_RATE", "LEVELS", "SEED", "SHARE", "STEPS",
-           "SWEEPS", "THREADS", "WIDTH", "check_settings", "setting"]
+           "SWEEPS", "THREADS", "WIDTH", "check_settings", "components_of", "setting"]
 
 #: A policy's embedding width.
 WIDTH = Integer(1, 1024)
@@ -50,13 +50,33 @@ FLAG = Boolean()
 
 #: The metadata key under which a settings field declares the values it takes (`setting`).
 _ACCEPTS = "accepts"
+_COMPONENT = "component"
 
 
-def setting(default: Any, accepts: Spec) -> Any:
+def setting(default: Any, accepts: Spec, component: bool = False) -> Any:
     """A field of a settings dataclass: its `default` and the values it `accepts` (a `placement_gym.schema` spec:
     type and range), checked by `check_settings` in the dataclass's ``__post_init__``, so that the constructor,
-    ``--agent-option`` and a saved agent's settings are refused alike, in one line, before anything is built."""
-    return field(default=default, metadata={_ACCEPTS: accepts})
+    ``--agent-option`` and a saved agent's settings are refused alike, in one line, before anything is built.
+
+    `component`: the field is a search component beyond the paper's method (self-imitation, exploration, a
+    refinement stage, ...) that runs in the owner's own code; its `default` is its off value, and a record lists
+    it under ``search`` when it differs (`components_of`). A mutable default (a dict) is given as a factory."""
+    metadata = {_ACCEPTS: accepts, _COMPONENT: component}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def components_of(settings: Any) -> list[str]:
+    """The names of the fields of the dataclass instance `settings` declared as search components
+    (`setting`'s ``component``) whose value differs from their default (their off value)."""
+    on = []
+    for f in fields(settings):
+        if f.metadata.get(_COMPONENT):
+            off = f.default_factory() if f.default is MISSING else f.default
+            if getattr(settings, f.name) != off:
+                on.append(f.name)
+    return on
 
 
 def check_settings(settings: Any) -> None:

@@ -52,7 +52,7 @@ from placement_gym.schema import (
 
 __all__ = ["CHECKPOINT", "CHECKPOINT_FORMAT", "MAX_CHECKPOINT_BYTES", "SETTINGS", "CheckpointError", "StoredTensor",
            "agent_class_path", "check_tensor_shapes", "read_checkpoint", "rebuilding", "resolve_agent_class",
-           "restore_run_state", "tensor_bytes", "tensor_checksum", "write_checkpoint"]
+           "renamed", "restore_run_state", "saved_options", "tensor_bytes", "tensor_checksum", "write_checkpoint"]
 
 #: Written into every checkpoint; bumped when the layout changes.
 CHECKPOINT_FORMAT = "placement-gym-agent/2"
@@ -74,6 +74,60 @@ SETTINGS = Record({}, {
     "seed": Optional(SEED), "torch_threads": Optional(THREADS),
 }, others=Plain(max_depth=4, max_len=1000), what="an object of settings (name: value)")
 _NAME = Text(max_len=500)
+
+#: The search settings of earlier releases, by name: in files before the search became a layer of its own they
+#: stood flat among an agent's settings, later under its ``search``. Those the search layer runs are its
+#: `agents.search.config.SearchConfig` fields; the others moved to the code that runs them (a trainer's, a policy's
+#: or an agent's settings, constructor keywords of the same name). `saved_options` translates such a file.
+EARLIER_SEARCH_SETTINGS = frozenset({
+    "heuristic_start", "search_proposals", "split_patience", "split_refit", "explore", "boundary_explore", "refine",
+    "refine_boundary", "imitation_coef", "elites", "distill_steps", "distill_seconds", "fit_memory",
+    "zero_shot_override", "finetune_from_predict", "finetune_search", "finetune_search_options", "search_groups",
+    "greedy_final", "local_search"})
+#: Names of earlier releases for two of them (GO's per-group search).
+EARLIER_SEARCH_ALIASES = {"search_explore": "explore", "search_refine": "refine"}
+#: Names of earlier releases, now spelled as every other agent spells the same idea: a policy's width and depth
+#: (the RNN placer's, Placeto's and PPO's, and the SB3 graph policy's ``policy_kwargs``: PyTorch Geometric's names),
+#: Placeto's node-by-node groups (``node_groups``, as ppo-node's) and PPO's contiguous decision groups (``n_groups``,
+#: as the RNN placer's and Post's).
+EARLIER_NAMES = {"hidden_dim": "hidden_channels", "n_layers": "num_layers", "groups": "node_groups",
+                 "action_groups": "n_groups"}
+
+
+def renamed(options: Mapping[str, Any], takes: "tuple[str, ...] | frozenset[str] | None" = None) -> dict[str, Any]:
+    """`options` with the names of earlier releases (`EARLIER_NAMES`) spelled as today, where the taker (its
+    keywords `takes`; None: any) takes today's name and not the earlier one."""
+    def today(name: str) -> str:
+        new = EARLIER_NAMES.get(name)
+        return new if new is not None and (takes is None or (name not in takes and new in takes)) else name
+
+    return {today(k): v for k, v in options.items()}
+
+
+def saved_options(hyperparameters: Mapping[str, Any], takes: "tuple[str, ...] | frozenset[str]") -> dict[str, Any]:
+    """The constructor options of an agent that takes the keywords `takes`, from `hyperparameters` as a file of
+    any release holds them: earlier names of a setting spelled as today (`renamed`); search settings it takes
+    as its own keywords (`EARLIER_SEARCH_SETTINGS` that moved to
+    their owner) come out of ``search``; the others (the search layer's) go into ``search`` (a file from before
+    the layer, its search settings flat, also measured the policy's own placement first when fine-tuned:
+    ``finetune_from_predict``); an empty ``search`` is left out (no search)."""
+    options = {EARLIER_SEARCH_ALIASES.get(k, k): v for k, v in renamed(hyperparameters, takes).items()}
+    search = options.pop("search", None)
+    search = {EARLIER_SEARCH_ALIASES.get(k, k): v for k, v in search.items()} if isinstance(search, Mapping) else \
+        search
+    flat = {k: options.pop(k) for k in list(options) if k in EARLIER_SEARCH_SETTINGS and k not in takes}
+    if flat:
+        if search is None:
+            search = {"finetune_from_predict": True}
+        if not isinstance(search, Mapping):
+            raise ValueError(f"search must be a dict of search settings here, got {search!r}")
+        search = {**search, **flat}
+    if isinstance(search, Mapping):
+        for name in [k for k in search if k in takes]:
+            options[name] = search.pop(name)  # moved to its owner: the agent's own keyword now
+    if search or (search is not None and not isinstance(search, Mapping)):
+        options["search"] = search
+    return options
 _GRAPHS = ListOf(_NAME, max_len=10_000)
 #: What the policy was trained on (`agents.core.run.RunAgent.learn` writes it; empty before any run).
 TRAINED_FOR = Record({}, {
@@ -193,7 +247,7 @@ def restore_run_state(agent, data: Mapping[str, Any]) -> None:
     # Files from before the flag was recorded: on for a policy whose last run was over many graphs.
     over_many_graphs = isinstance(agent.trained_for.get("graph"), list)
     agent.zero_shot_active = bool(data["extra"].get("zero_shot_active", over_many_graphs)) and \
-        agent.zero_shot_override > 0
+        agent.overrides_zero_shot
 
 
 def read_checkpoint(path: "str | Path", *, agent_class: str | None = None,

@@ -15,8 +15,9 @@ Every agent's ``learn(env, budget, seed, callback)`` is `RunAgent.learn`, which 
        it) until ``run.done`` and reports each update's statistics with ``run.record_update``; an agent built for
        one graph at a time is trained over a multi-graph env in turns (`train_in_turns`). A run that continues a
        policy trained before on one graph (fine-tuning: ``learn`` called again, ``placement-gym evaluate --load
-       A.pt --budget K``) first measures the policy's own placement and the heuristic start's
-       (`RunAgent.start_fine_tuning`), so it ends no worse than either;
+       A.pt --budget K``) first measures what the agent's search layer measures at its start (the policy's own
+       placement and the heuristic start's, in a hybrid), then what the agent itself does
+       (`RunAgent._start_fine_tuning`);
     5. ``run.finish``: re-measure the best placement afresh and the agent's own deterministic placement
        (``predict``), and return a `placement_gym.evaluation.RunSummary` (`agents.core.loop`).
 
@@ -26,8 +27,8 @@ clusters; how the run keeps full-size books beneath it: `agents.core.loop`). ``p
 `agent_predict`) coarsens a full-size observation the same way and expands its answer; the clusters are
 recomputed from the observation itself, so a saved agent needs no stored mapping.
 
-Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to goes through the named
-point `RunAgent.on_predict`, where the search layer applies the zero-shot override (the agent's
+Zero-shot. After a run over many graphs, ``predict`` on a graph the policy was not fitted to goes through the search
+layer the agent holds, if any (its ``on_predict``), which applies the zero-shot override (the layer's
 ``zero_shot_override``; which ops it moves, and how: `agents.search.heuristic_start.override_zero_shot`). It stays on
 for the placements the trained agent is asked for (``placement-gym evaluate --budget 0``, the first placement a
 fine-tuning run measures) and goes off once a run on one graph has measured its start: from there ``predict`` is
@@ -52,10 +53,9 @@ from placement_gym.coarsen import Coarsening
 from placement_gym.evaluation import RunSummary, check_budget
 from placement_gym.graph import ComputationGraph
 from placement_gym.vector_env import DevicePlacementVectorEnv
-from placement_gym.wrappers import NodePlacementWrapper
 
 from agents.core.loop import BestPlacement, RunLoop, set_seed, torch_threads  # noqa: F401 (re-exported)
-from agents.core.search_settings import SearchConfig, check_components, option_names
+from agents.core.bounds import components_of
 from agents.core.settings import AgentSettings, field_values
 
 __all__ = ["RunAgent", "agent_predict", "train_in_turns"]
@@ -75,10 +75,9 @@ class RunAgent(AgentSettings, abc.ABC):
 
     Keywords: the run's settings, `agents.core.settings.RunSettings` (``seed``, ``torch_threads``,
     ``coarsen_above``, ``max_nodes``, ``search``; the class's ``RUN`` holds their defaults), and a subclass's own
-    (its ``SETTINGS``); any other is refused. Of ``search``, the run loop itself reads ``heuristic_start``,
-    ``finetune_from_predict`` and ``zero_shot_override`` (module docstring, "Zero-shot"); the trainers read the
-    rest. What the search does is the search layer's (`agents.search`), attached from above at this class's named
-    points (`SEARCH_LAYER`).
+    (its ``SETTINGS``); any other is refused. ``search`` is handed to the class's search layer (`SEARCH_LAYER`, a
+    factory from above, `agents.search.attach.SearchLayer`), which builds the object the agent holds (``_search``;
+    None without search); the run loop calls it at named points and never reads its settings.
 
     After `learn`::
 
@@ -93,36 +92,30 @@ class RunAgent(AgentSettings, abc.ABC):
     #: Node-feature families the agent's env must observe; None = the env's default.
     feature_families: tuple[str, ...] | None = None
 
-    #: The search this agent's hybrid form runs (``search="hybrid"``, ``hybrid:NAME``): none here; the learned
-    #: agents set theirs (`agents.search.config`).
-    HYBRID: ClassVar[SearchConfig | None] = SearchConfig()
-    #: The search components this class runs (`agents.search.config` field names, with their aliases): a search
-    #: with any other component on is refused when the agent is built, and the command line's ``--agent-option
-    #: KEY=VALUE`` goes to the agents whose class lists KEY. Here what this run loop itself runs (the heuristic
-    #: start, the fine-tuning run's first placement, the zero-shot override of `agent_predict`); subclasses add
-    #: what their training runs.
-    SEARCH_OPTIONS: ClassVar[frozenset[str]] = option_names("heuristic_start", "finetune_from_predict",
-                                                            "zero_shot_override")
-    #: Whether the search layer is attached at this class's named points (`measure_heuristic_start`,
-    #: `on_predict`, a trainer's ``training_hooks``): `agents.search.attach.SearchLayer` sets it. Without it the
-    #: points do nothing and the components they carry (`agents.core.search_settings.LAYER_COMPONENTS`) are
-    #: refused when the agent is built.
-    SEARCH_LAYER: ClassVar[bool] = False
+    #: The search layer this class composes (`agents.search.attach.SearchLayer` for the learned agents shipped
+    #: here): a factory whose ``build(search, agent_class)`` returns the layer object the agent holds, or None for
+    #: no search. None here: a class without one refuses a ``search`` with components (wrap the agent instead,
+    #: ``hybrid:NAME``, `agents.search.hybrid.SearchAround`).
+    SEARCH_LAYER: ClassVar[Any] = None
+    #: The hybrid form's own search-like settings (``search="hybrid"``, ``hybrid:NAME``): the agent's, its
+    #: trainer's and its policy's settings that the hybrid turns on, by keyword (none here). ``search="hybrid"``
+    #: takes them under the caller's keywords; its layer is the class's ``HYBRID`` (`agents.search.config`).
+    HYBRID_COMPONENTS: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:
         # The agent's own settings (``SETTINGS``) first, then the run's (``RUN``); any other keyword is refused in
         # one line naming those the class takes (`agents.core.settings`).
-        self.take_own_settings(options)
+        options = self._hybrid_form(options)
+        self._take_own_settings(options)
         unknown = set(options) - set(field_values(type(self).RUN))
         if unknown:
-            raise self.refusal(unknown)
+            raise self._refusal(unknown)
         run = replace(type(self).RUN, **options)
         self.seed = run.seed
         self.torch_threads = run.torch_threads
-        #: The search components around the agent's own method (`agents.search.config`; none by default).
-        self.search = SearchConfig.resolve(run.search, type(self).HYBRID)
-        check_components(self.search, type(self).SEARCH_OPTIONS, self.name or type(self).__name__,
-                         layer=type(self).SEARCH_LAYER)
+        #: The search layer around the agent's own method (`agents.search.attach.SearchLayer`), an object; None:
+        #: no search (the default), the paper's method alone.
+        self._search = self._build_search(run.search)
         self.zero_shot_active = False
         self.coarsen_above = int(run.coarsen_above) if run.coarsen_above else None
         self.max_nodes = int(run.max_nodes)
@@ -150,17 +143,17 @@ class RunAgent(AgentSettings, abc.ABC):
         with torch_threads(self.torch_threads):
             base = (env.envs[0] if isinstance(env, DevicePlacementVectorEnv) else env).unwrapped
             # A multi-graph env is learned as it is: its graphs differ, one coarsening cannot serve them all.
-            coarsen = not base.multi_graph and self.coarsens(base.graph.n_ops)
+            coarsen = not base.multi_graph and self._coarsens(base.graph.n_ops)
             run = RunLoop(env, budget, seed, make_callback(callback), {"agent": self.name, **self.hyperparameters()},
                           max_nodes=self.max_nodes if coarsen else None)
-            if base.multi_graph and self.placements_per_turn(base.graph) is not None:
+            if base.multi_graph and self._placements_per_turn(base.graph) is not None:
                 train_in_turns(self, run, seed)  # an agent built for one graph at a time
             else:
                 self.train(run, seed)
             if base.multi_graph:  # a policy for graphs it was not fitted to (module docstring, "Zero-shot")
-                self.zero_shot_active = self.zero_shot_override > 0
+                self.zero_shot_active = self.overrides_zero_shot
             elif budget > 0:  # a run on one graph: predict is what it distilled (also for a train without
-                self.zero_shot_active = False  # `measure_starts`)
+                self.zero_shot_active = False  # `_measure_starts`)
             summary = run.finish(self.predict if self.has_policy() else None)
         self.run_summary, self.history = summary, run.history
         base = run.base
@@ -178,109 +171,108 @@ class RunAgent(AgentSettings, abc.ABC):
     #: cost on each device, `agents.nn.device_head.enable_graph_cost`), where the agent has such a head.
     whole_graph_cost: bool = True
 
-    @property
-    def finetune_from_predict(self) -> bool:
-        """Whether a fine-tuning run measures the policy's own placement (``predict``, zero-shot) first, so its best
-        is never worse than the placement it started from (``search.finetune_from_predict``)."""
-        return self.search.finetune_from_predict
+    @classmethod
+    def _hybrid_form(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """`options` with ``search="hybrid"`` spelled out: the class's `HYBRID_COMPONENTS` under the caller's
+        keywords and its layer preset (``HYBRID``) as ``search``; `options` unchanged otherwise. Called by the
+        first constructor in the class's bases that takes keywords (a base class's constructor may take some of
+        them before this one runs)."""
+        if options.get("search") != "hybrid":
+            return options
+        return {**cls.HYBRID_COMPONENTS, **options, "search": getattr(cls, "HYBRID", None)}
+
+    def _build_search(self, value: Any) -> Any:
+        """The search layer the ``search`` keyword names, built by the class's `SEARCH_LAYER`; None for no search.
+        A class without a layer takes no search (None, ``"off"`` or an empty dict, as an earlier file may hold)."""
+        if type(self).SEARCH_LAYER is not None:
+            return type(self).SEARCH_LAYER.build(value, type(self))
+        if value is None or value == "off" or (isinstance(value, Mapping) and not value):
+            return None
+        raise ValueError(f"{self.name or type(self).__name__} composes no search layer and takes no search "
+                         f"({value!r}); put the layer around it: hybrid:NAME on the command line, "
+                         "agents.search.hybrid.SearchAround(agent) in Python")
 
     @property
-    def heuristic_start(self) -> str:
-        """What a run measures before the policy samples (``search.heuristic_start``, `agents.search.heuristic_start`)."""
-        return self.search.heuristic_start
+    def search(self) -> Any:
+        """The search layer's settings (`agents.search.config.SearchConfig`), or None: no search."""
+        return None if self._search is None else self._search.config
 
     @property
-    def zero_shot_override(self) -> float:
-        """``search.zero_shot_override`` (module docstring, "Zero-shot"; 0: off)."""
-        return self.search.zero_shot_override
+    def overrides_zero_shot(self) -> bool:
+        """Whether ``predict`` after a run over many graphs goes through the search layer's zero-shot override
+        (module docstring, "Zero-shot")."""
+        return self._search is not None and self._search.overrides_zero_shot
 
-    def measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool,
-                       obs: Mapping[str, Any]) -> None:
-        """What a run on one graph measures before the policy samples: `start_fine_tuning` for a policy `trained`
-        before, else the heuristic start (`agents.search.heuristic_start`, unless ``heuristic_start="off"``).
-        Nothing over many graphs (`RunLoop.many_graphs`). `env` is the agent's env (``run.env`` or its wrapper),
-        `obs` the run's ``run.predict_observation()`` (the graph as the agent's actions address it)."""
+    def _measure_starts(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool,
+                        obs: Mapping[str, Any]) -> None:
+        """What a run on one graph measures before the policy samples: the search layer's starts (its
+        ``measure_starts``: a fine-tuning run's own placement, the heuristic start), then, for a policy `trained`
+        before, the agent's own start of a fine-tuning run (`_start_fine_tuning`). Nothing over many graphs
+        (`RunLoop.many_graphs`). `env` is the agent's env (``run.env`` or its wrapper), `obs` the run's
+        ``run.predict_observation()`` (the graph as the agent's actions address it)."""
         if run.many_graphs:
             return
+        if self._search is not None:
+            self._search.measure_starts(self, run, env, seed, trained, obs)
         if trained:
-            self.start_fine_tuning(run, env, seed, obs)
-        elif self.heuristic_start != "off":
-            self.measure_heuristic_start(run, obs, seed)
+            self._start_fine_tuning(run, env, seed, obs)
         if run.budget > 0:  # the zero-shot placement is measured (or not asked for): from here predict is this
             self.zero_shot_active = False  # graph's own (module docstring, "Zero-shot")
 
-    def refits_start(self, run: RunLoop) -> bool:
-        """Whether the policy is fitted to the run's best start placement before it samples
-        (``heuristic_start="refit"``, on one graph, once a start placement worked); the agent's trainer does the
-        fitting (`agents.algos.learned.LearnedAgent.refit_best`)."""
-        return self.heuristic_start == "refit" and not run.many_graphs and run.best_action is not None
+    def _start_fine_tuning(self, run: RunLoop, env: gym.Env, seed: int | None, obs: Mapping[str, Any]) -> None:
+        """What the agent itself measures when a policy trained before continues on one graph, after the search
+        layer's starts and within the budget: nothing here (GO's local search, `agents.go.GOAgent`)."""
 
-    def start_fine_tuning(self, run: RunLoop, env: gym.Env, seed: int | None, obs: Mapping[str, Any]) -> None:
-        """What a fine-tuning run (a policy trained before, continuing on one graph) measures before its training
-        goes on, within the budget: the policy's own placement (`finetune_from_predict`), then the heuristic
-        start's placements (unless ``heuristic_start="off"``: each device alone and every op on its cheapest
-        device), so the run ends no worse than the zero-shot placement or the best single device. A node-by-node
-        `env` (Placeto's and ppo-node's `NodePlacementWrapper`) then starts its episodes from the run's best
-        placement so far instead of a random one (`NodePlacementWrapper.start_from_best`): the episodes search
-        around what the policy and the costs suggest (from random starts, Placeto and ppo-node ended a short
-        fine-tuning on the `paper` test graphs worse than their zero-shot placements). Nothing here on a node-by-node
-        env given directly (its actions are not whole placements). `env` and `obs` as for `measure_starts`."""
-        if not isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
-            return
-        if self.finetune_from_predict and not run.done:
-            self.measure_predict(run, seed, obs)
-        if self.heuristic_start != "off":
-            self.measure_heuristic_start(run, obs)
-        if isinstance(env, NodePlacementWrapper) and run.best_action is not None:
-            env.start_from_best(run.best_action, run.best_latency_s)
+    def _refits_start(self, run: RunLoop) -> bool:
+        """Whether the policy is fitted to the run's best start placement before it samples (the search layer's
+        ``heuristic_start="refit"``); the agent's trainer does the fitting
+        (`agents.algos.learned.run_learned`)."""
+        return self._search is not None and self._search.refits_start(run)
 
-    # ------------------------------------------------------------ named points of the search layer (no-ops here)
-    def measure_heuristic_start(self, run: RunLoop, obs: Mapping[str, Any], seed: int | None = None) -> int:
-        """Before training (called by `measure_starts` and `start_fine_tuning` where ``heuristic_start`` is on):
-        measure the heuristic start's placements through ``run.env``; the placements measured. Nothing here: the
-        search layer's (`agents.search.attach.SearchLayer`, `agents.search.heuristic_start`)."""
-        return 0
-
-    def on_predict(self, placement: np.ndarray, obs: Mapping[str, Any]) -> np.ndarray:
-        """On predict (`agent_predict`, while `zero_shot_active`): the (N,) placement to return for `obs` instead
-        of the policy's `placement` (N,). `placement` itself here: the zero-shot override is the search layer's
-        (`agents.search.attach.SearchLayer`, `agents.search.heuristic_start.override_zero_shot`)."""
-        return placement
-
-    def measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
+    def _measure_predict(self, run: RunLoop, seed: int | None, obs: Mapping[str, Any]) -> None:
         """Measure the policy's own placement for `obs` (``run.predict_observation()``) through ``run.env`` (one
         placement of the budget)."""
         run.env.reset(seed=seed)
         run.env.step(self.predict(obs))
 
-    def placements_per_turn(self, graph: ComputationGraph) -> int | None:
+    def _placements_per_turn(self, graph: ComputationGraph) -> int | None:
         """Training over several graphs (a multi-graph env): None (here) trains on that env as it is; an agent
         whose env or model is built for one graph returns the placements of one turn on `graph`, and is trained
         one graph at a time (`train_in_turns`)."""
         return None
 
     # ------------------------------------------------------------------------------------ big graphs
-    def coarsens(self, n_ops: int) -> bool:
+    def _coarsens(self, n_ops: int) -> bool:
         """Whether this agent works on a graph of `n_ops` ops through its coarsening (``coarsen_above``)."""
         return self.coarsen_above is not None and n_ops > self.coarsen_above
 
-    def coarsen_options(self) -> dict[str, Any]:
+    def _coarsen_options(self) -> dict[str, Any]:
         """``coarsen_above`` and ``max_nodes`` (for `hyperparameters`)."""
         return {"coarsen_above": self.coarsen_above, "max_nodes": self.max_nodes}
 
-    def search_options(self) -> dict[str, Any]:
-        """``{"search": ...}``: the search components that are on, as plain data (for `hyperparameters`)."""
-        return {"search": self.search.to_dict()}
+    def _search_options(self) -> dict[str, Any]:
+        """``{"search": ...}``: the search layer's components that are on, as plain data (for `hyperparameters`);
+        nothing for an agent without search."""
+        return {} if self._search is None else {"search": self._search.config.to_dict()}
+
+    def _owned_settings(self) -> list[Any]:
+        """The settings dataclasses the agent owns (its own ``settings``; subclasses add their trainer's), whose
+        fields declared as search components (`agents.core.bounds.setting`, ``component=True``) count in
+        `search_components`."""
+        settings = getattr(self, "settings", None)
+        return [] if settings is None else [settings]
 
     def search_components(self) -> list[str]:
-        """The search components this agent runs (`agents.search.config.SearchConfig.components`): what its results
-        records list under ``search``; empty for a pure agent."""
-        return self.search.components()
+        """The search components this agent runs: the search layer's that are on, then the search-like settings of
+        its own code that differ from their off value (the field's default): what its results records list under
+        ``search``; empty for a pure agent."""
+        layer = [] if self._search is None else self._search.config.components()
+        return layer + [name for settings in self._owned_settings() for name in components_of(settings)]
 
-    def coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
+    def _coarsening_for(self, obs: Mapping[str, Any]) -> Coarsening | None:
         """The coarsening ``predict`` applies to `obs`: None for a graph it places as it is (at most
         ``coarsen_above`` ops, or a node-by-node observation, which is already of the env it learned on)."""
-        if "current_node" in obs or not self.coarsens(int(np.shape(obs["placement"])[0])):
+        if "current_node" in obs or not self._coarsens(int(np.shape(obs["placement"])[0])):
             return None
         return Coarsening.of(obs, self.max_nodes)
 
@@ -310,7 +302,7 @@ class RunAgent(AgentSettings, abc.ABC):
 def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
     """Train `agent` over the graphs of a multi-graph `run` one graph at a time, for agents whose env or model is
     built for one graph (a node-by-node wrapper's groups, SB3's spaces and rollout buffer): turns of
-    ``agent.placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
+    ``agent._placements_per_turn(graph)`` placements (one update's worth) on a single-graph env of each graph
     (`RunLoop.turn`), every graph once in a seeded random order, then again, until the run's budget is spent.
     Each turn is the agent's `RunAgent.train` on that turn's run, continuing what it learned
     (`RunLoop.many_graphs` keeps the single-graph extras off: heuristic start, coarse to fine, self-imitation,
@@ -323,8 +315,8 @@ def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
             order = [run.base.models[i] for i in rng.permutation(len(run.base.models))]
         model = order.pop()
         graph = run.base.graphs[model]
-        placements = max(1, int(agent.placements_per_turn(graph)))
-        coarse = agent.coarsens(graph.n_ops)
+        placements = max(1, int(agent._placements_per_turn(graph)))
+        coarse = agent._coarsens(graph.n_ops)
         turn = run.turn(model, min(placements, run.remaining), agent.max_nodes if coarse else None)
         agent.train(turn, None if seed is None else seed + turns)
         run.env_s += turn.env_s
@@ -336,8 +328,8 @@ def train_in_turns(agent: "RunAgent", run: RunLoop, seed: int | None) -> None:
 def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """Decorator for a `RunAgent`'s ``predict(obs, deterministic)``, what every learned agent's placement goes
     through: an observation of a graph above the agent's ``coarsen_above`` is coarsened first
-    (`RunAgent.coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
-    named point `RunAgent.on_predict` (the search layer's zero-shot override, module docstring) may change it. A decorated
+    (`RunAgent._coarsening_for`) and the (M,) answer expanded to (N,); then, while `RunAgent.zero_shot_active`, the
+    search layer's ``on_predict`` (its zero-shot override, module docstring) may change it. A decorated
     ``predict`` that calls its parent class's (also decorated) is wrapped once: by the outermost call."""
 
     @functools.wraps(predict)
@@ -346,15 +338,15 @@ def agent_predict(predict: Callable[..., np.ndarray]) -> Callable[..., np.ndarra
             return predict(self, obs, deterministic)
         self._predicting = True
         try:
-            coarsening = self.coarsening_for(obs)
+            coarsening = self._coarsening_for(obs)
             if coarsening is None:
                 placement = predict(self, obs, deterministic)
             else:
                 placement = coarsening.expand(predict(self, coarsening.observation(obs), deterministic))
         finally:
             self._predicting = False
-        if not self.zero_shot_active:
+        if not self.zero_shot_active or self._search is None:
             return placement
-        return self.on_predict(placement, obs)
+        return self._search.on_predict(placement, obs)
 
     return wrapper

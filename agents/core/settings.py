@@ -8,7 +8,8 @@ Each setting is declared once, in a dataclass per role, whose instance on the cl
   ``__post_init__`` checks them;
 * the trainer's: ``TRAINER`` and ``TRAINER_OPTIONS`` (`agents.algos.policy_gradient.PolicyGradientAgent`);
 * the run's: ``RUN``, a `RunSettings` (seed, threads, coarsening, search);
-* the search's: `agents.core.search_settings.SearchConfig` (the ``search`` setting).
+* the search layer's: `agents.search.config.SearchConfig` (the ``search`` setting, resolved by the class's search
+  layer, `agents.core.run.RunAgent.SEARCH_LAYER`).
 
 The constructor takes them all as keywords (``HSDAGAgent(hidden_channels=32, learning_rate=0.01, seed=0)``),
 refuses any other in one line naming those it accepts, and keeps the agent's own as attributes of the same name.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable
 
 import numpy as np
 
@@ -41,9 +42,6 @@ from placement_gym.schema import (
 
 from agents.core.bounds import GROUPS, SEED, THREADS, check_settings, setting
 from agents.core.checkpoint import SETTINGS, CheckpointError
-
-if TYPE_CHECKING:
-    from agents.core.search_settings import SearchConfig
 
 __all__ = ["AGENT_FILE", "AgentSettings", "RunSettings", "constructor_keywords", "field_values"]
 
@@ -78,15 +76,16 @@ class RunSettings:
             set `placement_gym.coarsen.COARSEN_ABOVE`). At least `max_nodes`, so a coarse graph is never
             coarsened again.
         max_nodes: clusters of a coarsened graph, at most.
-        search: the search components around the agent's own method (`agents.core.search_settings.SearchConfig`,
-            a dict of its fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's ``HYBRID`` preset).
+        search: the search layer around the agent's own method (`agents.search.config.SearchConfig`, a dict of its
+            fields, ``"off"``/None: none, the default; ``"hybrid"``: the class's hybrid form), for a class that
+            composes the layer (`agents.core.run.RunAgent.SEARCH_LAYER`).
     """
 
     seed: int | None = setting(None, Optional(SEED))
     torch_threads: int | None = setting(1, Optional(THREADS))
     coarsen_above: int | None = setting(None, Optional(Integer(0)))
     max_nodes: int = setting(MAX_NODES, GROUPS)
-    search: "SearchConfig | Mapping[str, Any] | str | None" = None  # resolved by the agent (its ``HYBRID``)
+    search: Any = None  # resolved by the class's search layer (`agents.core.run.RunAgent.SEARCH_LAYER`)
 
     def __post_init__(self) -> None:
         check_settings(self)  # each field's declared values (`agents.core.bounds`)
@@ -109,7 +108,7 @@ def _is_plain(value: Any) -> bool:
 def constructor_keywords(cls: "type[AgentSettings]") -> tuple[str, ...]:
     """The keywords the constructor of `cls` takes, read from its signature and, where it passes ``**kwargs`` on,
     its base classes' (each once, in order; up to `RunAgent`'s, which takes the declared run settings,
-    `AgentSettings.base_option_defaults`). Only for a class that declares no ``SETTINGS``: a user's own agent
+    `AgentSettings._base_option_defaults`). Only for a class that declares no ``SETTINGS``: a user's own agent
     with a plain constructor, or a baseline (module docstring); the agents shipped here declare theirs."""
     names: list[str] = []
     for klass in cls.__mro__:
@@ -121,7 +120,7 @@ def constructor_keywords(cls: "type[AgentSettings]") -> tuple[str, ...]:
                   and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return tuple(names)  # a plain constructor that passes nothing on
-    return tuple(names) + tuple(name for name in cls.base_option_defaults() if name not in names)
+    return tuple(names) + tuple(name for name in cls._base_option_defaults() if name not in names)
 
 
 class AgentSettings:
@@ -145,12 +144,12 @@ class AgentSettings:
              for name, default in cls.option_defaults().items()])
 
     @classmethod
-    def own_setting_names(cls) -> tuple[str, ...]:
+    def _own_setting_names(cls) -> tuple[str, ...]:
         """The names of the agent's own settings: the fields of ``SETTINGS`` (none for a class without one)."""
         return () if cls.SETTINGS is None else tuple(f.name for f in fields(cls.SETTINGS))
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The keywords the base classes take, with this class's defaults: here the run's (``RUN``); subclasses
         add theirs (the torch device, the trainer's)."""
         return field_values(cls.RUN)
@@ -158,9 +157,9 @@ class AgentSettings:
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
         """Every keyword a class with ``SETTINGS`` takes, with its default: its own settings, then the base
-        classes' (`base_option_defaults`)."""
+        classes' (`_base_option_defaults`)."""
         own = {} if cls.SETTINGS is None else field_values(cls.SETTINGS)
-        return {**own, **cls.base_option_defaults()}
+        return {**own, **cls._base_option_defaults()}
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -169,25 +168,25 @@ class AgentSettings:
         return tuple(cls.option_defaults()) if cls.SETTINGS is not None else constructor_keywords(cls)
 
     @classmethod
-    def refusal(cls, unknown: Iterable[str]) -> TypeError:
+    def _refusal(cls, unknown: Iterable[str]) -> TypeError:
         """The one-line error for keywords the constructor does not take, naming those it does."""
         return TypeError(f"{cls.__name__} takes no {', '.join(sorted(unknown))}; accepted: "
                          f"{', '.join(cls.option_names())}")
 
-    def take_own_settings(self, options: dict[str, Any]) -> None:
+    def _take_own_settings(self, options: dict[str, Any]) -> None:
         """Build the agent's own settings from the constructor's `options` (popped from it): ``SETTINGS`` with the
         given values replaced, checked by its dataclass, kept as ``self.settings`` and each as an attribute of
-        the same name (what the agent's code and `own_settings` read)."""
+        the same name (what the agent's code and `_own_settings` read)."""
         if self.SETTINGS is None:
             return
-        given = {name: options.pop(name) for name in self.own_setting_names() if name in options}
+        given = {name: options.pop(name) for name in self._own_setting_names() if name in options}
         self.settings = replace(self.SETTINGS, **given)
         for name, value in field_values(self.settings).items():
             setattr(self, name, value)
 
-    def own_settings(self) -> dict[str, Any]:
-        """The agent's own settings by name (`own_setting_names`), as its attributes hold them."""
-        return {name: getattr(self, name) for name in self.own_setting_names()}
+    def _own_settings(self) -> dict[str, Any]:
+        """The agent's own settings by name (`_own_setting_names`), as its attributes hold them."""
+        return {name: getattr(self, name) for name in self._own_setting_names()}
 
     def hyperparameters(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this agent (plain Python values only).

@@ -34,7 +34,8 @@ moving-average baseline per graph instead of a critic by default (``ppo={"value"
 
 The best placement measured is the run's result; ``predict`` (every op's most likely device) is reported beside it.
 
-Its hybrid form (``search="hybrid"``, ``hybrid:go``) adds what `GOAgent.HYBRID` lists (`agents.search.config`): the
+Its hybrid form (``search="hybrid"``, ``hybrid:go``) adds what `GOAgent.HYBRID` (the search layer,
+`agents.search.config`) and `GOAgent.HYBRID_COMPONENTS` (GO's own search-like settings, `GOSettings`) list: the
 heuristic start; on an untrained policy's run on one graph, a per-group search (``search_groups``: the policy's
 own placement measured first, the whole-graph cost term off, one device per contiguous group, halved after
 ``split_patience`` placements without a new best, with uniform exploration and a per-op refinement stage); in a
@@ -47,7 +48,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import DEPTH, FLAG, HEADS, WIDTH, check_settings, setting
+from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, GROUPS, HEADS, SHARE, WIDTH, check_settings, setting
 from agents.core.settings import field_values
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
@@ -55,11 +56,11 @@ from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.core.loop import RunLoop
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.local_search import BlockSearch, search_around_best
 from placement_gym.features import DEFAULT_FAMILIES
-from placement_gym.schema import MAX_OPS, Integer
+from placement_gym.schema import MAX_OPS, Integer, MapOf, Optional, Plain
 
 from .policy import GOPolicy
 
@@ -70,8 +71,10 @@ __all__ = ["GOAgent", "GOSettings", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
 SEARCH_GROUPS = 8
 SEARCH_EXPLORE = 1.0
 
-#: Keys of the search's ``finetune_search_options`` for GO: `BlockSearch`'s settings and the batch of `search_around_best`.
+#: Keys of ``finetune_search_options`` for GO: `BlockSearch`'s settings and the batch of `search_around_best`.
 FINETUNE_SEARCH_KEYS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
+#: `GOSettings`' search components (GO's own search, beyond the paper): not the network's settings.
+SEARCH_FIELDS = ("explore", "refine", "search_groups", "finetune_search", "finetune_search_options")
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,15 @@ class GOSettings:
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
             (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
             their first run over many graphs); a prior for transfer, off (scale 0) while a new policy learns one
-            graph (`GOAgent.start_run`).
+            graph (`GOAgent._start_run`).
+        search_groups: an untrained policy's run on one graph measures its own placement, then searches per group of
+            this many contiguous groups instead of per op (None: off; a search component beyond the paper), halved
+            coarse to fine by the search layer's ``split_patience``.
+        explore: uniform exploration of that per-group search (a search component).
+        refine: a per-op refinement stage in that per-group search (a search component).
+        finetune_search: share of a fine-tuning run's budget spent on the local search around its best before the
+            policy trains (0: off; a search component, `GOAgent._start_fine_tuning`).
+        finetune_search_options: `BlockSearch` settings of that search (keys `FINETUNE_SEARCH_KEYS`).
     """
 
     hidden_channels: int = setting(64, WIDTH)
@@ -99,6 +110,12 @@ class GOSettings:
     segment_length: int = setting(128, Integer(1, MAX_OPS))
     use_edge_features: bool = setting(True, FLAG)
     graph_cost: bool = setting(True, FLAG)
+    search_groups: int | None = setting(None, Optional(GROUPS), component=True)
+    explore: float = setting(0.0, COEFFICIENT, component=True)
+    refine: bool = setting(False, FLAG, component=True)
+    finetune_search: float = setting(0.0, SHARE, component=True)
+    finetune_search_options: dict = setting({}, MapOf(Plain(max_depth=2, max_len=100), max_len=20, max_key=100),
+                                            component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -107,32 +124,32 @@ class GOSettings:
                              f"heads ({self.heads}); expected a width that is a multiple of the heads")
 
     def policy_options(self) -> dict[str, Any]:
-        """The keywords `GOPolicy` takes: GO's own settings (a subclass's added fields are not among them)."""
-        return field_values(self, [f.name for f in fields(GOSettings)])
+        """The keywords `GOPolicy` takes: GO's own settings but its search (`SEARCH_FIELDS`; a subclass's added
+        fields are not among them either)."""
+        return field_values(self, [f.name for f in fields(GOSettings) if f.name not in SEARCH_FIELDS])
 
 
-class GOAgent(SearchLayer, PolicyGradientAgent):
+class GOAgent(PolicyGradientAgent):
     """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
 
     Keywords: its own settings (`GOSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
     ``samples_per_update``, ...: `ReinforceConfig`, defaults in `TRAINER`; samples_per_update placements of one
     graph per update); ``algorithm`` (GO's: ``"ppo"``, the paper's), ``ppo`` and the run's (``seed``,
     ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
-    `agents.algos.policy_gradient.PolicyGradientAgent`. GO's search reads ``finetune_search`` and
-    ``finetune_search_options`` (keys `FINETUNE_SEARCH_KEYS`), ``search_groups`` with ``split_patience``,
-    ``explore`` and ``refine`` (its per-group search on one graph) besides the fields every learned agent reads.
+    `agents.algos.policy_gradient.PolicyGradientAgent`. GO's own search is in `GOSettings` (``finetune_search``,
+    ``search_groups``, ``explore``, ``refine``: off by default).
     """
 
     name = "go"
-    #: The trainers' search components and GO's own: the per-group search of a run on one graph and the fine-tuning
-    #: run's local search.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names(
-        "explore", "refine", "search_groups", "finetune_search", "finetune_search_options")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
-                          zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True, finetune_search=1.0,
-                          search_groups=SEARCH_GROUPS, split_patience=SPLIT_PATIENCE, explore=SEARCH_EXPLORE,
-                          refine=True, split_refit=True)
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING | DURING_TRAINING
+    #: The hybrid form's search layer and GO's own search-like settings (its per-group search on one graph, the
+    #: fine-tuning run's local search, the distillation): this agent's defaults before the search became a layer.
+    HYBRID = SearchConfig(heuristic_start="measure", zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True,
+                          split_patience=SPLIT_PATIENCE, split_refit=True)
+    HYBRID_COMPONENTS = {"distill_steps": 1000, "distill_seconds": DISTILL_SECONDS, "finetune_search": 1.0,
+                         "search_groups": SEARCH_GROUPS, "explore": SEARCH_EXPLORE, "refine": True}
     feature_families = DEFAULT_FAMILIES
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): the trainer's switches as when
@@ -150,41 +167,39 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        unknown = sorted(set(self.search.finetune_search_options) - set(FINETUNE_SEARCH_KEYS))
+        unknown = sorted(set(self.finetune_search_options) - set(FINETUNE_SEARCH_KEYS))
         if unknown:
             raise ValueError(f"unknown finetune_search_options {unknown}; accepted: {list(FINETUNE_SEARCH_KEYS)}")
         self.whole_graph_cost = self.graph_cost  # built with the policy (`GOPolicy`), never added by a run
 
-    def start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
-        """The shared start (the zero-shot placement with ``finetune_from_predict``, then the heuristic start's),
-        then ``finetune_search`` of the rest of the budget on the local search around the best placement
-        (`agents.search.local_search`)."""
-        super().start_fine_tuning(run, env, seed, obs)
-        placements = int(round(self.search.finetune_search * run.remaining))
+    def _start_fine_tuning(self, run: RunLoop, env, seed: int | None, obs) -> None:
+        """After the search layer's start (the zero-shot placement with ``finetune_from_predict``, then the
+        heuristic start's): ``finetune_search`` of the rest of the budget on the local search around the best
+        placement (`agents.search.local_search`)."""
+        placements = int(round(self.finetune_search * run.remaining))
         if placements == 0:
             return
         # `obs`: the graph as the policy sees it (coarsened on a coarsened run), costs included.
-        given = self.search.finetune_search_options
+        given = self.finetune_search_options
         options = {k: v for k, v in given.items() if k not in ("batch", "cheapest_first")}
         search = BlockSearch.of_observation(obs, seed, **options)
         search_around_best(run, search, placements, start=self.predict(obs), batch=given.get("batch", 4),
                            cheapest_first=given.get("cheapest_first", False))
 
-    def start_run(self, run, env, seed, trained) -> None:
+    def _start_run(self, run, env, seed, trained) -> None:
         """A new policy's run on one graph has the whole-graph cost term off; with `search_groups` it measures its
         own placement, then searches per group (class docstring); otherwise the shared start."""
-        s = self.search
         if not trained and not run.many_graphs and self.policy.head.graph_cost is not None:
             # The whole-graph cost term is a prior for transfer across graphs (not in the GO paper): on one graph
             # it starts every op on the device with the lowest total cost, a single-device placer from its first
             # sample. A new policy learning one graph has it off.
             self.policy.head.graph_cost_scale.fill_(0.0)
-        if s.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
-            return super().start_run(run, env, seed, trained)
-        self.measure_predict(run, seed, self.imitation_obs)
-        self.policy.set_groups(s.search_groups)
-        self.policy.explore.fill_(s.explore)
-        if s.refine:
+        if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
+            return super()._start_run(run, env, seed, trained)
+        self._measure_predict(run, seed, self.imitation_obs)
+        self.policy.set_groups(self.search_groups)
+        self.policy.explore.fill_(self.explore)
+        if self.refine:
             self.policy.enable_refiner()
 
     #: The network `build_policy` builds (a subclass of `GOPolicy`; the imitation placer picks another).
@@ -193,8 +208,8 @@ class GOAgent(SearchLayer, PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
         if spec.device_features == 0:
             raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return self.policy_class(spec, **self.policy_settings())
+        return self.policy_class(spec, **self._policy_settings())
 
-    def policy_settings(self) -> dict[str, Any]:
+    def _policy_settings(self) -> dict[str, Any]:
         """The keywords `build_policy` hands the network (`GOSettings.policy_options`)."""
         return self.settings.policy_options()

@@ -47,10 +47,12 @@ nothing merges; no search runs unless ``search`` asks):
 * the result is reported as the paper does (the best placement measured, re-measured at the end) and, beside
   it, ``predict``: the policy's own deterministic placement.
 
-Its hybrid form (``search="hybrid"``, ``hybrid:hsdag``) adds the search `HSDAGAgent.HYBRID` lists: the heuristic
-start, two cost-guided proposals per update, coarse to fine over the pooling levels, uniform and boundary
-exploration, a per-op refinement stage with boundary moves, self-imitation, the final distillation and the
-zero-shot override (`agents.search.config`). Those were this agent's defaults before the search became a layer.
+Its hybrid form (``search="hybrid"``, ``hybrid:hsdag``) adds the search layer `HSDAGAgent.HYBRID` lists (the
+heuristic start, two cost-guided proposals per update, coarse to fine over the pooling levels, the zero-shot
+override: `agents.search.config`) and turns on the search-like settings of its own code that
+`HSDAGAgent.HYBRID_COMPONENTS` lists (uniform and boundary exploration and a per-op refinement stage with boundary
+moves in the policy, self-imitation in the trainer, the final distillation). Those were this agent's defaults
+before the search became a layer.
 """
 from __future__ import annotations
 
@@ -61,13 +63,13 @@ import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import DEPTH, FLAG, LEVELS, WIDTH, check_settings, setting
+from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, LEVELS, WIDTH, check_settings, setting
 from agents.core.settings import field_values
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.schema import Number, Optional, Text
 
@@ -94,7 +96,7 @@ def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, stru
 
 #: The settings of `HSDAGSettings` that `HSDAGPolicy` takes (the others pick the env's node features).
 POLICY_SETTINGS = ("hidden_channels", "num_layers", "pooling", "place", "max_levels", "stochastic_parsing", "stay_bias",
-                   "directed", "use_edge_features")
+                   "directed", "use_edge_features", "explore", "boundary_explore", "refine", "refine_boundary")
 #: The settings of `HSDAGSettings` that pick the node-feature families (`hsdag_feature_families`).
 FEATURE_SWITCHES = ("output_shape", "node_id", "structure", "cost")
 
@@ -117,6 +119,12 @@ class HSDAGSettings:
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
         output_shape, node_id, structure, cost: feature-family switches (ablations, `hsdag_feature_families`).
+        explore: about this many group decisions per placement drawn uniformly at random (0: off; a search
+            component beyond the paper, `HSDAGPolicy`).
+        boundary_explore: decisions per placement sampled around the run's best at its device boundaries (0: off;
+            a search component, `HSDAGAgent._on_update`).
+        refine: a per-op override stage after the group placer (a search component, `agents.nn.refine`).
+        refine_boundary: that stage proposes boundary moves to the neighbours' device (a search component).
     """
 
     hidden_channels: int = setting(64, WIDTH)
@@ -132,6 +140,10 @@ class HSDAGSettings:
     node_id: bool = setting(True, FLAG)
     structure: bool = setting(True, FLAG)
     cost: bool = setting(True, FLAG)
+    explore: float = setting(0.0, COEFFICIENT, component=True)
+    boundary_explore: float = setting(0.0, COEFFICIENT, component=True)
+    refine: bool = setting(False, FLAG, component=True)
+    refine_boundary: bool = setting(False, FLAG, component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -145,7 +157,7 @@ class HSDAGSettings:
         return hsdag_feature_families(**field_values(self, FEATURE_SWITCHES))
 
 
-class HSDAGAgent(SearchLayer, PolicyGradientAgent):
+class HSDAGAgent(PolicyGradientAgent):
     """HSDAG: directed GNN + graph-parsing pooling + per-group placer, trained with REINFORCE.
 
     Build its env with ``features=agent.feature_families`` (the CLI does).
@@ -159,14 +171,15 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
 
     name = "hsdag"
     feature_families = hsdag_feature_families()
-    #: The trainers' search components and the policy's own: uniform and boundary exploration, the per-op refinement.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("explore", "boundary_explore", "refine",
-                                                                      "refine_boundary")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING | DURING_TRAINING
+    #: The hybrid form's search layer and the search-like settings of its own code (policy, trainer,
+    #: distillation): this agent's defaults before the search became a layer of its own.
     HYBRID = SearchConfig(heuristic_start="measure", search_proposals=2, split_patience=50, split_refit=True,
-                          explore=0.5, boundary_explore=2.0, refine=True, refine_boundary=True, imitation_coef=0.5,
-                          distill_steps=1000, distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
-                          finetune_from_predict=True)
+                          zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"explore": 0.5, "boundary_explore": 2.0, "refine": True, "refine_boundary": True,
+                         "imitation_coef": 0.5, "distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): this agent's defaults when the
     #: hybrid was tuned (group placement, four parsing levels, the trainer's moving-average baseline).
@@ -189,26 +202,24 @@ class HSDAGAgent(SearchLayer, PolicyGradientAgent):
         if spec.feature_families is not None and tuple(spec.feature_families) != self.feature_families:
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
-        s = self.search  # the policy's own search hooks: refinement stage, uniform and boundary exploration
-        return HSDAGPolicy(spec, **self.settings.policy_options(), refine=s.refine,
-                           refine_boundary=s.refine_boundary, explore=s.explore, boundary_explore=s.boundary_explore)
+        return HSDAGPolicy(spec, **self.settings.policy_options())
 
-    def start_run(self, run, env, seed, trained) -> None:
+    def _start_run(self, run, env, seed, trained) -> None:
         """A run starts with no placement to sample around (a previous run's best belongs to its graph)."""
-        super().start_run(run, env, seed, trained)
+        super()._start_run(run, env, seed, trained)
         self.policy.explore_around(None)
 
-    def on_update(self, run) -> None:
+    def _on_update(self, run) -> None:
         """After every update: sample around the run's best placement so far (``boundary_explore``), on a run on
         one graph (across graphs a best placement belongs to one of them)."""
-        if self.search.boundary_explore > 0 and not run.many_graphs:
+        if self.boundary_explore > 0 and not run.many_graphs:
             self.policy.explore_around(run.best_action)
 
-    def learn_policy(self, run, env, seed) -> None:
+    def _learn_policy(self, run, env, seed) -> None:
         """The trainer's updates, then the pooling's group count per update in the run's record
         (``details["groups_per_update"]``: min / median / max over the updates), so a parse that drifted to
         one or two groups shows."""
-        super().learn_policy(run, env, seed)
+        super()._learn_policy(run, env, seed)
         counts = [update["n_groups"] for update in run.history if "n_groups" in update]
         if counts:
             run.details["groups_per_update"] = {"min": float(min(counts)), "median": float(np.median(counts)),

@@ -78,10 +78,10 @@ class HSDAGPolicy(nn.Module):
     """
 
     def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, pooling: bool = True,
-                 max_levels: int | None = 3, directed: bool = True, use_edge_features: bool = True,
+                 max_levels: int | None = None, directed: bool = True, use_edge_features: bool = True,
                  stochastic_parsing: bool = False, stay_bias: float = 0.0, refine: bool = False,
-                 override_bias: float = -8.0, refine_boundary: bool = True, explore: float = 0.0,
-                 boundary_explore: float = 0.0, place: str = "op") -> None:
+                 override_bias: float = -8.0, refine_boundary: bool = False, explore: float = 0.0,
+                 boundary_explore: float = 0.0, place: str = "group") -> None:
         super().__init__()
         if explore < 0 or boundary_explore < 0:
             raise ValueError(f"explore and boundary_explore must be >= 0 (0: off), got {explore}, {boundary_explore}")

@@ -20,8 +20,8 @@ The method:
                      the last passes (``average_from``).
     4. RL            optional: ``learn`` over many graphs is GO's own PPO (`agents.go.GOAgent`), rewards measured.
     5. zero-shot     ``predict``: the argmax of every op's distribution (in topological order given the ops before
-                     it, with ``sequential``). The search layer is refused: no zero-shot override, no start
-                     placements, no distillation (`SearchConfig` must be inactive).
+                     it, with ``sequential``). Search is refused: no search layer (no zero-shot override, no
+                     start placements) and none of GO's own search-like settings (no distillation).
 
 A checkpoint belongs to one case: the device set (preset) and the objective are not inputs of the network beyond
 what the observation's device features and costs say, so each (preset, objective) gets its own checkpoint
@@ -84,9 +84,11 @@ class ImitationAgent(GOAgent):
     #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
     HYBRID = None
 
-    #: No search settings either: ``--agent-option`` search keys are not handed to it
+    #: No search layer and no search settings: ``--agent-option`` search keys are not handed to it
     #: (`placement_gym.commands.settings`).
+    SEARCH_LAYER = None
     SEARCH_OPTIONS = frozenset()
+    HYBRID_COMPONENTS = {}
 
     #: Its trainer's settings (`agents.algos.policy_gradient.PolicyGradientAgent`): `ReinforceConfig`'s defaults,
     #: not GO's. It takes none of them as keywords (``TRAINER_OPTIONS`` empty: ``learning_rate=...`` is refused,
@@ -101,23 +103,29 @@ class ImitationAgent(GOAgent):
         """The network `GOAgent.build_policy` builds: `SequentialGOPolicy` with ``sequential``, else GO's."""
         return SequentialGOPolicy if self.sequential else GOPolicy
 
-    def policy_settings(self) -> dict[str, Any]:
+    def _policy_settings(self) -> dict[str, Any]:
         """GO's network settings, plus ``balance`` for the sequential policy."""
-        return {**super().policy_settings(), **({"balance": self.balance} if self.sequential else {})}
+        return {**super()._policy_settings(), **({"balance": self.balance} if self.sequential else {})}
 
-    @property
-    def search(self) -> SearchConfig:
-        """No search (`SearchConfig` with no component on). Checked once, when it is set (the constructor sets it),
-        so `pretrain`, ``learn`` and `predict` never run with one and need not check again."""
-        return self._search
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        on = self.search_components()  # GO's own search-like settings, the distillation
+        if on:
+            raise self._without_search(on)
 
-    @search.setter
-    def search(self, config: SearchConfig) -> None:
+    def _build_search(self, value: Any) -> None:
+        """No search layer: None, ``"off"`` or a `SearchConfig` with no component on (checked once, when built, so
+        `pretrain`, ``learn`` and `predict` never run with one and need not check again)."""
+        config = SearchConfig.resolve(value)
         if config.active:
-            raise ValueError(f"the imitation agent runs without search; got search components "
-                             f"{config.components()}; accepted: search=None, 'off' or SearchConfig() (use "
-                             "hybrid:imitation for the search layer around it)")
-        self._search = config
+            raise self._without_search(config.components())
+        return None
+
+    @staticmethod
+    def _without_search(components: list[str]) -> ValueError:
+        return ValueError(f"the imitation agent runs without search; got search components {components}; accepted: "
+                          "search=None, 'off' or SearchConfig() and GO's search settings off (use hybrid:imitation "
+                          "for the search layer around it)")
 
     def pretrain(self, examples: Sequence[tuple[gym.Env, np.ndarray]], epochs: int, seed: int | None = None,
                  max_seconds: float | None = None, on_epoch: Callable[[int, float], None] | None = None,
@@ -141,9 +149,9 @@ class ImitationAgent(GOAgent):
         if not examples:
             raise ValueError("pretrain needs at least one (env, label) example")
         seed = self.seed if seed is None else seed
-        self.setup(PolicySpec.from_env(examples[0][0], self.feature_families), seed)
+        self._setup(PolicySpec.from_env(examples[0][0], self.feature_families), seed)
         if self.trainer is None:
-            self.trainer = self.make_trainer(self.policy)
+            self.trainer = self._make_trainer(self.policy)
         observations = [env.reset(seed=0)[0] for env, _ in examples]
         labels = [check_placement(label, env, f"the label of example {i} ({env.unwrapped.graph.name})")
                   for i, (env, label) in enumerate(examples)]

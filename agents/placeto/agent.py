@@ -1,15 +1,15 @@
 """`PlacetoAgent`: node-by-node placement trained with the shared REINFORCE trainer (episodic mode).
 
 >>> env = gym.make("DevicePlacement-v0", model="resnet", backend="simulated")
->>> agent = PlacetoAgent(groups=16, seed=0).learn(env, budget=500)
+>>> agent = PlacetoAgent(node_groups=16, seed=0).learn(env, budget=500)
 >>> agent.best_placement, agent.best_latency_s
 
 `learn` accepts the whole-placement env (`DevicePlacement-v0`, wrapped here into the node-by-node variant
 `placement_gym.wrappers.NodePlacementWrapper`) or a node-by-node env (`DevicePlacementNode-v0`) directly.
 Every step re-places one node and measures the new placement, so the budget (placements measured) buys
 ``budget / n_nodes`` episodes: with 500 placements, one node per op would not even finish one episode on BERT
-(376 ops). ``groups`` therefore cuts the topological order into that many contiguous groups of ops that move
-together (coarsening, as the RNN placer's co-location groups do); ``groups=None`` places single ops. Where the
+(376 ops). ``node_groups`` therefore cuts the topological order into that many contiguous groups of ops that move
+together (coarsening, as the RNN placer's co-location groups do); ``node_groups=None`` places single ops. Where the
 run's best placement is not constant on the groups (the heuristic start's per-op placement), the groups of that
 graph are split at its device changes before the final distillation (`agents.search.node_by_node`), so
 ``predict`` on it returns the best; other graphs keep the contiguous groups.
@@ -27,7 +27,7 @@ runs unless ``search`` asks):
   from a uniformly random placement instead of Placeto's reference placement (``start="reference"``, every op on
   device 0), which ties the result to the order the devices are listed in; docs/agents/placeto.md gives its
   measured effect on the sanity suite.
-* nodes are ``groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
+* nodes are ``node_groups`` contiguous groups of ops; Placeto's nodes are groups of co-located ops from a grouper.
 * the per-step baseline is a moving average (``baseline_decay``) over earlier episodes, where Placeto averages the
   last 10 episodes; the returns are discounted (``gamma=0.5``), a choice the paper does not fix.
 * the best placement measured is the result; ``predict`` (the policy's deterministic episode) is reported beside it.
@@ -53,7 +53,7 @@ from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
 from agents.core.bounds import DEPTH, FLAG, GROUPS, SWEEPS, WIDTH, check_settings, setting
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.env import strip_padding
 from placement_gym.schema import Optional, Text
@@ -69,10 +69,10 @@ class PlacetoSettings:
     """Placeto's own settings (`PlacetoAgent`'s keywords besides the trainer's and the run's), with their defaults.
 
     Args:
-        hidden_dim, n_layers, directed: `PlacetoPolicy` encoder settings.
-        groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
+        hidden_channels, num_layers, directed: `PlacetoPolicy` encoder settings.
+        node_groups: nodes per episode: an int G (topological order cut into G contiguous groups, at most the number
             of ops) or None (every op is a node); refined on the training graph where its best needs it
-            (`split_to_express`, saved with the checkpoint).
+            (`_split_to_express`, saved with the checkpoint).
         sweeps: visits of every node per episode.
         start: where training episodes start (`NodePlacementWrapper`): ``"random"`` (default: a uniformly random
             device per node, a placement that favours no device; one extra placement measured per episode),
@@ -82,15 +82,15 @@ class PlacetoSettings:
             starts).
             A fine-tuning run (a trained policy continuing on one graph) always starts them from its best so
             far, the policy's own placement or the heuristic start's
-            (`agents.core.run.RunAgent.start_fine_tuning`). The policy never sees the start devices of the
+            (`agents.search.attach.SearchLayer.start_fine_tuning`). The policy never sees the start devices of the
             nodes it has not placed yet (`agents.algos.sb3.placement_input_features`), so ``predict`` does not
             depend on it.
     """
 
-    hidden_dim: int = setting(64, WIDTH)
-    n_layers: int = setting(3, DEPTH)
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
     directed: bool = setting(True, FLAG)
-    groups: int | None = setting(16, Optional(GROUPS))
+    node_groups: int | None = setting(16, Optional(GROUPS))
     sweeps: int = setting(1, SWEEPS)
     start: str = setting("reference", Text(choices=STARTS))
 
@@ -98,7 +98,7 @@ class PlacetoSettings:
         check_settings(self)  # numpy integers from a config are kept as plain ints
 
 
-class PlacetoAgent(SearchLayer, PolicyGradientAgent):
+class PlacetoAgent(PolicyGradientAgent):
     """Placeto-like agent (see the module docstring).
 
     Keywords: its own settings (`PlacetoSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
@@ -115,13 +115,15 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "placeto"
-    #: The trainers' search components less those an episode of one node per step cannot run: proposals and the
-    #: memory fit take whole placements, and Placeto's node groups do not split coarse to fine.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS - option_names("search_proposals", "fit_memory",
-                                                                      "split_patience", "split_refit")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", distill_steps=1000, distill_seconds=DISTILL_SECONDS,
-                          zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs:
+    #: the starts and the zero-shot override, not those inside a trainer's run (proposals and the memory fit take
+    #: whole placements, an episode places one node per step; Placeto's node groups do not split coarse to fine).
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING
+    #: The hybrid form's search layer and the search-like settings of its own code (the final distillation): this
+    #: agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): episodes from a random placement,
     #: as when the hybrid was tuned.
     HYBRID_SETTINGS = {"start": "random"}
@@ -132,7 +134,7 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
     #: updates at the suite's (docs/agents/placeto.md).
     TRAINER = ReinforceConfig(mode="episodic", gamma=0.5)
     TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
-                       "leave_one_out", "max_grad_norm")
+                       "leave_one_out", "max_grad_norm", "imitation_coef", "elites")
 
     #: Its own settings (`PlacetoSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PlacetoSettings()
@@ -140,55 +142,55 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.node_grouping = NodeGroups(self.groups)
+        self.node_grouping = NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(lambda stacked: self.policy.logits(stacked)[0])
 
     def build_policy(self, spec: PolicySpec) -> PlacetoPolicy:
-        return PlacetoPolicy(spec, self.hidden_dim, self.n_layers, self.directed)
+        return PlacetoPolicy(spec, self.hidden_channels, self.num_layers, self.directed)
 
     # ------------------------------------------------------------------ learning
-    def node_groups(self, obs: Mapping[str, Any]) -> np.ndarray:
+    def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """(N,) int64 group of every op of the graph of `obs` (a whole-placement observation, or one with its
-        keys), in episode order: `groups` contiguous groups, or those a run refined on this graph
-        (`split_to_express`)."""
+        keys), in episode order: `node_groups` contiguous groups, or those a run refined on this graph
+        (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
-    def placements_per_turn(self, graph) -> int:
+    def _placements_per_turn(self, graph) -> int:
         """Over several graphs: one graph at a time (the node-by-node wrapper's groups are one graph's), an
         update's episodes per turn (`agents.core.run.train_in_turns`): each re-places every group ``sweeps``
         times after its random start (one placement more)."""
-        nodes = graph.n_ops if self.groups is None else min(self.groups, graph.n_ops)
+        nodes = graph.n_ops if self.node_groups is None else min(self.node_groups, graph.n_ops)
         return self.trainer_config.episodes_per_update * (nodes * self.sweeps + int(self.start != "reference"))
 
-    def agent_env(self, env):
+    def _agent_env(self, env):
         """The run's env wrapped in `NodePlacementWrapper` (one group of ops re-placed per step), or as it is
         if it already is node-by-node (`DevicePlacementNode-v0`)."""
         if "current_node" in env.observation_space.spaces:
             return env
-        return NodePlacementWrapper(env, groups=self.node_groups(env.observation_space), sweeps=self.sweeps,
+        return NodePlacementWrapper(env, groups=self._groups(env.observation_space), sweeps=self.sweeps,
                                     start=self.start)
 
-    def split_to_express(self, run) -> bool:
+    def _split_to_express(self, run) -> bool:
         """Refine the groups of the run's graph until ``predict`` can return the run's best placement
         (`agents.search.node_by_node`), before the final distillation; True if they changed."""
         return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() mean log-probability of the steps that build `placement` the way ``predict`` builds one (every
         group in order from the reference placement, each given the device most of its ops have in
         `placement`), scored in one batched pass: the self-imitation term's (``imitation_coef``) and the
         distillation's."""
-        return self.teacher.log_prob(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+        return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                      self._n_devices(), self.sweeps)
 
-    def reproduces(self, placement: np.ndarray) -> bool:
+    def _reproduces(self, placement: np.ndarray) -> bool:
         """Whether ``predict`` on the run's graph returns `placement` (`expressible`), from one batched pass."""
-        return self.teacher.reproduces(self.imitation_obs, self.node_groups(self.imitation_obs), placement,
+        return self.teacher.reproduces(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                        self._n_devices(), self.sweeps)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every group of ops on the device most of its ops have: what ``predict`` builds."""
-        return group_majority_placement(self.node_groups(self.imitation_obs), placement, self._n_devices(),
+        return group_majority_placement(self._groups(self.imitation_obs), placement, self._n_devices(),
                                         self.imitation_obs.get("action_mask"))
 
     def _n_devices(self) -> int:
@@ -211,4 +213,4 @@ class PlacetoAgent(SearchLayer, PolicyGradientAgent):
             with torch.no_grad():
                 return int(self.policy.act(node_obs, num_samples=1, deterministic=deterministic).actions[0])
 
-        return place_node_by_node(obs, self.node_groups(obs), choose, self.sweeps)
+        return place_node_by_node(obs, self._groups(obs), choose, self.sweeps)

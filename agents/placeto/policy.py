@@ -33,8 +33,8 @@ class PlacetoPolicy(nn.Module):
 
     Args:
         spec: sizes from the env (`PolicySpec`): F node features, Fe edge features, K device features.
-        hidden_dim: embedding width H.
-        n_layers: message-passing layers of the encoder.
+        hidden_channels: embedding width H.
+        num_layers: message-passing layers of the encoder.
         directed: separate producer/consumer weights in the encoder.
 
     ``act(obs)`` takes ONE node-level observation (numpy or torch): the `DevicePlacementNode-v0` Dict, i.e.
@@ -42,16 +42,16 @@ class PlacetoPolicy(nn.Module):
     a group of ops: its embedding is the mean over its ops.
     """
 
-    def __init__(self, spec: PolicySpec, hidden_dim: int = 64, n_layers: int = 3, directed: bool = True) -> None:
+    def __init__(self, spec: PolicySpec, hidden_channels: int = 64, num_layers: int = 3, directed: bool = True) -> None:
         super().__init__()
         self.device_features, self.default_devices = spec.device_features, spec.n_devices
         in_channels = placement_input_width(spec.node_features, spec.device_features, node_level=True)
-        self.encoder = DirectedGNN(in_channels, hidden_dim, n_layers, edge_dim=spec.edge_features, directed=directed)
+        self.encoder = DirectedGNN(in_channels, hidden_channels, num_layers, edge_dim=spec.edge_features, directed=directed)
         # [current node, mean over the graph, max over the graph] -> a hidden layer -> the device head, which
         # starts near-uniform: a random initial preference for one device would make the result depend on the
         # order the devices are listed in.
-        self.body = nn.Sequential(nn.Linear(3 * hidden_dim, hidden_dim), nn.ReLU())
-        self.head = DeviceScorer(hidden_dim, spec.device_features, hidden_dim)
+        self.body = nn.Sequential(nn.Linear(3 * hidden_channels, hidden_channels), nn.ReLU())
+        self.head = DeviceScorer(hidden_channels, spec.device_features, hidden_channels)
 
     def logits(self, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
         """(B, D) device logits for the current node of each of B node-level observations (one observation:

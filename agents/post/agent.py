@@ -40,10 +40,10 @@ Where it differs from the paper (the defaults are Post's method; no search runs 
 * a cross-entropy step every ``ce_every=3`` PPO updates (the paper interleaves them without fixing the ratio).
 * the best placement measured is the result; ``predict`` (every group's most likely device) is reported beside it.
 
-Its hybrid form (``search="hybrid"``, ``hybrid:post``) adds what `PostAgent.HYBRID` lists: the heuristic start,
-coarse to fine over the groups, exploration at the best placement's device boundaries after each split, the memory
-fit of samples, the final distillation and a fine-tuning run's first measurement of the policy's own placement
-(`agents.search.config`).
+Its hybrid form (``search="hybrid"``, ``hybrid:post``) adds the search layer `PostAgent.HYBRID` lists (the heuristic
+start, coarse to fine over the groups, the memory fit of samples and a fine-tuning run's first measurement of the
+policy's own placement: `agents.search.config`) and what `PostAgent.HYBRID_COMPONENTS` turns on in its own code
+(exploration at the best placement's device boundaries after each split, the final distillation).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import FLAG, GROUPS, STEPS, check_settings, setting
+from agents.core.bounds import COEFFICIENT, FLAG, GROUPS, STEPS, check_settings, setting
 from agents.nn.policy import group_majority_placement
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
@@ -61,7 +61,7 @@ from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.attach import SearchLayer
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
 from placement_gym.schema import Number, Optional
 
 from .policy import POST_IS_PER_GRAPH, PostPolicy
@@ -77,15 +77,15 @@ class PostTrainer(PPOTrainer):
         config: `PPOConfig`.
         imitate: the agent's ``imitate`` (only used with ``imitation_coef > 0``).
         ce_every, elite_fraction, ce_smoothing: see `PostSettings` (their defaults; the agent passes them).
-        on_split: called with the run after every split of the groups (`PostAgent.explore_boundary`).
-        hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``training_hooks``).
-        search: the agent's search settings (`PolicyGradientTrainer`; its ``split_patience``: coarse to fine, the
-            shared trainer's `PolicyGradientTrainer.coarse_to_fine`, at the search layer's ``after_update``).
+        on_split: called with the run after every split of the groups (`PostAgent._explore_boundary`).
+        hooks: the search layer's points in the run (`PolicyGradientTrainer`; the agent's ``_training_hooks``:
+            coarse to fine is the shared trainer's `PolicyGradientTrainer.coarse_to_fine`, at the layer's
+            ``after_update``).
     """
 
     def __init__(self, policy: PostPolicy, config, imitate=None, *, ce_every: int, elite_fraction: float,
-                 ce_smoothing: float, on_split=None, hooks=None, search=None) -> None:
-        super().__init__(policy, config, imitate, on_split, hooks=hooks, search=search)
+                 ce_smoothing: float, on_split=None, hooks=None) -> None:
+        super().__init__(policy, config, imitate, on_split, hooks=hooks)
         self.ce_every, self.elite_fraction, self.ce_smoothing = ce_every, elite_fraction, ce_smoothing
         self.updates = 0
         self.pool: list[tuple[float, np.ndarray]] = []  # (latency, placement) since the last cross-entropy step
@@ -116,6 +116,9 @@ class PostSettings:
             the way, the paper's closed form).
         shared_device_logits: every group's logits are its own plus one logit per device shared by all groups
             (`PostPolicy`; False: the groups' own alone, the paper's parameters).
+        boundary_explore: after a split of the groups, the share of the uniform distribution given back to the
+            groups at a device boundary of the run's best placement, in [0, 1] (0: off; a search component beyond
+            the paper, `PostAgent._explore_boundary`).
     """
 
     n_groups: int | None = setting(None, Optional(GROUPS))
@@ -123,12 +126,13 @@ class PostSettings:
     elite_fraction: float = setting(0.1, Number(positive=True, high=1.0))
     ce_smoothing: float = setting(1.0, Number(positive=True, high=1.0))
     shared_device_logits: bool = setting(False, FLAG)
+    boundary_explore: float = setting(0.0, COEFFICIENT, component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)
 
 
-class PostAgent(SearchLayer, PolicyGradientAgent):
+class PostAgent(PolicyGradientAgent):
     """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
 
     Keywords: its own settings (`PostSettings`); the PPO settings shared with REINFORCE, `TRAINER_OPTIONS`
@@ -140,11 +144,13 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "post"
-    #: The trainers' search components and Post's exploration at the best placement's boundaries after a split.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("boundary_explore")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", split_patience=30, boundary_explore=0.5, fit_memory=True,
-                          distill_steps=1000, distill_seconds=DISTILL_SECONDS, finetune_from_predict=True)
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING | DURING_TRAINING
+    #: The hybrid form's search layer and the search-like settings of its own code (boundary exploration, the
+    #: distillation): this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", split_patience=30, fit_memory=True, finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"boundary_explore": 0.5, "distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
     # Post's distribution is per op group of its training graph (`agents.post.policy`): no transfer, by design.
     size_free = False
     size_bound_reason = POST_IS_PER_GRAPH
@@ -159,7 +165,7 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     TRAINER = ReinforceConfig(mode="bandit", learning_rate=0.1, samples_per_update=20, entropy_coef=0.1,
                               **SWITCHES_ON)
     TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
-                       "measure_argmax", "baseline_decay", "max_grad_norm")
+                       "measure_argmax", "baseline_decay", "max_grad_norm", "imitation_coef", "elites")
 
     #: Its own settings (`PostSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PostSettings()
@@ -168,20 +174,20 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        if not 0 <= self.search.boundary_explore <= 1:
+        if not 0 <= self.boundary_explore <= 1:
             raise ValueError(f"Post's boundary_explore is a share of the uniform distribution in [0, 1] (0: off), got "
-                             f"{self.search.boundary_explore}")
+                             f"{self.boundary_explore}")
 
     @classmethod
-    def base_option_defaults(cls) -> dict[str, Any]:
+    def _base_option_defaults(cls) -> dict[str, Any]:
         """The policy-gradient agents' keywords but ``algorithm``: Post always trains with PPO."""
-        options = super().base_option_defaults()
+        options = super()._base_option_defaults()
         del options["algorithm"]
         return options
 
-    def algorithm_options(self) -> dict[str, Any]:
+    def _algorithm_options(self) -> dict[str, Any]:
         """The PPO settings and the search (no ``algorithm``: Post always trains with PPO)."""
-        options = super().algorithm_options()
+        options = super()._algorithm_options()
         del options["algorithm"]
         return options
 
@@ -192,7 +198,7 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
                              "per graph, or use hsdag, placeto, rnn, ppo, ppo-node or go to train across graphs")
         super().train(run, seed)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """`placement` with every current group of ops on the device most of its ops have (what Post's
         distributions, one per group, can return)."""
         return group_majority_placement(self.policy.groups.cpu().numpy(), placement, self.policy.n_devices,
@@ -201,14 +207,14 @@ class PostAgent(SearchLayer, PolicyGradientAgent):
     def build_policy(self, spec: PolicySpec) -> PostPolicy:
         return PostPolicy(spec, self.n_groups, self.shared_device_logits)
 
-    def make_trainer(self, policy: PostPolicy) -> PostTrainer:
-        return PostTrainer(policy, self.trainer_config, self.imitate, ce_every=self.ce_every,
+    def _make_trainer(self, policy: PostPolicy) -> PostTrainer:
+        return PostTrainer(policy, self.trainer_config, self._imitate, ce_every=self.ce_every,
                            elite_fraction=self.elite_fraction, ce_smoothing=self.ce_smoothing,
-                           on_split=self.explore_boundary if self.search.boundary_explore > 0 else None,
-                           hooks=self.training_hooks(), search=self.search)
+                           on_split=self._explore_boundary if self.boundary_explore > 0 else None,
+                           hooks=self._training_hooks())
 
-    def explore_boundary(self, run) -> None:
+    def _explore_boundary(self, run) -> None:
         """After a split of the groups: the groups at a device boundary of the run's best placement get back
         ``boundary_explore`` of the uniform distribution (`PostPolicy.explore_boundary`)."""
         if run.best_action is not None:
-            self.policy.explore_boundary(run.best_action, self.imitation_obs["edge_index"], self.search.boundary_explore)
+            self.policy.explore_boundary(run.best_action, self.imitation_obs["edge_index"], self.boundary_explore)

@@ -36,23 +36,24 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from agents.core.checkpoint import (
     SETTINGS, CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class,
-    restore_run_state, write_checkpoint,
+    renamed, restore_run_state, saved_options, write_checkpoint,
 )
-from agents.core.base import TorchDevice
+from agents.core.base import DEVICE, available_device
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
 from agents.core.bounds import (
     COEFFICIENT, DEPTH, FLAG, GROUPS, LEARNING_RATE, SHARE, STEPS, WIDTH, check_settings, setting,
 )
 from agents.core.settings import field_values
-from agents.algos.learned import LEARNED_RUN, LearnedAgent
+from agents.algos.learned import LEARNED_RUN, DistillSettings, run_learned
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import DISTRIBUTIONS, GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.policy import group_majority_placement
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import StallDetector, split_until_expressible
-from agents.search.config import SearchConfig, gather_search_options, option_names
+from agents.search.config import OUTSIDE_TRAINING
+from agents.search.config import SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from placement_gym.env import strip_padding
@@ -74,7 +75,7 @@ class _RunBridge(BaseCallback):
 
     A rollout that the budget's last placement completes is still trained on (SB3 then starts another, which
     `_BudgetSpent` ends before it measures anything): with a budget of whole rollouts (a turn of one rollout,
-    `PPOAgent.placements_per_turn`) every placement is learned from."""
+    `PPOAgent._placements_per_turn`) every placement is learned from."""
 
     def __init__(self, run: RunLoop, stop_at: int) -> None:
         super().__init__()
@@ -107,14 +108,14 @@ class _RunBridge(BaseCallback):
 
 
 class _CoarseToFine(BaseCallback):
-    """SB3 callback: coarse-to-fine action groups (`PPOAgent`'s ``split_patience``). Counts the placements
-    measured without a new best (`agents.search.coarse_to_fine.StallDetector`) and, between two rollouts (after
-    an update, so a rollout is collected and trained on under one grouping), halves the policy's groups and
-    calls `on_split` (the agent's refit of its best placement)."""
+    """SB3 callback: coarse-to-fine action groups (the search layer's ``split_patience``). Counts the placements
+    measured without a new best (`stall`, the layer's `agents.search.coarse_to_fine.StallDetector`) and, between
+    two rollouts (after an update, so a rollout is collected and trained on under one grouping), halves the
+    policy's groups and calls `on_split` (the agent's refit of its best placement)."""
 
-    def __init__(self, patience: int, on_split) -> None:
+    def __init__(self, stall: StallDetector, on_split) -> None:
         super().__init__()
-        self.stall, self.on_split, self.stalled = StallDetector(patience), on_split, False
+        self.stall, self.on_split, self.stalled = stall, on_split, False
 
     def _on_step(self) -> bool:
         latencies = [info.get("latency_s", math.inf) for info in self.locals.get("infos", [])]
@@ -128,47 +129,80 @@ class _CoarseToFine(BaseCallback):
                 self.on_split()
 
 
-class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
+class SB3Agent(RunAgent):
     """A Stable-Baselines3 model (``PPO("MultiInputPolicy", env)``, ...) as a placement agent.
 
     Args:
         model: the SB3 model; it learns on the run's env (``model.set_env``), which must have its spaces.
         seed, torch_threads, coarsen_above, max_nodes: see `agents.core.run.RunAgent` (an SB3 model's spaces
             fix the graph size, so a coarsened graph is the one size it runs on).
-        search: the search around SB3's learning (`agents.search.config.SearchConfig`; None: none). Read here:
-            ``heuristic_start`` (``"refit"`` distils the best start into the policy before SB3 collects),
-            ``distill_steps`` / ``distill_seconds`` (after the run, fit the policy to the best placement until
-            ``predict`` returns it), ``finetune_from_predict``, ``zero_shot_override``; `PPOAgent` also reads
-            ``split_patience`` and ``greedy_final``.
+        search: the search layer around SB3's learning (`agents.search.config.SearchConfig`; None: none): its
+            starts (``heuristic_start``: ``"refit"`` distils the best start into the policy before SB3 collects;
+            ``finetune_from_predict``) and the zero-shot override; `PPOAgent` also runs ``split_patience``.
+        distill_steps, distill_seconds: after the run, fit the policy to the best placement until ``predict``
+            returns it (`agents.algos.learned.DistillSettings`; off by default).
     """
 
     name = "sb3"
-    #: The run loop's search components and the final distillation (`LearnedAgent.distill_best`).
-    SEARCH_OPTIONS = RunAgent.SEARCH_OPTIONS | option_names("distill_steps", "distill_seconds")
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING
 
     def __init__(self, model: BaseAlgorithm | None = None, **options: Any) -> None:
+        options = self._hybrid_form(options)
+        distillation = DistillSettings.take(options)
         super().__init__(**options)  # the run's settings (`agents.core.settings.RunSettings`), a subclass's own
+        #: The final distillation's settings (`agents.algos.learned.DistillSettings`).
+        self.distillation = distillation
         self.model = model
 
+    @classmethod
+    def _base_option_defaults(cls) -> dict[str, Any]:
+        """The distillation's keywords, then the run's."""
+        return {**field_values(DistillSettings()), **super()._base_option_defaults()}
+
+    def _owned_settings(self) -> list[Any]:
+        return [*super()._owned_settings(), self.distillation]
+
     # ------------------------------------------------------------------ for subclasses
-    def make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+    def _make_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """The model to train on `env` when the agent has none yet."""
         raise ValueError("SB3Agent needs a model: SB3Agent(PPO('MultiInputPolicy', env)), or load(path)")
 
-    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
-        """Placements of the budget kept back from SB3's collection for `after_collection` (none here)."""
+    def _kept_back(self, env: gym.Env, run: RunLoop) -> int:
+        """Placements of the budget kept back from SB3's collection for `_after_collection` (none here)."""
         return 0
 
-    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+    def _after_collection(self, env: gym.Env, run: RunLoop) -> None:
         """Spend the placements kept back (nothing here)."""
 
-    # ------------------------------------------------------------------ the steps of `LearnedAgent.train`
-    def prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
+    # ------------------------------------------------------------------ the learned-agent script and its steps
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        """The learned-agent script (`agents.algos.learned.run_learned`) over this class's steps."""
+        run_learned(self, run, seed)
+
+    def _agent_env(self, env: gym.Env) -> gym.Env:
+        """The env SB3 learns on: the run's env itself here (`PPOAgent`: the node-by-node variant)."""
+        return env
+
+    def _start_training(self, run: RunLoop, env: gym.Env, seed: int | None, trained: bool) -> None:
+        """Nothing to set up: SB3's ``learn`` does it."""
+
+    def _split_to_express(self, run: RunLoop) -> bool:
+        """Make the run's best placement one the policy can return: nothing here (`PPOAgent`'s groups)."""
+        return False
+
+    def _refit_best(self, run: RunLoop) -> None:
+        """Fit the run's best placement so far into the policy (after a coarse-to-fine split):
+        `agents.algos.learned.DistillSettings.refit_steps` steps at most."""
+        self._fit_best(run, self.distillation.refit_steps)
+
+    def _prepare_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> bool:
         trained = self.model is not None
         if self.model is None:
-            self.model = self.make_model(env, seed)
+            self.model = self._make_model(env, seed)
         elif self._graph_policy and not self._fits({k: space.shape for k, space in env.observation_space.spaces.items()}):
-            self.model = self.rebuilt_model(env, seed)
+            self.model = self._rebuilt_model(env, seed)
         else:
             self._check_fits({k: space.shape for k, space in env.observation_space.spaces.items()})
             self.model.set_env(env)
@@ -178,10 +212,10 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
                           build=run.many_graphs and self.whole_graph_cost)
         return trained
 
-    def learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
+    def _learn_policy(self, run: RunLoop, env: gym.Env, seed: int | None) -> None:
         """SB3's own ``model.learn``, stopped when the run's budget is spent."""
-        bridge = _RunBridge(run, stop_at=run.budget - self.kept_back(env, run))
-        callbacks = [bridge] + self.extra_callbacks(run)
+        bridge = _RunBridge(run, stop_at=run.budget - self._kept_back(env, run))
+        callbacks = [bridge] + self._extra_callbacks(run)
         if run.budget > 0:
             log_without_folder(self.model)  # SB3's default logger leaves an SB3-<date> folder in the temp folder
             try:
@@ -189,30 +223,30 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
             except _BudgetSpent:
                 pass
             bridge.record_update()  # SB3's loop may end right after an update
-        self.after_collection(env, run)
+        self._after_collection(env, run)
 
-    def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
+    def _extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """SB3 callbacks of the run besides the budget's (subclasses: `PPOAgent`'s coarse to fine)."""
         return []
 
-    def fit_best(self, run: RunLoop, max_steps: int) -> int:
-        return distill(self.predict, self.imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
+    def _fit_best(self, run: RunLoop, max_steps: int) -> int:
+        return distill(self.predict, self._imitate, self.model.policy.optimizer, self.model.policy, run.best_action,
                        self.imitation_obs, max_steps, getattr(self.model, "max_grad_norm", None), run.as_measured,
-                       distill_cap(self.search.distill_seconds, run), self.expressible, self.reproduces)
+                       distill_cap(self.distillation.distill_seconds, run), self._expressible, self._reproduces)
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
         """(N,) the placement nearest `placement` that ``predict`` can return (`distill`'s target): itself here."""
         return placement
 
     #: ``reproduces(placement) -> bool`` where a subclass tells faster than ``predict`` whether ``predict`` returns
-    #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent.reproduces`); None: `distill` calls ``predict``.
-    reproduces: Callable[[np.ndarray], bool] | None = None
+    #: `placement` (`agents.algos.policy_gradient.PolicyGradientAgent._reproduces`); None: `distill` calls ``predict``.
+    _reproduces: Callable[[np.ndarray], bool] | None = None
 
-    def rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
+    def _rebuilt_model(self, env: gym.Env, seed: int | None) -> BaseAlgorithm:
         """A new SB3 model for `env` (another graph size or device count) around the current policy's weights:
         SB3 fixes its spaces, rollout buffer and ``set_env`` checks to one env, the graph policy's weights do not
         (a fresh optimizer: Adam's moments were for the old env's gradients)."""
-        model = self.make_model(env, seed)
+        model = self._make_model(env, seed)
         model.policy.load_state_dict(self.model.policy.state_dict())
         return model
 
@@ -221,7 +255,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         """True when the model's policy is `GraphPolicy`: no graph size or device count in its weights."""
         return isinstance(self.model.policy, GraphActorCriticPolicy)
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """() log-likelihood, per decision, that the model's policy takes `placement` (N,) on the run's graph
         (SB3's ``evaluate_actions``), for `distill`."""
         policy = self.model.policy
@@ -239,7 +273,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: call learn(env, ...) or load(path) first")
         if self._graph_policy:  # any graph and device set
-            if getattr(self.model.policy, "action_groups", None) is not None:
+            if getattr(self.model.policy, "n_groups", None) is not None:
                 obs = strip_padding(obs)  # groups of ops are one graph's: a padded observation's graph alone
             return policy_action(self.model.policy, obs, deterministic)
         self._check_fits({k: np.shape(v) for k, v in obs.items()})
@@ -264,9 +298,11 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
                 "(this SB3 policy has the graph size in its weights; GraphPolicy runs on any graph)")
 
     def hyperparameters(self) -> dict[str, Any]:
-        """A subclass's own settings (``SETTINGS``), the seed and threads, the coarsening and the search."""
-        return {**self.own_settings(), "seed": self.seed, "torch_threads": self.torch_threads,
-                **self.coarsen_options(), **self.search_options()}
+        """A subclass's own settings (``SETTINGS``), the distillation's, the seed and threads, the coarsening and
+        the search."""
+        return {**self._own_settings(), **field_values(self.distillation), "seed": self.seed,
+                "torch_threads": self.torch_threads,
+                **self._coarsen_options(), **self._search_options()}
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
@@ -275,8 +311,8 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         existing file unless `overwrite`."""
         if self.model is None:
             raise RuntimeError(f"{type(self).__name__} has nothing to save yet: call learn(env, ...) first")
-        algorithm = _name_of(type(self.model), ALGORITHMS, "algorithm")
-        policy = _name_of(self.model.policy_class, POLICIES, "policy")
+        algorithm = _name_of(type(self.model), SB3_ALGORITHMS, "algorithm")
+        policy = _name_of(self.model.policy_class, SB3_POLICIES, "policy")
         return write_checkpoint(path, self, self.model.policy.state_dict(), {
             "algorithm": algorithm, "policy": policy, "policy_kwargs": dict(self.model.policy_kwargs),
             "observation_space": space_to_data(self.model.observation_space),
@@ -293,11 +329,14 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         extra = data["extra"]
         policy_kwargs = dict(extra["policy_kwargs"])
         settings = {f"extra.policy_kwargs.{k}": v for k, v in policy_kwargs.items()}  # what the policy is built from
+        if extra["policy"] == "GraphPolicy":  # its width and depth under an earlier release's names
+            policy_kwargs = renamed(policy_kwargs)
         with rebuilding(path, agent_cls):
-            agent = agent_cls(**agent_cls._load_kwargs(gather_search_options(data["hyperparameters"]), device))
-            algorithm, policy = ALGORITHMS[extra["algorithm"]], POLICIES[extra["policy"]]
+            options = saved_options(data["hyperparameters"], agent_cls.option_names())
+            agent = agent_cls(**agent_cls._load_kwargs(options, device))
+            algorithm, policy = SB3_ALGORITHMS[extra["algorithm"]], SB3_POLICIES[extra["policy"]]
             model = algorithm(policy, env=None, device=device, policy_kwargs=policy_kwargs,
-                              _init_setup_model=False, **agent.algorithm_kwargs())  # its settings only, no arrays
+                              _init_setup_model=False, **agent._algorithm_kwargs())  # its settings only, no arrays
             check_space_sizes(path, extra, model.n_steps)
             observation_space = space_from_data(extra["observation_space"])
             action_space = space_from_data(extra["action_space"])
@@ -312,7 +351,7 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
         restore_run_state(agent, data)
         return agent
 
-    def algorithm_kwargs(self) -> dict[str, Any]:
+    def _algorithm_kwargs(self) -> dict[str, Any]:
         """The algorithm's constructor settings for rebuilding a saved model (SB3's defaults here)."""
         return {}
 
@@ -322,8 +361,8 @@ class SB3Agent(SearchLayer, LearnedAgent, RunAgent):
 
 
 #: The SB3 algorithms and policy classes a checkpoint may name (by name: nothing is imported from a file).
-ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
-POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
+SB3_ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"PPO": PPO}
+SB3_POLICIES: dict[str, type] = {"GraphPolicy": GraphPolicy, "MultiInputPolicy": MultiInputActorCriticPolicy}
 
 #: The most elements one space of a saved SB3 model may have (`space_from_data` allocates its bounds, SB3's
 #: rollout buffer a number of steps of it): a graph's node features at the largest size, with room to spare.
@@ -355,7 +394,7 @@ MAX_SPACE_BYTES = 1 << 27
 #: could never hold): 16 steps of the largest spaces fit four times.
 MAX_ROLLOUT_BYTES = 1 << 33
 #: What a checkpoint of an `SB3Agent` holds in ``extra`` besides every agent's fields (`SB3Agent.save`).
-SB3_FIELDS = {"algorithm": Text(choices=tuple(ALGORITHMS)), "policy": Text(choices=tuple(POLICIES)),
+SB3_FIELDS = {"algorithm": Text(choices=tuple(SB3_ALGORITHMS)), "policy": Text(choices=tuple(SB3_POLICIES)),
               "policy_kwargs": SETTINGS, "observation_space": SPACE, "action_space": SPACE}
 
 
@@ -456,7 +495,7 @@ EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "ent
 SB3_PPO_SETTINGS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "clip_range", "target_kl", "ent_coef",
                     "vf_coef", "max_grad_norm", "gamma", "gae_lambda")
 #: The settings of `PPOSettings` that `GraphPolicy` takes (`PPOSettings.policy_options`).
-GRAPH_POLICY_SETTINGS = ("hidden_dim", "n_layers", "distribution", "entropy_per_node", "action_groups")
+GRAPH_POLICY_SETTINGS = ("hidden_channels", "num_layers", "distribution", "entropy_per_node", "n_groups")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -470,10 +509,10 @@ class PPOSettings:
         n_steps: placements per rollout (= per update).
         batch_size, n_epochs, clip_range, target_kl, ent_coef, vf_coef, max_grad_norm, gamma, gae_lambda:
             SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `entropy_per_node`).
-        hidden_dim, n_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
+        hidden_channels, num_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
             uses SB3's slow per-node multi-categorical, for comparison).
-        action_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
-            order) instead of one per op (`GraphPolicy`'s ``action_groups``; None, the default = per op, exactly
+        n_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
+            order) instead of one per op (`GraphPolicy`'s ``n_groups``; None, the default = per op, exactly
             ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
             moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
             express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
@@ -482,12 +521,14 @@ class PPOSettings:
         node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
             a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
             of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
-            placement group by group (the other way, besides ``action_groups``, of moving runs of ops at once).
+            placement group by group (the other way, besides ``n_groups``, of moving runs of ops at once).
             The training graph's groups are split where its best placement changes device, when it has to
             (`agents.search.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
         start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
             no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
             fine-tuning run's from its best so far).
+        greedy_final: spend the budget's last placement on the policy's deterministic placement (a search
+            component beyond the paper, off by default; `PPOAgent._kept_back`).
     """
 
     learning_rate: float = setting(3e-4, LEARNING_RATE)
@@ -501,13 +542,14 @@ class PPOSettings:
     max_grad_norm: float = setting(0.5, Number(positive=True, high=1e6))
     gamma: float = setting(1.0, SHARE)
     gae_lambda: float = setting(0.95, SHARE)
-    hidden_dim: int = setting(64, WIDTH)
-    n_layers: int = setting(3, DEPTH)
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
     distribution: str = setting("vectorized", Text(choices=DISTRIBUTIONS))
     entropy_per_node: bool = setting(False, FLAG)
-    action_groups: int | None = setting(None, Optional(GROUPS))
+    n_groups: int | None = setting(None, Optional(GROUPS))
     node_groups: int | None = setting(None, Optional(GROUPS))
     start: str = setting("random", Text(choices=STARTS))
+    greedy_final: bool = setting(False, FLAG, component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)  # numpy integers from a config are kept as plain ints
@@ -521,7 +563,7 @@ class PPOSettings:
         return field_values(self, GRAPH_POLICY_SETTINGS)
 
 
-class PPOAgent(TorchDevice, SB3Agent):
+class PPOAgent(SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
     Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's),
@@ -533,49 +575,57 @@ class PPOAgent(TorchDevice, SB3Agent):
     """
 
     name = "ppo"
-    #: SB3's search components, coarse to fine over the action groups and the greedy final placement.
-    SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | option_names("split_patience", "greedy_final")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, greedy_final=True, distill_steps=1000,
-                          distill_seconds=DISTILL_SECONDS, zero_shot_override=ZERO_SHOT_OVERRIDE,
+    #: The search layer's starts and coarse to fine over the action groups (each split refits the best).
+    SEARCH_OPTIONS = SB3Agent.SEARCH_OPTIONS | {"split_patience"}
+    #: The hybrid form's search layer and the search-like settings of its own code (the greedy final placement,
+    #: the distillation): this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", split_patience=40, zero_shot_override=ZERO_SHOT_OVERRIDE,
                           finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"greedy_final": True, "distill_steps": 1000, "distill_seconds": DISTILL_SECONDS}
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 action groups, split coarse to
     #: fine, and the step sizes as when the hybrid was tuned.
-    HYBRID_SETTINGS = {**EARLIER_SETTINGS, "action_groups": 8}
+    HYBRID_SETTINGS = {**EARLIER_SETTINGS, "n_groups": 8}
 
     #: Its own settings (`PPOSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PPOSettings()
     RUN = LEARNED_RUN
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)  # its own settings, the torch ``device`` (`TorchDevice`) and the run's
+    def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
+        super().__init__(**options)  # its own settings, the distillation's and the run's
+        #: The policy's torch device (`agents.core.base.DEVICE` unless given), checked to be on this machine.
+        self.device = available_device(device)
         self.node_grouping = None if self.node_groups is None else NodeGroups(self.node_groups)
         self.teacher = TeacherForcing(self._node_logits)
+
+    @classmethod
+    def _base_option_defaults(cls) -> dict[str, Any]:
+        """`SB3Agent`'s keywords and the policy's torch ``device``."""
+        return {**super()._base_option_defaults(), "device": DEVICE}
 
     @classmethod
     def _load_kwargs(cls, hyperparameters: Mapping[str, Any], device) -> dict:
         return {**hyperparameters, "device": device}
 
-    def algorithm_kwargs(self) -> dict[str, Any]:
+    def _algorithm_kwargs(self) -> dict[str, Any]:
         return dict(self.settings.algorithm_options(), verbose=0)
 
     # ------------------------------------------------------------------ learning
-    def make_model(self, env: gym.Env, seed: int | None) -> PPO:
+    def _make_model(self, env: gym.Env, seed: int | None) -> PPO:
         policy_kwargs = self.settings.policy_options()
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
-            policy_kwargs["action_groups"] = None
+            policy_kwargs["n_groups"] = None
         return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
-                   **self.algorithm_kwargs())
+                   **self._algorithm_kwargs())
 
-    def extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
+    def _extra_callbacks(self, run: RunLoop) -> list[BaseCallback]:
         """With ``split_patience`` and action groups: coarse to fine, the best placement refit after a split."""
-        patience = self.search.split_patience
-        if patience is None or self.model.policy.action_groups is None or run.many_graphs:
+        stall = None if self._search is None else self._search.stall_detector()
+        if stall is None or self.model.policy.n_groups is None or run.many_graphs:
             return []
-        return [_CoarseToFine(patience, lambda: self.refit_best(run))]
+        return [_CoarseToFine(stall, lambda: self._refit_best(run))]
 
-    def placements_per_turn(self, graph) -> int | None:
+    def _placements_per_turn(self, graph) -> int | None:
         """Over several graphs: on the padded multi-graph env as it is when the policy draws per op (`GraphPolicy`
         masks the padding); with action groups or node by node (both built for one graph), one graph at a
         time, a rollout per turn (`agents.core.run.train_in_turns`): ``n_steps`` placements, node by node
@@ -583,44 +633,44 @@ class PPOAgent(TorchDevice, SB3Agent):
         n_steps = self.n_steps
         if self.node_groups is not None:
             return n_steps + (math.ceil(n_steps / min(self.node_groups, graph.n_ops)) if self.start != "reference" else 0)
-        return None if self.action_groups is None else n_steps
+        return None if self.n_groups is None else n_steps
 
     def _groups(self, obs: Mapping[str, Any]) -> np.ndarray:
         """Node by node: (N,) group of every op of the graph of `obs` (or its space), ``node_groups`` contiguous
-        groups or those a run refined on it (`split_to_express`)."""
+        groups or those a run refined on it (`_split_to_express`)."""
         return self.node_grouping.of(graph_key(obs))
 
-    def agent_env(self, env: gym.Env) -> gym.Env:
+    def _agent_env(self, env: gym.Env) -> gym.Env:
         """The run's env as is, or (``node_groups`` set) wrapped into the node-by-node variant."""
         if self.node_groups is None or "current_node" in env.observation_space.spaces:
             return env
         # The groups of the graph the env places: its ops, or the clusters of a coarsened graph.
         return NodePlacementWrapper(env, groups=self._groups(env.observation_space), start=self.start)
 
-    def kept_back(self, env: gym.Env, run: RunLoop) -> int:
+    def _kept_back(self, env: gym.Env, run: RunLoop) -> int:
         """Whole-placement env on one graph: the last placement of the budget is kept for the policy's own
         (greedy) placement; sampled placements stay noisy (each node is drawn independently) long after its mode
-        is good. Not in a turn of training over many graphs (`placements_per_turn`): that is one rollout."""
-        greedy = (self.search.greedy_final and run.budget > 1 and not run.many_graphs
+        is good. Not in a turn of training over many graphs (`_placements_per_turn`): that is one rollout."""
+        greedy = (self.greedy_final and run.budget > 1 and not run.many_graphs
                   and isinstance(env.action_space, gym.spaces.MultiDiscrete))
         return int(greedy)
 
-    def after_collection(self, env: gym.Env, run: RunLoop) -> None:
+    def _after_collection(self, env: gym.Env, run: RunLoop) -> None:
         """Measure the policy's deterministic placement as the last placement of the budget."""
-        if self.kept_back(env, run) and not run.done:
+        if self._kept_back(env, run) and not run.done:
             obs, _ = env.reset()
             env.step(self.predict(obs, deterministic=True))
 
-    def imitate(self, placement: np.ndarray) -> torch.Tensor:
+    def _imitate(self, placement: np.ndarray) -> torch.Tensor:
         """Node by node: the mean log-probability of the steps that build `placement` the way ``predict`` does,
-        in one batched pass (`agents.search.node_by_node.TeacherForcing`); whole placements: `SB3Agent.imitate`."""
+        in one batched pass (`agents.search.node_by_node.TeacherForcing`); whole placements: `SB3Agent._imitate`."""
         if self.node_groups is None:
-            return super().imitate(placement)
+            return super()._imitate(placement)
         return self.teacher.log_prob(self.imitation_obs, self._groups(self.imitation_obs), placement,
                                      int(self.model.policy.action_space.n))
 
     @property
-    def reproduces(self) -> Callable[[np.ndarray], bool] | None:
+    def _reproduces(self) -> Callable[[np.ndarray], bool] | None:
         """Node by node: whether ``predict`` returns `placement` (`expressible`), from one batched pass (None on
         whole placements: `distill` calls ``predict``)."""
         if self.node_groups is None:
@@ -634,28 +684,29 @@ class PPOAgent(TorchDevice, SB3Agent):
         batch = {k: torch.as_tensor(v, device=policy.device) for k, v in stacked.items()}
         return policy.get_distribution(batch).distribution.logits
 
-    def expressible(self, placement: np.ndarray) -> np.ndarray:
-        """Every group of ops (node by node: ``node_groups``; whole placements: the current ``action_groups``) on
+    def _expressible(self, placement: np.ndarray) -> np.ndarray:
+        """Every group of ops (node by node: ``node_groups``; whole placements: the current ``n_groups``) on
         the device most of its ops have: what ``predict`` can return."""
         n, policy = len(placement), self.model.policy
         if self.node_groups is not None:
             groups, n_devices = self._groups(self.imitation_obs), int(policy.action_space.n)
-        elif getattr(policy, "action_groups", None) is not None:
-            groups = contiguous_groups(n, min(policy.action_groups, n))
+        elif getattr(policy, "n_groups", None) is not None:
+            groups = contiguous_groups(n, min(policy.n_groups, n))
             n_devices = int(np.max(policy.action_space.nvec))
         else:
             return placement
         return group_majority_placement(groups, placement, n_devices, self.imitation_obs.get("action_mask"))
 
-    def split_to_express(self, run: RunLoop) -> bool:
+    def _split_to_express(self, run: RunLoop) -> bool:
         """Make the run's best placement (e.g. a heuristic start's per-op placement) one the policy can return:
         node by node, refine the groups of the run's graph (`agents.search.node_by_node`); with coarse-to-fine
         action groups (``split_patience``), split them until it can. True if the groups changed."""
         policy = self.model.policy
         if self.node_groups is not None:
             return self.node_grouping.refine_to_express(graph_key(self.imitation_obs), run.best_action)
-        return (self.search.split_patience is not None and getattr(policy, "action_groups", None) is not None
-                and split_until_expressible(run.best_action, self.expressible, policy.split_action_groups))
+        return (self._search is not None and self._search.coarse_to_fine
+                and getattr(policy, "n_groups", None) is not None
+                and split_until_expressible(run.best_action, self._expressible, policy.split_action_groups))
 
     # ------------------------------------------------------------------ inference
     @agent_predict
@@ -679,7 +730,7 @@ class PPONodeAgent(PPOAgent):
     name = "ppo-node"
     #: `PPOAgent`'s hybrid search without coarse to fine, which splits action groups: node by node has none.
     HYBRID = dataclasses.replace(PPOAgent.HYBRID, split_patience=None)
-    SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - option_names("split_patience")
+    SEARCH_OPTIONS = PPOAgent.SEARCH_OPTIONS - {"split_patience"}
 
     #: Node by node (16 groups), with the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one
     #: device per step: no summed log-probability over many decisions to temper).

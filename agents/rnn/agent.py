@@ -25,22 +25,23 @@ Where it differs from the paper (the defaults are the paper's method; no search 
 * the best placement measured is the result, as in the paper; ``predict`` (the policy's deterministic placement)
   is reported beside it.
 
-Its hybrid form (``search="hybrid"``, ``hybrid:rnn``) adds what `RNNAgent.HYBRID` lists: the heuristic start, coarse
-to fine over the groups with a refit after each split, a per-op refinement stage with boundary moves,
-self-imitation, the final distillation and the zero-shot override (`agents.search.config`).
+Its hybrid form (``search="hybrid"``, ``hybrid:rnn``) adds the search layer `RNNAgent.HYBRID` lists (the heuristic
+start, coarse to fine over the groups with a refit after each split, the zero-shot override:
+`agents.search.config`) and what `RNNAgent.HYBRID_COMPONENTS` turns on in its own code (a per-op refinement stage
+with boundary moves, self-imitation, the final distillation).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import GROUPS, WIDTH, check_settings, setting
+from agents.core.bounds import FLAG, GROUPS, WIDTH, check_settings, setting
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
-from agents.search.config import SearchConfig, option_names
+from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
 from placement_gym.schema import Text
 from placement_gym.wrappers import SqrtLatencyReward
@@ -63,19 +64,24 @@ class RNNSettings:
             groups = fewer decisions to learn from a small budget: on the simulated paper profile G=8 found
             mixed placements faster than GPU-only on ResNet and Inception more reliably than G=16, and G=32 (the
             hierarchical planner's 20 x devices) hardly left GPU-only. Raise it for larger budgets.
-        hidden_dim: LSTM width.
+        hidden_channels: LSTM width.
         reward: one of `REWARDS`.
+        refine: a per-op override stage after the decoder (a search component beyond the paper,
+            `agents.nn.refine`).
+        refine_boundary: that stage proposes boundary moves to the neighbours' device (a search component).
     """
 
     n_groups: int = setting(256, GROUPS)
-    hidden_dim: int = setting(64, WIDTH)
+    hidden_channels: int = setting(64, WIDTH)
     reward: str = setting("neg_sqrt_latency", Text(choices=REWARDS))
+    refine: bool = setting(False, FLAG, component=True)
+    refine_boundary: bool = setting(False, FLAG, component=True)
 
     def __post_init__(self) -> None:
         check_settings(self)  # a numpy integer from a config is kept as a plain int
 
 
-class RNNAgent(SearchLayer, PolicyGradientAgent):
+class RNNAgent(PolicyGradientAgent):
     """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
 
     Keywords: its own settings (`RNNSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
@@ -86,12 +92,15 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
     """
 
     name = "rnn"
-    #: The trainers' search components and the per-op refinement stage after the decoder.
-    SEARCH_OPTIONS = PolicyGradientAgent.SEARCH_OPTIONS | option_names("refine", "refine_boundary")
-    #: The hybrid form's search: this agent's defaults before the search became a layer of its own.
-    HYBRID = SearchConfig(heuristic_start="measure", split_patience=SPLIT_PATIENCE, split_refit=True, refine=True,
-                          refine_boundary=True, imitation_coef=0.5, distill_steps=1000, distill_seconds=DISTILL_SECONDS,
+    #: The search layer it composes (an object it holds when built with search) and the layer's components it runs.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = OUTSIDE_TRAINING | DURING_TRAINING
+    #: The hybrid form's search layer and the search-like settings of its own code (policy, trainer,
+    #: distillation): this agent's defaults before the search became a layer of its own.
+    HYBRID = SearchConfig(heuristic_start="measure", split_patience=SPLIT_PATIENCE, split_refit=True,
                           zero_shot_override=ZERO_SHOT_OVERRIDE, finetune_from_predict=True)
+    HYBRID_COMPONENTS = {"refine": True, "refine_boundary": True, "imitation_coef": 0.5, "distill_steps": 1000,
+                         "distill_seconds": DISTILL_SECONDS}
 
     #: The agent settings of the hybrid form (`agents.search.hybrid.build_agent`): 8 groups, split coarse to fine,
     #: and the trainer's switches as when the hybrid was tuned.
@@ -100,15 +109,15 @@ class RNNAgent(SearchLayer, PolicyGradientAgent):
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
     TRAINER = ReinforceConfig(mode="bandit", entropy_coef=0.1, **{**SWITCHES_ON, "leave_one_out": False})
     TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
-                       "measure_argmax", "baseline_decay", "max_grad_norm")
+                       "measure_argmax", "baseline_decay", "max_grad_norm", "imitation_coef", "elites")
 
     #: Its own settings (`RNNSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = RNNSettings()
     RUN = LEARNED_RUN
 
     def build_policy(self, spec: PolicySpec) -> RNNPolicy:
-        return RNNPolicy(spec, self.n_groups, self.hidden_dim, self.search.refine, self.search.refine_boundary)
+        return RNNPolicy(spec, self.n_groups, self.hidden_channels, self.refine, self.refine_boundary)
 
-    def agent_env(self, env):
+    def _agent_env(self, env):
         """The run's env, with the paper's reward (``-sqrt(latency)``) unless ``reward="env"``."""
         return SqrtLatencyReward(env) if self.reward == "neg_sqrt_latency" else env

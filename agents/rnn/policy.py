@@ -76,7 +76,7 @@ class RNNPolicy(nn.Module):
     Args:
         spec: sizes from the env (`PolicySpec`).
         n_groups: G, the number of op groups (at most the number of ops of the graph).
-        hidden_dim: LSTM and embedding width H.
+        hidden_channels: LSTM and embedding width H.
 
     refine: add the per-op refinement stage (`agents.nn.refine.OpRefiner`) after the group decoder.
     refine_boundary: its boundary moves (`OpRefiner`'s ``boundary``).
@@ -93,27 +93,29 @@ class RNNPolicy(nn.Module):
     (K,) and the mean entropy per decision ().
     """
 
-    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_dim: int = 64, refine: bool = False,
+    def __init__(self, spec: PolicySpec, n_groups: int = 8, hidden_channels: int = 64, refine: bool = False,
                  refine_boundary: bool = True) -> None:
         super().__init__()
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
         self.n_groups, self.device_features, self.default_devices = n_groups, spec.device_features, spec.n_devices
         self.register_buffer("n_groups_now", torch.tensor(n_groups))  # > n_groups after coarse-to-fine splits
-        self.embed = nn.Sequential(nn.Linear(spec.node_features + 2 * n_groups, hidden_dim), nn.Tanh())
-        self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+        self.embed = nn.Sequential(nn.Linear(spec.node_features + 2 * n_groups, hidden_channels), nn.Tanh())
+        self.encoder = nn.LSTM(hidden_channels, hidden_channels, batch_first=True)
         # The previous group's device, fed back: what it is (its device features), not its index; and a learned
         # vector for "no previous group".
-        self.device_embedding = nn.Linear(device_input_width(spec.device_features), hidden_dim)
-        self.no_device = nn.Parameter(torch.zeros(hidden_dim))
-        self.decoder = nn.LSTMCell(2 * hidden_dim, hidden_dim)  # input: [encoder state of the group, previous device]
-        self.attn_enc = nn.Linear(hidden_dim, hidden_dim, bias=False)
-        self.attn_dec = nn.Linear(hidden_dim, hidden_dim)
-        self.attn_v = nn.Linear(hidden_dim, 1, bias=False)
-        self.out = DeviceScorer(2 * hidden_dim, spec.device_features, hidden_dim)  # near-uniform devices at first
+        self.device_embedding = nn.Linear(device_input_width(spec.device_features), hidden_channels)
+        self.no_device = nn.Parameter(torch.zeros(hidden_channels))
+        self.decoder = nn.LSTMCell(2 * hidden_channels, hidden_channels)  # input: [encoder state of the group, previous device]
+        self.attn_enc = nn.Linear(hidden_channels, hidden_channels, bias=False)
+        self.attn_dec = nn.Linear(hidden_channels, hidden_channels)
+        self.attn_v = nn.Linear(hidden_channels, 1, bias=False)
+        self.out = DeviceScorer(2 * hidden_channels, spec.device_features, hidden_channels)  # near-uniform devices at first
         # Optional per-op refinement (`OpRefiner`): an op's embedding = its features and its group's state.
-        self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_dim, hidden_dim), nn.Tanh()) if refine else None
-        self.refiner = OpRefiner(hidden_dim, hidden_dim, spec.device_features, boundary=refine_boundary) if refine else None
+        self.op_embed = nn.Sequential(nn.Linear(spec.node_features + hidden_channels, hidden_channels),
+                                      nn.Tanh()) if refine else None
+        self.refiner = OpRefiner(hidden_channels, hidden_channels, spec.device_features,
+                                 boundary=refine_boundary) if refine else None
         self._groups_cache: dict[int, np.ndarray] = {}
         self._largest = 0  # ops of the largest graph placed so far: where splitting ends
 

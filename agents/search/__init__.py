@@ -1,15 +1,14 @@
 """The search layer: everything that chooses or changes a measured placement without being learned. ::
 
-    config           `SearchConfig`, the one settings object (which components run, and how; defined with the
-                     run loop, `agents.core.search_settings`, and re-exported here)
+    config           `SearchConfig`, the layer's settings and their one owner (which components run, and how)
     heuristic_start  start placements (each device alone, every op on its cheapest device), the memory fit of a
                      start, the zero-shot override
     local_search     cost-guided block moves around the run's best (`BlockSearch`, `AroundBest`)
     coarse_to_fine   the stall detector and group splitting of coarse-to-fine placers
     node_by_node     a node-by-node placer's groups refined to the run's best, and the teacher-forced steps that
                      distil that best into its policy (Placeto, ppo-node)
-    attach           `SearchLayer`: the search at the named points of the run loop and the trainers, the mixin
-                     every named learned agent composes (`SearchDuringTraining`: the trainers' points)
+    attach           `SearchLayer`: the search at the named points of the run loop and the trainers, an object a
+                     learned agent holds (`SearchDuringTraining`: the trainers' points)
     hybrid           `SearchAround` (the layer around any agent), the ``local-search`` baseline, `build_agent`
 
 It is offered two ways: as search baselines that learn nothing (``cheapest`` in `agents.baselines`,
@@ -19,6 +18,6 @@ default. It is a layer above the run loop (`agents.core`), the networks (`agents
 (`agents.algos`): it imports them, they never import it (``tests/test_imports.py``); where its behaviour acts inside
 a run, they call a named point and `attach` fills it in.
 """
-from .config import SearchConfig, split_search_options
+from .config import SearchConfig, hybrid_options, split_search_options
 
-__all__ = ["SearchConfig", "split_search_options"]
+__all__ = ["SearchConfig", "hybrid_options", "split_search_options"]

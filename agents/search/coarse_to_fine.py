@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-# Re-exported here: the grouping helpers (`agents.nn.groups`), the patience check (`agents.core.search_settings`)
+# Re-exported here: the grouping helpers (`agents.nn.groups`), the patience check (`agents.search.config`)
 # and the refit's step limit (`agents.algos.learned`) live in the layers that use them.
 from agents.algos.learned import REFIT_STEPS
-from agents.core.search_settings import check_split_patience
+from .config import check_split_patience
 from agents.nn.groups import split_groups, split_until_expressible
 
 __all__ = ["REFIT_STEPS", "SPLIT_PATIENCE", "StallDetector", "check_split_patience", "split_groups",

@@ -13,13 +13,13 @@ of coarse groups refits (coarse to fine) and what the final distillation makes t
 search finds nothing better. It does not join the self-imitation elites (HSDAG, the RNN): imitating the best single
 device from the first update held HSDAG near it, further from the optimum than without. A policy that decides per
 group of ops and cannot return that best (Post, PPO's action groups) splits its coarse-to-fine groups until it can
-before the final distillation (`PolicyGradientAgent.split_to_express`); Placeto and ppo-node refine their node
+before the final distillation (`PolicyGradientAgent._split_to_express`); Placeto and ppo-node refine their node
 groups on that graph instead (`agents.search.node_by_node`). With ``"refit"`` every policy is fitted to that best
 before sampling (its search starts around it; it can trap the search there: the RNN on ``server`` stayed on the best
 single device). ``"off"`` starts from the policy's own samples, as the methods' papers do.
 
 A fine-tuning run (a trained policy continuing on one graph, e.g. a new one) measures them too, after the
-policy's own placement (`agents.core.run.RunAgent.start_fine_tuning`): a policy trained on other graphs may
+policy's own placement (`agents.search.attach.SearchLayer.start_fine_tuning`): a policy trained on other graphs may
 prefer a device this graph does not (on the ``paper`` test graphs, every learned agent's zero-shot placement
 was the CPU, above the optimum, and a short fine-tuning did not move it).
 
@@ -44,7 +44,7 @@ from typing import Any, Mapping
 import numpy as np
 from gymnasium import spaces
 
-from agents.core.search_settings import HEURISTIC_STARTS, check_heuristic_start  # re-exported: its settings
+from .config import HEURISTIC_STARTS, check_heuristic_start  # re-exported: its settings
 from placement_gym.backends.base import DEVICE_FEATURES
 from placement_gym.backends.profiles import memory_need
 from placement_gym.env import strip_padding

@@ -26,6 +26,7 @@ from agents.core.loop import RunLoop
 from agents.core.run import RunAgent
 from placement_gym.registry import HYBRID_PREFIX
 
+from .attach import SearchLayer
 from .config import SearchConfig, option_names, split_search_options
 from .heuristic_start import measure_start_placements
 from .local_search import BlockSearch, search_around_best
@@ -47,8 +48,9 @@ class SearchAround(RunAgent):
     HYBRID = SearchConfig(heuristic_start="measure", local_search=0.25)
     #: The layer's own components (the wrapped agent's search, if any, was checked when it was built).
     SEARCH_OPTIONS = option_names("heuristic_start", "local_search")
-    #: The layer itself: it runs its components directly (`train`), not through an agent's named points.
-    SEARCH_LAYER = True
+    #: Its settings are the layer's (`SearchLayer.build` checks them); it runs them directly (`train`), not
+    #: through an agent's named points.
+    SEARCH_LAYER = SearchLayer
 
     def __init__(self, agent: RunAgent | None = None, search: "SearchConfig | Mapping[str, Any] | str | None" = "hybrid",
                  seed: int | None = None) -> None:
@@ -67,9 +69,10 @@ class SearchAround(RunAgent):
             raise ValueError("the search layer works on one graph (its placements are one graph's); train the agent "
                              "itself over many graphs")
         obs = run.predict_observation()
-        if self.search.heuristic_start != "off" and isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
+        config = self.search or SearchConfig()
+        if config.heuristic_start != "off" and isinstance(run.env.action_space, gym.spaces.MultiDiscrete):
             measure_start_placements(run, obs, seed)
-        reserved = int(round(self.search.local_search * run.remaining)) if self.agent is not None else run.remaining
+        reserved = int(round(config.local_search * run.remaining)) if self.agent is not None else run.remaining
         if self.agent is not None and not run.done:
             budget = run.budget
             run.budget = budget - reserved  # the agent's `run.done` comes when its share is spent
@@ -99,11 +102,12 @@ class SearchAround(RunAgent):
 
     def hyperparameters(self) -> dict[str, Any]:
         inner = {} if self.agent is None else {"agent": self.agent.name, "agent_settings": self.agent.hyperparameters()}
-        return {**inner, "seed": self.seed, **self.search_options()}
+        return {**inner, "seed": self.seed, **self._search_options()}
 
     def search_components(self) -> list[str]:
         own = [] if self.agent is None else self.agent.search_components()
-        return own + [c for c in self.search.components() if c not in own]
+        layer = [] if self.search is None else self.search.components()
+        return own + [c for c in layer if c not in own]
 
     def save(self, path: "str | Path", overwrite: bool = False) -> Path:
         """Save the wrapped agent (the search keeps no state between runs)."""
@@ -163,21 +167,22 @@ class SearchFrom(SearchAround):
 
 
 def build_agent(cls: type, options: Mapping[str, Any], hybrid: bool = False) -> RunAgent:
-    """``cls(**options)`` with the options that name search settings (`SearchConfig` fields, earlier releases' names
-    included) gathered into its ``search``: on top of no search, or of the class's ``HYBRID`` preset when `hybrid`
-    (`placement_gym.registry.make_agent`, ``hybrid:NAME``), with the class's ``HYBRID_SETTINGS`` (agent settings the
-    hybrid form was tuned with) under the given options. With `hybrid`, an agent without a preset of its own is
-    wrapped in `SearchAround`. A ValueError names the agent when it rejects the options."""
+    """``cls(**options)`` with the options that name search-layer settings (`SearchConfig` fields) gathered into its
+    ``search``: on top of no search, or of the class's ``HYBRID`` preset when `hybrid`
+    (`placement_gym.registry.make_agent`, ``hybrid:NAME``), with the class's ``HYBRID_COMPONENTS`` (the hybrid's
+    search-like settings of its own code) and ``HYBRID_SETTINGS`` (agent settings the hybrid form was tuned with)
+    under the given options. With `hybrid`, an agent without a preset of its own is wrapped in `SearchAround`. A
+    ValueError names the agent when it rejects the options."""
     options, search_options = split_search_options(options)
     preset = getattr(cls, "HYBRID", None)  # None: an agent that takes no search settings (the planners)
     if search_options and preset is None:
         raise ValueError(f"agent {cls.__name__} has no search settings; it rejected {sorted(search_options)}")
-    own_hybrid = hybrid and preset is not None and preset.active
+    own_hybrid = hybrid and preset is not None and (preset.active or bool(getattr(cls, "HYBRID_COMPONENTS", {})))
     if own_hybrid or search_options or "search" in options:
         base = SearchConfig.resolve(options.pop("search", "hybrid" if own_hybrid else None), preset)
         options["search"] = SearchConfig.of(search_options, base)
     if own_hybrid:  # the agent settings its hybrid form was tuned with, under the caller's
-        options = {**getattr(cls, "HYBRID_SETTINGS", {}), **options}
+        options = {**getattr(cls, "HYBRID_SETTINGS", {}), **getattr(cls, "HYBRID_COMPONENTS", {}), **options}
     try:
         agent = cls(**options)
     except TypeError as exc:

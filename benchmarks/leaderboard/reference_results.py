@@ -20,7 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from agents.algos.learned import LearnedAgent
+from agents.algos.policy_gradient import PolicyGradientAgent
+from agents.ppo.agent import SB3Agent
 from placement_gym import benchmark, registry
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -36,7 +37,8 @@ UNRECORDED_COST_MODEL_VERSION = 1
 
 def reference_agents() -> list[str]:
     """Every registered agent in table order, then the hybrid of every learned agent (``hybrid:hsdag``, ...)."""
-    learned = [name for name in registry.AGENTS if issubclass(registry.load_agent_class(name), LearnedAgent)]
+    learned = [name for name in registry.AGENTS if issubclass(registry.load_agent_class(name),
+                                                                          (PolicyGradientAgent, SB3Agent))]
     return list(registry.AGENTS) + [registry.HYBRID_PREFIX + name for name in learned]
 
 

@@ -71,7 +71,7 @@ def main() -> None:
         for i in rng.permutation(len(targets)):
             _, agent.imitation_obs, placement = targets[i]
             agent.policy.train()
-            apply_gradients(optimizer, agent.policy.parameters(), -agent.imitate(placement), 1.0)
+            apply_gradients(optimizer, agent.policy.parameters(), -agent._imitate(placement), 1.0)
     reproduced = sum(np.array_equal(agent.predict(obs), p) for _, obs, p in targets)
     print(f"imitation: {args.epochs} epochs in {time.perf_counter() - started:.1f} s; training targets that "
           f"predict returns: {reproduced} / {len(targets)}")

@@ -263,7 +263,7 @@ def test_hsdag_split_parses_one_level_fewer_nested_and_survives_save_load(tiny_b
 def test_hsdag_reaches_the_chain_optimum_coarse_to_fine_and_reloads_its_level(tmp_path):
     from agents.hsdag import HSDAGAgent
 
-    agent = HSDAGAgent(seed=0, hidden_channels=16, **hybrid_options(HSDAGAgent, split_patience=20))
+    agent = HSDAGAgent(seed=0, hidden_channels=16, place="group", max_levels=4, **hybrid_options(HSDAGAgent, split_patience=20))
     env = DevicePlacementEnv(chain_graph(12), backend=SplitBackend(), features=agent.feature_families)
     agent.learn(env, budget=300)
     assert agent.best_latency_s == pytest.approx(optimum_latency_s(12))

@@ -111,6 +111,8 @@ AGENTS: dict[str, AgentEntry] = {
     "post": AgentEntry("agents.post:PostAgent", "Post: per-group softmax placements, PPO + cross-entropy on elites"),
     "go": AgentEntry("agents.go:GOAgent", "GO: GraphSAGE + segment-recurrent attention, PPO over many graphs, "
                      "transfers to new graphs"),
+    "doppler": AgentEntry("agents.doppler:DopplerAgent", "DOPPLER: a selection and a placement policy over message "
+                          "passing, imitation of the critical-path heuristic, then REINFORCE"),
     "imitation": AgentEntry("agents.imitation:ImitationAgent", "GO's network trained by imitation of the solvers' "
                             "best placements over many graphs (then optionally PPO); predict is one forward pass; "
                             "a checkpoint per preset and objective ships",

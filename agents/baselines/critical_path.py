@@ -44,7 +44,7 @@ from placement_gym.env import UNSUPPORTED_COST_S
 from .constraints import Constraints
 from .costs import CostModel, CostPlanner
 
-__all__ = ["CriticalPath", "ListSchedule", "bottom_levels", "critical_path_schedule", "top_levels", "usable_devices"]
+__all__ = ["CriticalPath", "ListSchedule", "bottom_levels", "mean_times", "critical_path_schedule", "top_levels", "usable_devices"]
 
 
 def usable_devices(op_time_s: np.ndarray) -> np.ndarray:
@@ -55,7 +55,7 @@ def usable_devices(op_time_s: np.ndarray) -> np.ndarray:
     return usable
 
 
-def _mean_times(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, np.ndarray]:
+def mean_times(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, np.ndarray]:
     """((N,) mean op seconds over the devices that can run each op, (E,) mean transfer seconds over the ordered
     pairs of distinct devices that can run its producer and its consumer; 0 with one device)."""
     usable = usable_devices(costs.op_time_s)
@@ -73,9 +73,9 @@ def _mean_times(edge_index: np.ndarray, costs: CostModel) -> tuple[np.ndarray, n
 
 def bottom_levels(edge_index: np.ndarray, costs: CostModel) -> np.ndarray:
     """(N,) seconds: each op's bottom level, its mean time plus the longest (transfer + bottom level) among its
-    consumers, 0 past a sink (DOPPLER's ``compute_critical_paths``; the means: `_mean_times`). Ops are in
+    consumers, 0 past a sink (DOPPLER's ``compute_critical_paths``; the means: `mean_times`). Ops are in
     topological order (producers before consumers), so one backward sweep computes it."""
-    op_mean, edge_mean = _mean_times(edge_index, costs)
+    op_mean, edge_mean = mean_times(edge_index, costs)
     tail = np.zeros_like(op_mean)  # the longest (transfer + bottom level) among each op's consumers
     src, dst = edge_index
     # Backward over the producers: every consumer v of op u comes after it, so v's tail is final when u's edges
@@ -90,7 +90,7 @@ def bottom_levels(edge_index: np.ndarray, costs: CostModel) -> np.ndarray:
 def top_levels(edge_index: np.ndarray, costs: CostModel) -> np.ndarray:
     """(N,) seconds: each op's top level, its mean time plus the longest (top level + transfer) among its producers
     (DOPPLER's ``compute_critical_paths`` on the reversed graph)."""
-    op_mean, edge_mean = _mean_times(edge_index, costs)
+    op_mean, edge_mean = mean_times(edge_index, costs)
     head = np.zeros_like(op_mean)
     src, dst = edge_index
     for e in np.argsort(dst, kind="stable"):  # forward over the consumers: their producers are final

@@ -96,39 +96,40 @@ class DopplerSettings:
         check_settings(self)
 
 
-@dataclass
 class Teacher:
     """The critical-path heuristic the imitation stage imitates, on a cost model and memory limits: its schedule
-    follows the episode's decisions, and at each step it says what it would choose."""
+    follows the episode's decisions (`start`), and at each step it says what it would choose
+    (`ListSchedule.critical_op` by `levels`, `ListSchedule.earliest_device`)."""
 
-    costs: CostModel
-    constraints: Constraints | None
-    levels: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.levels = np.empty(0)
+    def __init__(self, costs: CostModel, constraints: Constraints | None) -> None:
+        self.costs, self.constraints = costs, constraints
+        self.levels: np.ndarray | None = None  # (N,) bottom levels, computed at the first episode
 
     def start(self, edge_index: np.ndarray) -> ListSchedule:
-        if self.levels.size != self.costs.op_time_s.shape[0]:
+        """A fresh schedule of the graph of `edge_index` (2, E) for one episode."""
+        if self.levels is None:
             self.levels = bottom_levels(edge_index, self.costs)
         return ListSchedule(edge_index, self.costs, self.constraints)
 
 
 @dataclass
 class Episode:
-    """One episode's placement and what its update reads (empty lists when it was run without gradients).
+    """One episode's placement and what its update reads (empty when it was run without gradients).
 
     Attributes:
-        placement: (N,) int64; order: the ops in the order they were placed.
-        log_probs: (2N,) the log-probability of each decision taken (op, then device, per step).
+        placement: (N,) int64; order: the ops in the order they were placed; n_steps: N.
+        log_probs: the log-probability of each decision taken that had more than one choice (a forced one has 0);
+        steps: the step (0..N-1) of each of them.
         neg_entropy: () the sum over decisions of sum_a p log p (DOPPLER's entropy term).
         imitation: () the summed log-probability of the teacher's choices (0 without a teacher).
-        matched: decisions equal to the teacher's.
+        matched: decisions equal to the teacher's (forced ones included).
     """
 
     placement: np.ndarray
     order: list[int]
+    n_steps: int = 0
     log_probs: list[Tensor] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
     neg_entropy: Tensor | float = 0.0
     imitation: Tensor | float = 0.0
     matched: int = 0
@@ -140,6 +141,16 @@ def _choose(logits: Tensor, epsilon: float, rng: np.random.Generator) -> int:
         allowed = torch.isfinite(logits).nonzero().view(-1).tolist()
         return int(allowed[int(rng.integers(len(allowed)))])
     return int(torch.argmax(logits))
+
+
+def _descend(optimizer: torch.optim.Optimizer, loss: "Tensor | float") -> float:
+    """One optimiser step on `loss`; none where it depends on no parameter (every decision of the episode had one
+    choice). Returns the loss's value."""
+    if isinstance(loss, Tensor) and loss.requires_grad:
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return float(loss.detach()) if isinstance(loss, Tensor) else float(loss)
 
 
 class DopplerAgent(BaseAgent):
@@ -181,35 +192,53 @@ class DopplerAgent(BaseAgent):
             schedule = ListSchedule(graph.edge_index, graph.costs)
             taught = None if teacher is None else teacher.start(graph.edge_index)
             placed = np.zeros((graph.n_devices, graph.n_ops), dtype=np.float32)  # which ops each device holds
-            log_probs: list[Tensor] = []
-            neg_entropy: Tensor | float = 0.0
-            imitation: Tensor | float = 0.0
-            matched = 0
+            episode = Episode(np.empty(0, dtype=np.int64), [])
+            step = 0
             while not schedule.done:
                 ready = sorted(schedule.ready)
-                node_logits = policy.selection.logits(graph, selection, torch.as_tensor(ready))
-                pick = _choose(node_logits, epsilon, rng)
-                op = ready[pick]
-                device_logits = policy.placement.logits(graph, placement, op, device_state(schedule, op),
-                                                       torch.tensor(placed))  # a copy: autograd keeps each
-                device = _choose(device_logits, epsilon, rng)
-                if grad:
-                    for logits, taken in ((node_logits, pick), (device_logits, device)):
-                        log_p = torch.log_softmax(logits, dim=0)
-                        log_probs.append(log_p[taken])
-                        p = log_p.exp()
-                        neg_entropy = neg_entropy + torch.where(p > 0, p * log_p, torch.zeros_like(p)).sum()
+                want_op = None if taught is None else taught.critical_op(teacher.levels)
+                # A decision with one choice is no decision: no network call, no randomness, log-probability 0
+                # (exactly what the softmax over one item gives), so chains of ops cost no policy time.
+                if len(ready) == 1:
+                    op = ready[0]
+                else:
+                    node_logits = policy.selection.logits(graph, selection, torch.as_tensor(ready))
+                    pick = _choose(node_logits, epsilon, rng)
+                    op = ready[pick]
+                    self._score(episode, node_logits, pick, None if want_op is None else ready.index(want_op), step,
+                                grad)
+                want_device = None if taught is None else taught.earliest_device(op)
+                allowed = np.flatnonzero(graph.action_mask[op])
+                if allowed.size == 1:
+                    device = int(allowed[0])
+                else:
+                    device_logits = policy.placement.logits(graph, placement, op, device_state(schedule, op),
+                                                           torch.tensor(placed))  # a copy: autograd keeps each
+                    device = _choose(device_logits, epsilon, rng)
+                    self._score(episode, device_logits, device, want_device, step, grad)
                 if taught is not None:
-                    # What the heuristic would do here: its op among the ready ones, its device for the op chosen.
-                    want_op, want_device = taught.critical_op(teacher.levels), taught.earliest_device(op)
-                    if grad:
-                        imitation = imitation + torch.log_softmax(node_logits, 0)[ready.index(want_op)] \
-                            + torch.log_softmax(device_logits, 0)[want_device]
-                    matched += int(want_op == op) + int(want_device == device)
+                    episode.matched += int(want_op == op) + int(want_device == device)
                     taught.place(op, device)
                 schedule.place(op, device)
                 placed[device, op] = 1.0
-        return Episode(schedule.placement.copy(), list(schedule.order), log_probs, neg_entropy, imitation, matched)
+                step += 1
+        episode.placement, episode.order, episode.n_steps = schedule.placement.copy(), list(schedule.order), step
+        return episode
+
+    @staticmethod
+    def _score(episode: "Episode", logits: Tensor, taken: int, wanted: int | None, step: int, grad: bool) -> None:
+        """Add one decision's log-probability (of `taken`, at `step`), its sum of p log p and, with a teacher, the
+        log-probability of the teacher's choice `wanted` to `episode` (nothing without `grad`)."""
+        if not grad:
+            return
+        log_p = torch.log_softmax(logits, dim=0)
+        episode.log_probs.append(log_p[taken])
+        episode.steps.append(step)
+        # sum p log p over the allowed choices (a forbidden one, -inf, would make the gradient NaN)
+        episode.neg_entropy = episode.neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
+        if wanted is not None:
+            episode.imitation = episode.imitation + log_p[wanted]
+
 
     # ------------------------------------------------------------------ training
     def teacher(self, run: RunLoop, obs: Mapping[str, Any]) -> Teacher:
@@ -248,11 +277,8 @@ class DopplerAgent(BaseAgent):
                     teachers[key] = self.teacher(run, strip_padding(obs))
                 epsilon = self.imitation_epsilon * (1.0 - k / self.imitation_episodes)
                 episode = self.episode(graph, rng, epsilon, teachers[key])
-                loss = -episode.imitation + self.imitation_entropy_coef * episode.neg_entropy
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                run.record_update({"stage": "imitation", "loss": loss.item(), "epsilon": epsilon,
+                loss = _descend(optimizer, -episode.imitation + self.imitation_entropy_coef * episode.neg_entropy)
+                run.record_update({"stage": "imitation", "loss": loss, "epsilon": epsilon,
                                    "matched": episode.matched / (2 * graph.n_ops)})
 
         # Stage 2: REINFORCE, one measured placement per episode, against the running mean cost.
@@ -269,14 +295,11 @@ class DopplerAgent(BaseAgent):
             cost = float(info["latency_corrected_s"]) * 1e3  # milliseconds
             total_cost += cost
             reward = total_cost / (k + 1) - cost
-            steps = len(episode.log_probs) // 2
             # The reward comes at the last step; step t's return is gamma^(T-1-t) of it (its two decisions alike).
-            discount = torch.tensor([self.gamma ** (steps - 1 - t) for t in range(steps) for _ in (0, 1)])
-            loss = -(torch.stack(episode.log_probs) * discount).sum() * reward + self.entropy_coef * episode.neg_entropy
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            run.record_update({"stage": "reinforce", "loss": loss.item(), "epsilon": epsilon, "cost_ms": cost,
+            discount = torch.tensor([self.gamma ** (episode.n_steps - 1 - t) for t in episode.steps])
+            log_probs = torch.stack(episode.log_probs) if episode.log_probs else torch.zeros(0)
+            loss = _descend(optimizer, -(log_probs * discount).sum() * reward + self.entropy_coef * episode.neg_entropy)
+            run.record_update({"stage": "reinforce", "loss": loss, "epsilon": epsilon, "cost_ms": cost,
                                "reward": reward})
             k += 1
 

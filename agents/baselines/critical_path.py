@@ -44,7 +44,8 @@ from placement_gym.env import UNSUPPORTED_COST_S
 from .constraints import Constraints
 from .costs import CostModel, CostPlanner
 
-__all__ = ["CriticalPath", "ListSchedule", "bottom_levels", "mean_times", "critical_path_schedule", "top_levels", "usable_devices"]
+__all__ = ["CriticalPath", "ListSchedule", "bottom_levels", "critical_path_schedule", "mean_times", "top_levels",
+           "usable_devices"]
 
 
 def usable_devices(op_time_s: np.ndarray) -> np.ndarray:

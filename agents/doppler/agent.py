@@ -167,7 +167,7 @@ class DopplerAgent(BaseAgent):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self._contexts: dict[tuple[int, int], GraphContext] = {}
+        self._contexts: dict[tuple[int, int, float], GraphContext] = {}  # by (ops, edges, summed op costs)
 
     def build_policy(self, spec: PolicySpec) -> DopplerPolicy:
         return DopplerPolicy(spec, self.hidden_channels, self.head_channels, self.num_layers)
@@ -238,7 +238,6 @@ class DopplerAgent(BaseAgent):
         episode.neg_entropy = episode.neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
         if wanted is not None:
             episode.imitation = episode.imitation + log_p[wanted]
-
 
     # ------------------------------------------------------------------ training
     def teacher(self, run: RunLoop, obs: Mapping[str, Any]) -> Teacher:

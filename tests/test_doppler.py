@@ -51,6 +51,16 @@ def test_it_learns_within_the_budget_predicts_and_round_trips_a_checkpoint(tmp_p
     assert loaded.predict(other.reset(seed=0)[0]).shape == (other.graph.n_ops,)
 
 
+def test_a_fine_tuning_run_can_measure_the_trained_policys_placement_first():
+    env = _env()
+    agent = registry.make_agent("doppler", {**SMALL, "seed": 0, "finetune_from_predict": True})
+    agent.learn(env, budget=2)
+    trained = agent.predict(env.reset(seed=0)[0]).tolist()
+    seen = Placements()
+    agent.learn(env, budget=2, callback=seen)
+    assert seen.placements[0] == trained and agent.search_components() == ["finetune_from_predict"]
+
+
 def test_a_seed_reproduces_the_run():
     runs = []
     for _ in range(2):

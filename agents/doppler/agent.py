@@ -157,7 +157,8 @@ class DopplerAgent(BaseAgent):
     """DOPPLER's dual policy and its imitation-then-REINFORCE training (module docstring).
 
     Keywords: its own settings (`DopplerSettings`) and the run's (``seed``, ``torch_threads``, ``device``,
-    ``coarsen_above``, ``max_nodes``, ``search``: `agents.core.run.RunAgent`). It runs no search component of its own;
+    ``coarsen_above``, ``max_nodes``, ``search``: `agents.core.run.RunAgent`; of the search components it runs only
+    ``finetune_from_predict``, at the run loop's named point `RunAgent.measure_starts`);
     ``hybrid:doppler`` puts the generic search layer around it (`agents.search.hybrid.SearchAround`).
     """
 
@@ -262,6 +263,9 @@ class DopplerAgent(BaseAgent):
         fresh = self.policy is None
         self.setup(PolicySpec.from_env(run.env), seed)
         self.policy.train()
+        # The run loop's named point: a fine-tuning run measures the trained policy's own placement first where
+        # ``finetune_from_predict`` asks (off by default: the paper's method measures nothing else).
+        self.measure_starts(run, run.env, seed, not fresh, run.predict_observation())
 
         # Stage 1: imitation of the critical-path heuristic on the states the policy visits (nothing measured).
         if fresh and self.imitation_episodes > 0:

@@ -99,6 +99,8 @@ AGENTS: dict[str, AgentEntry] = {
     "random": AgentEntry("agents.baselines:RandomSearch", "uniformly random placements, the best kept"),
     "cheapest": AgentEntry("agents.baselines:CheapestDevice", "each op on the device where it alone runs fastest"),
     "greedy": AgentEntry("agents.baselines:GreedyETF", "Baechi's m-ETF list scheduling on the cost model"),
+    "critical-path": AgentEntry("agents.baselines:CriticalPath", "the critical-path list scheduling DOPPLER imitates: "
+                                "the ready op of longest path to a sink, on the device where it finishes first"),
     "topo": AgentEntry("agents.baselines:TopoBalance", "Baechi's m-TOPO: topological order split by speed"),
     "metis": AgentEntry("agents.baselines:MetisPartition", "METIS graph partitioning weighted by cost"),
     "dp": AgentEntry("agents.baselines:ContiguousDP", "Tarnawski et al.'s dynamic program over contiguous splits"),
@@ -110,6 +112,8 @@ AGENTS: dict[str, AgentEntry] = {
     "post": AgentEntry("agents.post:PostAgent", "Post: per-group softmax placements, PPO + cross-entropy on elites"),
     "go": AgentEntry("agents.go:GOAgent", "GO: GraphSAGE + segment-recurrent attention, PPO over many graphs, "
                      "transfers to new graphs"),
+    "doppler": AgentEntry("agents.doppler:DopplerAgent", "DOPPLER: a selection and a placement policy over message "
+                          "passing, imitation of the critical-path heuristic, then REINFORCE"),
     "imitation": AgentEntry("agents.imitation:ImitationAgent", "GO's network trained by imitation of the solvers' "
                             "best placements over many graphs (then optionally PPO); predict is one forward pass; "
                             "a checkpoint per preset and objective ships",

@@ -23,7 +23,7 @@ def _declared_agents() -> list[type]:
 
 
 def test_every_learned_agent_declares_its_settings():
-    assert {cls.name for cls in _declared_agents()} == {"hsdag", "placeto", "rnn", "post", "go", "imitation", "ppo",
+    assert {cls.name for cls in _declared_agents()} == {"hsdag", "placeto", "rnn", "post", "go", "doppler", "imitation", "ppo",
                                                          "ppo-node"}
 
 

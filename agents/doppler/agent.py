@@ -1,0 +1,325 @@
+"""`DopplerAgent`: DOPPLER (Yao et al., ICLR 2026: "DOPPLER: Dual-Policy Learning for Device Assignment in
+Asynchronous Dataflow Graphs"; code: github.com/xinyuyao/Doppler).
+
+>>> env = gym.make("DevicePlacement-v0", model="resnet", backend="simulated")
+>>> agent = DopplerAgent(seed=0).learn(env, budget=500)
+>>> agent.best_placement, agent.best_latency_s, agent.predict(env.reset()[0])
+
+An episode builds one placement op by op, as a list scheduler does: the selection policy picks a ready op, the
+placement policy a device for it, and the episode's schedule (`agents.baselines.critical_path.ListSchedule`, priced
+on the observation's costs) records when the op would start and finish there, which the next steps' device states
+read (`agents.doppler.policy`). Each decision is epsilon-greedy: with probability epsilon a uniformly random ready
+op (allowed device), otherwise the policy's most likely one; its log-probability under the policy's softmax is what
+the update uses (DOPPLER's ``node_selection`` / ``device_selection``).
+
+Training is DOPPLER's curriculum, read top to bottom in `DopplerAgent.train`:
+
+1. **imitation** (``imitation_episodes``; DOPPLER's stage 1, 2,000 episodes): at every step of an episode, the
+   log-probability of what the critical-path heuristic would do in that state (the ready op of largest bottom
+   level; the device where the chosen op finishes first, within memory) is maximised, plus a small entropy bonus;
+   epsilon falls linearly from ``imitation_epsilon`` (1.0: the first episodes wander at random, so the heuristic is
+   imitated on states the policy will meet) to 0. The heuristic plans on the run's cost model (the one the
+   ``critical-path`` baseline plans on). Nothing is measured: the placements of this stage do not count against the
+   budget.
+2. **REINFORCE** (DOPPLER's stages 2 and 3, 2,000 simulated and 4,000 real episodes): one measured placement per
+   episode, the whole budget; the reward is the running mean cost of the episodes so far minus this episode's cost
+   (milliseconds), given at the last step and discounted back by ``gamma``; epsilon falls linearly from ``epsilon``
+   to 0 over the budget. One Adam step per episode.
+
+``predict`` is the policies' deterministic episode (both argmax) on the observation. Differences from the paper are
+listed on docs/agents/doppler.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from agents.algos.learned import LEARNED_RUN
+from agents.baselines.constraints import Constraints
+from agents.baselines.costs import CostModel, cost_model
+from agents.baselines.critical_path import ListSchedule, bottom_levels
+from agents.core.base import BaseAgent, PolicySpec
+from agents.core.bounds import COEFFICIENT, DEPTH, LEARNING_RATE, SHARE, WIDTH, check_settings, setting
+from agents.core.loop import RunLoop
+from agents.core.run import agent_predict
+from agents.search.node_by_node import graph_key
+from placement_gym.backends.simulated import SimulatedBackend
+from placement_gym.env import strip_padding
+from placement_gym.schema import Integer
+
+from .graph import GraphContext, device_state
+from .policy import DopplerPolicy
+
+__all__ = ["DopplerAgent", "DopplerSettings", "Episode", "Teacher"]
+
+#: Imitation episodes at most (DOPPLER's stage 1 runs 2,000).
+EPISODES = Integer(0, 1 << 20)
+
+
+@dataclass(frozen=True)
+class DopplerSettings:
+    """DOPPLER's own settings (`DopplerAgent`'s keywords besides the run's), with their defaults.
+
+    Args:
+        hidden_channels: embedding width of both encoders (DOPPLER's ``hidden1`` is 128; 64 here, the other agents'
+            width: an encoder's edge network costs H^3 per edge, 8 times less, docs/agents/doppler.md).
+        head_channels: width of the scoring layers (DOPPLER's ``hidden2``, 64).
+        num_layers: message-passing steps of each encoder (DOPPLER's ``num_step_message_passing``, 6).
+        imitation_episodes: episodes of the imitation stage, measured by nothing (DOPPLER: 2,000); 0: none. It runs
+            on the first ``learn`` only (a trained policy goes on with REINFORCE).
+        imitation_learning_rate: Adam step size of the imitation stage (DOPPLER: 1e-3).
+        imitation_epsilon: exploration at the first imitation episode, falling linearly to 0 (DOPPLER: 1.0).
+        imitation_entropy_coef: weight of the entropy bonus while imitating (DOPPLER: 0.001).
+        learning_rate: Adam step size of the REINFORCE stage (DOPPLER: 1e-4).
+        epsilon: exploration at the first REINFORCE episode, falling linearly to 0 over the budget (DOPPLER: 0.2).
+        entropy_coef: weight of the entropy bonus in the REINFORCE stage (DOPPLER: 0).
+        gamma: discount of the episode's reward back from its last decision (DOPPLER: 0.99).
+    """
+
+    hidden_channels: int = setting(64, WIDTH)
+    head_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(6, DEPTH)
+    imitation_episodes: int = setting(200, EPISODES)
+    imitation_learning_rate: float = setting(1e-3, LEARNING_RATE)
+    imitation_epsilon: float = setting(1.0, SHARE)
+    imitation_entropy_coef: float = setting(1e-3, COEFFICIENT)
+    learning_rate: float = setting(1e-4, LEARNING_RATE)
+    epsilon: float = setting(0.2, SHARE)
+    entropy_coef: float = setting(0.0, COEFFICIENT)
+    gamma: float = setting(0.99, SHARE)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+class Teacher:
+    """The critical-path heuristic the imitation stage imitates, on a cost model and memory limits: its schedule
+    follows the episode's decisions (`start`), and at each step it says what it would choose
+    (`ListSchedule.critical_op` by `levels`, `ListSchedule.earliest_device`)."""
+
+    def __init__(self, costs: CostModel, constraints: Constraints | None) -> None:
+        self.costs, self.constraints = costs, constraints
+        self.levels: np.ndarray | None = None  # (N,) bottom levels, computed at the first episode
+
+    def start(self, edge_index: np.ndarray) -> ListSchedule:
+        """A fresh schedule of the graph of `edge_index` (2, E) for one episode."""
+        if self.levels is None:
+            self.levels = bottom_levels(edge_index, self.costs)
+        return ListSchedule(edge_index, self.costs, self.constraints)
+
+
+@dataclass
+class Episode:
+    """One episode's placement and what its update reads (empty when it was run without gradients).
+
+    Attributes:
+        placement: (N,) int64; order: the ops in the order they were placed; n_steps: N.
+        log_probs: the log-probability of each decision taken that had more than one choice (a forced one has 0);
+        steps: the step (0..N-1) of each of them.
+        neg_entropy: () the sum over decisions of sum_a p log p (DOPPLER's entropy term).
+        imitation: () the summed log-probability of the teacher's choices (0 without a teacher).
+        matched: decisions equal to the teacher's (forced ones included).
+    """
+
+    placement: np.ndarray
+    order: list[int]
+    n_steps: int = 0
+    log_probs: list[Tensor] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    neg_entropy: Tensor | float = 0.0
+    imitation: Tensor | float = 0.0
+    matched: int = 0
+
+
+def _choose(logits: Tensor, epsilon: float, rng: np.random.Generator) -> int:
+    """Epsilon-greedy (DOPPLER): a uniformly random allowed index with probability `epsilon`, else the argmax."""
+    if epsilon > 0 and rng.random() < epsilon:
+        allowed = torch.isfinite(logits).nonzero().view(-1).tolist()
+        return int(allowed[int(rng.integers(len(allowed)))])
+    return int(torch.argmax(logits))
+
+
+def _descend(optimizer: torch.optim.Optimizer, loss: "Tensor | float") -> float:
+    """One optimiser step on `loss`; none where it depends on no parameter (every decision of the episode had one
+    choice). Returns the loss's value."""
+    if isinstance(loss, Tensor) and loss.requires_grad:
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return float(loss.detach()) if isinstance(loss, Tensor) else float(loss)
+
+
+class DopplerAgent(BaseAgent):
+    """DOPPLER's dual policy and its imitation-then-REINFORCE training (module docstring).
+
+    Keywords: its own settings (`DopplerSettings`) and the run's (``seed``, ``torch_threads``, ``device``,
+    ``coarsen_above``, ``max_nodes``, ``search``: `agents.core.run.RunAgent`; of the search components it runs only
+    ``finetune_from_predict``, at the run loop's named point `RunAgent.measure_starts`);
+    ``hybrid:doppler`` puts the generic search layer around it (`agents.search.hybrid.SearchAround`).
+    """
+
+    name = "doppler"
+    SETTINGS = DopplerSettings()
+    RUN = LEARNED_RUN
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._contexts: dict[tuple[int, int, float], GraphContext] = {}  # by (ops, edges, summed op costs)
+
+    def build_policy(self, spec: PolicySpec) -> DopplerPolicy:
+        return DopplerPolicy(spec, self.hidden_channels, self.head_channels, self.num_layers)
+
+    # ------------------------------------------------------------------ one episode
+    def context(self, obs: Mapping[str, Any]) -> GraphContext:
+        """The `GraphContext` of the graph of `obs`, built once per graph (by its size and the observation's
+        costs) and kept."""
+        obs = strip_padding(obs)
+        key = graph_key(obs) + (float(np.asarray(obs["node_device_cost"], dtype=np.float64).sum()),)
+        if key not in self._contexts:
+            self._contexts[key] = GraphContext.of_observation(obs)
+        return self._contexts[key]
+
+    def episode(self, graph: GraphContext, rng: np.random.Generator, epsilon: float = 0.0,
+                teacher: Teacher | None = None, grad: bool = True) -> Episode:
+        """Place every op of `graph` (module docstring): SEL picks a ready op, PLC its device, both
+        epsilon-greedy; with a `teacher`, also sum the log-probabilities of its choices."""
+        policy = self.policy
+        with torch.set_grad_enabled(grad):
+            selection, placement = policy.selection.encode(graph), policy.placement.encode(graph)
+            schedule = ListSchedule(graph.edge_index, graph.costs)
+            taught = None if teacher is None else teacher.start(graph.edge_index)
+            placed = np.zeros((graph.n_devices, graph.n_ops), dtype=np.float32)  # which ops each device holds
+            episode = Episode(np.empty(0, dtype=np.int64), [])
+            step = 0
+            while not schedule.done:
+                ready = sorted(schedule.ready)
+                want_op = None if taught is None else taught.critical_op(teacher.levels)
+                # A decision with one choice is no decision: no network call, no randomness, log-probability 0
+                # (exactly what the softmax over one item gives), so chains of ops cost no policy time.
+                if len(ready) == 1:
+                    op = ready[0]
+                else:
+                    node_logits = policy.selection.logits(graph, selection, torch.as_tensor(ready))
+                    pick = _choose(node_logits, epsilon, rng)
+                    op = ready[pick]
+                    self._score(episode, node_logits, pick, None if want_op is None else ready.index(want_op), step,
+                                grad)
+                want_device = None if taught is None else taught.earliest_device(op)
+                allowed = np.flatnonzero(graph.action_mask[op])
+                if allowed.size == 1:
+                    device = int(allowed[0])
+                else:
+                    device_logits = policy.placement.logits(graph, placement, op, device_state(schedule, op),
+                                                           torch.tensor(placed))  # a copy: autograd keeps each
+                    device = _choose(device_logits, epsilon, rng)
+                    self._score(episode, device_logits, device, want_device, step, grad)
+                if taught is not None:
+                    episode.matched += int(want_op == op) + int(want_device == device)
+                    taught.place(op, device)
+                schedule.place(op, device)
+                placed[device, op] = 1.0
+                step += 1
+        episode.placement, episode.order, episode.n_steps = schedule.placement.copy(), list(schedule.order), step
+        return episode
+
+    @staticmethod
+    def _score(episode: "Episode", logits: Tensor, taken: int, wanted: int | None, step: int, grad: bool) -> None:
+        """Add one decision's log-probability (of `taken`, at `step`), its sum of p log p and, with a teacher, the
+        log-probability of the teacher's choice `wanted` to `episode` (nothing without `grad`)."""
+        if not grad:
+            return
+        log_p = torch.log_softmax(logits, dim=0)
+        episode.log_probs.append(log_p[taken])
+        episode.steps.append(step)
+        # sum p log p over the allowed choices (a forbidden one, -inf, would make the gradient NaN)
+        episode.neg_entropy = episode.neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
+        if wanted is not None:
+            episode.imitation = episode.imitation + log_p[wanted]
+
+    # ------------------------------------------------------------------ training
+    def teacher(self, run: RunLoop, obs: Mapping[str, Any]) -> Teacher:
+        """The critical-path heuristic for the run's graph: on the run's cost model and memory limits (what the
+        ``critical-path`` baseline plans on) where it has one for the graph the agent sees; else (the real backend,
+        a coarsened or multi-graph run) on the observation's costs."""
+        graph = run.base.graph
+        if not run.many_graphs and run.coarsening is None:
+            try:
+                costs = cost_model(run.env)
+            except ValueError:  # the real backend: no cost model of its own
+                costs = None
+            if costs is not None:
+                backend = run.base.backend
+                constraints = Constraints.of(backend, graph) if isinstance(backend, SimulatedBackend) else None
+                return Teacher(costs, constraints)
+        return Teacher(self.context(obs).costs, None)
+
+    def train(self, run: RunLoop, seed: int | None) -> None:
+        rng = np.random.default_rng(seed)
+        obs, _ = run.env.reset(seed=seed)
+        fresh = self.policy is None
+        self.setup(PolicySpec.from_env(run.env), seed)
+        self.policy.train()
+        # The run loop's named point: a fine-tuning run measures the trained policy's own placement first where
+        # ``finetune_from_predict`` asks (off by default: the paper's method measures nothing else).
+        self.measure_starts(run, run.env, seed, not fresh, run.predict_observation())
+
+        # Stage 1: imitation of the critical-path heuristic on the states the policy visits (nothing measured).
+        if fresh and self.imitation_episodes > 0:
+            optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.imitation_learning_rate)
+            teachers: dict[tuple, Teacher] = {}
+            for k in range(self.imitation_episodes):
+                if run.many_graphs:
+                    obs, _ = run.env.reset()
+                graph = self.context(obs)
+                key = graph_key(strip_padding(obs))
+                if key not in teachers:
+                    teachers[key] = self.teacher(run, strip_padding(obs))
+                epsilon = self.imitation_epsilon * (1.0 - k / self.imitation_episodes)
+                episode = self.episode(graph, rng, epsilon, teachers[key])
+                loss = _descend(optimizer, -episode.imitation + self.imitation_entropy_coef * episode.neg_entropy)
+                run.record_update({"stage": "imitation", "loss": loss, "epsilon": epsilon,
+                                   "matched": episode.matched / (2 * graph.n_ops)})
+
+        # Stage 2: REINFORCE, one measured placement per episode, against the running mean cost.
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.learning_rate)
+        episodes, total_cost = run.remaining, 0.0
+        k = 0
+        while not run.done:
+            if k > 0:
+                obs, _ = run.env.reset()
+            graph = self.context(obs)
+            epsilon = self.epsilon * (1.0 - k / max(episodes, 1))
+            episode = self.episode(graph, rng, epsilon)
+            _, _, _, _, info = run.env.step(self.full_action(episode.placement, obs))
+            cost = float(info["latency_corrected_s"]) * 1e3  # milliseconds
+            total_cost += cost
+            reward = total_cost / (k + 1) - cost
+            # The reward comes at the last step; step t's return is gamma^(T-1-t) of it (its two decisions alike).
+            discount = torch.tensor([self.gamma ** (episode.n_steps - 1 - t) for t in episode.steps])
+            log_probs = torch.stack(episode.log_probs) if episode.log_probs else torch.zeros(0)
+            loss = _descend(optimizer, -(log_probs * discount).sum() * reward + self.entropy_coef * episode.neg_entropy)
+            run.record_update({"stage": "reinforce", "loss": loss, "epsilon": epsilon, "cost_ms": cost,
+                               "reward": reward})
+            k += 1
+
+    @staticmethod
+    def full_action(placement: np.ndarray, obs: Mapping[str, Any]) -> np.ndarray:
+        """`placement` (N,) as the env's action: padded with device 0 to a multi-graph env's width."""
+        width = int(np.shape(obs["placement"])[0])
+        if width == placement.shape[0]:
+            return placement
+        return np.concatenate([placement, np.zeros(width - placement.shape[0], dtype=np.int64)])
+
+    # ------------------------------------------------------------------ inference
+    @agent_predict
+    def predict(self, obs: Mapping[str, Any], deterministic: bool = True) -> np.ndarray:
+        """(N,) int64: the deterministic episode (both policies' argmax) on `obs`'s graph; ``deterministic=False``
+        draws nothing more (DOPPLER's policies are epsilon-greedy, not sampled)."""
+        self._require_policy()
+        self.policy.eval()
+        placement = self.episode(self.context(obs), np.random.default_rng(0), 0.0, grad=False).placement
+        return self.full_action(placement, obs)

@@ -1,0 +1,107 @@
+"""DOPPLER (`agents.doppler`): it learns through the shared run loop within its budget, predicts, saves and loads,
+is reproducible from its seed, its imitation stage alone reproduces the critical-path heuristic's placement, and bad
+settings are refused in one line. Real parts on tiny graphs (the simulated backend); small networks keep it fast."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.baselines import cost_model, critical_path_schedule
+from agents.doppler import DopplerAgent
+from placement_gym import DevicePlacementEnv, registry
+from placement_gym.callbacks import Callback
+
+#: A small network and a short imitation stage: the behaviours tested do not depend on the width.
+SMALL = {"hidden_channels": 16, "head_channels": 16, "num_layers": 2, "imitation_episodes": 10}
+
+
+class Placements(Callback):
+    def __init__(self) -> None:
+        self.placements: list[list[int]] = []
+
+    def on_step(self, step, reward, info):
+        self.placements.append(np.asarray(info["placement"]).tolist())
+        return True
+
+
+def _env(model: str = "tiny_chain", profile: str = "paper") -> DevicePlacementEnv:
+    return DevicePlacementEnv(model, backend="simulated", profile=profile)
+
+
+def test_it_learns_within_the_budget_predicts_and_round_trips_a_checkpoint(tmp_path):
+    env = _env()
+    agent = registry.make_agent("doppler", {**SMALL, "seed": 0})
+    agent.learn(env, budget=6, seed=0)
+    summary = agent.run_summary
+    assert summary.steps == 6  # the imitation stage measures nothing: every placement is a REINFORCE episode's
+    stages = [h["stage"] for h in agent.history]
+    assert stages == ["imitation"] * 10 + ["reinforce"] * 6
+    obs = env.reset(seed=0)[0]
+    placement = agent.predict(obs)
+    assert placement.shape == (env.graph.n_ops,) and placement.dtype == np.int64
+    assert summary.predict_latency_s > 0 and agent.best_latency_s > 0 and agent.search_components() == []
+    loaded = DopplerAgent.load(agent.save(tmp_path / "doppler.pt"))
+    assert loaded.hyperparameters() == agent.hyperparameters()
+    assert np.array_equal(loaded.predict(obs), placement)
+    # A trained policy continues with REINFORCE alone (the imitation stage is the first run's).
+    loaded.learn(env, budget=2, seed=1)
+    assert [h["stage"] for h in loaded.history] == ["reinforce"] * 2
+    # The policy holds no graph size or device count: it places another graph on another device set.
+    other = _env("tiny_branch", "ai_pc")
+    assert loaded.predict(other.reset(seed=0)[0]).shape == (other.graph.n_ops,)
+
+
+def test_a_fine_tuning_run_can_measure_the_trained_policys_placement_first():
+    env = _env()
+    agent = registry.make_agent("doppler", {**SMALL, "seed": 0, "finetune_from_predict": True})
+    agent.learn(env, budget=2)
+    trained = agent.predict(env.reset(seed=0)[0]).tolist()
+    seen = Placements()
+    agent.learn(env, budget=2, callback=seen)
+    assert seen.placements[0] == trained and agent.search_components() == ["finetune_from_predict"]
+
+
+def test_a_seed_reproduces_the_run():
+    runs = []
+    for _ in range(2):
+        seen = Placements()
+        agent = DopplerAgent(**SMALL, seed=3).learn(_env("tiny_branch"), budget=5, callback=seen)
+        runs.append((seen.placements, [h["loss"] for h in agent.history]))
+    assert runs[0] == runs[1]
+    seen = Placements()
+    DopplerAgent(**SMALL, seed=4).learn(_env("tiny_branch"), budget=5, callback=seen)
+    assert seen.placements != runs[0][0]
+
+
+def test_the_imitation_stage_alone_reproduces_the_critical_path_heuristic():
+    env = _env("tiny_branch", "paper")
+    agent = DopplerAgent(hidden_channels=32, num_layers=3, imitation_episodes=150, seed=0).learn(env, budget=0)
+    heuristic, _, _ = critical_path_schedule(env.graph.edge_index, cost_model(env))
+    assert np.array_equal(agent.predict(env.reset(seed=0)[0]), heuristic)
+    matched = [h["matched"] for h in agent.history]
+    assert matched[-1] == 1.0 > matched[0]  # every decision of the last episode was the heuristic's
+
+
+def test_hybrid_doppler_is_the_generic_search_layer_around_it():
+    agent = registry.make_agent("hybrid:doppler", {**SMALL, "seed": 0})
+    agent.learn(_env(), budget=8, seed=0)
+    assert agent.name == "hybrid:doppler" and "heuristic_start" in agent.search_components()
+    assert agent.run_summary.steps == 8
+
+
+@pytest.mark.parametrize("option, message", [
+    ({"hidden_channels": 0}, "DopplerSettings: field hidden_channels: found 0; expected an integer from 1"),
+    ({"gamma": 1.5}, "DopplerSettings: field gamma: found 1.5"),
+    ({"imitation_episodes": -1}, "DopplerSettings: field imitation_episodes: found -1"),
+    ({"epsilon": "high"}, "DopplerSettings: field epsilon"),
+])
+def test_bad_settings_are_refused_in_one_line(option, message):
+    with pytest.raises(ValueError) as caught:
+        registry.make_agent("doppler", option)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_unknown_setting_names_the_accepted_ones():
+    with pytest.raises(TypeError) as caught:
+        DopplerAgent(n_layers=3)
+    assert "n_layers" in str(caught.value) and "num_layers" in str(caught.value) and "\n" not in str(caught.value)

@@ -356,8 +356,10 @@ def sim_to_real() -> str:
     for name in files:
         data = load(name)
         simulated, real = data["records"]
-        commands.append(data.get("command_line") or f"placement-gym sim2real --agent {simulated['agent']} --model "
-                        f"{simulated['model']}")
+        a = data["arguments"]
+        commands.append(f"placement-gym sim2real --agent {a['agent']} --model {a['model']} --profile {a['profile']} "
+                        f"--devices {' '.join(shlex.quote(d) for d in a['devices'])} --sim-budget {a['sim_budget']} "
+                        f"--real-budget {a['real_budget']} --seed {a['seed']} --json {RESULTS}/{name}")
         comparison = data["sim2real"]
         for label, row in comparison["placements"].items():
             if "error" in row:

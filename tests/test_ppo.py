@@ -173,10 +173,11 @@ def test_ppo_learns_a_known_mixed_optimum_node_by_node(value):
 def test_ppo_episodic_leave_one_out_replaces_the_moving_average():
     """``leave_one_out`` in the PPO trainer's episodic mode with the baseline: every step against the other
     episodes' returns at its step index (`PolicyGradientTrainer.step_comparison`), as REINFORCE's."""
-    agent = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2, leave_one_out=True)
+    agent = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2, leave_one_out=True,
+                         start="random")
     agent.learn(split_env(), budget=52)  # two updates of two episodes of 12 steps (and a random start each)
     assert agent.run_summary.updates == 2 and agent.trainer.advantages.step_baselines == []
-    moving = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2)
+    moving = PlacetoAgent(node_groups=None, seed=0, algorithm="ppo", episodes_per_update=2, start="random")
     moving.learn(split_env(), budget=52)
     assert len(moving.trainer.advantages.step_baselines) == 12
 

@@ -46,6 +46,8 @@ from agents.core.base import BaseAgent, PolicySpec
 from agents.core.bounds import COEFFICIENT, DEPTH, LEARNING_RATE, SHARE, WIDTH, check_settings, setting
 from agents.core.loop import RunLoop
 from agents.core.run import agent_predict
+from agents.search.attach import SearchLayer
+from agents.search.config import SearchConfig, option_names
 from agents.search.node_by_node import graph_key
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import strip_padding
@@ -158,11 +160,17 @@ class DopplerAgent(BaseAgent):
 
     Keywords: its own settings (`DopplerSettings`) and the run's (``seed``, ``torch_threads``, ``device``,
     ``coarsen_above``, ``max_nodes``, ``search``: `agents.core.run.RunAgent`; of the search components it runs only
-    ``finetune_from_predict``, at the run loop's named point `RunAgent.measure_starts`);
+    ``finetune_from_predict``, at the run loop's named point `RunAgent._measure_starts`);
     ``hybrid:doppler`` puts the generic search layer around it (`agents.search.hybrid.SearchAround`).
     """
 
     name = "doppler"
+    #: The search layer it holds when built with ``search`` and the one component it runs: a fine-tuning run's first
+    #: measurement of the trained policy's own placement.
+    SEARCH_LAYER = SearchLayer
+    SEARCH_OPTIONS = option_names("finetune_from_predict")
+    #: No hybrid preset of its own: ``hybrid:doppler`` is the generic layer around it (`SearchAround`).
+    HYBRID = SearchConfig()
     SETTINGS = DopplerSettings()
     RUN = LEARNED_RUN
 
@@ -261,11 +269,11 @@ class DopplerAgent(BaseAgent):
         rng = np.random.default_rng(seed)
         obs, _ = run.env.reset(seed=seed)
         fresh = self.policy is None
-        self.setup(PolicySpec.from_env(run.env), seed)
+        self._setup(PolicySpec.from_env(run.env), seed)
         self.policy.train()
         # The run loop's named point: a fine-tuning run measures the trained policy's own placement first where
         # ``finetune_from_predict`` asks (off by default: the paper's method measures nothing else).
-        self.measure_starts(run, run.env, seed, not fresh, run.predict_observation())
+        self._measure_starts(run, run.env, seed, not fresh, run.predict_observation())
 
         # Stage 1: imitation of the critical-path heuristic on the states the policy visits (nothing measured).
         if fresh and self.imitation_episodes > 0:

@@ -58,7 +58,7 @@ def test_one_graph_shares_the_backend_and_settings():
 
 
 @pytest.mark.parametrize("make_agent, per_turn", [
-    (lambda: PlacetoAgent(node_groups=4, seed=0), lambda g: 4 + 1),  # 4 groups re-placed after a random start
+    (lambda: PlacetoAgent(node_groups=4, start="random", seed=0), lambda g: 4 + 1),  # 4 groups after a random start
     (lambda: PPOAgent(n_steps=8, batch_size=8, n_groups=8, seed=0), lambda g: 8),  # one rollout of action-group placements
     (lambda: PPONodeAgent(node_groups=4, n_steps=8, batch_size=8, seed=0), lambda g: 8 + 2),  # + 2 starts
 ])

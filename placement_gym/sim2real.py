@@ -125,19 +125,14 @@ def paired_real_latencies(env: Any, placements: Mapping[str, np.ndarray], refere
     inputs = backend.example_inputs(graph)
     adaptive = dict(target_rel_halfwidth=target_rel_halfwidth, max_s=max_timing_s)
 
-    def request(compiled):
-        r = compiled.create_infer_request()
-        for index, tensor in inputs.items():
-            r.set_input_tensor(index, tensor)
-        return r
-
     def periods(compiled, placement) -> list[float]:
         return timed_periods(compiled, inputs, backend.requests_for(placement), warmup, max_windows=max_repeats,
                              **adaptive)
 
     reference_compiled, reference_submodels = backend.compile_placement(graph, placements[reference])
-    reference_request = request(reference_compiled)
-    own = (timed_runs(reference_request, repeats, warmup, max_runs=max_repeats, **adaptive)
+    reference_request = backend.infer_request(reference_compiled, inputs)
+    own = (timed_runs(reference_request, repeats, warmup,
+                                                   max_runs=max_repeats, **adaptive)
            if objective == "latency" else periods(reference_compiled, placements[reference]))
     rows: dict[str, dict] = {reference: {"latency_s": float(np.median(own)),
                                          "latency_interval_s": tuple(map(float, median_interval(own))),
@@ -149,7 +144,8 @@ def paired_real_latencies(env: Any, placements: Mapping[str, np.ndarray], refere
         try:
             compiled, n_submodels = backend.compile_placement(graph, placement)
             if objective == "latency":
-                runs, reference_runs = timed_pairs(request(compiled), reference_request, repeats, warmup,
+                runs, reference_runs = timed_pairs(backend.infer_request(compiled, inputs), reference_request, repeats,
+                                                   warmup,
                                                    max_runs=max_repeats, **adaptive)
                 ratios = np.divide(runs, reference_runs)
                 ratio, interval = float(np.median(ratios)), median_interval(ratios)

@@ -292,10 +292,10 @@ class OpenVINOBackend(Backend):
                                         max_s=self.max_timing_s)
                 breakdown = {"throughput_per_s": 1.0 / float(np.median(samples)), "requests_in_flight": float(jobs)}
             elif reference is None:
-                samples = self._timed_runs(self._request(compiled, inputs))
+                samples = self._timed_runs(self.infer_request(compiled, inputs))
             else:
                 samples, reference_samples = timed_pairs(
-                    self._request(compiled, inputs), reference.request, self.repeats, self.warmup, self.clock,
+                    self.infer_request(compiled, inputs), reference.request, self.repeats, self.warmup, self.clock,
                     target_rel_halfwidth=self.target_rel_halfwidth, max_runs=self.max_repeats,
                     max_s=self.max_timing_s)
                 baseline_s = reference.baseline_s
@@ -394,7 +394,7 @@ class OpenVINOBackend(Backend):
             device = int(usable[0])
             try:
                 compiled, _ = self.compile_placement(graph, np.full(graph.n_ops, device, dtype=np.int64))
-                request = self._request(compiled, self._prepare(graph).inputs)
+                request = self.infer_request(compiled, self._prepare(graph).inputs)
                 reference = _Reference(device, compiled, request, float(np.median(self._timed_runs(request))))
             except Exception as exc:
                 logger.warning("%s: the reference for paired timing failed (%s), so its placements are timed "
@@ -403,7 +403,8 @@ class OpenVINOBackend(Backend):
         return reference
 
     @staticmethod
-    def _request(compiled: ov.CompiledModel, inputs: dict) -> ov.InferRequest:
+    def infer_request(compiled: ov.CompiledModel, inputs: dict) -> ov.InferRequest:
+        """An infer request of `compiled` with `inputs` (input index -> tensor) set on it."""
         request = compiled.create_infer_request()
         for index, tensor in inputs.items():
             request.set_input_tensor(index, tensor)

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from agents.core.run import RunAgent
+from agents.core.settings import field_values
 from placement_gym import cli, registry
 from placement_gym.commands.settings import compare_agent_options
 
@@ -34,7 +35,7 @@ def test_signature_shows_the_declared_keywords_with_their_defaults(cls):
     for name, value in cls.option_defaults().items():
         assert parameters[name].default == value
     agent = cls()
-    assert all(getattr(agent, name) == getattr(cls.SETTINGS, name) for name in cls._own_setting_names())
+    assert all(getattr(agent, name) == value for name, value in field_values(cls.SETTINGS).items())
 
 
 @pytest.mark.parametrize("cls", _declared_agents(), ids=lambda cls: cls.name)
@@ -64,7 +65,7 @@ def test_the_settings_checks_live_in_the_dataclasses():
         (lambda: PostAgent(n_groups=0), "PostSettings: field n_groups: found 0; expected null or an integer from 1"),
         (lambda: RNNAgent(reward="latency"), "RNNSettings: field reward: found 'latency'; expected one of"),
         (lambda: PlacetoAgent(start="middle"), "PlacetoSettings: field start: found 'middle'; expected one of"),
-        (lambda: PPOAgent(n_steps=0), "PPOSettings: field n_steps: found 0; expected an integer from 1"),
+        (lambda: PPOAgent(n_steps=0), "SB3PPOSettings: field n_steps: found 0; expected an integer from 1"),
         (lambda: ImitationAgent(balance=True), "balance=True adds columns"),
         (lambda: PostAgent(max_nodes=0), "RunSettings: field max_nodes: found 0; expected an integer from 1"),
     ]:
@@ -77,22 +78,24 @@ def test_the_settings_checks_live_in_the_dataclasses():
 #: traceback, a crash, a hang or gigabytes before.
 REFUSED_OPTIONS = [
     ("ppo", "device=cuda", "device 'cuda' is not on this machine"),
-    ("hsdag", "hidden_channels=0", "HSDAGSettings: field hidden_channels: found 0; expected an integer from 1 to 1024"),
+    ("hsdag", "hidden_channels=0",
+     "HSDAGPolicySettings: field hidden_channels: found 0; expected an integer from 1 to 1024"),
     ("rnn", "hidden_channels=-3", "RNNSettings: field hidden_channels: found -3"),
-    ("go", "heads=0", "GOSettings: field heads: found 0; expected an integer from 1 to 64"),
+    ("go", "heads=0", "GOPolicySettings: field heads: found 0; expected an integer from 1 to 64"),
     ("go", "heads=3", "hidden_channels 64 must be divisible by heads (3)"),
-    ("ppo", "learning_rate=abc", "PPOSettings: field learning_rate: found 'abc'; expected a positive number"),
+    ("ppo", "learning_rate=abc", "SB3PPOSettings: field learning_rate: found 'abc'; expected a positive number"),
     ("hsdag", "learning_rate=NaN", "--agent-option learning_rate is not strict JSON (NaN is not a JSON number)"),
     ("rnn", "learning_rate=1e400", "--agent-option: field learning_rate: found 1e400 (beyond the range of a float)"),
-    ("hsdag", "learning_rate=-0.1", "ReinforceConfig: field learning_rate: found -0.1; expected a positive number"),
-    ("hsdag", "hidden_channels=20000", "HSDAGSettings: field hidden_channels: found 20000"),
-    ("hsdag", "num_layers=1000000", "HSDAGSettings: field num_layers: found 1000000; expected an integer from 1 to 16"),
+    ("hsdag", "learning_rate=-0.1", "FullBanditTrainerSettings: field learning_rate: found -0.1; expected a positive number"),
+    ("hsdag", "hidden_channels=20000", "HSDAGPolicySettings: field hidden_channels: found 20000"),
+    ("hsdag", "num_layers=1000000",
+     "HSDAGPolicySettings: field num_layers: found 1000000; expected an integer from 1 to 16"),
     ("hsdag", "torch_threads=1000000", "RunSettings: field torch_threads: found 1000000"),
     ("placeto", "sweeps=1000000000", "PlacetoSettings: field sweeps: found 1000000000; expected an integer from 1 "
      "to 100"),
-    ("ppo", "n_steps=1000000000", "PPOSettings: field n_steps: found 1000000000"),
+    ("ppo", "n_steps=1000000000", "SB3PPOSettings: field n_steps: found 1000000000"),
     ("hsdag", "stay_bias=" + "[" * 5000 + "]" * 5000, "--agent-option stay_bias is nested too deeply"),
-    ("hsdag", "pooling=yes", "HSDAGSettings: field pooling: found 'yes'; expected true or false"),
+    ("hsdag", "pooling=yes", "HSDAGPolicySettings: field pooling: found 'yes'; expected true or false"),
     ("hsdag", "split_patience=0", "SearchConfig: field split_patience: found 0"),
 ]
 

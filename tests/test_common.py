@@ -189,26 +189,31 @@ def _policy_gradient_agents() -> list[type]:
 
 @pytest.mark.parametrize("cls", _policy_gradient_agents(), ids=lambda cls: cls.name)
 def test_each_trainer_default_is_declared_once_in_trainer(cls):
-    """Every trainer keyword an agent's constructor takes (``TRAINER_OPTIONS``) defaults to its ``TRAINER``'s value
-    (as its signature shows it: ``help()``, IDEs), and an agent built with no settings trains with ``TRAINER``; one
-    given replaces its own field only."""
+    """Every trainer keyword an agent's constructor takes (the fields of its ``TRAINER``, an instance of its trainer
+    form) defaults to its ``TRAINER``'s value (as its signature shows it: ``help()``, IDEs), and an agent built with
+    no settings trains with ``TRAINER`` (in its form's mode, `ReinforceConfig`'s defaults for the rest); one given
+    replaces its own field only. A class without a form takes none and trains with `ReinforceConfig`'s defaults."""
     import dataclasses
     import inspect
 
+    built = cls().trainer_config  # a PPOConfig with algorithm="ppo": its REINFORCE settings are compared
+    config = {f.name: getattr(built, f.name) for f in dataclasses.fields(ReinforceConfig)}
+    if cls.TRAINER is None:
+        assert config == dataclasses.asdict(ReinforceConfig())
+        assert "learning_rate" not in cls.option_names()
+        return
+    trainer = dataclasses.asdict(cls.TRAINER)
     parameters = inspect.signature(cls).parameters
-    for name in cls.TRAINER_OPTIONS:
-        assert parameters[name].default == getattr(cls.TRAINER, name), (cls.__name__, name)
-    config = cls().trainer_config
-    assert {f.name: getattr(config, f.name) for f in dataclasses.fields(ReinforceConfig)} == \
-        dataclasses.asdict(cls.TRAINER)
-    for name in cls.TRAINER_OPTIONS:
-        default = getattr(cls.TRAINER, name)
+    for name, default in trainer.items():
+        assert parameters[name].default == default, (cls.__name__, name)
+    assert config == {**dataclasses.asdict(ReinforceConfig()), "mode": cls.TRAINER.MODE, **trainer}
+    for name, default in trainer.items():
         value = not default if isinstance(default, bool) else default + 1 if isinstance(default, int) else default / 2
         agent = cls(**{name: value})
         assert getattr(agent.trainer_config, name) == value and agent.hyperparameters()[name] == value
-        assert {f: getattr(agent.trainer_config, f) for f in cls.TRAINER_OPTIONS if f != name} == \
-            {f: getattr(cls.TRAINER, f) for f in cls.TRAINER_OPTIONS if f != name}
-    assert [name for name in cls().hyperparameters() if name in cls.TRAINER_OPTIONS] == list(cls.TRAINER_OPTIONS)
+        assert {f: getattr(agent.trainer_config, f) for f in trainer if f != name} == \
+            {f: v for f, v in trainer.items() if f != name}
+    assert [name for name in cls().hyperparameters() if name in trainer] == list(trainer)
 
 
 def test_switches_change_the_update(env):

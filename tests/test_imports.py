@@ -209,3 +209,24 @@ def test_only_the_command_line_imports_the_commands():
     upward = {name: sorted(m for m in deps if _in(m, commands)) for name, deps in graph.items()
               if not _in(name, commands)}
     assert {k: v for k, v in upward.items() if v} == {}
+
+
+#: At most this many classes between a learned agent and `agents.core.run.RunAgent` (the agent's own class
+#: included): an agent is a short class over a policy and a trainer, what it shares with another agent composed
+#: (issue 81).
+MAX_AGENT_DEPTH = 3
+
+
+def test_every_learned_agent_is_at_most_three_classes_deep_below_run_agent():
+    """Each registered learned agent's class is at most `MAX_AGENT_DEPTH` classes deep below `RunAgent`: counted
+    along its MRO, the classes that are `RunAgent` subclasses (mixins of other roles are not agents)."""
+    from agents.core.run import RunAgent
+    from placement_gym import registry
+
+    depths = {}
+    for name in registry.AGENTS:
+        cls = registry.load_agent_class(name)
+        if registry.learns(cls):
+            depths[name] = sum(1 for klass in cls.__mro__ if issubclass(klass, RunAgent) and klass is not RunAgent)
+    assert {"hsdag", "go", "placeto", "rnn", "post", "ppo", "ppo-node", "imitation", "doppler"} <= set(depths)
+    assert {name: depth for name, depth in depths.items() if depth > MAX_AGENT_DEPTH} == {}

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Protocol
 
 from agents.core.bounds import check_settings, setting
 from agents.core.loop import RunLoop
-from agents.core.settings import RunSettings, field_values
+from agents.core.settings import RunSettings, take_settings
 from placement_gym.coarsen import COARSEN_ABOVE
 from placement_gym.schema import Integer, Number, Optional
 
@@ -62,7 +62,7 @@ class DistillSettings:
     @classmethod
     def take(cls, options: dict[str, Any]) -> "DistillSettings":
         """The settings among an agent's constructor `options` (popped from it), checked."""
-        return cls(**{name: options.pop(name) for name in field_values(cls()) if name in options})
+        return take_settings(cls(), options)
 
     @property
     def refit_steps(self) -> int:

@@ -19,16 +19,16 @@ import torch
 
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.loop import RunLoop
-from agents.core.settings import field_values
+from agents.core.settings import field_values, take_settings
 from agents.nn.device_head import enable_graph_cost
 from agents.nn.groups import split_until_expressible
 
 from .hooks import TrainingHooks
 from .learned import DistillSettings, run_learned
 from .ppo import PPOConfig, PPOTrainer
-from .reinforce import ReinforceConfig, ReinforceTrainer, apply_gradients
+from .reinforce import ReinforceConfig, ReinforceTrainer, TrainerSettings, apply_gradients
 
-__all__ = ["ALGORITHMS", "BANDIT_TRAINER_OPTIONS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
+__all__ = ["ALGORITHMS", "DISTILL_SECONDS", "PolicyGradientAgent", "distill", "distill_cap"]
 
 #: The learned agents' hybrid ``distill_seconds`` (`agents.algos.learned.DistillSettings`): a cap on the final
 #: distillation of a COARSENED big graph only (`distill_cap`), where one step is a forward and backward pass over
@@ -45,14 +45,6 @@ def distill_cap(seconds: float | None, run: RunLoop) -> float | None:
 #: The trainers an agent can use.
 ALGORITHMS = ("reinforce", "ppo")
 _PPO_ONLY = tuple(f.name for f in fields(PPOConfig) if f.name not in {g.name for g in fields(ReinforceConfig)})
-#: `ReinforceConfig`'s fields an agent's constructor may take by name (``mode`` is the agent's, fixed; the search
-#: components the trainers run are the agent's ``search``, `agents.search.config`).
-_TRAINER_FIELDS = frozenset(f.name for f in fields(ReinforceConfig)) - {"mode"}
-#: The `TRAINER_OPTIONS` of an agent that takes every bandit-mode trainer setting by name (HSDAG, GO), in the order
-#: their constructors and `hyperparameters` list them.
-BANDIT_TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "baseline", "baseline_decay", "entropy_coef",
-                          "entropy_per_decision", "leave_one_out", "measure_argmax", "normalize_advantage",
-                          "max_grad_norm", "imitation_coef", "elites")
 
 
 class PolicyGradientAgent(BaseAgent):
@@ -65,14 +57,17 @@ class PolicyGradientAgent(BaseAgent):
     a wrapper of the run's env (the node-by-node variant, another reward). Calling `learn` again continues
     training (same optimiser and baselines).
 
-    Their trainer settings are declared in two class attributes: `TRAINER`, the `ReinforceConfig` of their method
-    (its mode and every default that differs from `ReinforceConfig`'s), the one place those defaults are written,
-    and `TRAINER_OPTIONS`, the names of its fields the constructor takes as keywords (in the order
-    `hyperparameters` writes them); a subclass that takes none of them (`TRAINER_OPTIONS` empty, as the imitation
-    agent does) refuses them. The trainer is picked by ``algorithm`` (default: the class's `ALGORITHM`).
+    Their trainer settings are declared in `TRAINER`: an instance of their trainer form
+    (`agents.algos.reinforce.FullBanditTrainerSettings`, `BanditTrainerSettings`, `EpisodicTrainerSettings`: the
+    form fixes the mode and which settings the constructor takes as keywords) with the defaults of their method,
+    the one place those defaults are written; the trainer runs with `ReinforceConfig` in the form's mode, the
+    form's values and `ReinforceConfig`'s defaults for the rest. A subclass without one (`TRAINER` None, as the
+    imitation agent) takes none of them as keywords. The trainer is picked by ``algorithm`` (default: the class's
+    `ALGORITHM`).
 
     Args:
-        reinforce: `ReinforceConfig` or a dict of its fields: the method's settings (mode, step size, ...).
+        reinforce: `ReinforceConfig` or a dict of its fields: the trainer's settings that the class's `TRAINER`
+            form does not set (all of them for a class without one).
         algorithm: ``"reinforce"`` or ``"ppo"``.
         ppo: PPO-only settings (`PPOConfig` fields such as ``n_epochs``, ``clip_range``, ``target_kl``,
             ``value``, ``minibatch_size``); only with ``algorithm="ppo"``.
@@ -85,21 +80,19 @@ class PolicyGradientAgent(BaseAgent):
         distill_steps, distill_seconds: the final distillation (`agents.algos.learned.DistillSettings`).
     """
 
-    #: The trainer settings of the class's method (class docstring): its mode and its defaults. Here
-    #: `ReinforceConfig`'s own.
-    TRAINER: ClassVar[ReinforceConfig] = ReinforceConfig()
-    #: The fields of `TRAINER` the constructor takes by name, in the order `hyperparameters` writes them (class
-    #: docstring). None here: this class takes them all in ``reinforce``.
-    TRAINER_OPTIONS: ClassVar[tuple[str, ...]] = ()
+    #: The trainer settings the constructor takes as keywords, with the defaults of the class's method: an instance
+    #: of its trainer form (class docstring). None here: this class takes them all in ``reinforce``.
+    TRAINER: ClassVar[TrainerSettings | None] = None
     #: The trainer ``algorithm`` defaults to (one of `ALGORITHMS`).
     ALGORITHM: ClassVar[str] = "reinforce"
 
     def __init__(self, reinforce: "ReinforceConfig | Mapping[str, Any] | None" = None, *,
                  algorithm: str | None = None, ppo: Mapping[str, Any] | None = None, **options: Any) -> None:
-        # The trainer's keywords (`TRAINER_OPTIONS`) replace `TRAINER`'s fields (or those of `reinforce`, a
-        # subclass's own config); the rest are the agent's own settings and the run's (`BaseAgent`).
+        # The trainer's keywords (its form's, `TRAINER`) and the distillation's; the rest are the agent's own
+        # settings and the run's (`BaseAgent`).
         options = self._hybrid_form(options)
-        given = {name: options.pop(name) for name in self.TRAINER_OPTIONS if name in options}
+        #: The trainer settings the constructor took (its form, `TRAINER`; None for a class without one).
+        self.trainer_settings = None if self.TRAINER is None else take_settings(self.TRAINER, options)
         distillation = DistillSettings.take(options)
         if algorithm is not None and "algorithm" not in self.option_defaults():
             raise self._refusal(["algorithm"])  # a class that always trains with its `ALGORITHM` (Post)
@@ -114,9 +107,9 @@ class PolicyGradientAgent(BaseAgent):
             raise ValueError(f"unknown PPO settings {unknown}; accepted: {list(_PPO_ONLY)}")
         if ppo and algorithm != "ppo":
             raise ValueError("PPO settings were given but algorithm is 'reinforce': add algorithm='ppo'")
-        base = reinforce if isinstance(reinforce, ReinforceConfig) else \
-            self.TRAINER if reinforce is None else ReinforceConfig(**dict(reinforce))
-        config = replace(base, **given)
+        config = reinforce if isinstance(reinforce, ReinforceConfig) else ReinforceConfig(**dict(reinforce or {}))
+        if self.trainer_settings is not None:
+            config = replace(config, mode=self.trainer_settings.MODE, **asdict(self.trainer_settings))
         if self._search is not None:  # refused here, before the trainer is built at the first `learn`
             self._search.check_trainer(config.mode)
         self.algorithm, self.ppo = algorithm, dict(ppo or {})
@@ -128,23 +121,16 @@ class PolicyGradientAgent(BaseAgent):
         """The trainer settings (a `PPOConfig` with ``algorithm="ppo"``)."""
         return self.trainer_config
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        unknown = sorted(set(cls.TRAINER_OPTIONS) - _TRAINER_FIELDS)
-        if unknown:
-            raise TypeError(f"{cls.__name__}.TRAINER_OPTIONS names {unknown}, which are not ReinforceConfig fields "
-                            f"an agent takes ({sorted(_TRAINER_FIELDS)})")
-        super().__init_subclass__(**kwargs)  # then the class's signature, from its declarations
-
     @classmethod
     def _base_option_defaults(cls) -> dict[str, Any]:
-        """The trainer's keywords (`TRAINER_OPTIONS`, defaults from `TRAINER`), ``algorithm`` and ``ppo``, then
-        `BaseAgent`'s."""
-        return {**field_values(cls.TRAINER, cls.TRAINER_OPTIONS), "algorithm": cls.ALGORITHM, "ppo": None,
+        """The trainer's keywords (`TRAINER`'s), ``algorithm`` and ``ppo``, the distillation's, then `BaseAgent`'s."""
+        trainer = {} if cls.TRAINER is None else field_values(cls.TRAINER)
+        return {**trainer, "algorithm": cls.ALGORITHM, "ppo": None,
                 **field_values(DistillSettings()), **super()._base_option_defaults()}
 
     def _trainer_options(self) -> dict[str, Any]:
-        """The trainer settings the constructor took (`TRAINER_OPTIONS`), for `hyperparameters`."""
-        return {name: getattr(self.reinforce, name) for name in self.TRAINER_OPTIONS}
+        """The trainer settings the constructor took (`TRAINER`'s form), for `hyperparameters`."""
+        return {} if self.trainer_settings is None else field_values(self.trainer_settings)
 
     def _algorithm_options(self) -> dict[str, Any]:
         """The constructor arguments that pick the trainer, and the search (for `hyperparameters`)."""

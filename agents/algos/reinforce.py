@@ -82,7 +82,7 @@ in; this module never imports `agents.search`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -98,26 +98,25 @@ from .hooks import TrainingHooks
 from .rollout import (AdvantageEstimator, Decision, EliteSet, Measured, collect_argmax, collect_episode,
                       collect_placements, discounted_returns)
 
-__all__ = ["SWITCHES_OFF", "SWITCHES_ON", "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer",
+__all__ = ["SWITCHES_OFF", "SWITCHES_ON", "BanditTrainerSettings", "EpisodicTrainerSettings", "FullBanditTrainerSettings",
+           "PolicyGradientTrainer", "PolicySample", "ReinforceConfig", "ReinforceTrainer", "TrainerSettings",
            "apply_gradients", "imitation_loss", "sample_categorical"]
 
 
 @dataclass
-class ReinforceConfig:
-    """Settings of `ReinforceTrainer` (see the module docstring for what each does)."""
+class TrainerSettings:
+    """The trainer settings an agent takes as keywords in every trainer form (the module docstring says what each
+    does). A form (`BanditTrainerSettings`, `FullBanditTrainerSettings`, `EpisodicTrainerSettings`) adds its mode's;
+    an agent's ``TRAINER`` is an instance of its form with the agent's defaults
+    (`agents.algos.policy_gradient.PolicyGradientAgent`), and `ReinforceConfig` holds every form's settings."""
 
-    mode: Literal["bandit", "episodic"] = setting("bandit", Text(choices=("bandit", "episodic")))
+    #: The collection mode (`ReinforceConfig.mode`) of the form; each form states its own.
+    MODE: ClassVar[str] = "bandit"
+
     learning_rate: float = setting(1e-3, LEARNING_RATE)
-    samples_per_update: int = setting(8, STEPS)
-    episodes_per_update: int = setting(1, STEPS)
-    gamma: float = setting(1.0, SHARE)
-    baseline: bool = setting(True, FLAG)
     baseline_decay: float = setting(0.9, SHARE)
-    normalize_advantage: bool = setting(True, FLAG)
     entropy_coef: float = setting(0.01, COEFFICIENT)
-    entropy_per_decision: bool = setting(False, FLAG)
     leave_one_out: bool = setting(False, FLAG)
-    measure_argmax: bool = setting(False, FLAG)
     max_grad_norm: float | None = setting(1.0, Optional(Number(positive=True, high=1e6)))
     imitation_coef: float = setting(0.0, COEFFICIENT, component=True)
     elites: int = setting(4, Integer(1, 10_000))
@@ -126,6 +125,50 @@ class ReinforceConfig:
         check_settings(self)
         if self.baseline_decay == 1.0:
             raise ValueError(f"baseline_decay must be in [0, 1), got {self.baseline_decay}")
+
+
+@dataclass
+class BanditTrainerSettings(TrainerSettings):
+    """The bandit mode's trainer settings with the moving-average baseline and the advantage's normalisation
+    always on (the RNN placer's and Post's keywords)."""
+
+    MODE: ClassVar[str] = "bandit"
+
+    samples_per_update: int = setting(8, STEPS)
+    entropy_per_decision: bool = setting(False, FLAG)
+    measure_argmax: bool = setting(False, FLAG)
+
+
+@dataclass
+class FullBanditTrainerSettings(BanditTrainerSettings):
+    """Every bandit-mode trainer setting: `BanditTrainerSettings` and the switches of the baseline and of the
+    advantage's normalisation (HSDAG's and GO's keywords: ``baseline=False, normalize_advantage=False`` are the
+    HSDAG authors' REINFORCE)."""
+
+    baseline: bool = setting(True, FLAG)
+    normalize_advantage: bool = setting(True, FLAG)
+
+
+@dataclass
+class EpisodicTrainerSettings(TrainerSettings):
+    """The episodic mode's trainer settings (Placeto's keywords): returns discounted by `gamma`, one update per
+    `episodes_per_update` episodes."""
+
+    MODE: ClassVar[str] = "episodic"
+
+    gamma: float = setting(1.0, SHARE)
+    episodes_per_update: int = setting(1, STEPS)
+
+
+@dataclass
+class ReinforceConfig(FullBanditTrainerSettings, EpisodicTrainerSettings):
+    """Settings of `ReinforceTrainer` (see the module docstring for what each does): every trainer form's
+    settings (each declared once, by its form) and the collection `mode`."""
+
+    mode: Literal["bandit", "episodic"] = setting("bandit", Text(choices=("bandit", "episodic")))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()  # every field's declared values
         if self.measure_argmax and self.mode != "bandit":
             raise ValueError("measure_argmax needs mode='bandit' (whole placements); the episodic mode places one "
                              "node per step")

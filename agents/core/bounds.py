@@ -11,7 +11,7 @@ finite and positive (``1e400`` parses as infinity, NaN poisons every update).
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, field, fields
+from dataclasses import MISSING, Field, field, fields
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from placement_gym.schema import MAX_OPS, Boolean, Integer, Number, Spec, check
 
 __all__ = ["COEFFICIENT", "DEPTH", "FLAG", "GROUPS", "HEADS", "LEARNING_RATE", "LEVELS", "SEED", "SHARE", "STEPS",
-           "SWEEPS", "THREADS", "WIDTH", "check_settings", "components_of", "setting"]
+           "SWEEPS", "THREADS", "WIDTH", "check_settings", "components_of", "is_part", "part", "setting"]
 
 #: A policy's embedding width.
 WIDTH = Integer(1, 1024)
@@ -51,6 +51,8 @@ FLAG = Boolean()
 #: The metadata key under which a settings field declares the values it takes (`setting`).
 _ACCEPTS = "accepts"
 _COMPONENT = "component"
+#: The metadata key of a field that holds a part (`part`).
+_PART = "part"
 
 
 def setting(default: Any, accepts: Spec, component: bool = False) -> Any:
@@ -67,12 +69,28 @@ def setting(default: Any, accepts: Spec, component: bool = False) -> Any:
     return field(default=default, metadata=metadata)
 
 
+def part(settings_class: type) -> Any:
+    """A field of a settings dataclass that holds a part: the settings dataclass of what owns them (a policy's
+    inside its agent's), with its defaults unless given. Each setting keeps one owner, and the agent's keywords
+    still name each setting alone (`agents.core.settings.field_values` lists a part's settings in its place,
+    `agents.core.settings.take_settings` hands each keyword to the part that owns it); the part's own
+    ``__post_init__`` checks them."""
+    return field(default_factory=settings_class, metadata={_PART: True})
+
+
+def is_part(f: Field) -> bool:
+    """Whether the dataclass field `f` holds a part (`part`) rather than one setting."""
+    return bool(f.metadata.get(_PART))
+
+
 def components_of(settings: Any) -> list[str]:
-    """The names of the fields of the dataclass instance `settings` declared as search components
-    (`setting`'s ``component``) whose value differs from their default (their off value)."""
+    """The names of the fields of the dataclass instance `settings` (its parts' too, `part`) declared as search
+    components (`setting`'s ``component``) whose value differs from their default (their off value)."""
     on = []
     for f in fields(settings):
-        if f.metadata.get(_COMPONENT):
+        if is_part(f):
+            on += components_of(getattr(settings, f.name))
+        elif f.metadata.get(_COMPONENT):
             off = f.default_factory() if f.default is MISSING else f.default
             if getattr(settings, f.name) != off:
                 on.append(f.name)

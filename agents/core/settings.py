@@ -2,11 +2,16 @@
 `AgentSettings`, the part of `agents.core.run.RunAgent` that says what the agent is built from, apart from the run's
 books.
 
-Each setting is declared once, in a dataclass per role, whose instance on the class holds the defaults:
+Each setting is declared once, in the dataclass of what runs it, whose instance on the class holds the defaults:
 
 * the agent's own settings: ``SETTINGS``, an instance of the agent's settings dataclass (``HSDAGSettings()``), whose
-  ``__post_init__`` checks them;
-* the trainer's: ``TRAINER`` and ``TRAINER_OPTIONS`` (`agents.algos.policy_gradient.PolicyGradientAgent`);
+  ``__post_init__`` checks them. Settings that another object runs are a part of it (`agents.core.bounds.part`):
+  the dataclass of their owner, nested (``HSDAGSettings.policy``, an `agents.hsdag.agent.HSDAGPolicySettings`,
+  handed to the policy as it is: ``HSDAGPolicy(spec, **asdict(settings.policy))``). The keywords still name each
+  setting alone (``HSDAGAgent(place="op")``): `field_values` lists a part's settings in its place and
+  `take_settings` hands each keyword to the part that owns it, so nothing filters settings by lists of names;
+* the trainer's: ``TRAINER``, an instance of the agent's trainer form (`agents.algos.reinforce.TrainerSettings`
+  and its forms: the mode and the keywords the agent takes; `agents.algos.policy_gradient.PolicyGradientAgent`);
 * the run's: ``RUN``, a `RunSettings` (seed, threads, coarsening, search);
 * the search layer's: `agents.search.config.SearchConfig` (the ``search`` setting, resolved by the class's search
   layer, `agents.core.run.RunAgent.SEARCH_LAYER`).
@@ -40,10 +45,10 @@ from placement_gym.schema import (
     read_json,
 )
 
-from agents.core.bounds import GROUPS, SEED, THREADS, check_settings, setting
+from agents.core.bounds import GROUPS, SEED, THREADS, check_settings, is_part, setting
 from agents.core.checkpoint import SETTINGS, CheckpointError
 
-__all__ = ["AGENT_FILE", "AgentSettings", "RunSettings", "constructor_keywords", "field_values"]
+__all__ = ["AGENT_FILE", "AgentSettings", "RunSettings", "constructor_keywords", "field_values", "take_settings"]
 
 
 _MISSING = object()
@@ -56,12 +61,31 @@ AGENT_FILE = Record({
 MAX_AGENT_FILE_BYTES = 16 << 20
 
 
-def field_values(settings: Any, names: "Iterable[str] | None" = None) -> dict[str, Any]:
-    """``{name: value}`` of the dataclass instance `settings`: its fields in declaration order, or `names` (values
-    as they are: unlike `dataclasses.asdict`, nested objects are not copied)."""
-    if names is None:
-        names = [f.name for f in fields(settings)]
-    return {name: getattr(settings, name) for name in names}
+def field_values(settings: Any) -> dict[str, Any]:
+    """``{name: value}`` of every setting of the settings dataclass instance `settings`, in declaration order, a
+    part's (`agents.core.bounds.part`) in its place: the keywords an agent takes for them (values as they are:
+    unlike `dataclasses.asdict`, nested objects are not copied)."""
+    values: dict[str, Any] = {}
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if is_part(f):
+            values.update(field_values(value))
+        else:
+            values[f.name] = value
+    return values
+
+
+def take_settings(settings: Any, options: dict[str, Any]) -> Any:
+    """`settings` (a settings dataclass instance: a class's defaults) with the values `options` gives for its
+    settings, each handed to the part that owns it (`agents.core.bounds.part`); those keywords are popped from
+    `options`, so what is left is someone else's. Each dataclass checks its own (``__post_init__``)."""
+    given: dict[str, Any] = {}
+    for f in fields(settings):
+        if is_part(f):
+            given[f.name] = take_settings(getattr(settings, f.name), options)
+        elif f.name in options:
+            given[f.name] = options.pop(f.name)
+    return replace(settings, **given)
 
 
 @dataclass(frozen=True)
@@ -146,7 +170,7 @@ class AgentSettings:
     @classmethod
     def _own_setting_names(cls) -> tuple[str, ...]:
         """The names of the agent's own settings: the fields of ``SETTINGS`` (none for a class without one)."""
-        return () if cls.SETTINGS is None else tuple(f.name for f in fields(cls.SETTINGS))
+        return () if cls.SETTINGS is None else tuple(field_values(cls.SETTINGS))
 
     @classmethod
     def _base_option_defaults(cls) -> dict[str, Any]:
@@ -179,8 +203,7 @@ class AgentSettings:
         the same name (what the agent's code and `_own_settings` read)."""
         if self.SETTINGS is None:
             return
-        given = {name: options.pop(name) for name in self._own_setting_names() if name in options}
-        self.settings = replace(self.SETTINGS, **given)
+        self.settings = take_settings(self.SETTINGS, options)
         for name, value in field_values(self.settings).items():
             setattr(self, name, value)
 

@@ -44,15 +44,14 @@ the budget (``finetune_search``); the final distillation; and the zero-shot over
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, GROUPS, HEADS, SHARE, WIDTH, check_settings, setting
-from agents.core.settings import field_values
+from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, GROUPS, HEADS, SHARE, WIDTH, check_settings, part, setting
 from agents.algos.learned import LEARNED_RUN
-from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, FullBanditTrainerSettings
 from agents.core.loop import RunLoop
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
@@ -64,7 +63,8 @@ from placement_gym.schema import MAX_OPS, Integer, MapOf, Optional, Plain
 
 from .policy import GOPolicy
 
-__all__ = ["GOAgent", "GOSettings", "SEARCH_EXPLORE", "SEARCH_GROUPS"]
+__all__ = ["GOAgent", "GOPolicySettings", "GOSettings", "SEARCH_EXPLORE", "SEARCH_GROUPS", "build_go_policy",
+           "start_policy_run"]
 
 #: GO's hybrid per-group search on one graph (``search_groups``, ``explore`` of `GOAgent.HYBRID`); its
 #: ``split_patience`` is the shared `agents.search.coarse_to_fine.SPLIT_PATIENCE`.
@@ -73,14 +73,11 @@ SEARCH_EXPLORE = 1.0
 
 #: Keys of ``finetune_search_options`` for GO: `BlockSearch`'s settings and the batch of `search_around_best`.
 FINETUNE_SEARCH_KEYS = ("boundary", "fine", "moves", "beta", "batch", "cheapest_first")
-#: `GOSettings`' search components (GO's own search, beyond the paper): not the network's settings.
-SEARCH_FIELDS = ("explore", "refine", "search_groups", "finetune_search", "finetune_search_options")
 
 
 @dataclass(frozen=True)
-class GOSettings:
-    """GO's own settings (`GOAgent`'s keywords besides the trainer's and the run's), with their defaults: all of
-    them are `GOPolicy`'s (`policy_options`).
+class GOPolicySettings:
+    """`GOPolicy`'s settings (its keywords), with GO's defaults.
 
     Args:
         hidden_channels: embedding width H.
@@ -92,7 +89,31 @@ class GOSettings:
         graph_cost: a learned term of each device's whole-graph cost in every op's logits
             (`agents.nn.device_head.DeviceScorer`), built with the policy (the other agents' heads get it on
             their first run over many graphs); a prior for transfer, off (scale 0) while a new policy learns one
-            graph (`GOAgent._start_run`).
+            graph (`start_policy_run`).
+    """
+
+    hidden_channels: int = setting(64, WIDTH)
+    num_layers: int = setting(3, DEPTH)
+    attention_layers: int = setting(2, DEPTH)
+    heads: int = setting(4, HEADS)
+    segment_length: int = setting(128, Integer(1, MAX_OPS))
+    use_edge_features: bool = setting(True, FLAG)
+    graph_cost: bool = setting(True, FLAG)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if self.hidden_channels % self.heads:  # each attention head takes an equal share of the width
+            raise ValueError(f"{type(self).__name__}: hidden_channels {self.hidden_channels} must be divisible by "
+                             f"heads ({self.heads}); expected a width that is a multiple of the heads")
+
+
+@dataclass(frozen=True)
+class GOSettings:
+    """GO's own settings (`GOAgent`'s keywords besides the trainer's and the run's), with their defaults: its
+    policy's (`GOPolicySettings`, each keyword by its own name) and GO's own search beyond the paper.
+
+    Args:
+        policy: `GOPolicySettings`.
         search_groups: an untrained policy's run on one graph measures its own placement, then searches per group of
             this many contiguous groups instead of per op (None: off; a search component beyond the paper), halved
             coarse to fine by the search layer's ``split_patience``.
@@ -103,13 +124,7 @@ class GOSettings:
         finetune_search_options: `BlockSearch` settings of that search (keys `FINETUNE_SEARCH_KEYS`).
     """
 
-    hidden_channels: int = setting(64, WIDTH)
-    num_layers: int = setting(3, DEPTH)
-    attention_layers: int = setting(2, DEPTH)
-    heads: int = setting(4, HEADS)
-    segment_length: int = setting(128, Integer(1, MAX_OPS))
-    use_edge_features: bool = setting(True, FLAG)
-    graph_cost: bool = setting(True, FLAG)
+    policy: GOPolicySettings = part(GOPolicySettings)
     search_groups: int | None = setting(None, Optional(GROUPS), component=True)
     explore: float = setting(0.0, COEFFICIENT, component=True)
     refine: bool = setting(False, FLAG, component=True)
@@ -119,22 +134,31 @@ class GOSettings:
 
     def __post_init__(self) -> None:
         check_settings(self)
-        if self.hidden_channels % self.heads:  # each attention head takes an equal share of the width
-            raise ValueError(f"{type(self).__name__}: hidden_channels {self.hidden_channels} must be divisible by "
-                             f"heads ({self.heads}); expected a width that is a multiple of the heads")
 
-    def policy_options(self) -> dict[str, Any]:
-        """The keywords `GOPolicy` takes: GO's own settings but its search (`SEARCH_FIELDS`; a subclass's added
-        fields are not among them either)."""
-        return field_values(self, [f.name for f in fields(GOSettings) if f.name not in SEARCH_FIELDS])
+
+def build_go_policy(policy_class: type[GOPolicy], spec: PolicySpec, options: dict[str, Any]) -> GOPolicy:
+    """GO's network (`policy_class`: `GOPolicy` or a subclass) for `spec`, built from `options` (its keywords):
+    what GO and the imitation agent (`agents.imitation`) build."""
+    if spec.device_features == 0:
+        raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
+    return policy_class(spec, **options)
+
+
+def start_policy_run(policy: GOPolicy, run: RunLoop, trained: bool) -> None:
+    """GO's network at the start of a run: a new policy's run on one graph has the whole-graph cost term off.
+
+    The whole-graph cost term is a prior for transfer across graphs (not in the GO paper): on one graph it starts
+    every op on the device with the lowest total cost, a single-device placer from its first sample."""
+    if not trained and not run.many_graphs and policy.head.graph_cost is not None:
+        policy.head.graph_cost_scale.fill_(0.0)
 
 
 class GOAgent(PolicyGradientAgent):
     """GO: GraphSAGE encoder + segment-recurrent attention + device head, trained with PPO (module docstring).
 
-    Keywords: its own settings (`GOSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
-    ``samples_per_update``, ...: `ReinforceConfig`, defaults in `TRAINER`; samples_per_update placements of one
-    graph per update); ``algorithm`` (GO's: ``"ppo"``, the paper's), ``ppo`` and the run's (``seed``,
+    Keywords: its own settings (`GOSettings`: its policy's and its own search); the trainer's, every bandit-mode
+    setting (``learning_rate``, ``samples_per_update``, ...: `agents.algos.reinforce.FullBanditTrainerSettings`,
+    defaults in `TRAINER`; samples_per_update placements of one graph per update); ``algorithm`` (GO's: ``"ppo"``, the paper's), ``ppo`` and the run's (``seed``,
     ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
     `agents.algos.policy_gradient.PolicyGradientAgent`. GO's own search is in `GOSettings` (``finetune_search``,
     ``search_groups``, ``explore``, ``refine``: off by default).
@@ -157,8 +181,7 @@ class GOAgent(PolicyGradientAgent):
     HYBRID_SETTINGS = {"entropy_coef": 0.01, **SWITCHES_OFF}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
-    TRAINER = ReinforceConfig(mode="bandit", samples_per_update=16, entropy_coef=0.1, **SWITCHES_ON)
-    TRAINER_OPTIONS = BANDIT_TRAINER_OPTIONS
+    TRAINER = FullBanditTrainerSettings(samples_per_update=16, entropy_coef=0.1, **SWITCHES_ON)
 
     #: Its own settings (`GOSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = GOSettings()
@@ -187,13 +210,10 @@ class GOAgent(PolicyGradientAgent):
                            cheapest_first=given.get("cheapest_first", False))
 
     def _start_run(self, run, env, seed, trained) -> None:
-        """A new policy's run on one graph has the whole-graph cost term off; with `search_groups` it measures its
-        own placement, then searches per group (class docstring); otherwise the shared start."""
-        if not trained and not run.many_graphs and self.policy.head.graph_cost is not None:
-            # The whole-graph cost term is a prior for transfer across graphs (not in the GO paper): on one graph
-            # it starts every op on the device with the lowest total cost, a single-device placer from its first
-            # sample. A new policy learning one graph has it off.
-            self.policy.head.graph_cost_scale.fill_(0.0)
+        """A new policy's run on one graph has the whole-graph cost term off (`start_policy_run`); with
+        `search_groups` it measures its own placement, then searches per group (class docstring); otherwise the
+        shared start."""
+        start_policy_run(self.policy, run, trained)
         if self.search_groups is None or trained or env is not run.env or run.many_graphs or run.done:
             return super()._start_run(run, env, seed, trained)
         self._measure_predict(run, seed, self.imitation_obs)
@@ -202,14 +222,5 @@ class GOAgent(PolicyGradientAgent):
         if self.refine:
             self.policy.enable_refiner()
 
-    #: The network `build_policy` builds (a subclass of `GOPolicy`; the imitation placer picks another).
-    policy_class: type[GOPolicy] = GOPolicy
-
     def build_policy(self, spec: PolicySpec) -> GOPolicy:
-        if spec.device_features == 0:
-            raise ValueError("GO reads obs['device_features'] to score devices; this env's observation has none")
-        return self.policy_class(spec, **self._policy_settings())
-
-    def _policy_settings(self) -> dict[str, Any]:
-        """The keywords `build_policy` hands the network (`GOSettings.policy_options`)."""
-        return self.settings.policy_options()
+        return build_go_policy(GOPolicy, spec, asdict(self.settings.policy))

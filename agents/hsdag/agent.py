@@ -56,18 +56,17 @@ before the search became a layer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from agents.core.base import PolicySpec
-from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, LEVELS, WIDTH, check_settings, setting
-from agents.core.settings import field_values
+from agents.core.bounds import COEFFICIENT, DEPTH, FLAG, LEVELS, WIDTH, check_settings, part, setting
 from agents.algos.learned import LEARNED_RUN
-from agents.algos.policy_gradient import BANDIT_TRAINER_OPTIONS, DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
+from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, FullBanditTrainerSettings
 from agents.search.attach import SearchLayer
 from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
 from agents.search.heuristic_start import ZERO_SHOT_OVERRIDE
@@ -75,7 +74,7 @@ from placement_gym.schema import Number, Optional, Text
 
 from .policy import HSDAGPolicy
 
-__all__ = ["HSDAGAgent", "HSDAGSettings", "hsdag_feature_families"]
+__all__ = ["HSDAGAgent", "HSDAGFeatureSwitches", "HSDAGPolicySettings", "HSDAGSettings", "hsdag_feature_families"]
 
 
 def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, structure: bool = True,
@@ -94,16 +93,9 @@ def hsdag_feature_families(output_shape: bool = True, node_id: bool = True, stru
     return tuple(families)
 
 
-#: The settings of `HSDAGSettings` that `HSDAGPolicy` takes (the others pick the env's node features).
-POLICY_SETTINGS = ("hidden_channels", "num_layers", "pooling", "place", "max_levels", "stochastic_parsing", "stay_bias",
-                   "directed", "use_edge_features", "explore", "boundary_explore", "refine", "refine_boundary")
-#: The settings of `HSDAGSettings` that pick the node-feature families (`hsdag_feature_families`).
-FEATURE_SWITCHES = ("output_shape", "node_id", "structure", "cost")
-
-
 @dataclass(frozen=True)
-class HSDAGSettings:
-    """HSDAG's own settings (`HSDAGAgent`'s keywords besides the trainer's and the run's), with their defaults.
+class HSDAGPolicySettings:
+    """`HSDAGPolicy`'s settings (its keywords), with the agent's defaults.
 
     Args:
         hidden_channels: embedding width.
@@ -118,7 +110,6 @@ class HSDAGSettings:
         stay_bias: initial learned bias of the pooling's no-merge (self-loop) logits.
         directed: keep edge direction (False: symmetrised graph, as the authors' code).
         use_edge_features: use tensor sizes on edges in encoder and scorer.
-        output_shape, node_id, structure, cost: feature-family switches (ablations, `hsdag_feature_families`).
         explore: about this many group decisions per placement drawn uniformly at random (0: off; a search
             component beyond the paper, `HSDAGPolicy`).
         boundary_explore: decisions per placement sampled around the run's best at its device boundaries (0: off;
@@ -136,10 +127,6 @@ class HSDAGSettings:
     stay_bias: float = setting(0.0, Number(-1e3, 1e3))
     directed: bool = setting(True, FLAG)
     use_edge_features: bool = setting(True, FLAG)
-    output_shape: bool = setting(True, FLAG)
-    node_id: bool = setting(True, FLAG)
-    structure: bool = setting(True, FLAG)
-    cost: bool = setting(True, FLAG)
     explore: float = setting(0.0, COEFFICIENT, component=True)
     boundary_explore: float = setting(0.0, COEFFICIENT, component=True)
     refine: bool = setting(False, FLAG, component=True)
@@ -148,13 +135,33 @@ class HSDAGSettings:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def policy_options(self) -> dict[str, Any]:
-        """The keywords `HSDAGPolicy` takes from these settings (`POLICY_SETTINGS`)."""
-        return field_values(self, POLICY_SETTINGS)
 
-    def feature_families(self) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class HSDAGFeatureSwitches:
+    """The switches of the node-feature families HSDAG observes (the paper's ablations, `hsdag_feature_families`):
+    ``output_shape``, ``node_id``, ``structure`` (fractal dimension and centrality) and ``cost``."""
+
+    output_shape: bool = setting(True, FLAG)
+    node_id: bool = setting(True, FLAG)
+    structure: bool = setting(True, FLAG)
+    cost: bool = setting(True, FLAG)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+    def families(self) -> tuple[str, ...]:
         """The node-feature families these switches observe (`hsdag_feature_families`)."""
-        return hsdag_feature_families(**field_values(self, FEATURE_SWITCHES))
+        return hsdag_feature_families(**asdict(self))
+
+
+@dataclass(frozen=True)
+class HSDAGSettings:
+    """HSDAG's own settings (`HSDAGAgent`'s keywords besides the trainer's and the run's), with their defaults: its
+    policy's (`HSDAGPolicySettings`) and its feature switches (`HSDAGFeatureSwitches`), each keyword by its own
+    name (``HSDAGAgent(place="op", cost=False)``)."""
+
+    policy: HSDAGPolicySettings = part(HSDAGPolicySettings)
+    features: HSDAGFeatureSwitches = part(HSDAGFeatureSwitches)
 
 
 class HSDAGAgent(PolicyGradientAgent):
@@ -162,9 +169,10 @@ class HSDAGAgent(PolicyGradientAgent):
 
     Build its env with ``features=agent.feature_families`` (the CLI does).
 
-    Keywords: its own settings (`HSDAGSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
-    ``samples_per_update``, ``baseline``, ...: `ReinforceConfig`, defaults in `TRAINER`; ``baseline=False,
-    entropy_coef=0`` is the authors' setting); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's
+    Keywords: its own settings (`HSDAGSettings`: its policy's and its feature switches); the trainer's, every
+    bandit-mode setting (``learning_rate``, ``samples_per_update``, ``baseline``, ...:
+    `agents.algos.reinforce.FullBanditTrainerSettings`, defaults in `TRAINER`; ``baseline=False, entropy_coef=0``
+    is the authors' setting); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's
     (``seed``, ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
     `agents.algos.policy_gradient.PolicyGradientAgent`. ``help(HSDAGAgent)`` lists them all with their defaults.
     """
@@ -186,8 +194,7 @@ class HSDAGAgent(PolicyGradientAgent):
     HYBRID_SETTINGS = {"place": "group", "max_levels": 4, "entropy_coef": 0.05, **SWITCHES_OFF}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
-    TRAINER = ReinforceConfig(mode="bandit", samples_per_update=10, entropy_coef=0.1, **SWITCHES_ON)
-    TRAINER_OPTIONS = BANDIT_TRAINER_OPTIONS
+    TRAINER = FullBanditTrainerSettings(samples_per_update=10, entropy_coef=0.1, **SWITCHES_ON)
 
     #: Its own settings (`HSDAGSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = HSDAGSettings()
@@ -196,13 +203,13 @@ class HSDAGAgent(PolicyGradientAgent):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         #: The env's node features for this agent (instance attribute: the ablation switches change it).
-        self.feature_families = self.settings.feature_families()
+        self.feature_families = self.settings.features.families()
 
     def build_policy(self, spec: PolicySpec) -> HSDAGPolicy:
         if spec.feature_families is not None and tuple(spec.feature_families) != self.feature_families:
             raise ValueError(f"HSDAG with these switches observes {self.feature_families}, the env gives "
                              f"{spec.feature_families}; create the env with features=agent.feature_families")
-        return HSDAGPolicy(spec, **self.settings.policy_options())
+        return HSDAGPolicy(spec, **asdict(self.settings.policy))
 
     def _start_run(self, run, env, seed, trained) -> None:
         """A run starts with no placement to sample around (a previous run's best belongs to its graph)."""

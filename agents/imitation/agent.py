@@ -18,7 +18,7 @@ The method:
                      (``-placement_log_prob``), one gradient step per graph (`pretrain`), with the optimiser of
                      the trainer that step 4 continues with; optionally ending with the mean of the weights over
                      the last passes (``average_from``).
-    4. RL            optional: ``learn`` over many graphs is GO's own PPO (`agents.go.GOAgent`), rewards measured.
+    4. RL            optional: ``learn`` over many graphs is PPO as GO trains (`agents.algos.ppo`), rewards measured.
     5. zero-shot     ``predict``: the argmax of every op's distribution (in topological order given the ops before
                      it, with ``sequential``). Search is refused: no search layer (no zero-shot override, no
                      start placements) and none of GO's own search-like settings (no distillation).
@@ -30,19 +30,23 @@ what the observation's device features and costs say, so each (preset, objective
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from agents.algos.reinforce import ReinforceConfig, apply_gradients
+from agents.algos.learned import LEARNED_RUN
+from agents.algos.policy_gradient import PolicyGradientAgent
+from agents.algos.reinforce import apply_gradients
 from agents.core.base import PolicySpec
 from agents.core.loop import torch_threads
 from agents.core.bounds import FLAG, setting
-from agents.go import GOAgent, GOSettings
+from agents.go import GOSettings
+from agents.go.agent import build_go_policy, start_policy_run
 from agents.go.policy import GOPolicy
+from placement_gym.features import DEFAULT_FAMILIES
 from agents.search.config import SearchConfig
 
 from .labels import check_placement
@@ -72,15 +76,21 @@ class ImitationSettings(GOSettings):
                              "has; accepted: balance=True with sequential=True, or balance=False")
 
 
-class ImitationAgent(GOAgent):
+class ImitationAgent(PolicyGradientAgent):
     """GO's network and PPO, pretrained by imitation of solver labels (module docstring).
 
-    Keywords: its settings (`ImitationSettings`: GO's network and ``sequential``, ``balance``), ``algorithm``,
-    ``ppo`` and the run's (`GOAgent`); ``search`` must stay None (a hybrid is ``hybrid:imitation``, the generic
-    layer around it). GO's trainer keywords (``learning_rate`` ...) are refused: its trainer runs with its own
-    `TRAINER` as declared (its checkpoints and pinned runs were made so)."""
+    A policy-gradient agent that builds GO's network (`agents.go.agent.build_go_policy`) and starts a run as GO
+    does (`agents.go.agent.start_policy_run`); not a subclass of `agents.go.GOAgent`, whose own search (the
+    fine-tuning search, the per-group search) never runs here.
+
+    Keywords: its settings (`ImitationSettings`: GO's and ``sequential``, ``balance``), ``algorithm``, ``ppo`` and
+    the run's (`agents.algos.policy_gradient.PolicyGradientAgent`); ``search`` must stay None (a hybrid is
+    ``hybrid:imitation``, the generic layer around it), and GO's search settings off. The trainer keywords
+    (``learning_rate`` ...) are refused: its trainer runs with `agents.algos.reinforce.ReinforceConfig`'s defaults
+    (its checkpoints and pinned runs were made so)."""
 
     name = "imitation"
+    feature_families = DEFAULT_FAMILIES
     #: No search preset of its own: ``hybrid:imitation`` is `agents.search.hybrid.SearchAround` around it.
     HYBRID = None
 
@@ -90,28 +100,32 @@ class ImitationAgent(GOAgent):
     SEARCH_OPTIONS = frozenset()
     HYBRID_COMPONENTS = {}
 
-    #: Its trainer's settings (`agents.algos.policy_gradient.PolicyGradientAgent`): `ReinforceConfig`'s defaults,
-    #: not GO's. It takes none of them as keywords (``TRAINER_OPTIONS`` empty: ``learning_rate=...`` is refused,
-    #: and ``--agent-option learning_rate=...`` is not handed to it).
-    TRAINER = ReinforceConfig(mode="bandit")
-    TRAINER_OPTIONS = ()
-    #: Its own settings with their defaults (`ImitationSettings`).
+    #: No trainer form: it takes no trainer keywords (``learning_rate=...`` is refused, and ``--agent-option
+    #: learning_rate=...`` is not handed to it); its trainer runs with `ReinforceConfig`'s defaults, not GO's.
+    TRAINER = None
+    #: Its own settings with their defaults (`ImitationSettings`); the run's, with the learned agents' coarsening.
     SETTINGS = ImitationSettings()
-
-    @property
-    def policy_class(self) -> type[GOPolicy]:
-        """The network `GOAgent.build_policy` builds: `SequentialGOPolicy` with ``sequential``, else GO's."""
-        return SequentialGOPolicy if self.sequential else GOPolicy
-
-    def _policy_settings(self) -> dict[str, Any]:
-        """GO's network settings, plus ``balance`` for the sequential policy."""
-        return {**super()._policy_settings(), **({"balance": self.balance} if self.sequential else {})}
+    RUN = LEARNED_RUN
+    #: GO's trainer: PPO.
+    ALGORITHM = "ppo"
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         on = self.search_components()  # GO's own search-like settings, the distillation
         if on:
             raise self._without_search(on)
+        self.whole_graph_cost = self.graph_cost  # built with the policy (`GOPolicy`), never added by a run
+
+    def build_policy(self, spec: PolicySpec) -> GOPolicy:
+        """GO's network, or with ``sequential`` `SequentialGOPolicy` (and its ``balance``)."""
+        if self.sequential:
+            return build_go_policy(SequentialGOPolicy, spec, {**asdict(self.settings.policy), "balance": self.balance})
+        return build_go_policy(GOPolicy, spec, asdict(self.settings.policy))
+
+    def _start_run(self, run, env, seed, trained) -> None:
+        """GO's start of a run (`agents.go.agent.start_policy_run`), then the shared one."""
+        start_policy_run(self.policy, run, trained)
+        super()._start_run(run, env, seed, trained)
 
     def _build_search(self, value: Any) -> None:
         """No search layer: None, ``"off"`` or a `SearchConfig` with no component on (checked once, when built, so

@@ -48,7 +48,7 @@ from agents.core.base import PolicySpec
 from agents.search.attach import SearchLayer
 from agents.search.node_by_node import NodeGroups, TeacherForcing, graph_key
 from agents.nn.policy import group_majority_placement
-from agents.algos.reinforce import ReinforceConfig
+from agents.algos.reinforce import EpisodicTrainerSettings
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
 from agents.core.run import agent_predict
@@ -101,9 +101,9 @@ class PlacetoSettings:
 class PlacetoAgent(PolicyGradientAgent):
     """Placeto-like agent (see the module docstring).
 
-    Keywords: its own settings (`PlacetoSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
-    ``entropy_coef``, ``gamma``, ``episodes_per_update``, ``baseline_decay``, ``max_grad_norm``:
-    `agents.algos.reinforce.ReinforceConfig`, mode "episodic", defaults in `TRAINER`); ``algorithm`` (Placeto's:
+    Keywords: its own settings (`PlacetoSettings`); the trainer's, the episodic mode's (``learning_rate``,
+    ``entropy_coef``, ``gamma``, ``episodes_per_update``, ``baseline_decay``, ``max_grad_norm``, ...:
+    `agents.algos.reinforce.EpisodicTrainerSettings`, defaults in `TRAINER`); ``algorithm`` (Placeto's:
     ``"reinforce"``), ``ppo`` and the run's (``seed``, ``torch_threads``, ``device``, ``coarsen_above``,
     ``max_nodes``, ``search``): see `agents.algos.policy_gradient.PolicyGradientAgent`.
 
@@ -132,9 +132,7 @@ class PlacetoAgent(PolicyGradientAgent):
     #: update against the moving average per step index; several episodes per update compared with each other
     #: (``leave_one_out``) learn sanity rows that this does not given ten times the budget, but leave too few
     #: updates at the suite's (docs/agents/placeto.md).
-    TRAINER = ReinforceConfig(mode="episodic", gamma=0.5)
-    TRAINER_OPTIONS = ("learning_rate", "entropy_coef", "gamma", "episodes_per_update", "baseline_decay",
-                       "leave_one_out", "max_grad_norm", "imitation_coef", "elites")
+    TRAINER = EpisodicTrainerSettings(gamma=0.5)
 
     #: Its own settings (`PlacetoSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PlacetoSettings()

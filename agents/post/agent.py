@@ -57,7 +57,7 @@ from agents.core.bounds import COEFFICIENT, FLAG, GROUPS, STEPS, check_settings,
 from agents.nn.policy import group_majority_placement
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, BanditTrainerSettings
 from agents.algos.ppo import PPOTrainer
 from agents.algos.rollout import Decision, Measured
 from agents.search.attach import SearchLayer
@@ -135,9 +135,9 @@ class PostSettings:
 class PostAgent(PolicyGradientAgent):
     """Post: per-group softmax distributions trained by PPO and cross-entropy minimisation (module docstring).
 
-    Keywords: its own settings (`PostSettings`); the PPO settings shared with REINFORCE, `TRAINER_OPTIONS`
-    (``learning_rate``, ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.ReinforceConfig`,
-    bandit mode, defaults in `TRAINER`); ``ppo``, further PPO settings (`agents.algos.ppo.PPOConfig`: n_epochs,
+    Keywords: its own settings (`PostSettings`); the PPO settings shared with REINFORCE, the bandit mode's
+    (``learning_rate``, ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.BanditTrainerSettings`,
+    defaults in `TRAINER`); ``ppo``, further PPO settings (`agents.algos.ppo.PPOConfig`: n_epochs,
     clip_range, target_kl, ...); and the run's (``seed``, ``torch_threads``, ``device``, ``coarsen_above``,
     ``max_nodes``, ``search``): see `agents.algos.policy_gradient.PolicyGradientAgent`. No ``algorithm``: Post
     always trains with PPO.
@@ -162,10 +162,7 @@ class PostAgent(PolicyGradientAgent):
                        "learning_rate": 0.05, "shared_device_logits": False, **SWITCHES_OFF}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
-    TRAINER = ReinforceConfig(mode="bandit", learning_rate=0.1, samples_per_update=20, entropy_coef=0.1,
-                              **SWITCHES_ON)
-    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
-                       "measure_argmax", "baseline_decay", "max_grad_norm", "imitation_coef", "elites")
+    TRAINER = BanditTrainerSettings(learning_rate=0.1, samples_per_update=20, entropy_coef=0.1, **SWITCHES_ON)
 
     #: Its own settings (`PostSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = PostSettings()

@@ -42,9 +42,9 @@ from agents.core.base import DEVICE, available_device
 from agents.core.loop import RunLoop
 from agents.core.run import RunAgent, agent_predict
 from agents.core.bounds import (
-    COEFFICIENT, DEPTH, FLAG, GROUPS, LEARNING_RATE, SHARE, STEPS, WIDTH, check_settings, setting,
+    COEFFICIENT, DEPTH, FLAG, GROUPS, LEARNING_RATE, SHARE, STEPS, WIDTH, check_settings, part, setting,
 )
-from agents.core.settings import field_values
+from agents.core.settings import field_values, take_settings
 from agents.algos.learned import LEARNED_RUN, DistillSettings, run_learned
 from agents.algos.policy_gradient import DISTILL_SECONDS, distill, distill_cap
 from agents.algos.sb3 import DISTRIBUTIONS, GraphActorCriticPolicy, GraphPolicy, log_without_folder, policy_action
@@ -62,7 +62,7 @@ from placement_gym.schema import (
 )
 from placement_gym.wrappers import STARTS, NodePlacementWrapper, contiguous_groups, place_node_by_node
 
-__all__ = ["PPOAgent", "PPONodeAgent", "PPOSettings", "SB3Agent"]
+__all__ = ["GraphPolicySettings", "PPOAgent", "PPONodeAgent", "PPOSettings", "SB3Agent", "SB3PPOSettings"]
 
 
 class _BudgetSpent(Exception):
@@ -491,44 +491,16 @@ def space_from_data(data: Mapping[str, Any]) -> gym.Space:
 EARLIER_SETTINGS = {"learning_rate": 1e-3, "n_steps": 32, "batch_size": 32, "entropy_per_node": True}
 
 
-#: The settings of `PPOSettings` that SB3's `PPO` takes (`PPOSettings.algorithm_options`).
-SB3_PPO_SETTINGS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "clip_range", "target_kl", "ent_coef",
-                    "vf_coef", "max_grad_norm", "gamma", "gae_lambda")
-#: The settings of `PPOSettings` that `GraphPolicy` takes (`PPOSettings.policy_options`).
-GRAPH_POLICY_SETTINGS = ("hidden_channels", "num_layers", "distribution", "entropy_per_node", "n_groups")
-
-
 @dataclasses.dataclass(frozen=True)
-class PPOSettings:
-    """`PPOAgent`'s own settings (its keywords besides the torch device and the run's), with their defaults: SB3
-    PPO's (`SB3_PPO_SETTINGS`), `GraphPolicy`'s (`GRAPH_POLICY_SETTINGS`) and the node-by-node variant's.
+class SB3PPOSettings:
+    """SB3 `PPO`'s settings (its keywords), with `PPOAgent`'s defaults.
 
     Args:
         learning_rate: Adam step size (summed log-probabilities over many nodes make PPO's ratio jumpy:
             keep it small).
         n_steps: placements per rollout (= per update).
         batch_size, n_epochs, clip_range, target_kl, ent_coef, vf_coef, max_grad_norm, gamma, gae_lambda:
-            SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `entropy_per_node`).
-        hidden_channels, num_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
-            uses SB3's slow per-node multi-categorical, for comparison).
-        n_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
-            order) instead of one per op (`GraphPolicy`'s ``n_groups``; None, the default = per op, exactly
-            ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
-            moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
-            express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
-            to fine (`PPOAgent.HYBRID_SETTINGS`).
-            Ignored on the node-by-node env (its groups are ``node_groups``).
-        node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
-            a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
-            of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
-            placement group by group (the other way, besides ``n_groups``, of moving runs of ops at once).
-            The training graph's groups are split where its best placement changes device, when it has to
-            (`agents.search.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
-        start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
-            no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
-            fine-tuning run's from its best so far).
-        greedy_final: spend the budget's last placement on the policy's deterministic placement (a search
-            component beyond the paper, off by default; `PPOAgent._kept_back`).
+            SB3 PPO's settings (``ent_coef`` multiplies the entropy term, `GraphPolicySettings.entropy_per_node`).
     """
 
     learning_rate: float = setting(3e-4, LEARNING_RATE)
@@ -542,11 +514,61 @@ class PPOSettings:
     max_grad_norm: float = setting(0.5, Number(positive=True, high=1e6))
     gamma: float = setting(1.0, SHARE)
     gae_lambda: float = setting(0.95, SHARE)
+
+    def __post_init__(self) -> None:
+        check_settings(self)  # numpy integers from a config are kept as plain ints
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphPolicySettings:
+    """`GraphPolicy`'s settings (its ``policy_kwargs``), with `PPOAgent`'s defaults.
+
+    Args:
+        hidden_channels, num_layers, distribution, entropy_per_node: `GraphPolicy` settings (``distribution="stock"``
+            uses SB3's slow per-node multi-categorical, for comparison).
+        n_groups: on the whole-placement env, draw one device per group of G contiguous ops (topological
+            order) instead of one per op (`GraphPolicy`'s ``n_groups``; None, the default = per op, exactly
+            ``PPO(GraphPolicy, env)``). Groups move runs of ops at once (on the ``paper`` preset, where any op
+            moved alone adds cuts, they found mixed placements that per-op PPO missed) but their space cannot
+            express a placement that changes device often (``ai_pc``): the hybrid form keeps G=8, halved coarse
+            to fine (`PPOAgent.HYBRID_SETTINGS`).
+            Ignored on the node-by-node env (its groups are ``node_groups``).
+    """
+
     hidden_channels: int = setting(64, WIDTH)
     num_layers: int = setting(3, DEPTH)
     distribution: str = setting("vectorized", Text(choices=DISTRIBUTIONS))
     entropy_per_node: bool = setting(False, FLAG)
     n_groups: int | None = setting(None, Optional(GROUPS))
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOSettings:
+    """`PPOAgent`'s own settings (its keywords besides the torch device and the run's), with their defaults: SB3
+    PPO's (`SB3PPOSettings`), `GraphPolicy`'s (`GraphPolicySettings`), each keyword by its own name, and the
+    node-by-node variant's.
+
+    Args:
+        sb3: `SB3PPOSettings`.
+        policy: `GraphPolicySettings`.
+        node_groups: None (default) trains on the env as given (one whole placement per step); an int G wraps
+            a whole-placement env into the node-by-node variant (`NodePlacementWrapper`, G contiguous groups
+            of ops) so that PPO re-places one group per step like Placeto; `predict` then builds a whole
+            placement group by group (the other way, besides ``n_groups``, of moving runs of ops at once).
+            The training graph's groups are split where its best placement changes device, when it has to
+            (`agents.search.node_by_node`, as `PlacetoAgent`'s), so ``predict`` returns that best.
+        start: node-by-node only: where training episodes start (`PlacetoAgent`'s ``start``; ``"random"`` favours
+            no device, ``"reference"`` starts from everything on device 0, ``"best"`` from the best so far; a
+            fine-tuning run's from its best so far).
+        greedy_final: spend the budget's last placement on the policy's deterministic placement (a search
+            component beyond the paper, off by default; `PPOAgent._kept_back`).
+    """
+
+    sb3: SB3PPOSettings = part(SB3PPOSettings)
+    policy: GraphPolicySettings = part(GraphPolicySettings)
     node_groups: int | None = setting(None, Optional(GROUPS))
     start: str = setting("random", Text(choices=STARTS))
     greedy_final: bool = setting(False, FLAG, component=True)
@@ -554,19 +576,12 @@ class PPOSettings:
     def __post_init__(self) -> None:
         check_settings(self)  # numpy integers from a config are kept as plain ints
 
-    def algorithm_options(self) -> dict[str, Any]:
-        """The keywords SB3's `PPO` takes from these settings (`SB3_PPO_SETTINGS`)."""
-        return field_values(self, SB3_PPO_SETTINGS)
-
-    def policy_options(self) -> dict[str, Any]:
-        """The keywords `GraphPolicy` takes from these settings (`GRAPH_POLICY_SETTINGS`)."""
-        return field_values(self, GRAPH_POLICY_SETTINGS)
-
 
 class PPOAgent(SB3Agent):
     """SB3 PPO with `GraphPolicy` (see the module docstring).
 
-    Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's),
+    Keywords: its own settings (`PPOSettings`: SB3 PPO's, `GraphPolicy`'s and the node-by-node variant's, each by
+    its own name),
     ``device`` (the torch device of the policy) and the run's (``seed``, ``torch_threads``, ``coarsen_above``,
     ``max_nodes``, ``search``: `agents.core.settings.RunSettings`). Of ``search`` (see `SB3Agent`), here
     ``split_patience`` halves the action groups after that many placements without a new best (coarse to fine,
@@ -608,11 +623,11 @@ class PPOAgent(SB3Agent):
         return {**hyperparameters, "device": device}
 
     def _algorithm_kwargs(self) -> dict[str, Any]:
-        return dict(self.settings.algorithm_options(), verbose=0)
+        return dict(dataclasses.asdict(self.settings.sb3), verbose=0)
 
     # ------------------------------------------------------------------ learning
     def _make_model(self, env: gym.Env, seed: int | None) -> PPO:
-        policy_kwargs = self.settings.policy_options()
+        policy_kwargs = dataclasses.asdict(self.settings.policy)
         if not isinstance(env.action_space, gym.spaces.MultiDiscrete):  # node-by-node: one node per step
             policy_kwargs["n_groups"] = None
         return PPO(GraphPolicy, env, policy_kwargs=policy_kwargs, seed=seed, device=self.device,
@@ -734,4 +749,4 @@ class PPONodeAgent(PPOAgent):
 
     #: Node by node (16 groups), with the step sizes and rollouts chosen before `PPOAgent`'s per-op defaults (one
     #: device per step: no summed log-probability over many decisions to temper).
-    SETTINGS = dataclasses.replace(PPOAgent.SETTINGS, node_groups=16, **EARLIER_SETTINGS)
+    SETTINGS = take_settings(PPOAgent.SETTINGS, {"node_groups": 16, **EARLIER_SETTINGS})

@@ -38,7 +38,7 @@ from agents.core.base import PolicySpec
 from agents.core.bounds import FLAG, GROUPS, WIDTH, check_settings, setting
 from agents.algos.learned import LEARNED_RUN
 from agents.algos.policy_gradient import DISTILL_SECONDS, PolicyGradientAgent
-from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, ReinforceConfig
+from agents.algos.reinforce import SWITCHES_OFF, SWITCHES_ON, BanditTrainerSettings
 from agents.search.attach import SearchLayer
 from agents.search.coarse_to_fine import SPLIT_PATIENCE
 from agents.search.config import DURING_TRAINING, OUTSIDE_TRAINING, SearchConfig
@@ -84,9 +84,9 @@ class RNNSettings:
 class RNNAgent(PolicyGradientAgent):
     """Mirhoseini et al.'s RNN placer (see the module docstring and `RNNPolicy`).
 
-    Keywords: its own settings (`RNNSettings`); the trainer's, `TRAINER_OPTIONS` (``learning_rate``,
-    ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.ReinforceConfig`, mode "bandit",
-    defaults in `TRAINER`); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's (``seed``,
+    Keywords: its own settings (`RNNSettings`); the trainer's, the bandit mode's (``learning_rate``,
+    ``samples_per_update``, ``entropy_coef``, ...: `agents.algos.reinforce.BanditTrainerSettings`, defaults in
+    `TRAINER`); ``algorithm`` (the paper's: ``"reinforce"``), ``ppo`` and the run's (``seed``,
     ``torch_threads``, ``device``, ``coarsen_above``, ``max_nodes``, ``search``): see
     `agents.algos.policy_gradient.PolicyGradientAgent`.
     """
@@ -107,9 +107,7 @@ class RNNAgent(PolicyGradientAgent):
     HYBRID_SETTINGS = {"n_groups": 8, "entropy_coef": 0.01, **SWITCHES_OFF}
 
     #: The trainer's settings (`PolicyGradientAgent`): the one place their defaults are written.
-    TRAINER = ReinforceConfig(mode="bandit", entropy_coef=0.1, **{**SWITCHES_ON, "leave_one_out": False})
-    TRAINER_OPTIONS = ("learning_rate", "samples_per_update", "entropy_coef", "entropy_per_decision", "leave_one_out",
-                       "measure_argmax", "baseline_decay", "max_grad_norm", "imitation_coef", "elites")
+    TRAINER = BanditTrainerSettings(entropy_coef=0.1, **{**SWITCHES_ON, "leave_one_out": False})
 
     #: Its own settings (`RNNSettings`) with their defaults; the run's, with the learned agents' coarsening.
     SETTINGS = RNNSettings()

@@ -295,8 +295,9 @@ def test_zero_budget_measures_only_the_policy_and_the_budget_is_enforced(env):
     s = agent.run_summary
     assert s.steps == 0 and s.curve == [] and s.placement_source == "predict" and s.agent_ms_per_placement is None
     assert np.array_equal(s.placement, s.predict_placement) and agent.best_latency_s == s.predict_latency_s
-    for bad in (-1, 1.5, "10", True):
-        with pytest.raises(ValueError, match="budget"):
+    for bad in (-1, 1.5, "10", "abc", True, None):  # refused where the budget enters, in one line
+        with pytest.raises(ValueError, match=r"^budget must be a number of placements to measure, an integer >= 0; "
+                                             r"got .*$"):
             NodeAgent().learn(env, budget=bad)
     run = RunLoop(env, budget=1)
     run.env.reset(seed=0)

@@ -62,21 +62,28 @@ def _seeds(values: list[int]) -> list[int]:
     return values
 
 
-def _count(low: int, high: int, what: str) -> Callable[[Any], Any]:
-    """A `_Checked` check: an integer from `low` to `high` (`what` it counts, for the message), or a list of them
-    (``nargs``). Bounds that keep a command's memory and time in its scale: each of calibrate's placements is a
-    real compile and measurement, and it draws them all first (``--placements 10**9`` took gigabytes before
-    measuring anything)."""
+def _count(low: int, high: int | None, what: str) -> Callable[[Any], Any]:
+    """A `_Checked` check: an integer from `low` to `high` (None: no upper bound; `what` it counts, for the
+    message), or a list of them (``nargs``). Bounds that keep a command's memory and time in its scale: each of
+    calibrate's placements is a real compile and measurement, and it draws them all first (``--placements 10**9``
+    took gigabytes before measuring anything)."""
+    expected = f"{what} from {low} to {high}" if high is not None else f"{what}, an integer >= {low}"
+
     def one(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise ValueError(f"{text!r} is not an integer; expected {what} from {low} to {high}") from None
-        if not low <= value <= high:
-            raise ValueError(f"found {value}; expected {what} from {low} to {high}")
+            raise ValueError(f"{text!r} is not an integer; expected {expected}") from None
+        if value < low or (high is not None and value > high):
+            raise ValueError(f"found {value}; expected {expected}")
         return value
 
     return lambda values: [one(v) for v in values] if isinstance(values, list) else one(values)
+
+
+#: ``--budget`` and sim2real's ``--sim-budget`` / ``--real-budget``: what `evaluation.check_budget` takes, checked
+#: here so that a bad value is refused before anything is built (``agent.learn`` is where a Python caller's is).
+_budget = _count(0, None, "placements to measure")
 
 
 def _profile_name(text: str) -> str:
@@ -107,9 +114,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser, budget_help: str | None 
                         "moved to its fastest device that can (repair)")
     parser.add_argument("--backend-option", action="append", metavar="KEY=VALUE",
                         help="extra backend setting (repeatable), e.g. schedule=parallel")
-    parser.add_argument("--budget", type=int, default=BUDGET if budget_help is None else None,
+    parser.add_argument("--budget", action=_Checked, check=_budget, default=BUDGET if budget_help is None else None,
                         help=budget_help or "placements each agent may measure per seed")
-    parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
+    parser.add_argument("--seeds", action=_Checked, check=_count(1, None, "a number of seeds"), default=3,
+                        help="number of seeds (0..n-1)")
     parser.add_argument("--seed", type=int, nargs="+", action=_Checked, check=_seeds,
                         help="the seeds themselves, each once (overrides --seeds)")
     parser.add_argument("--warmup", type=int, help="real backend: untimed inferences per placement (default 3)")
@@ -245,9 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "on --devices (placement-gym calibrate) or a preset name with as many devices")
     sim2real.add_argument("--devices", nargs="+", help="the real devices, in the profile's device order (default: "
                           "placement_gym.two_cpu_devices())")
-    sim2real.add_argument("--sim-budget", type=int, help="placements of the simulated phase (default: the agent's "
+    sim2real.add_argument("--sim-budget", action=_Checked, check=_budget, help="placements of the simulated phase (default: the agent's "
                           f"own schedule where it has one, else {DEFAULT_BUDGETS[0]})")
-    sim2real.add_argument("--real-budget", type=int, help="real measured placements of the real phase (default: the "
+    sim2real.add_argument("--real-budget", action=_Checked, check=_budget, help="real measured placements of the real phase (default: the "
                           f"agent's own schedule where it has one, else {DEFAULT_BUDGETS[1]})")
     sim2real.add_argument("--baselines", nargs="*", default=["dp"], help="planners run on the profile whose "
                           "placements are timed for real beside the agent's (none: no planner)")

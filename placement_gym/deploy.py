@@ -602,14 +602,14 @@ def measure_against_single_devices(folder: "str | os.PathLike", *, objective: st
 
     Latency: every timed run of the placed model is followed by one of the single-device model
     (`timed_pairs`), so load from other processes slows both; the speedup is the median of the ratios
-    single / placed, with the distribution-free 95% interval of that median (`median_interval`). Throughput:
-    steady-state periods of each (`timed_periods`); the interval is the ratio of the two medians' intervals
-    (conservative).
+    single / placed, with the distribution-free 95% interval of that median. Throughput: steady-state periods of
+    each (`timed_periods`); the interval is the ratio of the two medians' intervals (conservative). Both:
+    `placement_gym.backends.base.timing_ratio`.
 
     Returns ``{"latency_s", "latency_interval_s", "n_submodels", "execution_devices", "singles": [{"device",
     "latency_s", "speedup", "speedup_interval"} (latency also ``relative``: the median of placed / single per
     pair, and ``relative_interval``), or {"device", "error"}]}``."""
-    from .backends.base import check_objective, median_interval
+    from .backends.base import check_objective, median_interval, timing_ratio
     from .backends.profiling import timed_pairs, timed_periods, timed_runs
     from .models import example_inputs
 
@@ -641,22 +641,18 @@ def measure_against_single_devices(folder: "str | os.PathLike", *, objective: st
         try:
             single, _ = compile_with_affinities(core, graph.model, [device])
             if objective == "latency":
-                runs, single_runs = timed_pairs(placed_request, request(single), repeats, warmup,
-                                                max_runs=max_repeats, **adaptive)
-                ratios = np.divide(single_runs, runs)
-                speedup, interval = float(np.median(ratios)), median_interval(ratios)
-                latency = float(np.median(single_runs))
+                runs, theirs = timed_pairs(placed_request, request(single), repeats, warmup, max_runs=max_repeats,
+                                           **adaptive)
                 # placed / single per pair: what the env's paired timing scales by its reference's baseline
-                relative = {"relative": float(np.median(1.0 / ratios)),
-                            "relative_interval": tuple(map(float, median_interval(1.0 / ratios)))}
+                placed_by_single, placed_interval = timing_ratio(runs, theirs, paired=True)
+                relative = {"relative": placed_by_single, "relative_interval": placed_interval}
             else:
-                theirs = periods(single, 2)
-                latency = float(np.median(theirs))
-                (low, high), (s_low, s_high) = median_interval(own), median_interval(theirs)
-                speedup, interval = latency / report["latency_s"], (s_low / high, s_high / low)
+                runs, theirs = own, periods(single, 2)
                 relative = {}
+            latency = float(np.median(theirs))
+            speedup, interval = timing_ratio(theirs, runs, paired=objective == "latency")
             report["singles"].append({"device": name, "latency_s": latency, "speedup": speedup,
-                                      "speedup_interval": tuple(map(float, interval)), **relative})
+                                      "speedup_interval": interval, **relative})
             del single
         except Exception as exc:  # a device that cannot run the whole model alone: said, not fatal
             report["singles"].append({"device": name, "error": openvino_error_text(exc, 200)})

@@ -66,7 +66,10 @@ WITHIN_PCT = (5, 2, 1)
 
 
 def check_budget(budget: Any) -> int:
-    """`budget` as an int, or ``ValueError``: the number of placements an agent may measure, an int >= 0."""
+    """`budget` as an int, or ``ValueError``: the number of placements an agent may measure, an int >= 0.
+
+    Checked where a budget enters: ``agent.learn`` (`agents.core.run.RunAgent.learn`) for Python callers, the
+    argument parser (`placement_gym.cli`) on the command line; the functions it is passed on to trust it."""
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
         raise ValueError(f"budget must be a number of placements to measure, an integer >= 0; got {budget!r}")
     return int(budget)
@@ -360,7 +363,8 @@ def evaluate(
             instance is deep-copied for each, so they share no learned state; with one seed it learns in
             place (a loaded checkpoint with ``budget=0`` is evaluated as it is: zero-shot).
         env: a `DevicePlacementEnv` (``gym.make("DevicePlacement-v0", ...)`` is fine). Shared by the seeds.
-        budget: placements the agent may measure per seed (an int >= 0).
+        budget: placements the agent may measure per seed, an int >= 0: passed to ``agent.learn``, which checks it
+            (`check_budget`) before measuring anything.
         seeds: a count n (seeds 0..n-1) or the seeds themselves.
         name, model, model_path: the agent's and the model's names in the records (default: `agent_name`,
             the graph's name).
@@ -370,7 +374,6 @@ def evaluate(
         relative: fill ``placements_to_within`` relative to these records (False: the caller does it over
             a larger set, as `compare` does).
     """
-    budget = check_budget(budget)
     if not isinstance(getattr(env, "unwrapped", None), DevicePlacementEnv):
         raise TypeError(f"env must be a DevicePlacementEnv (or wrap one), got {type(env).__name__}")
     seeds_ = seed_list(seeds)
@@ -418,6 +421,8 @@ def compare(
     Args:
         models: zoo names or model files.
         agents: display name -> factory building a fresh agent (`placement_gym.registry.agent_factories`).
+        budget: placements each agent may measure per seed, an int >= 0: passed to each agent's ``learn``, which
+            checks it (a budget it refuses skips the agent as any `SKIPPABLE` error does).
         make_env: ``make_env(model, feature_families)`` -> env; `feature_families` is the agent's attribute
             (None = the env's default), so each agent observes what it expects. Envs are built once per (model,
             families). Give the envs of one model the same graph object and backend (as the CLI does), so
@@ -428,7 +433,6 @@ def compare(
 
     The envs are not closed here: `make_env` may share one backend between them; the caller owns it.
     """
-    budget = check_budget(budget)
     seeds_ = seed_list(seeds)
     records: list[dict] = []
     skipped: list[dict] = []

@@ -110,12 +110,13 @@ def paired_real_latencies(env: Any, placements: Mapping[str, np.ndarray], refere
 
     Latency: each run of a placement is followed by one of the reference (`timed_pairs`), so load from other
     processes slows both; a placement's ``ratio`` is the median of its latency / the reference's per pair, with the
-    distribution-free 95% interval of that median (`median_interval`). Throughput: steady-state periods of each
-    (`timed_periods`); the interval is that of the two medians' ratio (conservative), as `deploy`'s comparison does.
+    distribution-free 95% interval of that median. Throughput: steady-state periods of each (`timed_periods`); the
+    interval is that of the two medians' ratio (conservative). Both: `placement_gym.backends.base.timing_ratio`, as
+    `deploy`'s comparison with single devices.
 
     Returns ``{"objective", "reference", "placements": {label: {"latency_s", "latency_interval_s", "ratio",
     "ratio_interval", "n_submodels"} or {"error"}}}``; the reference's ratio is 1."""
-    from .backends.base import median_interval
+    from .backends.base import median_interval, timing_ratio
     from .backends.profiling import timed_pairs, timed_periods, timed_runs
 
     backend, graph = env.backend, env.graph
@@ -131,8 +132,7 @@ def paired_real_latencies(env: Any, placements: Mapping[str, np.ndarray], refere
 
     reference_compiled, reference_submodels = backend.compile_placement(graph, placements[reference])
     reference_request = backend.infer_request(reference_compiled, inputs)
-    own = (timed_runs(reference_request, repeats, warmup,
-                                                   max_runs=max_repeats, **adaptive)
+    own = (timed_runs(reference_request, repeats, warmup, max_runs=max_repeats, **adaptive)
            if objective == "latency" else periods(reference_compiled, placements[reference]))
     rows: dict[str, dict] = {reference: {"latency_s": float(np.median(own)),
                                          "latency_interval_s": tuple(map(float, median_interval(own))),
@@ -145,17 +145,13 @@ def paired_real_latencies(env: Any, placements: Mapping[str, np.ndarray], refere
             compiled, n_submodels = backend.compile_placement(graph, placement)
             if objective == "latency":
                 runs, reference_runs = timed_pairs(backend.infer_request(compiled, inputs), reference_request, repeats,
-                                                   warmup,
-                                                   max_runs=max_repeats, **adaptive)
-                ratios = np.divide(runs, reference_runs)
-                ratio, interval = float(np.median(ratios)), median_interval(ratios)
+                                                   warmup, max_runs=max_repeats, **adaptive)
             else:
-                runs = periods(compiled, placement)
-                (low, high), (r_low, r_high) = median_interval(runs), median_interval(own)
-                ratio, interval = float(np.median(runs)) / rows[reference]["latency_s"], (low / r_high, high / r_low)
+                runs, reference_runs = periods(compiled, placement), own
+            ratio, interval = timing_ratio(runs, reference_runs, paired=objective == "latency")
             rows[label] = {"latency_s": float(np.median(runs)),
                            "latency_interval_s": tuple(map(float, median_interval(runs))), "ratio": ratio,
-                           "ratio_interval": tuple(map(float, interval)), "n_submodels": int(n_submodels)}
+                           "ratio_interval": interval, "n_submodels": int(n_submodels)}
             del compiled
         except Exception as exc:  # a placement that does not compile here: said, the others are still timed
             from .devices import openvino_error_text

@@ -300,8 +300,9 @@ def test_zero_budget_measures_only_the_policy_and_the_budget_is_enforced(env):
     s = agent.run_summary
     assert s.steps == 0 and s.curve == [] and s.placement_source == "predict" and s.agent_ms_per_placement is None
     assert np.array_equal(s.placement, s.predict_placement) and agent.best_latency_s == s.predict_latency_s
-    for bad in (-1, 1.5, "10", True):
-        with pytest.raises(ValueError, match="budget"):
+    for bad in (-1, 1.5, "10", "abc", True, None):  # refused where the budget enters, in one line
+        with pytest.raises(ValueError, match=r"^budget must be a number of placements to measure, an integer >= 0; "
+                                             r"got .*$"):
             NodeAgent().learn(env, budget=bad)
     run = RunLoop(env, budget=1)
     run.env.reset(seed=0)
@@ -309,6 +310,19 @@ def test_zero_budget_measures_only_the_policy_and_the_budget_is_enforced(env):
     assert run.done and run.remaining == 0
     with pytest.raises(RuntimeError, match="budget of 1"):
         run.env.step(np.zeros(6, dtype=np.int64))
+
+
+def test_a_share_of_a_run_ends_when_its_placements_are_measured_and_the_budget_is_the_runs_again_after(env):
+    run = RunLoop(env, budget=5)
+    run.env.reset(seed=0)
+    run.env.step(np.zeros(6, dtype=np.int64))
+    with run.share(2):  # the hybrid's agent share: the rest of the run is the local search's
+        assert (run.budget, run.remaining) == (3, 2)
+        while not run.done:
+            run.env.step(np.zeros(6, dtype=np.int64))
+        with pytest.raises(RuntimeError, match="budget of 3"):
+            run.env.step(np.zeros(6, dtype=np.int64))
+    assert (run.steps, run.budget, run.remaining, run.done) == (3, 5, 2, False)
 
 
 def test_torch_threads_are_pinned_while_learning_and_restored(env):

@@ -20,6 +20,8 @@ from typing import Iterator, NamedTuple
 import pytest
 from markdown_it import MarkdownIt
 
+from placement_gym.cli import _Checked
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -240,8 +242,8 @@ def _parser_argv(argv: list[str]) -> list[str] | None:
 
 def _fill_placeholders(parser, argv: list[str]) -> list[str]:
     """A placeholder in capitals given to an option that takes a number or one of fixed choices (``--seed S``,
-    ``--objective O``) replaced by a value of that kind; any other word is left as written (``--profile P``,
-    ``--devices CPU GPU``, ``show FILE``)."""
+    ``--objective O``, ``--budget K``: one the parser checks, `placement_gym.cli._Checked`) replaced by a value of
+    that kind; any other word is left as written (``--profile P``, ``--devices CPU GPU``, ``show FILE``)."""
     sub = next((a.choices.get(argv[0]) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
     if sub is None:
         return argv
@@ -261,7 +263,17 @@ def _fill_placeholders(parser, argv: list[str]) -> list[str]:
             out[i] = str(list(action.choices)[0])
         elif action.type in (int, float):
             out[i] = "0"
+        elif isinstance(action, _Checked):  # a number checked as it is parsed (--budget K, --seeds N)
+            out[i] = next((value for value in ("0", "1") if _accepts(action.check, value)), word)
     return out
+
+
+def _accepts(check, value: str) -> bool:
+    try:
+        check(value)
+    except ValueError:
+        return False
+    return True
 
 
 def quoted_commands() -> list[Command]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from placement_gym import DevicePlacementEnv
-from placement_gym.backends.base import Backend, Measurement, median_interval
+from placement_gym.backends.base import Backend, Measurement, median_interval, timing_ratio
 from placement_gym.backends.openvino import OpenVINOBackend, timed_pairs, timed_runs
 from placement_gym.env import DRIFT_EVERY
 
@@ -27,6 +27,21 @@ def test_median_interval_is_the_order_statistic_interval():
     assert Measurement(latency_s=1e-3).interval_s == (1e-3, 1e-3)  # a simulated latency is exact
     with pytest.raises(ValueError):
         median_interval([])
+
+
+def test_a_timing_ratio_is_paired_per_run_or_the_ratio_of_medians_with_a_conservative_interval():
+    """`timing_ratio`, what sim2real's paired comparison and deploy's comparison with single devices both report."""
+    timed, reference = [1.0, 2.0, 4.0, 8.0, 16.0], [2.0, 2.0, 2.0, 2.0, 2.0]
+    # Paired: the median of the per-pair ratios, its interval the order statistics of those ratios.
+    assert timing_ratio(timed, reference, paired=True) == (2.0, (0.5, 8.0))
+    # A burst of load that slows both runs of a pair alike cancels in a paired ratio.
+    loaded = [10.0, 1.0, 1.0, 1.0, 1.0]
+    assert timing_ratio(np.multiply([2.0] * 5, loaded), loaded, paired=True) == (2.0, (2.0, 2.0))
+    # Unpaired (steady-state periods, of any counts): the ratio of the medians; the interval divides the ends of
+    # the medians' intervals crosswise, so it holds every ratio of a value of one interval to one of the other.
+    assert timing_ratio(timed, [1.0, 2.0, 4.0], paired=False) == (2.0, (1.0 / 4.0, 16.0 / 1.0))
+    ratio, (low, high) = timing_ratio(list(range(1, 21)), list(range(11, 31)), paired=False)
+    assert ratio == 10.5 / 20.5 and (low, high) == (6.0 / 25.0, 15.0 / 16.0)
 
 
 class FakeRequest:

@@ -259,6 +259,25 @@ def test_a_seed_given_twice_is_refused_in_one_line_before_any_run(tmp_path, caps
         evaluation.seed_list([0, 1, 0])
 
 
+@pytest.mark.parametrize("command", ["train", "evaluate", "compare", "place"])
+@pytest.mark.parametrize("flag, value, said", [
+    ("--budget", "-1", "argument --budget: found -1; expected placements to measure, an integer >= 0"),
+    ("--budget", "abc", "argument --budget: 'abc' is not an integer; expected placements to measure, an integer >= 0"),
+    ("--budget", "1.5", "argument --budget: '1.5' is not an integer; expected placements to measure, an integer >= 0"),
+    ("--seeds", "0", "argument --seeds: found 0; expected a number of seeds, an integer >= 1"),
+], ids=["budget -1", "budget abc", "budget 1.5", "seeds 0"])
+def test_a_bad_budget_or_seed_count_is_refused_in_one_line_before_any_run(tmp_path, capsys, command, flag, value,
+                                                                         said):
+    agent = ["--agents" if command == "compare" else "--agent", "random"]
+    model = ["--models" if command == "compare" else "--model", "tiny_branch"]
+    out = ["--out", str(tmp_path / "placed")] if command == "place" else ["--json", str(tmp_path / "t.json")]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([command, *agent, *model, *RUN, *out, flag, value])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip() == f"placement-gym {command}: error: {said}"
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+
+
 # --------------------------------------------------------------------------------------------- litter
 def test_ppo_training_leaves_no_sb3_folder_in_the_temp_folder(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"

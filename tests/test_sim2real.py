@@ -57,12 +57,17 @@ def test_the_real_phase_continues_the_simulated_phases_agent():
 @pytest.mark.parametrize("argv, message", [
     (["--agent", "dp"], "learns nothing"),
     (["--agent", "post", "--profile", "ai_pc"], "the simulated profile has 3 devices"),
-    (["--agent", "post", "--sim-budget", "-1"], "budget must be"),
+    (["--agent", "post", "--sim-budget", "-1"], "argument --sim-budget: found -1; expected placements to measure"),
+    (["--agent", "post", "--real-budget", "abc"], "argument --real-budget: 'abc' is not an integer"),
 ])
 def test_bad_input_is_refused_in_one_line_before_any_work(argv, message, capsys):
     base = ["sim2real", "--model", "tiny_chain", "--profile", "paper", "--sim-budget", "2", "--real-budget", "1",
             "--baselines"]
-    assert cli.main([*base, *argv]) == 2
+    try:
+        status = cli.main([*base, *argv])
+    except SystemExit as exc:  # refused by the argument parser
+        status = exc.code
+    assert status == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
 

@@ -38,7 +38,7 @@ from placement_gym.backends.base import Measurement
 from placement_gym.callbacks import Callback
 from placement_gym.coarsen import Coarsening
 from placement_gym.env import DevicePlacementEnv
-from placement_gym.evaluation import RunSummary, check_budget
+from placement_gym.evaluation import RunSummary
 from placement_gym.vector_env import DevicePlacementVectorEnv
 from placement_gym.wrappers import CoarsenedPlacement
 
@@ -95,7 +95,8 @@ class RunLoop:
         env: the env `learn` was given: a `DevicePlacementEnv`, possibly wrapped (e.g. by ``gym.make``), or a
             `DevicePlacementVectorEnv` (``gym.make_vec``), whose sub-env 0 is then the env and which measures
             batches (`vector`).
-        budget: placements the agent may measure (env steps of `env`).
+        budget: placements the agent may measure (env steps of `env`), an int >= 0: checked where it entered,
+            ``learn`` (`placement_gym.evaluation.check_budget`).
         seed: the run's seed (recorded; the agent uses it).
         callback: a `Callback` that sees every step and update; ``on_step`` returning False stops the run.
         config: the agent's settings, handed to ``callback.on_training_start``.
@@ -109,8 +110,8 @@ class RunLoop:
             ``n_ops``, ``edge_index`` (2, E), ``op_types``, ``name``), ``base.n_devices``, ``base.device_names``,
             ``base.reference_placement`` ((N,) int64, the placement rewards are relative to),
             ``base.validate_action(placement)`` and ``base.multi_graph``.
-        budget: placements the agent may measure; done: whether the budget is spent (or a callback stopped the
-            run); remaining: placements left.
+        budget: placements the agent may measure (less, within `share`); done: whether the budget is spent (or a
+            callback stopped the run); remaining: placements left.
         steps: placements measured so far; best_latency_s / best_placement / best_step: the best seen so far
             (by the drift-corrected latency measured during the run, ``info["latency_corrected_s"]``); curve:
             ``[[steps, latency_s], ...]`` each time the best improved; history: one dict of statistics per update;
@@ -137,7 +138,7 @@ class RunLoop:
                             f"got {type(env.unwrapped).__name__}")
         self.base: DevicePlacementEnv = env.unwrapped
         self.user_env = env
-        self.budget = check_budget(budget)
+        self.budget = budget
         self.seed = seed
         self.callback = callback or Callback()
         self.steps, self.updates = 0, 0
@@ -183,6 +184,19 @@ class RunLoop:
         of such a run (`agents.core.run.train_in_turns`). Then there is no single graph whose best placement the
         policy should end on: no heuristic start, coarse to fine, self-imitation or final distillation."""
         return self.base.multi_graph
+
+    @contextlib.contextmanager
+    def share(self, placements: int) -> Iterator["RunLoop"]:
+        """Within the block, the run ends (``done``, and the recorder refuses to measure more) once `placements`
+        more have been measured, at most `remaining`: an agent's share of a run whose rest another part of the
+        run measures after it (`agents.search.hybrid.SearchAround`). ``budget`` is the share's end meanwhile, as
+        the agent reads it; the run's own budget again after the block."""
+        budget = self.budget
+        self.budget = self.steps + min(max(0, placements), self.remaining)
+        try:
+            yield self
+        finally:
+            self.budget = budget
 
     def turn(self, model: str, budget: int, max_nodes: int | None = None) -> "RunLoop":
         """A run of at most `budget` placements on graph `model` of this multi-graph run

@@ -74,12 +74,8 @@ class SearchAround(RunAgent):
             measure_start_placements(run, obs, seed)
         reserved = int(round(config.local_search * run.remaining)) if self.agent is not None else run.remaining
         if self.agent is not None and not run.done:
-            budget = run.budget
-            run.budget = budget - reserved  # the agent's `run.done` comes when its share is spent
-            try:
+            with run.share(run.remaining - reserved):  # the agent's `run.done` comes when its share is spent
                 self.agent.train(run, seed)
-            finally:
-                run.budget = budget
         if reserved and not run.done:
             start = run.best_action if run.best_action is not None else self.predict(obs)
             search_around_best(run, BlockSearch.of_observation(obs, seed), run.remaining, start=start)

@@ -55,6 +55,25 @@ def median_interval(samples: Sequence[float], level: float = 0.95) -> tuple[floa
     return (x[0], x[-1]) if j == 0 else (x[j - 1], x[n - j])
 
 
+def timing_ratio(timed: Sequence[float], reference: Sequence[float], *,
+                 paired: bool) -> tuple[float, tuple[float, float]]:
+    """How many times the seconds of `reference` those of `timed` are, with its 95% interval: ``(ratio, (low,
+    high))``, a ratio below 1 when `timed` is the faster.
+
+    Paired (latency: the same number of runs, run i of each back to back, `profiling.timed_pairs`): the median of
+    the per-pair ratios ``timed[i] / reference[i]``, with the distribution-free interval of that median
+    (`median_interval`); load from other processes slows both runs of a pair alike and cancels in the ratio.
+    Unpaired (throughput: steady-state periods of each, `profiling.timed_periods`): the ratio of the two medians,
+    its interval the ends of the medians' intervals divided crosswise (low / reference's high, high / reference's
+    low): conservative."""
+    if paired:
+        ratios = np.divide(timed, reference)
+        low, high = median_interval(ratios)
+        return float(np.median(ratios)), (float(low), float(high))
+    (low, high), (r_low, r_high) = median_interval(timed), median_interval(reference)
+    return float(np.median(timed)) / float(np.median(reference)), (float(low / r_high), float(high / r_low))
+
+
 @dataclass(frozen=True)
 class Measurement:
     """The outcome of measuring one placement.

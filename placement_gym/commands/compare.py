@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 from .. import evaluation, registry
 from ..models import load_graph
 from .report import check_outputs, interrupted, output_paths, report_results
-from .settings import agent_rows, compare_agent_options, env_factory
+from .settings import agent_rows, compare_agent_options, env_factory, seeds_of
 from .signals import signal_handlers_kept
 
 
@@ -25,7 +25,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = compare_agent_options(args.agent_option, names)  # bad options: an error before any run
     make_env, backend = env_factory(args)
     finished: list = []
-    seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
+    seeds = seeds_of(args)
     try:  # around the bar: it is closed, its line ended, before an interruption is reported
         with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
             def planned(n: int) -> None:

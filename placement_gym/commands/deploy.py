@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import evaluation, files, results
 from .report import check_outputs, interrupted, output_paths, report_results
 from .run import check_agent_options, draw_placement, one_agent, run_one_agent
-from .settings import BUDGET, env_factory
+from .settings import BUDGET, env_factory, seeds_of
 from .signals import exit_status, interruption, signals_deferred, stopped_by
 
 
@@ -84,7 +84,7 @@ def cmd_place(args: argparse.Namespace) -> int:
     paths = output_paths(args)
     check_outputs(args, paths, folders={"--out": out})
     check_agent_options(args)
-    seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
+    seeds = seeds_of(args)
     if len(seeds) != 1:
         raise ValueError(f"place writes one placement: give one seed (--seed S), not {len(seeds)}")
     args.seed = seeds

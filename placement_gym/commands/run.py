@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import evaluation, files, registry
 from .report import check_outputs, interrupted, output_paths, report_results, write_results
-from .settings import env_factory, key_values
+from .settings import env_factory, key_values, seeds_of
 
 
 def _callback(args: argparse.Namespace, run_label: str):
@@ -28,7 +28,7 @@ def _run_rows(args: argparse.Namespace, factories: dict, make_env, records: list
     keeps them); with `outputs`, each seed's agent and best placement are saved and listed in `written`."""
     from tqdm.auto import tqdm
 
-    seeds = evaluation.seed_list(args.seed if args.seed is not None else args.seeds)
+    seeds = seeds_of(args)
     label_, model_path = (evaluation.model_label(args.model) if isinstance(args.model, str)
                           else ("+".join(map(str, args.model)), None))
     options = key_values(args.agent_option, "--agent-option")
@@ -161,7 +161,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     """Train an agent on a model for a budget and seeds; write the records, checkpoints and best placements."""
     paths = output_paths(args)
-    outputs = _train_outputs(args, evaluation.seed_list(args.seed if args.seed is not None else args.seeds))
+    outputs = _train_outputs(args, seeds_of(args))
     check_outputs(args, paths, _train_output_names(args, outputs))
     cls = registry.load_agent_class(args.agent)
     options = key_values(args.agent_option, "--agent-option")

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 BUDGET = 500
 
 
+def seeds_of(args: argparse.Namespace) -> list[int]:
+    """The run commands' seeds: ``--seed S...`` where given, else ``0..--seeds - 1`` (both checked by the argument
+    parser: each seed once, a count >= 1)."""
+    return list(args.seed) if args.seed is not None else list(range(args.seeds))
+
+
 def key_values(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
     """``["KEY=VALUE", ...]`` -> dict, a value that is written as JSON (``0.01``, ``false``, ``null``, ``[1, 2]``,
     ``"text"``; also Python's ``None``, ``True``, ``False``, which would otherwise arrive as strings) parsed as

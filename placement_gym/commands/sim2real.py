@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import evaluation, registry
+from .. import registry
 from .report import check_outputs, interrupted, write_results
 from .settings import key_values
 
@@ -15,12 +15,12 @@ DEFAULT_BUDGETS = (500, 50)
 
 
 def budgets_of(args: argparse.Namespace, cls: type) -> tuple[int, int]:
-    """The two phases' budgets: the flags where given, else the agent class's ``SIM_TO_REAL_BUDGETS``, else
-    `DEFAULT_BUDGETS`."""
+    """The two phases' budgets: the flags where given (checked by the argument parser), else the agent class's
+    ``SIM_TO_REAL_BUDGETS``, else `DEFAULT_BUDGETS`."""
     sim, real = getattr(cls, "SIM_TO_REAL_BUDGETS", DEFAULT_BUDGETS)
     sim = args.sim_budget if args.sim_budget is not None else sim
     real = args.real_budget if args.real_budget is not None else real
-    return evaluation.check_budget(sim), evaluation.check_budget(real)
+    return sim, real
 
 
 def cmd_sim2real(args: argparse.Namespace) -> int:

@@ -253,10 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "on --devices (placement-gym calibrate) or a preset name with as many devices")
     sim2real.add_argument("--devices", nargs="+", help="the real devices, in the profile's device order (default: "
                           "placement_gym.two_cpu_devices())")
-    sim2real.add_argument("--sim-budget", action=_Checked, check=_budget, help="placements of the simulated phase (default: the agent's "
-                          f"own schedule where it has one, else {DEFAULT_BUDGETS[0]})")
-    sim2real.add_argument("--real-budget", action=_Checked, check=_budget, help="real measured placements of the real phase (default: the "
-                          f"agent's own schedule where it has one, else {DEFAULT_BUDGETS[1]})")
+    sim2real.add_argument("--sim-budget", action=_Checked, check=_budget, help="placements of the simulated phase "
+                          f"(default: the agent's own schedule where it has one, else {DEFAULT_BUDGETS[0]})")
+    sim2real.add_argument("--real-budget", action=_Checked, check=_budget, help="real measured placements of the "
+                          f"real phase (default: the agent's own schedule where it has one, else {DEFAULT_BUDGETS[1]})")
     sim2real.add_argument("--baselines", nargs="*", default=["dp"], help="planners run on the profile whose "
                           "placements are timed for real beside the agent's (none: no planner)")
     sim2real.add_argument("--objective", choices=["latency", "throughput"], help="what a placement is scored by "

@@ -120,53 +120,84 @@ PURE_RERUNS = {
 }
 
 
-def _leaderboard_cases(graphs: str = "zoo") -> dict[str, list[Path]]:
-    """The leaderboard's results files of one graph set by case (``ai_pc_latency``: its seeds' files)."""
-    return leaderboard_table.folder_cases(ROOT / RESULTS / LEADERBOARD, graphs)
+#: The leaderboard re-run under cost model version 2 (`placement_gym.backends.simulated.COST_MODEL_VERSION`), seed
+#: 0 of the zoo so far, every agent with its paper's defaults; the rows the script did not hold when it ran
+#: (`replicate` under throughput) come from the extra folder.
+LEADERBOARD_V2 = "leaderboard-v2"
+LEADERBOARD_V2_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 '
+                                  '"" local:2'}
+LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
+    "placement-gym compare --models resnet inception bert --agents replicate --budget 1000 --seed 0 --profile P "
+    "--objective throughput --unsupported repair --json benchmarks/results/leaderboard-v2-extra/"
+    "P_throughput_replicate_seed0.json.gz",))}
+#: folder -> (its commands per graph set, per graph set the folder and commands of the runs that update or add
+#: rows: `leaderboard_table.case_records`)
+BOARDS = {LEADERBOARD: (LEADERBOARD_COMMANDS, PURE_RERUNS), LEADERBOARD_V2: (LEADERBOARD_V2_COMMANDS,
+                                                                            LEADERBOARD_V2_EXTRA)}
 
 
-def _pure_reruns(graphs: str = "zoo") -> dict[str, list[Path]]:
-    """The pure learned agents' reruns of one graph set by case (`PURE_RERUNS`; none: empty)."""
-    if graphs not in PURE_RERUNS:
+def _leaderboard_cases(graphs: str = "zoo", board: str = LEADERBOARD) -> dict[str, list[Path]]:
+    """A leaderboard folder's results files of one graph set by case (``ai_pc_latency``: its seeds' files)."""
+    return leaderboard_table.folder_cases(ROOT / RESULTS / board, graphs)
+
+
+def _pure_reruns(graphs: str = "zoo", board: str = LEADERBOARD) -> dict[str, list[Path]]:
+    """The runs that update or add rows to one graph set of a leaderboard folder, by case (`BOARDS`; none: empty):
+    the pure learned agents' reruns of version 1, the rows version 2's script did not hold."""
+    reruns = BOARDS[board][1]
+    if graphs not in reruns:
         return {}
-    return leaderboard_table.update_cases(ROOT / RESULTS / PURE_RERUNS[graphs][0])
+    return leaderboard_table.update_cases(ROOT / RESULTS / reruns[graphs][0])
 
 
 def _cited(paths: list[Path]) -> list[str]:
     return [str(p.relative_to(ROOT / RESULTS)) for p in paths]
 
 
-def _leaderboard_source(graphs: str = "zoo") -> str:
-    """The source lines of a graph set's tables: the leaderboard's files and command, and the pure learned agents'
-    reruns' (`PURE_RERUNS`)."""
-    paths = [p for paths in _leaderboard_cases(graphs).values() for p in paths]
-    commands = LEADERBOARD_COMMANDS[graphs]
-    updates = _pure_reruns(graphs)
+def _leaderboard_source(graphs: str = "zoo", board: str = LEADERBOARD) -> str:
+    """The source lines of a graph set's tables: the leaderboard folder's files and command, and the pure learned
+    agents' reruns' (`BOARDS`)."""
+    cases = _leaderboard_cases(graphs, board)
+    paths = [p for paths in cases.values() for p in paths]
+    commands, reruns = BOARDS[board]
+    command = commands[graphs]
+    updates = {name: files for name, files in _pure_reruns(graphs, board).items() if name in cases}
     if updates:
         paths += [p for paths in updates.values() for p in paths]
-        commands += "`; the pure learned agents' rows: `" + "` and `".join(PURE_RERUNS[graphs][1])
-    return source(_cited(paths), commands)
+        command += "`; the rows run apart: `" + "` and `".join(reruns[graphs][1])
+    return source(_cited(paths), command)
 
 
-def _table_command(graphs: str, summary: bool) -> str:
+def _table_command(graphs: str, summary: bool, board: str = LEADERBOARD) -> str:
     words = ["python benchmarks/leaderboard/leaderboard_table.py"] + (["--graphs test"] if graphs == "test" else [])
-    if graphs in PURE_RERUNS:
-        words += ["--update", f"{RESULTS}/{PURE_RERUNS[graphs][0]}"]
-    return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{LEADERBOARD}"])
+    reruns = BOARDS[board][1]
+    if graphs in reruns:
+        words += ["--update", f"{RESULTS}/{reruns[graphs][0]}"]
+    return " ".join(words + (["--summary"] if summary else []) + [f"{RESULTS}/{board}"])
 
 
-def _leaderboard_tables(graphs: str, summary: bool) -> str:
-    """One graph set's summary table (`summary`) or per-case tables, under the source and table commands."""
-    cases = _leaderboard_cases(graphs)
+def _leaderboard_tables(graphs: str, summary: bool, board: str = LEADERBOARD) -> str:
+    """One graph set's summary table (`summary`) or per-case tables of a leaderboard folder, under the source and
+    table commands."""
+    cases = _leaderboard_cases(graphs, board)
     if not cases:
-        return f"No results file yet: `{LEADERBOARD_COMMANDS[graphs]}` writes them."
-    updates = _pure_reruns(graphs)
+        return f"No results file yet: `{BOARDS[board][0][graphs]}` writes them."
+    updates = _pure_reruns(graphs, board)
     if summary:
         label, body = "Table", leaderboard_table.summary_table(cases, updates)
     else:
         label, body = "Tables", "\n\n".join(leaderboard_table.table(paths, updates.get(name, ()))
                                              for name, paths in cases.items())
-    return _leaderboard_source(graphs) + f"  \n{label}: `{_table_command(graphs, summary)}`\n\n" + body
+    return (_leaderboard_source(graphs, board) + f"  \n{label}: `{_table_command(graphs, summary, board)}`\n\n"
+            + body)
+
+
+def leaderboard_v2_summary() -> str:
+    return _leaderboard_tables("zoo", summary=True, board=LEADERBOARD_V2)
+
+
+def leaderboard_v2_cases() -> str:
+    return _leaderboard_tables("zoo", summary=False, board=LEADERBOARD_V2)
 
 
 def leaderboard_summary() -> str:
@@ -817,6 +848,7 @@ def algorithm_ablation() -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
+    "leaderboard-v2-summary": leaderboard_v2_summary, "leaderboard-v2-cases": leaderboard_v2_cases,
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
     "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,
     "leaderboard-test-cases": leaderboard_test_cases,

@@ -11,6 +11,7 @@
 # runs' best-so-far curves.
 #
 # Seeds run one after another, every case of a seed before the next seed: a run cut short leaves whole seeds.
+# `replicate` (the whole model on every device) is the data-parallel row a pipeline placement must beat.
 # `optimal` runs with seed 0 only: its solve does not depend on the seed (it is warm-started with the best
 # placements of seed 0's other runs), and it is the run's most expensive row (a 60-second solve per model).
 #
@@ -31,7 +32,7 @@ seeds="${3:-3}"
 read -r -a cases <<< "${4:-ai_pc:latency ai_pc:throughput edge:latency edge:throughput server:latency server:throughput paper:latency paper:throughput}"
 ray=(); if [ -n "${5:-}" ]; then ray=(--ray "$5"); fi
 learned=(hsdag placeto rnn post go ppo ppo-node)
-agents=(single-device openvino random cheapest greedy topo metis dp local-search "${learned[@]}")
+agents=(single-device openvino replicate random cheapest greedy topo metis dp local-search "${learned[@]}")
 for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
 agents+=(optimal)
 if [ -n "${6:-}" ]; then read -r -a agents <<< "$6"; fi

@@ -175,8 +175,7 @@ class DopplerAgent(BaseAgent):
     RUN = LEARNED_RUN
     #: ``placement-gym sim2real``'s default ``(simulated, real)`` placements for DOPPLER: its paper's three-stage
     #: schedule (2,000 imitation, 2,000 simulated, 4,000 real episodes) scaled to a tenth, as ``imitation_episodes``
-    #: (200) scales its first stage: 200 simulated and 400 real measurements (a real placement of ResNet-50 or
-    #: Inception-V3 takes 2.6 to 3.4 s on the project's 2-core machine: about 20 minutes of real measurements).
+    #: (200) scales its first stage (docs/agents/doppler.md#sim-to-real: what the real phase costs here).
     SIM_TO_REAL_BUDGETS = (200, 400)
 
     def __init__(self, **options: Any) -> None:
@@ -204,7 +203,7 @@ class DopplerAgent(BaseAgent):
         The decisions are taken step by step without gradients; with `grad`, the log-probabilities the update reads
         are then computed again for all the decisions at once from the states recorded (`_score`): the same
         numbers as scoring each step as it is taken, with one autograd graph of a few dozen nodes instead of one
-        per step (the backward pass was most of an episode's time)."""
+        per step."""
         policy = self.policy
         sel_steps: list[int] = []  # SEL decisions: step, ready ops, taken index, teacher's index
         sel_ready: list[list[int]] = []

@@ -264,14 +264,14 @@ class DopplerAgent(BaseAgent):
             node_log_p = device_log_p = None
             if sel_steps:
                 encoded = policy.selection.encode(graph)
-                ready_all = torch.as_tensor([op for ready in sel_ready for op in ready])
-                count = torch.as_tensor([len(ready) for ready in sel_ready])
-                segment = torch.repeat_interleave(torch.arange(len(sel_ready)), count)
-                flat = policy.selection.batch_logits(graph, encoded, ready_all, segment, count)
-                width = int(count.max())
-                column = torch.arange(segment.shape[0]) - torch.repeat_interleave(torch.cumsum(count, 0) - count,
-                                                                                  count)
-                node_logits = torch.full((len(sel_ready), width), float("-inf")).index_put((segment, column), flat)
+                # The steps with as many ready ops are scored together; each row padded to the widest with -inf.
+                node_logits = torch.full((len(sel_ready), max(map(len, sel_ready))), float("-inf"))
+                for size in sorted({len(ready) for ready in sel_ready}):
+                    rows = [k for k, ready in enumerate(sel_ready) if len(ready) == size]
+                    scores = policy.selection.batch_logits(graph, encoded,
+                                                           torch.as_tensor([sel_ready[k] for k in rows]))
+                    node_logits = node_logits.index_put(
+                        (torch.as_tensor(rows).unsqueeze(1), torch.arange(size).unsqueeze(0)), scores)
                 node_log_p = torch.log_softmax(node_logits, dim=1)
             if plc_steps:
                 encoded = policy.placement.encode(graph)

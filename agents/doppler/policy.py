@@ -30,25 +30,13 @@ from agents.core.base import PolicySpec
 
 from .graph import DEVICE_STATE, NODE_FEATURES, GraphContext
 
-__all__ = ["DopplerPolicy", "Encoded", "MPNNEncoder", "PlacementPolicy", "SelectionPolicy", "standardise",
-           "standardise_segments"]
+__all__ = ["DopplerPolicy", "Encoded", "MPNNEncoder", "PlacementPolicy", "SelectionPolicy", "standardise"]
 
 
 def standardise(x: Tensor, dim: int = 0) -> Tensor:
     """Each column of `x` (R, C) minus its mean over the rows, over its standard deviation (+1e-6): DOPPLER's
     ``normalize_feat_state``. A single row becomes zeros. ``dim`` = 1 on a batch (B, R, C): each item's rows."""
     return (x - x.mean(dim=dim, keepdim=True)) / (x.std(dim=dim, unbiased=False, keepdim=True) + 1e-6)
-
-
-def standardise_segments(x: Tensor, segment: Tensor, count: Tensor) -> Tensor:
-    """`standardise` of each segment of the rows of `x` (M, C) apart: row m belongs to segment ``segment[m]`` of
-    ``count`` (S,) rows (a batch of ready sets of different sizes, each standardised as its own step does)."""
-    s = count.shape[0]
-    n = count.to(x.dtype).unsqueeze(1)
-    mean = torch.zeros(s, x.shape[1], dtype=x.dtype).index_add(0, segment, x) / n
-    centred = x - mean[segment]
-    std = (torch.zeros(s, x.shape[1], dtype=x.dtype).index_add(0, segment, centred * centred) / n).sqrt()
-    return centred / (std[segment] + 1e-6)
 
 
 def _init(layer: nn.Linear) -> nn.Linear:
@@ -136,16 +124,13 @@ class SelectionPolicy(nn.Module):
                        standardise(encoded.top[ready])], dim=1)
         return self.out(self.act(self.hidden(x))).view(-1)
 
-    def batch_logits(self, graph: GraphContext, encoded: Encoded, ready: Tensor, segment: Tensor,
-                     count: Tensor) -> Tensor:
-        """(M,) `logits` of many steps at once: `ready` (M,) the ready ops of every step one after another,
-        `segment` (M,) the step of each, `count` (S,) each step's number (each step standardised on its own)."""
-        def norm(x: Tensor) -> Tensor:
-            return standardise_segments(x, segment, count)
-        latent = self.act(self.features(norm(graph.node_features[ready])))
-        x = torch.cat([latent, encoded.embedding[ready], norm(encoded.bottom[ready]), norm(encoded.top[ready])],
-                      dim=1)
-        return self.out(self.act(self.hidden(x))).view(-1)
+    def batch_logits(self, graph: GraphContext, encoded: Encoded, ready: Tensor) -> Tensor:
+        """(K, R) `logits` of K steps at once that had as many ready ops: `ready` (K, R) int64 (each step's ops
+        standardised on their own, by the same reduction as one step's)."""
+        latent = self.act(self.features(standardise(graph.node_features[ready], dim=1)))
+        x = torch.cat([latent, encoded.embedding[ready], standardise(encoded.bottom[ready], dim=1),
+                       standardise(encoded.top[ready], dim=1)], dim=2)
+        return self.out(self.act(self.hidden(x))).squeeze(2)
 
 
 class PlacementPolicy(nn.Module):
@@ -185,7 +170,11 @@ class PlacementPolicy(nn.Module):
         decision saw them (each decision's devices standardised on their own)."""
         p, d, _ = states.shape
         device = torch.cat([states.to(torch.float32), graph.device_features.expand(p, -1, -1)], dim=2)
-        on_device = standardise(placed @ encoded.embedding, dim=1)  # (P, D, H)
+        # The summed embeddings of the ops on each device (P, D, H), summed and standardised one decision at a time
+        # by the same products and reductions as a step's: two devices can hold sums equal but for rounding (as
+        # many ops of equal embedding), where the standard deviation is rounding and its gradient large, so only
+        # the same arithmetic gives a step's gradient.
+        on_device = torch.stack([standardise(placed[k] @ encoded.embedding) for k in range(p)])
         x = torch.cat([self.act(self.device(standardise(device, dim=1))),
                        encoded.latent[ops].unsqueeze(1).expand(-1, d, -1),
                        encoded.embedding[ops].unsqueeze(1).expand(-1, d, -1), on_device], dim=2)

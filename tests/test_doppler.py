@@ -82,6 +82,62 @@ def test_the_imitation_stage_alone_reproduces_the_critical_path_heuristic():
     assert matched[-1] == 1.0 > matched[0]  # every decision of the last episode was the heuristic's
 
 
+def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
+    """`DopplerAgent.episode` scores its decisions in one batched pass after taking them: the log-probability of
+    each decision taken and of the teacher's choice equal those of scoring each step's state on its own (the
+    policies' per-step `logits`), and their gradients too."""
+    import torch
+
+    from agents.baselines.critical_path import ListSchedule
+    from agents.core.base import PolicySpec
+    from agents.doppler.agent import Teacher
+    from agents.doppler.graph import device_state
+
+    env = _env("tiny_branch", "ai_pc")
+    agent = DopplerAgent(**SMALL, seed=0)
+    agent._setup(PolicySpec.from_env(env), 0)
+    graph = agent.context(env.reset(seed=0)[0])
+    teacher = Teacher(cost_model(env), None)
+    episode = agent.episode(graph, np.random.default_rng(1), 0.5, teacher)
+    assert episode.log_probs and len(episode.steps) == len(episode.log_probs)
+    batched = (torch.stack(episode.log_probs).sum(), episode.imitation, episode.neg_entropy)
+
+    policy = agent.policy
+    selection, placement = policy.selection.encode(graph), policy.placement.encode(graph)
+    schedule, taught = ListSchedule(graph.edge_index, graph.costs), teacher.start(graph.edge_index)
+    placed = np.zeros((graph.n_devices, graph.n_ops), dtype=np.float32)
+    taken, wanted, neg_entropy, choices = [], [], 0.0, 0
+    for op in episode.order:
+        device = int(episode.placement[op])
+        ready, want_op = sorted(schedule.ready), taught.critical_op(teacher.levels)
+        decisions = []
+        if len(ready) > 1:
+            decisions.append((policy.selection.logits(graph, selection, torch.as_tensor(ready)), ready.index(op),
+                              ready.index(want_op)))
+        if np.flatnonzero(graph.action_mask[op]).size > 1:
+            decisions.append((policy.placement.logits(graph, placement, op, device_state(schedule, op),
+                                                      torch.tensor(placed)), device, taught.earliest_device(op)))
+        for logits, chosen, teachers in decisions:
+            log_p = torch.log_softmax(logits, dim=0)
+            taken.append(log_p[chosen])
+            wanted.append(log_p[teachers])
+            neg_entropy = neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
+            choices += 1
+        taught.place(op, device)
+        schedule.place(op, device)
+        placed[device, op] = 1.0
+    stepwise = (torch.stack(taken).sum(), torch.stack(wanted).sum(), neg_entropy)
+    assert choices == len(episode.log_probs)
+    for a, b in zip(batched, stepwise):
+        assert float(a) == pytest.approx(float(b), rel=1e-5, abs=1e-5)
+    grads = []
+    for loss in (sum(batched), sum(stepwise)):
+        policy.zero_grad()
+        loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in policy.parameters() if p.grad is not None]))
+    assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
+
+
 def test_hybrid_doppler_is_the_generic_search_layer_around_it():
     agent = registry.make_agent("hybrid:doppler", {**SMALL, "seed": 0})
     agent.learn(_env(), budget=8, seed=0)

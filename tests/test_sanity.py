@@ -19,7 +19,7 @@ from placement_gym.models import load_graph
 from .conftest import load_benchmark
 
 #: The pure learned agents the suite must pass (design.md: "Learning is tested").
-LEARNED = ("hsdag", "go", "placeto", "rnn", "post", "ppo", "ppo-node")
+LEARNED = ("hsdag", "go", "placeto", "rnn", "post", "ppo", "ppo-node", "doppler")
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from placement_gym import cli, registry, two_cpu_devices
+from placement_gym.commands.sim2real import DEFAULT_BUDGETS, budgets_of
 from placement_gym.env import DevicePlacementEnv
 from placement_gym.sim2real import paired_real_latencies, sim_to_real
 
@@ -52,6 +53,27 @@ def test_the_real_phase_continues_the_simulated_phases_agent():
     assert [r["extra"]["phase"] for r in records] == ["simulated", "real"]
     assert agent.run_summary.steps == 2 and agent.run_summary.budget == 2  # the last run is the real phase's
     assert set(comparison["placements"]) >= {"simulated phase", "real phase"}
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ([], (200, 400)),  # DOPPLER's own schedule, its paper's stages at a tenth
+    (["--sim-budget", "30"], (30, 400)),
+    (["--real-budget", "5"], (200, 5)),
+    (["--sim-budget", "30", "--real-budget", "5"], (30, 5)),
+])
+def test_the_command_takes_doppler_s_own_schedule_where_no_budget_flag_is_given(flags, expected):
+    """The command's parser and its budget rule on the registered classes: ``doppler`` names its schedule
+    (``SIM_TO_REAL_BUDGETS``), each flag given wins over its half; an agent that names none gets the defaults."""
+    argv = ["sim2real", "--model", "tiny_chain", "--profile", "paper", *flags]
+    doppler = registry.load_agent_class("doppler")
+    assert doppler.SIM_TO_REAL_BUDGETS == (200, 400)
+    assert budgets_of(cli.build_parser().parse_args([*argv, "--agent", "doppler"]), doppler) == expected
+    post = registry.load_agent_class("post")
+    assert not hasattr(post, "SIM_TO_REAL_BUDGETS")
+    given = {"--sim-budget": 30, "--real-budget": 5}
+    defaults = tuple(given[flag] if flag in flags else default
+                     for flag, default in zip(("--sim-budget", "--real-budget"), DEFAULT_BUDGETS))
+    assert budgets_of(cli.build_parser().parse_args([*argv, "--agent", "post"]), post) == defaults
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -173,6 +173,10 @@ class DopplerAgent(BaseAgent):
     HYBRID = SearchConfig()
     SETTINGS = DopplerSettings()
     RUN = LEARNED_RUN
+    #: ``placement-gym sim2real``'s default ``(simulated, real)`` placements for DOPPLER: its paper's three-stage
+    #: schedule (2,000 imitation, 2,000 simulated, 4,000 real episodes) scaled to a tenth, as ``imitation_episodes``
+    #: (200) scales its first stage (docs/agents/doppler.md#sim-to-real: what the real phase costs here).
+    SIM_TO_REAL_BUDGETS = (200, 400)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -194,9 +198,24 @@ class DopplerAgent(BaseAgent):
     def episode(self, graph: GraphContext, rng: np.random.Generator, epsilon: float = 0.0,
                 teacher: Teacher | None = None, grad: bool = True) -> Episode:
         """Place every op of `graph` (module docstring): SEL picks a ready op, PLC its device, both
-        epsilon-greedy; with a `teacher`, also sum the log-probabilities of its choices."""
+        epsilon-greedy; with a `teacher`, also sum the log-probabilities of its choices.
+
+        The decisions are taken step by step without gradients; with `grad`, the log-probabilities the update reads
+        are then computed again for all the decisions at once from the states recorded (`_score`): the same
+        numbers as scoring each step as it is taken, with one autograd graph of a few dozen nodes instead of one
+        per step."""
         policy = self.policy
-        with torch.set_grad_enabled(grad):
+        sel_steps: list[int] = []  # SEL decisions: step, ready ops, taken index, teacher's index
+        sel_ready: list[list[int]] = []
+        sel_taken: list[int] = []
+        sel_wanted: list[int] = []
+        plc_steps: list[int] = []  # PLC decisions: step, op, device state, placed matrix, taken, teacher's
+        plc_ops: list[int] = []
+        plc_states: list[np.ndarray] = []
+        plc_placed: list[np.ndarray] = []
+        plc_taken: list[int] = []
+        plc_wanted: list[int] = []
+        with torch.no_grad():
             selection, placement = policy.selection.encode(graph), policy.placement.encode(graph)
             schedule = ListSchedule(graph.edge_index, graph.costs)
             taught = None if teacher is None else teacher.start(graph.edge_index)
@@ -214,17 +233,26 @@ class DopplerAgent(BaseAgent):
                     node_logits = policy.selection.logits(graph, selection, torch.as_tensor(ready))
                     pick = _choose(node_logits, epsilon, rng)
                     op = ready[pick]
-                    self._score(episode, node_logits, pick, None if want_op is None else ready.index(want_op), step,
-                                grad)
+                    if grad:
+                        sel_steps.append(step)
+                        sel_ready.append(ready)
+                        sel_taken.append(pick)
+                        sel_wanted.append(-1 if want_op is None else ready.index(want_op))
                 want_device = None if taught is None else taught.earliest_device(op)
                 allowed = np.flatnonzero(graph.action_mask[op])
                 if allowed.size == 1:
                     device = int(allowed[0])
                 else:
-                    device_logits = policy.placement.logits(graph, placement, op, device_state(schedule, op),
-                                                           torch.tensor(placed))  # a copy: autograd keeps each
+                    state = device_state(schedule, op)
+                    device_logits = policy.placement.logits(graph, placement, op, state, torch.from_numpy(placed))
                     device = _choose(device_logits, epsilon, rng)
-                    self._score(episode, device_logits, device, want_device, step, grad)
+                    if grad:
+                        plc_steps.append(step)
+                        plc_ops.append(op)
+                        plc_states.append(state)
+                        plc_placed.append(placed.copy())
+                        plc_taken.append(device)
+                        plc_wanted.append(-1 if want_device is None else want_device)
                 if taught is not None:
                     episode.matched += int(want_op == op) + int(want_device == device)
                     taught.place(op, device)
@@ -232,21 +260,51 @@ class DopplerAgent(BaseAgent):
                 placed[device, op] = 1.0
                 step += 1
         episode.placement, episode.order, episode.n_steps = schedule.placement.copy(), list(schedule.order), step
+        if grad and (sel_steps or plc_steps):
+            node_log_p = device_log_p = None
+            if sel_steps:
+                encoded = policy.selection.encode(graph)
+                # The steps with as many ready ops are scored together; each row padded to the widest with -inf.
+                node_logits = torch.full((len(sel_ready), max(map(len, sel_ready))), float("-inf"))
+                for size in sorted({len(ready) for ready in sel_ready}):
+                    rows = [k for k, ready in enumerate(sel_ready) if len(ready) == size]
+                    scores = policy.selection.batch_logits(graph, encoded,
+                                                           torch.as_tensor([sel_ready[k] for k in rows]))
+                    node_logits = node_logits.index_put(
+                        (torch.as_tensor(rows).unsqueeze(1), torch.arange(size).unsqueeze(0)), scores)
+                node_log_p = torch.log_softmax(node_logits, dim=1)
+            if plc_steps:
+                encoded = policy.placement.encode(graph)
+                device_logits = policy.placement.batch_logits(
+                    graph, encoded, torch.as_tensor(plc_ops), torch.from_numpy(np.stack(plc_states)),
+                    torch.from_numpy(np.stack(plc_placed)))
+                device_log_p = torch.log_softmax(device_logits, dim=1)
+            self._score(episode, node_log_p, sel_steps, sel_taken, sel_wanted, device_log_p, plc_steps, plc_taken,
+                        plc_wanted)
         return episode
 
     @staticmethod
-    def _score(episode: "Episode", logits: Tensor, taken: int, wanted: int | None, step: int, grad: bool) -> None:
-        """Add one decision's log-probability (of `taken`, at `step`), its sum of p log p and, with a teacher, the
-        log-probability of the teacher's choice `wanted` to `episode` (nothing without `grad`)."""
-        if not grad:
-            return
-        log_p = torch.log_softmax(logits, dim=0)
-        episode.log_probs.append(log_p[taken])
-        episode.steps.append(step)
-        # sum p log p over the allowed choices (a forbidden one, -inf, would make the gradient NaN)
-        episode.neg_entropy = episode.neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
-        if wanted is not None:
-            episode.imitation = episode.imitation + log_p[wanted]
+    def _score(episode: "Episode", node_log_p: Tensor | None, sel_steps: list[int], sel_taken: list[int],
+               sel_wanted: list[int], device_log_p: Tensor | None, plc_steps: list[int], plc_taken: list[int],
+               plc_wanted: list[int]) -> None:
+        """Fill `episode`'s log-probabilities of the decisions taken (SEL's then PLC's, each with its step), its
+        summed p log p and, with a teacher (wanted >= 0), the summed log-probability of the teacher's choices, from
+        the log-softmax (decisions, choices) of each policy (-inf where a choice is not allowed)."""
+        log_probs, steps, neg_entropy, imitation = [], [], 0.0, 0.0
+        for log_p, at, taken, wanted in ((node_log_p, sel_steps, sel_taken, sel_wanted),
+                                         (device_log_p, plc_steps, plc_taken, plc_wanted)):
+            if log_p is None:
+                continue
+            rows = torch.arange(len(at))
+            log_probs.append(log_p[rows, torch.as_tensor(taken)])
+            steps.extend(at)
+            # sum p log p over the allowed choices (a forbidden one, -inf, would make the gradient NaN)
+            neg_entropy = neg_entropy + (log_p.exp() * log_p.masked_fill(~torch.isfinite(log_p), 0.0)).sum()
+            wanted_t = torch.as_tensor(wanted)
+            if bool((wanted_t >= 0).any()):
+                imitation = imitation + log_p[rows, wanted_t.clamp(min=0)][wanted_t >= 0].sum()
+        episode.log_probs = list(torch.cat(log_probs).unbind(0))
+        episode.steps, episode.neg_entropy, episode.imitation = steps, neg_entropy, imitation
 
     # ------------------------------------------------------------------ training
     def teacher(self, run: RunLoop, obs: Mapping[str, Any]) -> Teacher:

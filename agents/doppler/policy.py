@@ -33,10 +33,10 @@ from .graph import DEVICE_STATE, NODE_FEATURES, GraphContext
 __all__ = ["DopplerPolicy", "Encoded", "MPNNEncoder", "PlacementPolicy", "SelectionPolicy", "standardise"]
 
 
-def standardise(x: Tensor) -> Tensor:
+def standardise(x: Tensor, dim: int = 0) -> Tensor:
     """Each column of `x` (R, C) minus its mean over the rows, over its standard deviation (+1e-6): DOPPLER's
-    ``normalize_feat_state``. A single row becomes zeros."""
-    return (x - x.mean(dim=0)) / (x.std(dim=0, unbiased=False) + 1e-6)
+    ``normalize_feat_state``. A single row becomes zeros. ``dim`` = 1 on a batch (B, R, C): each item's rows."""
+    return (x - x.mean(dim=dim, keepdim=True)) / (x.std(dim=dim, unbiased=False, keepdim=True) + 1e-6)
 
 
 def _init(layer: nn.Linear) -> nn.Linear:
@@ -124,6 +124,14 @@ class SelectionPolicy(nn.Module):
                        standardise(encoded.top[ready])], dim=1)
         return self.out(self.act(self.hidden(x))).view(-1)
 
+    def batch_logits(self, graph: GraphContext, encoded: Encoded, ready: Tensor) -> Tensor:
+        """(K, R) `logits` of K steps at once that had as many ready ops: `ready` (K, R) int64 (each step's ops
+        standardised on their own, by the same reduction as one step's)."""
+        latent = self.act(self.features(standardise(graph.node_features[ready], dim=1)))
+        x = torch.cat([latent, encoded.embedding[ready], standardise(encoded.bottom[ready], dim=1),
+                       standardise(encoded.top[ready], dim=1)], dim=2)
+        return self.out(self.act(self.hidden(x))).squeeze(2)
+
 
 class PlacementPolicy(nn.Module):
     """PLC: which device for the chosen op (module docstring). Args as `SelectionPolicy`, and device_features K,
@@ -155,6 +163,25 @@ class PlacementPolicy(nn.Module):
         scores = self.out(self.act(self.hidden(x))).view(-1)
         mask = torch.as_tensor(graph.action_mask[op])
         return scores.masked_fill(~mask, float("-inf")) if bool(mask.any()) else scores
+
+    def batch_logits(self, graph: GraphContext, encoded: Encoded, ops: Tensor, states: Tensor,
+                     placed: Tensor) -> Tensor:
+        """(P, D) `logits` of P decisions at once: `ops` (P,), `states` (P, D, 7), `placed` (P, D, N) as each
+        decision saw them (each decision's devices standardised on their own)."""
+        p, d, _ = states.shape
+        device = torch.cat([states.to(torch.float32), graph.device_features.expand(p, -1, -1)], dim=2)
+        # The summed embeddings of the ops on each device (P, D, H), summed and standardised one decision at a time
+        # by the same products and reductions as a step's: two devices can hold sums equal but for rounding (as
+        # many ops of equal embedding), where the standard deviation is rounding and its gradient large, so only
+        # the same arithmetic gives a step's gradient.
+        on_device = torch.stack([standardise(placed[k] @ encoded.embedding) for k in range(p)])
+        x = torch.cat([self.act(self.device(standardise(device, dim=1))),
+                       encoded.latent[ops].unsqueeze(1).expand(-1, d, -1),
+                       encoded.embedding[ops].unsqueeze(1).expand(-1, d, -1), on_device], dim=2)
+        scores = self.out(self.act(self.hidden(x))).squeeze(2)
+        mask = torch.as_tensor(graph.action_mask[ops.numpy()])  # (P, D)
+        mask = mask | ~mask.any(dim=1, keepdim=True)  # an op no device may run: every device scored
+        return scores.masked_fill(~mask, float("-inf"))
 
 
 class DopplerPolicy(nn.Module):

@@ -31,7 +31,7 @@ out="${2:-benchmarks/results/leaderboard}"
 seeds="${3:-3}"
 read -r -a cases <<< "${4:-ai_pc:latency ai_pc:throughput edge:latency edge:throughput server:latency server:throughput paper:latency paper:throughput}"
 ray=(); if [ -n "${5:-}" ]; then ray=(--ray "$5"); fi
-learned=(hsdag placeto rnn post go ppo ppo-node)
+learned=(hsdag placeto rnn post go ppo ppo-node doppler)
 agents=(single-device openvino replicate random cheapest greedy topo metis dp local-search "${learned[@]}")
 for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
 agents+=(optimal)

@@ -36,7 +36,7 @@ from placement_gym.schema import stored
 
 SINGLE_SUFFIX = "-only"
 #: The learned agents of benchmarks/leaderboard/leaderboard.sh (each also as ``hybrid:NAME``).
-LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node")
+LEARNED = ("hsdag", "placeto", "rnn", "post", "go", "ppo", "ppo-node", "doppler")
 #: Budgets below the run's own, read from the best-so-far curves.
 EARLY_BUDGETS = (100,)
 

@@ -36,9 +36,11 @@ UNRECORDED_COST_MODEL_VERSION = 1
 
 
 def reference_agents() -> list[str]:
-    """Every registered agent in table order, then the hybrid of every learned agent (``hybrid:hsdag``, ...)."""
-    learned = [name for name in registry.AGENTS if issubclass(registry.load_agent_class(name),
-                                                                          (PolicyGradientAgent, SB3Agent))]
+    """Every registered agent in table order, then the hybrid of every learned agent (``hybrid:hsdag``, ...): the
+    policy-gradient and SB3 agents and the leaderboard's learned agents (`leaderboard_table.LEARNED`: ``doppler``,
+    whose hybrid leaderboard.sh runs too)."""
+    learned = [name for name in registry.AGENTS if name in leaderboard_table.LEARNED or issubclass(
+        registry.load_agent_class(name), (PolicyGradientAgent, SB3Agent))]
     return list(registry.AGENTS) + [registry.HYBRID_PREFIX + name for name in learned]
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from . import evaluation, registry
 from ._version import __version__
 from .backends.simulated import COST_MODEL_VERSION
-from .results import markdown_table
+from .results import REPLICATE_AGENT, markdown_table
 from .files import MAX_RESULTS_BYTES, folder_lock, safe_name, write_json
 from .schema import (
     MAX_OPS, Boolean, Integer, ListOf, Number, Optional, Plain, Record, Spec, Text, Where, mismatch, read_json,
@@ -482,9 +482,12 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def _best_known(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
-    """(case, model) -> the lowest latency any record reached (its best, a point of its curve or its predict)."""
+    """(case, model) -> the lowest latency any placement reached (a record's best, a point of its curve or its
+    predict); `REPLICATE_AGENT`'s records are no placement, so never the best known."""
     best: dict[tuple[str, str], float] = {}
     for r in records:
+        if r["agent"] == REPLICATE_AGENT:
+            continue
         values = [v for _, v in r.get("curve") or []] + [r.get("latency_s"), r.get("predict_latency_s")]
         values = [v for v in values if v is not None and r.get("ok", True)]
         if values:
@@ -513,7 +516,8 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
     ``placement-gym compare`` file with a ``case`` key added rank the same way).
 
     Row keys: case, model, agent, hybrid (the search layer ran), seeds, failed (seeds without a result),
-    ``gap_pct`` ({budget: gap of the best found within that budget}), ``predict_gap_pct`` (the agent's own
+    ``gap_pct`` ({budget: gap of the best found within that budget}; `REPLICATE_AGENT`'s row, no placement: its
+    replicated figure against the best placement, below 0 where replicating the whole model is faster), ``predict_gap_pct`` (the agent's own
     deterministic placement; None without a policy of its own: where none of the agent's records in the case
     `has_own_predict`), ``placements_to_within`` ({"5"|"2"|"1": median placements over the seeds that got within
     that % of the best known, None if none did}), ``agent_ms_per_placement``, ``best_known_s`` and ``bound``
@@ -537,6 +541,17 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
 
         def gap(value: float | None) -> float | None:
             return None if value is None or not known else max(0.0, 100.0 * (value / known - 1.0))
+
+        if agent == REPLICATE_AGENT:  # no placement: its figure (the replicated one) against the best placement
+            replicated = _mean(r["latency_s"] for r in ok)
+            rows.append({"case": case, "model": model, "hybrid": False, "agent": agent, "seeds": len(rs),
+                         "failed": len(rs) - len(ok),
+                         "gap_pct": {b: None if replicated is None or not known
+                                     else 100.0 * (replicated / known - 1.0) for b in budgets},
+                         "predict_gap_pct": None, "placements_to_within": {pct: None for pct in WITHIN},
+                         "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),
+                         "best_known_s": known, "bound": None})
+            continue
 
         within = {}
         for pct in WITHIN:
@@ -602,8 +617,9 @@ def score(placements: Mapping[str, Any], suite: "Suite | str | Path", case: str 
 
 
 def format_gap(value: float | None) -> str:
-    """A gap (%) as the leaderboard tables show it: ``+1.2``, or ``-`` where there is none."""
-    return "-" if value is None else f"+{value:.1f}"
+    """A gap (%) as the leaderboard tables show it: ``+1.2``, ``-45.3`` (only `REPLICATE_AGENT`'s, which is no
+    placement, can be below the best placement), or ``-`` where there is none."""
+    return "-" if value is None else f"{value:+.1f}"
 
 
 def leaderboard_markdown(rows: Sequence[Mapping[str, Any]], *, highlight: Sequence[str] = ()) -> str:

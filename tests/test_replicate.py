@@ -173,3 +173,25 @@ def test_real_replicate_under_latency_is_the_best_single_device(tiny_branch_grap
         assert m.latency_s == pytest.approx(min(_singles(backend, tiny_branch_graph)))  # the same cached measurements
     finally:
         backend.close()
+
+
+def test_the_leaderboard_ranks_placements_against_placements_and_replicate_against_the_best_of_them(tmp_path):
+    """`benchmark.leaderboard` (the leaderboard's and the suites' ranking): replicate, no placement, is never the
+    best known a placement's gap is taken to; its own row is its replicated figure against the best placement,
+    below 0 where replicating is faster. Records of a real compare under throughput, where it is."""
+    from placement_gym import benchmark
+    out = tmp_path / "thr.json"
+    assert cli.main(["compare", "--models", "tiny_branch", "--agents", "single-device", "replicate", "dp",
+                     "--backend", "simulated", "--objective", "throughput", "--budget", "6", "--seeds", "1",
+                     "--json", str(out), "--no-progress"]) == 0
+    records = [{**r, "case": "paper:throughput"} for r in json.loads(out.read_text())["records"]]
+    rows = {r["agent"]: r for r in benchmark.leaderboard(records, [6])}
+    placements = [r["latency_s"] for r in records if r["agent"] != "replicate"]
+    [replicated] = [r["latency_s"] for r in records if r["agent"] == "replicate"]
+    assert replicated < min(placements)  # the premise: on this model replicating is faster
+    assert rows["dp"]["best_known_s"] == pytest.approx(min(placements))
+    assert min(r["gap_pct"][6] for a, r in rows.items() if a != "replicate") == pytest.approx(0.0)
+    assert rows["replicate"]["gap_pct"][6] == pytest.approx(100 * (replicated / min(placements) - 1))
+    assert rows["replicate"]["gap_pct"][6] < 0
+    assert benchmark.format_gap(rows["replicate"]["gap_pct"][6]).startswith("-")
+    assert benchmark.format_gap(rows["dp"]["gap_pct"][6]).startswith("+")

@@ -14,8 +14,9 @@ Each results file is one ``placement-gym compare`` of every agent in one (preset
 and with one seed (``ai_pc_latency_seed0.json``: ResNet / Inception / BERT; ``ai_pc_latency_test_seed0.json``: the
 dataset's test split); the files of a case are read together, and their records ranked by
 `placement_gym.benchmark.leaderboard`, the ranking `placement-gym benchmark` uses for suites: per model, each
-agent's gap to the best placement anyone in the case found (never negative), mean over seeds, at budget 100 (read
-from the runs' best-so-far curves) and at the runs' budget, and its own deterministic placement's gap
+agent's gap to the best placement anyone in the case found (never negative; `replicate`, no placement, shows its
+replicated figure against it, below 0 where replicating is faster), mean over seeds, at budget 100 (read from the
+runs' best-so-far curves) and at the runs' budget, and its own deterministic placement's gap
 (``predict``). Below each case's table: per model, the headroom (best single device / best found - 1: what
 placement can win) and whether the ``optimal`` row proved the best found or left a lower bound.
 """

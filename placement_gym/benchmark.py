@@ -542,21 +542,12 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
         def gap(value: float | None) -> float | None:
             return None if value is None or not known else max(0.0, 100.0 * (value / known - 1.0))
 
-        if agent == REPLICATE_AGENT:  # no placement: its figure (the replicated one) against the best placement
-            replicated = _mean(r["latency_s"] for r in ok)
-            rows.append({"case": case, "model": model, "hybrid": False, "agent": agent, "seeds": len(rs),
-                         "failed": len(rs) - len(ok),
-                         "gap_pct": {b: None if replicated is None or not known
-                                     else 100.0 * (replicated / known - 1.0) for b in budgets},
-                         "predict_gap_pct": None, "placements_to_within": {pct: None for pct in WITHIN},
-                         "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),
-                         "best_known_s": known, "bound": None})
-            continue
-
+        replicate = agent == REPLICATE_AGENT  # no placement: its replicated figure, signed, against the best one
+        figure = _mean(r["latency_s"] for r in ok) if replicate else None
         within = {}
         for pct in WITHIN:
             reached = [next((s for s, v in r.get("curve") or [] if v <= known * (1 + float(pct) / 100) * (1 + 1e-12)),
-                            None) for r in ok] if known else []
+                            None) for r in ok] if known and not replicate else []
             reached = [n for n in reached if n is not None]
             within[pct] = float(np.median(reached)) if reached else None
         plan = plans.get((case, model)) or {}
@@ -565,13 +556,14 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
             "case": case, "model": model, "hybrid": hybrid,
             "agent": agent if not hybrid or registry.is_hybrid(agent) else registry.HYBRID_PREFIX + agent,
             "seeds": len(rs), "failed": len(rs) - len(ok),
-            "gap_pct": {b: gap(_mean(best_within(r, b) for r in ok)) for b in budgets},
+            "gap_pct": {b: (None if figure is None or not known else 100.0 * (figure / known - 1.0)) if replicate
+                        else gap(_mean(best_within(r, b) for r in ok)) for b in budgets},
             "predict_gap_pct": (gap(_mean(r.get("predict_latency_s") for r in ok)) if (case, agent) in policies
                                 else None),
             "placements_to_within": within,
             "agent_ms_per_placement": _mean(r.get("agent_ms_per_placement") for r in ok),
             "best_known_s": known,
-            "bound": "proven" if plan.get("status") == "optimal" else plan.get("lower_bound_s"),
+            "bound": None if replicate else "proven" if plan.get("status") == "optimal" else plan.get("lower_bound_s"),
         })
     return rows
 

@@ -9,7 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pytest
+
+from placement_gym.callbacks import Callback
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -153,3 +156,15 @@ def pytest_collection_modifyitems(config, items):
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
+
+
+class PlacementsSeen(Callback):
+    """A run callback that keeps every placement the run measured, in order (``.placements``: lists of device
+    indices)."""
+
+    def __init__(self) -> None:
+        self.placements: list[list[int]] = []
+
+    def on_step(self, step, reward, info):
+        self.placements.append(np.asarray(info["placement"]).tolist())
+        return True

@@ -9,19 +9,11 @@ import pytest
 from agents.baselines import cost_model, critical_path_schedule
 from agents.doppler import DopplerAgent
 from placement_gym import DevicePlacementEnv, registry
-from placement_gym.callbacks import Callback
+
+from .conftest import PlacementsSeen
 
 #: A small network and a short imitation stage: the behaviours tested do not depend on the width.
 SMALL = {"hidden_channels": 16, "head_channels": 16, "num_layers": 2, "imitation_episodes": 10}
-
-
-class Placements(Callback):
-    def __init__(self) -> None:
-        self.placements: list[list[int]] = []
-
-    def on_step(self, step, reward, info):
-        self.placements.append(np.asarray(info["placement"]).tolist())
-        return True
 
 
 def _env(model: str = "tiny_chain", profile: str = "paper") -> DevicePlacementEnv:
@@ -56,7 +48,7 @@ def test_a_fine_tuning_run_can_measure_the_trained_policys_placement_first():
     agent = registry.make_agent("doppler", {**SMALL, "seed": 0, "finetune_from_predict": True})
     agent.learn(env, budget=2)
     trained = agent.predict(env.reset(seed=0)[0]).tolist()
-    seen = Placements()
+    seen = PlacementsSeen()
     agent.learn(env, budget=2, callback=seen)
     assert seen.placements[0] == trained and agent.search_components() == ["finetune_from_predict"]
 
@@ -64,11 +56,11 @@ def test_a_fine_tuning_run_can_measure_the_trained_policys_placement_first():
 def test_a_seed_reproduces_the_run():
     runs = []
     for _ in range(2):
-        seen = Placements()
+        seen = PlacementsSeen()
         agent = DopplerAgent(**SMALL, seed=3).learn(_env("tiny_branch"), budget=5, callback=seen)
         runs.append((seen.placements, [h["loss"] for h in agent.history]))
     assert runs[0] == runs[1]
-    seen = Placements()
+    seen = PlacementsSeen()
     DopplerAgent(**SMALL, seed=4).learn(_env("tiny_branch"), budget=5, callback=seen)
     assert seen.placements != runs[0][0]
 

@@ -27,8 +27,9 @@ import numpy as np
 import pytest
 
 from placement_gym import registry
-from placement_gym.callbacks import Callback
 from placement_gym.env import DevicePlacementEnv
+
+from .conftest import PlacementsSeen
 
 PINS = Path(__file__).parent / "data" / "seeded_pins.json"
 MODEL = "synthetic:12:1"
@@ -59,15 +60,6 @@ def _names() -> list[str]:
 NAMES = _names()
 
 
-class _Placements(Callback):
-    """Every placement a run measured, in order."""
-
-    def __init__(self) -> None:
-        self.placements: list[list[int]] = []
-
-    def on_step(self, step, reward, info):
-        self.placements.append(np.asarray(info["placement"]).tolist())
-        return True
 
 
 def _make(name: str):
@@ -83,7 +75,7 @@ def seeded_run(name: str, budget: int = BUDGET) -> dict:
     agent = _make(name)
     features = {} if agent.feature_families is None else {"features": agent.feature_families}
     env = DevicePlacementEnv(MODEL, backend="simulated", profile="ai_pc", unsupported="repair", **features)
-    seen = _Placements()
+    seen = PlacementsSeen()
     agent.learn(env, budget=budget, seed=SEED, callback=seen)
     env.close()
     return {"budget": budget, "placements": seen.placements, "best_latency_s": float(agent.best_latency_s)}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from placement_gym.backends.calibration import (
-    calibrate, fit_boundary_costs, fit_roofline, latency_statistic, measure_op_times, split_placements,
+    calibrate, fit_boundary_costs, fit_roofline, latency_statistic, measure_op_times, real_latency, split_placements,
 )
 from placement_gym.backends.profiles import DeviceProfile, LinkProfile, Profile, op_bytes
 from placement_gym.backends.simulated import SimulatedBackend
@@ -203,6 +203,40 @@ def test_calibrate_on_tiny_branch(tmp_path, tiny_branch_graph):
     assert env.device_names == TWO_DEVICES and env.backend.virtual_devices == [False, True]
     # The env prepares its graph when it is built (the observation's per-op costs come from the profile).
     assert env.backend.describe()["measured_op_fraction"][tiny_branch_graph.name] == {d: 1.0 for d in TWO_DEVICES}
+
+
+def test_the_fastest_paired_latency_is_each_sides_fastest_run_not_the_luckiest_pair(tiny_branch_graph):
+    from placement_gym.backends.base import Measurement
+    from placement_gym.backends.openvino import OpenVINOBackend
+
+    # The same placement as the reference, timed in pairs with noise: the ratio of the two fastest runs is 1, the
+    # fastest per-pair ratio (a fast run beside a slow reference run) is not.
+    paired = Measurement(latency_s=0.010, samples=(0.010, 0.014, 0.011), reference_samples=(0.013, 0.010, 0.011),
+                         reference_baseline_s=0.010)
+    assert real_latency(paired, "min") == pytest.approx(0.010)
+    assert min(paired.timed_latencies_s) == pytest.approx(0.010 / 0.013 * 0.010)
+    assert real_latency(paired, "median") == pytest.approx(float(np.median(paired.timed_latencies_s)))
+    unpaired = Measurement(latency_s=0.011, samples=(0.012, 0.010, 0.011))
+    assert real_latency(unpaired, "min") == 0.010 and real_latency(unpaired, "median") == 0.011
+    # On the real backend: a placement equal to the reference comes out at the baseline's scale.
+    backend = OpenVINOBackend(TWO_DEVICES, warmup=1, repeats=5)
+    m = backend.measure(tiny_branch_graph, np.zeros(tiny_branch_graph.n_ops, dtype=np.int64), use_cache=False)
+    assert m.reference_samples and real_latency(m, "min") == pytest.approx(
+        min(m.samples) / min(m.reference_samples) * m.reference_baseline_s)
+
+
+def test_calibrate_with_the_callers_backend_shares_its_reference_and_leaves_it_open(tiny_branch_graph):
+    from placement_gym.backends.openvino import OpenVINOBackend
+
+    backend = OpenVINOBackend(TWO_DEVICES, warmup=1, repeats=3, cache=False)
+    profile = calibrate(TWO_DEVICES, [tiny_branch_graph], runs=3, warmup=1, placements=0, segments=(),
+                        backend=backend)
+    baseline = profile.calibration["real_backend"]["paired_reference"]["baseline_s"][tiny_branch_graph.name]
+    later = backend.measure(tiny_branch_graph, np.ones(tiny_branch_graph.n_ops, dtype=np.int64))
+    assert later.ok and later.reference_baseline_s == baseline["latency_s"]  # one reference, one scale
+    with pytest.raises(ValueError, match="not the devices to calibrate"):
+        calibrate(TWO_DEVICES[::-1], [tiny_branch_graph], runs=3, warmup=1, placements=0, segments=(),
+                  backend=backend)
 
 
 def test_latency_statistics_and_clocks(tiny_branch_graph):

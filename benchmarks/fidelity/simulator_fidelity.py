@@ -33,7 +33,7 @@ import numpy as np
 
 from placement_gym import files, load_graph, two_cpu_devices
 from placement_gym.backends.openvino import OpenVINOBackend
-from placement_gym.backends.calibration import calibrate, latency_statistic
+from placement_gym.backends.calibration import calibrate, real_latency
 from placement_gym.backends.profiles import Profile
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.graph import ComputationGraph
@@ -104,7 +104,7 @@ def measure_real(backend: OpenVINOBackend, graph: ComputationGraph, placements, 
             m = backend.measure(graph, placements[i][1], use_cache=False)
             if not m.ok:
                 raise RuntimeError(f"placement {i} ({placements[i][0]}) failed on the real backend: {m.error}")
-            per_pass[i].append(latency_statistic(m.timed_latencies_s, statistic))
+            per_pass[i].append(real_latency(m, statistic))
             submodels[i] = m.n_submodels
             if progress:
                 print(f"\rpass {p + 1}/{passes}: {done + 1}/{len(placements)} placements", end="", flush=True)
@@ -191,6 +191,9 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     graph = load_graph(args.model)
+    # One real backend calibrates and measures: paired latencies are ratios to one reference times its baseline,
+    # timed once per backend, so the profile and the measurements it is compared with share one scale.
+    real = OpenVINOBackend(args.devices, clock=args.clock, warmup=args.warmup, repeats=args.runs, cache=False)
     if args.profile:
         profile = Profile.load(args.profile)
         print(f"loaded profile {args.profile} ({profile.describe()['measured_models']} measured)")
@@ -198,13 +201,12 @@ def main(argv=None) -> int:
         print(f"calibrating {args.devices} on {graph.name} ...")
         profile = calibrate(args.devices, [graph], runs=args.runs, warmup=args.warmup,
                             placements=args.calibration_placements, seed=args.seed + 1000, statistic=args.statistic,
-                            clock=args.clock, progress=print)
+                            clock=args.clock, progress=print, backend=real)
         profile.save(profile_path, overwrite=args.overwrite)
         print(f"wrote {profile_path}")
     calibrate_s = time.perf_counter() - started
 
     simulator = SimulatedBackend(profile, devices=args.devices)
-    real = OpenVINOBackend(args.devices, clock=args.clock, warmup=args.warmup, repeats=args.runs, cache=False)
     placements = evaluation_placements(graph, args.placements, args.seed)
     print(f"measuring {len(placements)} placements x {args.passes} passes on the real backend ...")
     pass_medians, real_submodels = measure_real(real, graph, placements, args.passes, args.seed, args.statistic)

@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..graph import ComputationGraph
-from .profiling import latency_statistic
+from .profiling import latency_statistic, real_latency
 
 #: The sweep ``benchmarks/fidelity/hetero_boundary.py`` runs by default (ResNet-50 has 176 ops: 31 segments of ~6).
 DEFAULT_SEGMENTS = (1, 2, 4, 8, 16, 31)
@@ -158,7 +158,7 @@ def segment_sweep(backend, graph: ComputationGraph, ks: Sequence[int] = DEFAULT_
             m = backend.measure(graph, placements[k], use_cache=False)
             if not m.ok:
                 raise RuntimeError(f"{graph.name} in {k} segments failed on the real backend: {m.error}")
-            latency = latency_statistic(m.timed_latencies_s, statistic)
+            latency = real_latency(m, statistic)
             measured[k].append((latency, int(m.n_submodels), float(m.compile_s)))
             say(f"{graph.name}, {k} segments (round {r + 1}/{rounds}): {latency * 1e3:.2f} ms, "
                 f"{m.n_submodels} submodels")

@@ -29,11 +29,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..devices import DeviceSpec
 from ..graph import ComputationGraph
 from .boundary import CALIBRATION_SEGMENTS, segment_placement, segment_sweep
 from .openvino import OpenVINOBackend
 from .profiles import LinkProfile, Profile
-from .profiling import CLOCKS, STATISTICS, fit_roofline, latency_statistic, measure_op_times  # noqa: F401 (re-exported)
+from .profiling import (CLOCKS, STATISTICS, fit_roofline, latency_statistic, measure_op_times,  # noqa: F401 (re-exported)
+                        real_latency)
 
 logger = logging.getLogger(__name__)
 
@@ -154,17 +156,11 @@ def _profile_versions() -> dict[str, str]:
             "openvino": ov.get_version(), "numpy": np.__version__}
 
 
-def real_latency(measured, statistic: str) -> float:
-    """The latency of a real `Measurement` by `statistic` (`latency_statistic` of its `timed_latencies_s`: the
-    paired ratios times the reference's baseline where the backend pairs)."""
-    return latency_statistic(measured.timed_latencies_s, statistic)
-
-
 def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, warmup: int = 3,
               placements: int = 8, seed: int = 0, statistic: str = "median", clock: str = "wall", core=None,
               name: str = "calibrated", backend_options: Mapping[str, Any] | None = None,
               segments: Sequence[int] = CALIBRATION_SEGMENTS, segment_rounds: int = 2,
-              progress: Callable[[str], None] | None = None) -> Profile:
+              progress: Callable[[str], None] | None = None, backend: OpenVINOBackend | None = None) -> Profile:
     """Measure a `Profile` for real OpenVINO `devices` on `models` (zoo names, paths or graphs).
 
     Per model and device: per-op times (`measure_op_times`), scaled to the device's whole-model latency measured
@@ -192,6 +188,10 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
         segment_rounds: interleaved rounds of the sweep (the fastest counts per k); also the rounds of the
             whole-model latency per device.
         progress: called with a line of text as each step finishes.
+        backend: an open real backend over `devices` to measure with (left open), in place of the one built from
+            `clock`, `warmup`, `runs` and `backend_options`. A caller that measures placements afterwards with the
+            same backend compares them on one scale: paired latencies are ratios to the reference times its
+            baseline, which each backend times once, and on a busy machine two such baselines can differ by 20%.
     """
     from .. import files
     from ..devices import shared_core
@@ -212,8 +212,14 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
     core = core or shared_core()
     # The real backend opens the devices: per-op profiling then uses its exact device properties (its default
     # inference precision included), so profile and real measurements describe the same devices.
-    real = OpenVINOBackend(list(devices), clock=clock, warmup=warmup, repeats=runs, core=core, cache=False,
-                          **dict(backend_options or {}))
+    if backend is None:
+        real = OpenVINOBackend(list(devices), clock=clock, warmup=warmup, repeats=runs, core=core, cache=False,
+                               **dict(backend_options or {}))
+    elif [d.spec for d in backend.devices] != [DeviceSpec.parse(d) for d in devices]:
+        raise ValueError(f"the backend's devices {[d.name for d in backend.devices]} are not the devices to "
+                         f"calibrate {[str(d) for d in devices]}")
+    else:
+        real = backend
     opened = real.devices
     graphs = [m if isinstance(m, ComputationGraph) else load_graph(m) for m in models]
     if not graphs:
@@ -349,7 +355,8 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
         "versions": _profile_versions(),
         "machine": files.machine(),
     }
-    real.close()
+    if backend is None:
+        real.close()
     return profile
 
 __all__ = [

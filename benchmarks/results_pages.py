@@ -42,6 +42,7 @@ from benchmarks.leaderboard import leaderboard_table  # noqa: E402
 from benchmarks.leaderboard.sanity_curves import suite_files as sanity_suite_files  # noqa: E402
 from benchmarks.learned_placer import learned_transfer, learned_transfer_others, transfer  # noqa: E402
 from benchmarks.published import published_benchmarks  # noqa: E402
+from benchmarks.fidelity import simulator_fidelity as simulator_fidelity_script  # noqa: E402
 
 RESULTS = "benchmarks/results"
 PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
@@ -588,17 +589,39 @@ def simulator_simpy() -> str:
                         "SimPy pl/s", "ours / SimPy"], rows))
 
 
-def simulator_fidelity() -> str:
-    files = ([f"fidelity_{m}_precision_wall.json" for m in ("resnet", "inception", "bert")]
-             + ["fidelity_resnet_wall.json"])
+def _fidelity_table(files: list[str], labels: list[str] | None = None) -> str:
+    """`simulator_fidelity.py` results files as one table (a first column `labels` where given) under their
+    commands, as each file records it."""
     rows = []
-    for f in files:
+    for k, f in enumerate(files):
         d = load(f)
-        rows.append([d["model"], " + ".join(f"`{x}`" for x in d["devices"]), str(len(d["placements"])),
-                     f"{d['spearman']:.3f}", f"{100 * d['mape']:.1f}%", f"{100 * d['submodel_count_exact']:.0f}%"])
-    command = "` and `".join(shlex.join(shlex.split(load(f)["command"])) for f in files)  # as each file records it
-    return (source(files, command) + "\n\n"
-            + md_table(["model", "devices", "placements", "Spearman", "MAPE", "submodel count exact"], rows))
+        repeatability = simulator_fidelity_script.pass_spearman(d)
+        rows.append(([labels[k]] if labels else []) + [
+            d["model"], " + ".join(f"`{x}`" for x in d["devices"]), str(len(d["placements"])), f"{d['spearman']:.3f}",
+            "-" if repeatability is None else f"{repeatability:.3f}", f"{100 * d['mape']:.1f}%",
+            f"{100 * d['mape_by_kind']['single']:.1f}%", f"{100 * d['submodel_count_exact']:.0f}%"])
+    command = "` and `".join(shlex.join(shlex.split(load(f)["command"])) for f in files)
+    header = ["model", "devices", "placements", "Spearman", "real passes' own Spearman", "MAPE",
+              "MAPE of the single devices", "submodel count exact"]
+    return source(files, command) + "\n\n" + md_table((["run"] if labels else []) + header, rows)
+
+
+def simulator_fidelity() -> str:
+    return _fidelity_table([f"fidelity_{m}_precision_wall.json" for m in ("resnet", "inception", "bert")]
+                           + ["fidelity_resnet_wall.json"])
+
+
+#: Cost model version 2's fidelity runs on the f32 / bf16 pair, quiet and loaded: the file, what ran beside it and
+#: at which code.
+FIDELITY_V2 = {
+    "fidelity-v2/resnet_quiet_before_fix.json": "quiet (load < 1), code of 9667171: two backends, min of the pairs",
+    "fidelity-v2/resnet_loaded.json": "loaded (the leaderboard's 2 Ray workers beside it, load 5), one backend, "
+                                      "each side's fastest run",
+}
+
+
+def simulator_fidelity_v2() -> str:
+    return _fidelity_table(list(FIDELITY_V2), list(FIDELITY_V2.values()))
 
 
 # --- real measurement --------------------------------------------------------------------------------------------
@@ -854,7 +877,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-test-cases": leaderboard_test_cases,
     "sample-efficiency": sample_efficiency, "transfer-today": transfer_today, "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
-    "simulator-fidelity": simulator_fidelity, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
+    "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
     "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,
     "scale-agents": scale_agents, "ray-farm": ray_farm, "algorithm-ablation": algorithm_ablation,
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,

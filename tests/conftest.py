@@ -134,7 +134,6 @@ STALE_UNDER_COST_MODEL_2 = (
     "tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_an",
     "tests/test_learned_placer.py::test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training",
     "tests/test_transfer_saving_rule.py::test_the_script_reports_each_graph_of_a_split",
-    "tests/test_transfer.py::test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until_a_run_on_one",
 )
 
 

@@ -133,7 +133,6 @@ STALE_UNDER_COST_MODEL_2 = (
     "tests/test_learned_placer.py::test_the_shipped_labels_cover_the_documented_training_and_test_graphs",
     "tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_an",
     "tests/test_learned_placer.py::test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training",
-    "tests/test_transfer_saving_rule.py::test_the_script_reports_each_graph_of_a_split",
 )
 
 

@@ -128,7 +128,10 @@ def break_device(backend, index: int = 1) -> None:
 #: version 2 no longer has, were re-posed on problems that have one.)
 STALE_UNDER_COST_MODEL_2 = (
     "tests/test_learned_placer.py::test_the_shipped_labels_cover_the_documented_training_and_test_graphs",
-    "tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_an",
+    # its ai_pc cases (shipped_cases() is sorted): those checkpoints mix the NPU with other devices, which version 2
+    # refuses; the other presets' checkpoints still beat an untrained network and run as they are
+    *(f"tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_"
+      f"an_untrained_network[case{i}]" for i in (0, 1)),
     "tests/test_learned_placer.py::test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training",
 )
 

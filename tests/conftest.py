@@ -120,24 +120,19 @@ def break_device(backend, index: int = 1) -> None:
         device, spec=DeviceSpec(device.spec.base, (("PERFORMANCE_HINT", "NOT_A_HINT"),)))
 
 
-#: Tests whose expectations were measured on artifacts of cost model version 1 that this change did not regenerate
-#: (the imitation placer's shipped labels and checkpoints, trained on the spec-sheet presets; search-layer problems
-#: whose mixed optimum the version-2 presets no longer have). They run and report, expected to fail until those
-#: artifacts are rebuilt under version 2 (benchmarks/learned_placer/train_learned_placer.py) and the problems
-#: re-posed; an unexpected pass is reported too. Remove an entry when its artifact is rebuilt.
+#: Tests whose expectations were measured on artifacts of cost model version 1 that this change did not regenerate:
+#: the imitation placer's shipped labels and checkpoints, trained on the spec-sheet presets. They run and report,
+#: expected to fail until those artifacts are rebuilt under version 2
+#: (benchmarks/learned_placer/train_learned_placer.py); an unexpected pass is reported too. Remove an entry when its
+#: artifact is rebuilt. (The search and learning tests once listed here, posed on a preset's mixed optimum that
+#: version 2 no longer has, were re-posed on problems that have one.)
 STALE_UNDER_COST_MODEL_2 = (
-    "tests/test_learned_placer.py::test_a_label_file_that_does_not_fit_its_graph_is_refused_naming_the_file_and_the_graph"
-    "[a device beyond the preset]",
-    "tests/test_learned_placer.py::test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart",
-    "tests/test_learned_placer.py::test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device",
     "tests/test_learned_placer.py::test_the_shipped_labels_cover_the_documented_training_and_test_graphs",
-    "tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_an",
+    # its ai_pc cases (shipped_cases() is sorted): those checkpoints mix the NPU with other devices, which version 2
+    # refuses; the other presets' checkpoints still beat an untrained network and run as they are
+    *(f"tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_"
+      f"an_untrained_network[case{i}]" for i in (0, 1)),
     "tests/test_learned_placer.py::test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training",
-    "tests/test_local_search.py::test_go_fine_tuning_searches_its_way_to_a_mixed_optimum",
-    "tests/test_transfer_saving_rule.py::test_the_script_reports_each_graph_of_a_split",
-    "tests/test_transfer.py::test_after_many_graphs_predict_moves_the_ops_that_save_more_than_a_cut_until_a_run_on_one",
-    "tests/test_local_search.py::test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement",
-    "tests/test_local_search.py::test_a_learned_agents_search_proposals_find_a_mixed_optimum_within_its_budget",
 )
 
 

@@ -28,15 +28,19 @@ from .conftest import load_benchmark
 
 #: Labels of tiny graphs: the one-candidate planners only (no search, no MILP), so a label takes milliseconds.
 FAST = LabelSettings(planners=("cheapest", "dp", "topo"), local_search_budget=0, optimal_time_limit_s=0.0)
-#: A case where the tiny synthetic graphs' best placements mix devices.
+#: The case of these tests unless they say another.
 PRESET, OBJECTIVE = "ai_pc", "latency"
+#: A case where the tiny synthetic graphs' best placements mix devices. Under cost model version 1 `PRESET` under
+#: latency was one; under version 2 its 0.5 ms per extra submodel leaves them on one device there (and on every
+#: preset under latency), while under throughput they mix on every preset.
+MIXED = ("edge", "throughput")
 TRAIN = [f"synthetic:{n}:{seed}" for n in (16, 24, 32) for seed in range(2)]
 UNSEEN = "synthetic:28:100"  # a size no training graph has
 SMALL = {"hidden_channels": 16, "num_layers": 2, "attention_layers": 1, "heads": 2, "graph_cost": False}
 
 
-def zero_shot_latency(agent: ImitationAgent, graph: str) -> float:
-    m = place_zero_shot(agent, graph, PRESET, OBJECTIVE)[2]
+def zero_shot_latency(agent: ImitationAgent, graph: str, case: tuple[str, str] = (PRESET, OBJECTIVE)) -> float:
+    m = place_zero_shot(agent, graph, *case)[2]
     return float(m.latency_s) if m.ok else float("inf")
 
 
@@ -116,7 +120,7 @@ def test_labels_are_cached_compressed_and_a_plain_label_file_of_an_older_cache_i
 @pytest.mark.parametrize("change, found", [
     (lambda placement: placement[:1], "has shape (1,)"),
     (lambda placement: placement + [0], "has shape (13,)"),
-    (lambda placement: [5] + placement[1:], "has values in 0..5"),
+    (lambda placement: [0, 5] + placement[2:], "has values in 0..5"),
 ], ids=["one entry", "one entry more", "a device beyond the preset"])
 def test_a_label_file_that_does_not_fit_its_graph_is_refused_naming_the_file_and_the_graph(tmp_path, change, found):
     # Before, the one-entry label trained silently (only its first op was imitated); the others failed in torch.
@@ -159,39 +163,42 @@ def test_imitation_refuses_a_label_on_a_device_that_cannot_run_its_op():
 def test_a_label_searched_from_the_best_planner_is_no_worse_and_keyed_apart(tmp_path):
     """``search_from_best``: block moves around the best planner's placement (the label of the same settings
     without it, read from the cache), measured after every planner; the label is faster here, its file records
-    the setting, and the settings without it keep their key (the shipped labels were written before it existed)."""
-    cache = LabelCache(tmp_path)
+    the setting, and the settings without it keep their key (the shipped labels were written before it existed).
+
+    Here: synthetic:32:0 under `MIXED`, where the block moves find a placement 1.5% faster than the best planner's
+    (DP's). Under cost model version 2 they found nothing faster on the other tiny synthetic graphs tried (12 to 40
+    ops, seeds 0 to 3) under either objective on any preset, synthetic:24:0 under `PRESET` and `OBJECTIVE` (this
+    test's case under version 1) included."""
+    cache, graph = LabelCache(tmp_path), "synthetic:32:0"
     searched = LabelSettings(planners=FAST.planners, local_search_budget=0, optimal_time_limit_s=0.0,
                              search_from_best=30)
-    plain, better = (labels_for(["synthetic:24:0"], PRESET, OBJECTIVE, s, cache, workers=1)[0]
-                     for s in (FAST, searched))
+    plain, better = (labels_for([graph], *MIXED, s, cache, workers=1)[0] for s in (FAST, searched))
     assert better.latency_s < plain.latency_s and better.source == "search-from-best"
     assert "search-from-best" in better.planners and "search-from-best" not in plain.planners
     assert better.planners["dp"]["latency_s"] == plain.planners["dp"]["latency_s"]
     assert searched.key() != FAST.key() and "search_from_best" not in FAST.as_dict()
-    saved = load_json(cache.path("synthetic:24:0", PRESET, OBJECTIVE, searched))
+    saved = load_json(cache.path(graph, *MIXED, searched))
     assert saved["settings"]["search_from_best"] == 30
-    assert cache.get("synthetic:24:0", PRESET, OBJECTIVE, searched).latency_s == better.latency_s
+    assert cache.get(graph, *MIXED, searched).latency_s == better.latency_s
 
 
 @pytest.mark.parametrize("sequential", [False, True])
 def test_trained_on_tiny_graphs_it_places_an_unseen_one_better_than_every_single_device(sequential):
-    reference = compute_label(UNSEEN, PRESET, OBJECTIVE, FAST)
+    reference = compute_label(UNSEEN, *MIXED, FAST)
     best_single = min(r["latency_s"] for name, r in reference.planners.items()
                       if name.startswith("single:") and r["latency_s"] is not None)
     assert reference.latency_s < 0.95 * best_single  # the graph's best placement mixes devices
 
-    labels = [compute_label(graph, PRESET, OBJECTIVE, FAST) for graph in TRAIN]
+    labels = [compute_label(graph, *MIXED, FAST) for graph in TRAIN]
     untrained = ImitationAgent(seed=0, sequential=sequential, **SMALL)
     trained = ImitationAgent(seed=0, sequential=sequential, **SMALL)
-    examples = [(label_env(label.graph, PRESET, OBJECTIVE, trained.feature_families), label.placement)
-                for label in labels]
+    examples = [(label_env(label.graph, *MIXED, trained.feature_families), label.placement) for label in labels]
     untrained.pretrain(examples, epochs=0)  # builds the same initial policy, fits nothing
     report = trained.pretrain(examples, epochs=40)
     assert report["steps"] == 40 * len(TRAIN)
 
-    assert zero_shot_latency(untrained, UNSEEN) >= best_single  # the check below has teeth
-    assert zero_shot_latency(trained, UNSEEN) < best_single
+    assert zero_shot_latency(untrained, UNSEEN, MIXED) >= best_single  # the check below has teeth
+    assert zero_shot_latency(trained, UNSEEN, MIXED) < best_single
 
 
 def test_weight_averaging_ends_with_the_mean_of_the_passes_weights():

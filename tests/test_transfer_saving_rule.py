@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from agents.search.heuristic_start import move_large_savings
+from placement_gym.backends.profiles import Profile
 
 from .conftest import load_benchmark
 
@@ -40,14 +41,15 @@ def test_only_ops_saving_more_than_the_threshold_move():
 
 def test_the_script_reports_each_graph_of_a_split(rule, tmp_path):
     out = tmp_path / "rule.json"
-    rule.main(["--profile", "ai_pc", "--splits", "val", "--tau", "0", "8", "--base", "CPU", "GPU", "--json", str(out)])
+    rule.main(["--profile", "ai_pc", "--splits", "val", "--tau", "0", "8", "--base", "NPU", "GPU", "--json", str(out)])
     data = json.loads(out.read_text())
-    assert data["boundary_overhead_s"] == pytest.approx(20e-6) and data["base"] == ["CPU", "GPU"]
+    overhead = Profile.preset("ai_pc").boundary_overhead_s
+    assert data["boundary_overhead_s"] == pytest.approx(overhead) and data["base"] == ["NPU", "GPU"]
     assert len(data["rows"]) == 14 and all(len(row["rule"]) == 2 for row in data["rows"])
-    from_cpu = [row for row in data["rows"] if row["base_device"] == "CPU"]
-    # from the CPU (every val graph's best single device on ai_pc), tau = 8 moves none of their ops
-    assert len(from_cpu) == 7 and all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["start_device"] == "CPU"
-                                      and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0)
-                                      for row in from_cpu)
+    from_npu = [row for row in data["rows"] if row["base_device"] == "NPU"]
+    # from the NPU (every val graph's best single device on ai_pc), tau = 8 moves none of their ops
+    assert len(from_npu) == 7 and all(row["best_single_device"] == "NPU" for row in from_npu)
+    assert all(row["rule"][1]["ops_moved"] == 0 and row["rule"][1]["start_device"] == "NPU"
+               and row["rule"][1]["vs_best_single_pct"] == pytest.approx(0.0) for row in from_npu)
     with pytest.raises(SystemExit):  # an existing output is refused
         rule.main(["--profile", "ai_pc", "--splits", "val", "--json", str(out)])

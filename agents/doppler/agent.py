@@ -258,8 +258,12 @@ class DopplerAgent(BaseAgent):
                         sel_ready.append(ready)
                         sel_taken.append(pick)
                         sel_wanted.append(-1 if want_op is None else ready.index(want_op))
+                # The teacher wants its whole-graph device at the first placement and, once that device holds the
+                # episode, for every op after (the baseline's placement there); else the heuristic's device.
+                whole = None if taught is None else teacher.whole
                 want_device = None if taught is None else (
-                    teacher.whole if step == 0 and teacher.whole is not None else taught.earliest_device(op))
+                    whole if whole is not None and (step == 0 or usable.sum() == 1 and usable[whole])
+                    else taught.earliest_device(op))
                 mask = graph.action_mask[op] & usable
                 mask = mask if mask.any() else graph.action_mask[op]
                 allowed = np.flatnonzero(mask)

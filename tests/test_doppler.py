@@ -9,6 +9,7 @@ import pytest
 from agents.baselines import cost_model, critical_path_schedule
 from agents.doppler import DopplerAgent
 from placement_gym import DevicePlacementEnv, registry
+from placement_gym.backends.base import shareable_devices
 
 from .conftest import PlacementsSeen
 
@@ -88,6 +89,7 @@ def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
     env = _env("tiny_branch", "ai_pc")
     agent = DopplerAgent(**SMALL, seed=0)
     agent._setup(PolicySpec.from_env(env), 0)
+    agent.alone = ~shareable_devices(env.unwrapped.backend)  # the NPU: whole graph or nothing, as `train` sets it
     graph = agent.context(env.reset(seed=0)[0])
     teacher = Teacher(cost_model(env), None)
     episode = agent.episode(graph, np.random.default_rng(1), 0.5, teacher)
@@ -99,16 +101,20 @@ def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
     schedule, taught = ListSchedule(graph.edge_index, graph.costs), teacher.start(graph.edge_index)
     placed = np.zeros((graph.n_devices, graph.n_ops), dtype=np.float32)
     taken, wanted, neg_entropy, choices = [], [], 0.0, 0
-    for op in episode.order:
+    usable = np.ones(graph.n_devices, dtype=bool)
+    for step, op in enumerate(episode.order):
         device = int(episode.placement[op])
         ready, want_op = sorted(schedule.ready), taught.critical_op(teacher.levels)
         decisions = []
         if len(ready) > 1:
             decisions.append((policy.selection.logits(graph, selection, torch.as_tensor(ready)), ready.index(op),
                               ready.index(want_op)))
-        if np.flatnonzero(graph.action_mask[op]).size > 1:
+        mask = graph.action_mask[op] & usable
+        if np.flatnonzero(mask).size > 1:
             decisions.append((policy.placement.logits(graph, placement, op, device_state(schedule, op),
-                                                      torch.tensor(placed)), device, taught.earliest_device(op)))
+                                                      torch.tensor(placed), mask), device, taught.earliest_device(op)))
+        if step == 0:
+            usable = np.eye(graph.n_devices, dtype=bool)[device] if agent.alone[device] else ~agent.alone
         for logits, chosen, teachers in decisions:
             log_p = torch.log_softmax(logits, dim=0)
             taken.append(log_p[chosen])
@@ -128,6 +134,35 @@ def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
         loss.backward()
         grads.append(torch.cat([p.grad.flatten() for p in policy.parameters() if p.grad is not None]))
     assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
+
+
+def test_a_device_outside_hetero_takes_the_whole_graph_or_nothing_in_every_episode():
+    # ai_pc's NPU cannot share a model with HETERO: an episode's first placement decides whether it takes every op.
+    env = _env("tiny_branch", "ai_pc")
+    agent = DopplerAgent(**SMALL, seed=0)
+    agent.learn(env, budget=1, seed=0)
+    npu = int(np.flatnonzero(~shareable_devices(env.unwrapped.backend))[0])
+    graph = agent.context(env.reset(seed=0)[0])
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for _ in range(40):  # epsilon 1: uniformly random decisions among those allowed
+        on_npu = agent.episode(graph, rng, epsilon=1.0, grad=False).placement == npu
+        assert on_npu.all() or not on_npu.any()
+        kinds.add(bool(on_npu.all()))
+    assert kinds == {True, False}  # both kinds of episode happen
+
+
+def test_the_imitation_stage_takes_the_npu_alone_where_critical_path_answers_with_it():
+    # On tiny_chain under ai_pc the critical-path baseline's answer is the NPU alone, a candidate of its own; the
+    # teacher wants it at the episode's first placement, so the imitation stage alone places as the baseline does.
+    env = _env("tiny_chain", "ai_pc")
+    heuristic = registry.make_agent("critical-path", {})
+    heuristic.learn(env, budget=5, seed=0)
+    npu = int(np.flatnonzero(~shareable_devices(env.unwrapped.backend))[0])
+    assert (heuristic.best_placement == npu).all()
+    agent = registry.make_agent("doppler", {**SMALL, "seed": 0})
+    agent.learn(env, budget=1, seed=0)
+    assert agent.predict(env.reset(seed=0)[0]).tolist() == heuristic.best_placement.tolist()
 
 
 def test_hybrid_doppler_is_the_generic_search_layer_around_it():

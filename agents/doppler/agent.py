@@ -40,8 +40,8 @@ from torch import Tensor
 
 from agents.algos.learned import LEARNED_RUN
 from agents.baselines.constraints import Constraints
-from agents.baselines.costs import CostModel, cost_model
-from agents.baselines.critical_path import ListSchedule, bottom_levels
+from agents.baselines.costs import CostModel, cost_model, standalone_devices
+from agents.baselines.critical_path import ListSchedule, bottom_levels, critical_path_schedule
 from agents.core.base import BaseAgent, PolicySpec
 from agents.core.bounds import COEFFICIENT, DEPTH, LEARNING_RATE, SHARE, WIDTH, check_settings, setting
 from agents.core.loop import RunLoop
@@ -49,6 +49,7 @@ from agents.core.run import agent_predict
 from agents.search.attach import SearchLayer
 from agents.search.config import SearchConfig, option_names
 from agents.search.node_by_node import graph_key
+from placement_gym.backends.base import shareable_devices
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import strip_padding
 from placement_gym.schema import Integer
@@ -101,10 +102,12 @@ class DopplerSettings:
 class Teacher:
     """The critical-path heuristic the imitation stage imitates, on a cost model and memory limits: its schedule
     follows the episode's decisions (`start`), and at each step it says what it would choose
-    (`ListSchedule.critical_op` by `levels`, `ListSchedule.earliest_device`)."""
+    (`ListSchedule.critical_op` by `levels`, `ListSchedule.earliest_device`). `whole`: the device outside HETERO
+    that takes the whole graph where the ``critical-path`` baseline's answer is that device alone (its candidate
+    of its own, `agents.baselines.costs.standalone_devices`), wanted at the episode's first placement; else None."""
 
-    def __init__(self, costs: CostModel, constraints: Constraints | None) -> None:
-        self.costs, self.constraints = costs, constraints
+    def __init__(self, costs: CostModel, constraints: Constraints | None, whole: int | None = None) -> None:
+        self.costs, self.constraints, self.whole = costs, constraints, whole
         self.levels: np.ndarray | None = None  # (N,) bottom levels, computed at the first episode
 
     def start(self, edge_index: np.ndarray) -> ListSchedule:
@@ -181,6 +184,15 @@ class DopplerAgent(BaseAgent):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._contexts: dict[tuple[int, int, float], GraphContext] = {}  # by (ops, edges, summed op costs)
+        #: (D,) bool: the devices of the last run's backend that HETERO cannot share (`shareable_devices`: the NPU),
+        #: each of which takes the whole graph or nothing; None before a run (the observation does not say).
+        self.alone: np.ndarray | None = None
+
+    def alone_devices(self, graph: GraphContext) -> np.ndarray:
+        """(D,) bool: `alone` where it describes `graph`'s devices; else none (every device shares the graph)."""
+        if self.alone is not None and self.alone.shape[0] == graph.n_devices:
+            return self.alone
+        return np.zeros(graph.n_devices, dtype=bool)
 
     def build_policy(self, spec: PolicySpec) -> DopplerPolicy:
         return DopplerPolicy(spec, self.hidden_channels, self.head_channels, self.num_layers)
@@ -200,6 +212,9 @@ class DopplerAgent(BaseAgent):
         """Place every op of `graph` (module docstring): SEL picks a ready op, PLC its device, both
         epsilon-greedy; with a `teacher`, also sum the log-probabilities of its choices.
 
+        A device outside HETERO (`alone`, the NPU) runs the whole graph or nothing, so the episode's first placement
+        decides: a device outside HETERO there takes every op; any other device shuts them out of the episode.
+
         The decisions are taken step by step without gradients; with `grad`, the log-probabilities the update reads
         are then computed again for all the decisions at once from the states recorded (`_score`): the same
         numbers as scoring each step as it is taken, with one autograd graph of a few dozen nodes instead of one
@@ -215,6 +230,11 @@ class DopplerAgent(BaseAgent):
         plc_placed: list[np.ndarray] = []
         plc_taken: list[int] = []
         plc_wanted: list[int] = []
+        plc_masks: list[np.ndarray] = []
+        alone = self.alone_devices(graph)
+        # (D,) the devices this episode may use: at first every HETERO device and each device outside HETERO that
+        # runs every op; after the first placement, that device alone or the HETERO devices.
+        usable = ~alone | graph.action_mask.all(axis=0)
         with torch.no_grad():
             selection, placement = policy.selection.encode(graph), policy.placement.encode(graph)
             schedule = ListSchedule(graph.edge_index, graph.costs)
@@ -238,13 +258,21 @@ class DopplerAgent(BaseAgent):
                         sel_ready.append(ready)
                         sel_taken.append(pick)
                         sel_wanted.append(-1 if want_op is None else ready.index(want_op))
-                want_device = None if taught is None else taught.earliest_device(op)
-                allowed = np.flatnonzero(graph.action_mask[op])
+                # The teacher wants its whole-graph device at the first placement and, once that device holds the
+                # episode, for every op after (the baseline's placement there); else the heuristic's device.
+                whole = None if taught is None else teacher.whole
+                want_device = None if taught is None else (
+                    whole if whole is not None and (step == 0 or usable.sum() == 1 and usable[whole])
+                    else taught.earliest_device(op))
+                mask = graph.action_mask[op] & usable
+                mask = mask if mask.any() else graph.action_mask[op]
+                allowed = np.flatnonzero(mask)
                 if allowed.size == 1:
                     device = int(allowed[0])
                 else:
                     state = device_state(schedule, op)
-                    device_logits = policy.placement.logits(graph, placement, op, state, torch.from_numpy(placed))
+                    device_logits = policy.placement.logits(graph, placement, op, state, torch.from_numpy(placed),
+                                                            mask)
                     device = _choose(device_logits, epsilon, rng)
                     if grad:
                         plc_steps.append(step)
@@ -253,6 +281,9 @@ class DopplerAgent(BaseAgent):
                         plc_placed.append(placed.copy())
                         plc_taken.append(device)
                         plc_wanted.append(-1 if want_device is None else want_device)
+                        plc_masks.append(mask)
+                if step == 0 and alone.any():
+                    usable = np.eye(graph.n_devices, dtype=bool)[device] if alone[device] else ~alone
                 if taught is not None:
                     episode.matched += int(want_op == op) + int(want_device == device)
                     taught.place(op, device)
@@ -277,7 +308,7 @@ class DopplerAgent(BaseAgent):
                 encoded = policy.placement.encode(graph)
                 device_logits = policy.placement.batch_logits(
                     graph, encoded, torch.as_tensor(plc_ops), torch.from_numpy(np.stack(plc_states)),
-                    torch.from_numpy(np.stack(plc_placed)))
+                    torch.from_numpy(np.stack(plc_placed)), torch.from_numpy(np.stack(plc_masks)))
                 device_log_p = torch.log_softmax(device_logits, dim=1)
             self._score(episode, node_log_p, sel_steps, sel_taken, sel_wanted, device_log_p, plc_steps, plc_taken,
                         plc_wanted)
@@ -319,8 +350,16 @@ class DopplerAgent(BaseAgent):
                 costs = None
             if costs is not None:
                 backend = run.base.backend
-                constraints = Constraints.of(backend, graph) if isinstance(backend, SimulatedBackend) else None
-                return Teacher(costs, constraints)
+                if not isinstance(backend, SimulatedBackend):
+                    return Teacher(costs, None)
+                constraints = Constraints.of(backend, graph)
+                # The ``critical-path`` baseline's answer: its heuristic's placement, or a device outside HETERO
+                # alone where the cost model prices that faster (`standalone_devices` ranks them, cheapest first).
+                heuristic = critical_path_schedule(graph.edge_index, costs, constraints)[0]
+                best = next(standalone_devices(run.env, iter([heuristic])))
+                whole = int(best[0]) if (best == best[0]).all() and self.alone_devices(self.context(obs))[best[0]] \
+                    else None
+                return Teacher(costs, constraints, whole)
         return Teacher(self.context(obs).costs, None)
 
     def train(self, run: RunLoop, seed: int | None) -> None:
@@ -328,6 +367,7 @@ class DopplerAgent(BaseAgent):
         obs, _ = run.env.reset(seed=seed)
         fresh = self.policy is None
         self._setup(PolicySpec.from_env(run.env), seed)
+        self.alone = ~shareable_devices(run.base.backend)
         self.policy.train()
         # The run loop's named point: a fine-tuning run measures the trained policy's own placement first where
         # ``finetune_from_predict`` asks (off by default: the paper's method measures nothing else).

@@ -152,22 +152,24 @@ class PlacementPolicy(nn.Module):
         h = self.act(self.encoder(x, graph.message_index, graph.message_features))
         return Encoded(h, latent=self.act(self.features(x)))
 
-    def logits(self, graph: GraphContext, encoded: Encoded, op: int, state: np.ndarray, placed: Tensor) -> Tensor:
+    def logits(self, graph: GraphContext, encoded: Encoded, op: int, state: np.ndarray, placed: Tensor,
+               mask: np.ndarray) -> Tensor:
         """(D,) a score per device for `op`: `state` (D, 7) its `DEVICE_STATE`, `placed` (D, N) 0/1 which ops each
-        device holds; -inf where the op's action mask forbids the device."""
+        device holds; -inf where `mask` (D,) bool (the op's action mask, less the devices the episode shut out)
+        forbids the device."""
         d = state.shape[0]
         device = torch.cat([torch.as_tensor(state, dtype=torch.float32), graph.device_features], dim=1)
         on_device = standardise(placed @ encoded.embedding)  # (D, H) the ops placed there, summed
         x = torch.cat([self.act(self.device(standardise(device))), encoded.latent[op].expand(d, -1),
                        encoded.embedding[op].expand(d, -1), on_device], dim=1)
         scores = self.out(self.act(self.hidden(x))).view(-1)
-        mask = torch.as_tensor(graph.action_mask[op])
-        return scores.masked_fill(~mask, float("-inf")) if bool(mask.any()) else scores
+        allowed = torch.as_tensor(mask)
+        return scores.masked_fill(~allowed, float("-inf")) if bool(allowed.any()) else scores
 
     def batch_logits(self, graph: GraphContext, encoded: Encoded, ops: Tensor, states: Tensor,
-                     placed: Tensor) -> Tensor:
-        """(P, D) `logits` of P decisions at once: `ops` (P,), `states` (P, D, 7), `placed` (P, D, N) as each
-        decision saw them (each decision's devices standardised on their own)."""
+                     placed: Tensor, masks: Tensor) -> Tensor:
+        """(P, D) `logits` of P decisions at once: `ops` (P,), `states` (P, D, 7), `placed` (P, D, N), `masks`
+        (P, D) bool as each decision saw them (each decision's devices standardised on their own)."""
         p, d, _ = states.shape
         device = torch.cat([states.to(torch.float32), graph.device_features.expand(p, -1, -1)], dim=2)
         # The summed embeddings of the ops on each device (P, D, H), summed and standardised one decision at a time
@@ -179,9 +181,8 @@ class PlacementPolicy(nn.Module):
                        encoded.latent[ops].unsqueeze(1).expand(-1, d, -1),
                        encoded.embedding[ops].unsqueeze(1).expand(-1, d, -1), on_device], dim=2)
         scores = self.out(self.act(self.hidden(x))).squeeze(2)
-        mask = torch.as_tensor(graph.action_mask[ops.numpy()])  # (P, D)
-        mask = mask | ~mask.any(dim=1, keepdim=True)  # an op no device may run: every device scored
-        return scores.masked_fill(~mask, float("-inf"))
+        allowed = masks | ~masks.any(dim=1, keepdim=True)  # an op no device may run: every device scored
+        return scores.masked_fill(~allowed, float("-inf"))
 
 
 class DopplerPolicy(nn.Module):

@@ -125,8 +125,12 @@ PURE_RERUNS = {
 #: 0 of the zoo so far, every agent with its paper's defaults; the rows the script did not hold when it ran
 #: (`replicate` under throughput) come from the extra folder.
 LEADERBOARD_V2 = "leaderboard-v2"
-LEADERBOARD_V2_COMMANDS = {"zoo": 'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 '
-                                  '"" local:2'}
+LEADERBOARD_V2_COMMANDS = {"zoo": (
+    'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "" local:2` (the ai_pc and '
+    'edge cases, stopped in server latency) and `bash benchmarks/leaderboard/leaderboard.sh 1000 '
+    'benchmarks/results/leaderboard-v2 1 "paper:latency paper:throughput server:latency server:throughput" local:2 '
+    '"single-device openvino replicate random cheapest greedy topo metis dp local-search hsdag placeto rnn post go ppo '
+    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"')}
 LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
     "placement-gym compare --models resnet inception bert --agents replicate --budget 1000 --seed 0 --profile P "
     "--objective throughput --unsupported repair --json benchmarks/results/leaderboard-v2-extra/"
@@ -617,6 +621,7 @@ FIDELITY_V2 = {
     "fidelity-v2/resnet_quiet_before_fix.json": "quiet (load < 1), code of 9667171: two backends, min of the pairs",
     "fidelity-v2/resnet_loaded.json": "loaded (the leaderboard's 2 Ray workers beside it, load 5), one backend, "
                                       "each side's fastest run",
+    "fidelity-v2/resnet_quiet.json": "quiet (the leaderboard's workers paused), one backend, each side's fastest run",
 }
 
 

@@ -23,7 +23,7 @@
 
 One real backend calibrates and measures (`calibrate`'s ``backend``): its paired latencies are ratios to one
 reference times one baseline, so the profile and the measurements share a scale (two backends time two baselines,
-which on a busy machine differ by up to a fifth).
+which differ on a busy machine: docs/results/simulator.md).
 
 Real timings depend on what else runs on the machine: record where and when you ran it (the JSON does).
 """

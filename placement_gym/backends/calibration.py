@@ -191,7 +191,7 @@ def calibrate(devices: Sequence[str], models: Sequence[Any], *, runs: int = 20, 
         backend: an open real backend over `devices` to measure with (left open), in place of the one built from
             `clock`, `warmup`, `runs` and `backend_options`. A caller that measures placements afterwards with the
             same backend compares them on one scale: paired latencies are ratios to the reference times its
-            baseline, which each backend times once, and on a busy machine two such baselines can differ by 20%.
+            baseline, which each backend times once, and on a busy machine two such baselines differ (docs/results/simulator.md).
     """
     from .. import files
     from ..devices import shared_core

@@ -216,8 +216,8 @@ def real_latency(measured, statistic: str) -> float:
     ``"median"`` is the median of the per-pair ratios times the reference's baseline (`timed_latencies_s`, as the
     real backend reports); ``"min"`` is the placement's fastest run over the reference's fastest run, times the
     baseline. Each side's fastest run is the one least slowed by other load; the minimum of the per-pair ratios
-    instead picks the pair where noise made the placement's run fast and the reference's slow, so on a noisy
-    machine it fell up to a third below the ratio's median even for a placement identical to the reference.
+    instead picks the pair where noise made the placement's run fast and the reference's slow, far below the
+    ratio's median on a noisy machine even for a placement identical to the reference (docs/results/simulator.md).
     """
     if statistic == "min" and measured.reference_samples and measured.reference_baseline_s is not None:
         latency_statistic([1.0], statistic)

@@ -165,6 +165,23 @@ def test_the_imitation_stage_takes_the_npu_alone_where_critical_path_answers_wit
     assert agent.predict(env.reset(seed=0)[0]).tolist() == heuristic.best_placement.tolist()
 
 
+def test_a_loaded_checkpoint_keeps_the_devices_outside_hetero_it_was_trained_with(tmp_path):
+    # The observation does not say which device HETERO cannot share; the checkpoint does, so a loaded policy asked
+    # to predict before any run keeps the whole-graph-or-nothing rule (without it, the NPU alone is not reachable).
+    env = _env("tiny_chain", "ai_pc")
+    agent = registry.make_agent("doppler", {**SMALL, "seed": 0})
+    agent.learn(env, budget=1, seed=0)
+    obs = env.reset(seed=0)[0]
+    loaded = DopplerAgent.load(agent.save(tmp_path / "doppler.pt"))
+    assert loaded.alone.tolist() == agent.alone.tolist() and loaded.alone.any()
+    assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
+    graph = loaded.context(obs)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        on_npu = loaded.episode(graph, rng, epsilon=1.0, grad=False).placement == np.flatnonzero(loaded.alone)[0]
+        assert on_npu.all() or not on_npu.any()
+
+
 def test_hybrid_doppler_is_the_generic_search_layer_around_it():
     agent = registry.make_agent("hybrid:doppler", {**SMALL, "seed": 0})
     agent.learn(_env(), budget=8, seed=0)

@@ -32,10 +32,10 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Text
+from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Spec, Text, check
 
 from .checkpoint import (
-    check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, saved_options,
+    CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, saved_options,
     write_checkpoint,
 )
 from .run import RunAgent, agent_predict
@@ -135,6 +135,9 @@ class BaseAgent(RunAgent):
     size_free: ClassVar[bool] = True
     #: Why a policy that is not ``size_free`` cannot serve another graph, and what to do instead.
     size_bound_reason: ClassVar[str] = ""
+    #: An agent's own state in a checkpoint's ``extra`` beside its spec, and what each field must be when read
+    #: (`_saved_state` writes them, `_restore_saved_state` reads them back; a file without one restores nothing).
+    SAVED_STATE: ClassVar[Mapping[str, Spec]] = {}
 
     def __init__(self, *, device: "str | torch.device" = DEVICE, **options: Any) -> None:
         super().__init__(**options)
@@ -203,7 +206,15 @@ class BaseAgent(RunAgent):
         """Save hyperparameters, policy weights, spec and best placement to `path` (`agents.core.checkpoint`:
         tensors and plain data only). Refuses to overwrite an existing file unless `overwrite`."""
         self._require_policy()
-        return write_checkpoint(path, self, self.policy.state_dict(), {"spec": asdict(self.spec)}, overwrite)
+        return write_checkpoint(path, self, self.policy.state_dict(),
+                                {"spec": asdict(self.spec), **self._saved_state()}, overwrite)
+
+    def _saved_state(self) -> dict[str, Any]:
+        """The fields of `SAVED_STATE` as plain data, for the checkpoint."""
+        return {}
+
+    def _restore_saved_state(self, saved: Mapping[str, Any]) -> None:
+        """Take back what `_saved_state` wrote (the fields of `SAVED_STATE` the file holds, checked)."""
 
     @classmethod
     def load(cls, path: "str | Path", device: "str | torch.device" = "cpu") -> "BaseAgent":
@@ -213,6 +224,8 @@ class BaseAgent(RunAgent):
         the stored tensors (`agents.core.checkpoint.check_tensor_shapes`)."""
         data = read_checkpoint(path, extra=SPEC_FIELDS)
         agent_cls = resolve_agent_class(data, cls, path)
+        saved = {k: v for k, v in data["extra"].items() if k in agent_cls.SAVED_STATE}
+        check(saved, Record({}, agent_cls.SAVED_STATE), path, at="extra", error=CheckpointError)
         stored = data["extra"]["spec"]
         spec = PolicySpec(**{**stored, "feature_families": None if stored.get("feature_families") is None
                              else tuple(stored["feature_families"])})
@@ -224,4 +237,5 @@ class BaseAgent(RunAgent):
             agent._setup(spec)
             agent.policy.load_state_dict(data["state_dict"])
         restore_run_state(agent, data)
+        agent._restore_saved_state(saved)
         return agent

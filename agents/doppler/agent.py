@@ -52,7 +52,7 @@ from agents.search.node_by_node import graph_key
 from placement_gym.backends.base import shareable_devices
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import strip_padding
-from placement_gym.schema import Integer
+from placement_gym.schema import MAX_DEVICES, Boolean, Integer, ListOf
 
 from .graph import GraphContext, device_state
 from .policy import DopplerPolicy
@@ -180,6 +180,8 @@ class DopplerAgent(BaseAgent):
     #: schedule (2,000 imitation, 2,000 simulated, 4,000 real episodes) scaled to a tenth, as ``imitation_episodes``
     #: (200) scales its first stage (docs/agents/doppler.md#sim-to-real: what the real phase costs here).
     SIM_TO_REAL_BUDGETS = (200, 400)
+    #: `alone`, kept with the weights: a loaded policy predicts with the devices outside HETERO it was trained with.
+    SAVED_STATE = {"alone": ListOf(Boolean(), max_len=MAX_DEVICES)}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -187,6 +189,13 @@ class DopplerAgent(BaseAgent):
         #: (D,) bool: the devices of the last run's backend that HETERO cannot share (`shareable_devices`: the NPU),
         #: each of which takes the whole graph or nothing; None before a run (the observation does not say).
         self.alone: np.ndarray | None = None
+
+    def _saved_state(self) -> dict[str, Any]:
+        return {} if self.alone is None else {"alone": [bool(v) for v in self.alone]}
+
+    def _restore_saved_state(self, saved: Mapping[str, Any]) -> None:
+        if "alone" in saved:
+            self.alone = np.asarray(saved["alone"], dtype=bool)
 
     def alone_devices(self, graph: GraphContext) -> np.ndarray:
         """(D,) bool: `alone` where it describes `graph`'s devices; else none (every device shares the graph)."""

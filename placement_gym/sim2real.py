@@ -174,7 +174,8 @@ def format_comparison(comparison: Mapping[str, Any]) -> str:
     if gain:
         low, high = gain["interval"]
         verdict = "" if gain["significant"] else " (the interval holds 0: no difference measured)"
-        lines.append(f"the real phase's best is {100 * gain['faster_by']:+.1f}% faster than the simulated phase's "
-                     f"placement ({100 * low:+.1f}% to {100 * high:+.1f}%){verdict}")
+        faster = 100 * gain["faster_by"]
+        lines.append(f"the real phase's best is {abs(faster):.1f}% {'faster' if faster >= 0 else 'slower'} than the "
+                     f"simulated phase's placement (faster by {100 * low:+.1f}% to {100 * high:+.1f}%){verdict}")
     return "\n".join(lines)
 

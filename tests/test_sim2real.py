@@ -10,7 +10,7 @@ import pytest
 from placement_gym import cli, registry, two_cpu_devices
 from placement_gym.commands.sim2real import DEFAULT_BUDGETS, budgets_of
 from placement_gym.env import DevicePlacementEnv
-from placement_gym.sim2real import paired_real_latencies, sim_to_real
+from placement_gym.sim2real import format_comparison, paired_real_latencies, sim_to_real
 
 
 def test_the_command_records_both_phases_and_times_their_placements_for_real(tmp_path, capsys):
@@ -101,3 +101,15 @@ def test_paired_timing_refuses_an_unknown_reference():
             paired_real_latencies(env.unwrapped, {"a": np.zeros(env.unwrapped.graph.n_ops, dtype=np.int64)}, "x")
     finally:
         env.close()
+
+
+def test_the_summary_says_slower_where_the_real_phase_lost():
+    # A real phase whose placement times slower than the simulated phase's is reported as slower, not "-x% faster".
+    row = {"latency_s": 0.2, "ratio": 1.136, "ratio_interval": (1.084, 1.156)}
+    comparison = {"objective": "latency", "reference": "simulated phase",
+                  "placements": {"simulated phase": {"latency_s": 0.2, "ratio": 1.0, "ratio_interval": (1.0, 1.0)},
+                                 "real phase": row},
+                  "real_phase_gain": {"faster_by": -0.136, "interval": (-0.156, -0.084), "significant": True}}
+    last = format_comparison(comparison).splitlines()[-1]
+    assert last.startswith("the real phase's best is 13.6% slower than the simulated phase's placement"), last
+    assert "(faster by -15.6% to -8.4%)" in last

@@ -454,7 +454,7 @@ def write_results(path: "str | Path", suite: Suite, records: Sequence[dict], *, 
     slim = []
     for r in records:
         row = {k: r.get(k) for k in REFERENCE_KEYS}
-        plan = (r.get("extra") or {}).get("plan") or {}
+        plan = (r.get("extra") or {}).get("plan") or r.get("plan") or {}  # a run's, or a slim record's
         if "lower_bound_s" in plan or "status" in plan:  # the exact optimum's proof (or its bound)
             row["plan"] = {"status": plan.get("status"), "lower_bound_s": plan.get("lower_bound_s")}
         slim.append(row)

@@ -277,6 +277,25 @@ def test_a_suites_reference_is_read_from_the_leaderboards_runs_as_run_suite_runs
         reference.leaderboard_records(board, suite)
 
 
+def test_an_agent_registered_later_is_added_to_a_reference_keeping_the_others_as_measured(tmp_path, capsys):
+    """``reference_results.py --agents NAME --add``: NAME's runs replace its records in the existing reference and
+    every other agent's stay as they were, the exact optimum's proof included; nothing to add to is refused."""
+    reference = load_benchmark("leaderboard.reference_results")
+    suite_file = tiny_suite(tmp_path, cases=["paper:latency"], seeds=[0])
+    suite, out = benchmark.load_suite(suite_file), tmp_path / "reference.json"
+    assert reference.main(["--suite", str(suite_file), "--agents", "random", "--add", "--out", str(out)]) == 2
+    assert "no reference to add to" in capsys.readouterr().err and not out.exists()
+    work = ["--work", str(tmp_path / "work")]
+    assert reference.main(["--suite", str(suite_file), "--agents", "random", "optimal", "--out", str(out), *work]) == 0
+    before = benchmark.reference_records(suite, out)
+    assert reference.main(["--suite", str(suite_file), "--agents", "random", "dp", "--add", "--out", str(out),
+                           *work]) == 0
+    after = benchmark.reference_records(suite, out)
+    assert [r for r in after if r["agent"] == "optimal"] == [r for r in before if r["agent"] == "optimal"]
+    assert all(r["plan"]["status"] for r in after if r["agent"] == "optimal")
+    assert sorted(r["agent"] for r in after) == sorted(["optimal", "random", "dp"] * len(suite.models))
+
+
 def test_the_standard_suite_ships_no_reference_of_an_earlier_cost_model(tmp_path, capsys):
     """The `standard` suite's reference is read from the leaderboard's runs (``reference_results.py
     --from-leaderboard``). Those shipped in benchmarks/results/leaderboard were priced by cost model version 1, so

@@ -4,6 +4,7 @@ run on the suite (SIMULATED), written to ``placement_gym/suites/reference/<suite
     python benchmarks/leaderboard/reference_results.py --suite quick [--ray local:2] [--overwrite]
     python benchmarks/leaderboard/reference_results.py --suite standard \
         --from-leaderboard benchmarks/results/leaderboard
+    python benchmarks/leaderboard/reference_results.py --suite quick --agents doppler --add
 
 Each agent's runs go to ``--work/<agent>/`` as they finish (a killed run resumes where it stopped when the
 command is run again); the reference file is written once every agent is done, and replaces an existing one
@@ -13,6 +14,10 @@ only with ``--overwrite``. ``placement-gym benchmark`` then runs only the user's
 (`benchmarks/leaderboard/leaderboard.sh` with GRAPHS ``zoo`` and ``test``: the same agents, cases, graphs, budget and
 seeds, one `placement-gym compare` per file), so its reference is read from those files (`leaderboard_records`) instead
 of running everything a second time. It is refused while a run is missing.
+
+``--add`` runs only ``--agents`` (an agent registered after the reference was made) and puts their records into
+the suite's existing reference, replacing theirs and keeping every other agent's as measured; the file must be of
+the suite's version and cost model (`benchmark.reference_records`).
 """
 from __future__ import annotations
 
@@ -90,13 +95,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, metavar="FILE",
                         help="where to write the reference (default: the suite's, placement_gym/suites/reference/)")
     parser.add_argument("--overwrite", action="store_true", help="replace the suite's reference file")
+    parser.add_argument("--add", action="store_true",
+                        help="run only --agents and put their records into the existing reference, keeping the "
+                             "other agents' records")
     args = parser.parse_args(argv)
     if args.from_leaderboard and args.agents:
         parser.error("--from-leaderboard reads the leaderboard's agents; --agents runs agents: give one of them")
+    if args.add and (not args.agents or args.from_leaderboard):
+        parser.error("--add runs the agents given with --agents and adds them to the existing reference")
 
     suite = benchmark.load_suite(args.suite)
     target = Path(args.out) if args.out else benchmark.reference_path(suite)
-    if target.exists() and not args.overwrite:
+    kept = []
+    if args.add:
+        try:
+            kept = benchmark.reference_records(suite, target)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        if not kept:
+            print(f"{target}: no reference to add to; run without --add first", file=sys.stderr)
+            return 2
+    elif target.exists() and not args.overwrite:
         print(f"{target} exists: --overwrite to replace it", file=sys.stderr)
         return 2
     if args.from_leaderboard:
@@ -112,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             folder = work / agent.replace(":", "_")
             records += benchmark.run_suite(agent, suite, out=folder, resume=folder.exists(), ray=args.ray)
             print(f"{agent}: {len(records)} records so far", flush=True)
-    print(f"wrote {benchmark.write_results(target, suite, records, overwrite=args.overwrite)}")
+    if args.add:
+        added = {r["agent"] for r in records}
+        records = [r for r in kept if r["agent"] not in added] + records
+    print(f"wrote {benchmark.write_results(target, suite, records, overwrite=args.overwrite or args.add)}")
     return 0
 
 

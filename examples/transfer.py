@@ -19,14 +19,14 @@ import placement_gym  # noqa: F401  (registers DevicePlacement-v0)
 from agents.go import GOAgent
 
 
-def main() -> None:
+def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="paper", help="simulated preset (paper, ai_pc, server, edge)")
     parser.add_argument("--train-budget", type=int, default=200, help="placements measured while training")
     parser.add_argument("--test", default="unet-m", help="a graph of dataset:test (or any model)")
     parser.add_argument("--finetune", type=int, default=20, help="placements of the fine-tuning run")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     train_env = gym.make("DevicePlacement-v0", model="dataset:train", backend="simulated", profile=args.profile)
     agent = GOAgent(seed=args.seed).learn(train_env, budget=args.train_budget)

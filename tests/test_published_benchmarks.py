@@ -109,7 +109,9 @@ def test_optimal_is_never_worse_than_the_dp():
     from placement_gym.evaluation import evaluate
 
     env = DevicePlacementEnv(BERT24, objective="throughput")
-    record = evaluate(ExactOptimum(time_limit_s=20), env, budget=1, seeds=[0])[0]
+    # Not proven within any affordable limit: the time limit only has to leave the solver time to find a placement
+    # of its own below the DP's (it finds the one it keeps for 20 s well within 5 s, on a loaded 2-core machine too)
+    record = evaluate(ExactOptimum(time_limit_s=5), env, budget=1, seeds=[0])[0]
     graph = env.unwrapped.graph
     dp_ms = env.unwrapped.backend.measure(graph, tarnawski_dp(graph, graph.costs)[0]).latency_s * 1e3
     assert record["latency_s"] * 1e3 <= dp_ms * (1 + 1e-9)

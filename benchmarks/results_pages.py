@@ -33,6 +33,7 @@ import numpy as np
 from placement_gym import results
 from placement_gym.benchmark import SUITES_DIR, format_gap
 from placement_gym.results import markdown_table as md_table
+from placement_gym.sim2real import describe_gain
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a file (python benchmarks/results_pages.py): import benchmarks.*
@@ -249,6 +250,17 @@ def leaderboard_long() -> str:
             + "\n\n".join(texts))
 
 
+#: The README's main job (its first command), with the file it writes.
+MAIN_JOB = ("main_job.json", "placement-gym compare --models resnet --objective throughput --budget 100 --seeds 1 "
+                             "--json benchmarks/results/main_job.json")
+
+
+def main_job() -> str:
+    """The README's main job as it prints it: every agent's row on ResNet-50 (`leaderboard_table.table`)."""
+    name, command = MAIN_JOB
+    return source([name], command) + "\n\n" + leaderboard_table.table(ROOT / RESULTS / name)
+
+
 EFFICIENCY_BUDGETS = (10, 50, 100, 200, 500, 1000)
 #: The agents that search (their best improves with the budget); the planners' rows would be flat.
 SEARCHING = ("random", "local-search")
@@ -405,12 +417,9 @@ def sim_to_real() -> str:
             lines.append([f"`{simulated['model']}`", f"`{simulated['agent']}`", label,
                           f"{row['latency_s'] * 1e3:.3f}", f"x{row['ratio']:.3f} ({low:.3f}-{high:.3f})",
                           str(row.get("n_submodels", ""))])
-        gain = comparison["real_phase_gain"]
-        low, high = gain["interval"]
         lines.append([f"`{simulated['model']}`", f"`{simulated['agent']}`",
                       f"**what the {real['placements_measured']} real measurements added**", "",
-                      f"{100 * gain['faster_by']:+.1f}% ({100 * low:+.1f}% to {100 * high:+.1f}%)"
-                      + ("" if gain["significant"] else ", no difference measured"), ""])
+                      describe_gain(comparison["real_phase_gain"]), ""])
     return (source(files, "` and `".join(commands)) + "\n\n" + md_table(
         ["model", "agent", "placement (timed for real)", "real latency (ms, median)",
          "paired ratio to the simulated phase's placement (95% interval)", "submodels"], lines))
@@ -880,7 +889,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
     "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,
     "leaderboard-test-cases": leaderboard_test_cases,
-    "sample-efficiency": sample_efficiency, "transfer-today": transfer_today, "transfer-all": transfer_all,
+    "main-job": main_job, "sample-efficiency": sample_efficiency, "transfer-today": transfer_today,
+    "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,
     "real-step-cost": real_step_cost, "real-throughput": real_throughput, "scale-env": scale_env,

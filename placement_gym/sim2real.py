@@ -172,10 +172,17 @@ def format_comparison(comparison: Mapping[str, Any]) -> str:
         lines.append(f"{label:<40} {row['latency_s'] * 1e3:>24.3f}  x{row['ratio']:.3f} ({low:.3f}-{high:.3f})")
     gain = comparison.get("real_phase_gain")
     if gain:
-        low, high = gain["interval"]
-        verdict = "" if gain["significant"] else " (the interval holds 0: no difference measured)"
-        faster = 100 * gain["faster_by"]
-        lines.append(f"the real phase's best is {abs(faster):.1f}% {'faster' if faster >= 0 else 'slower'} than the "
-                     f"simulated phase's placement (faster by {100 * low:+.1f}% to {100 * high:+.1f}%){verdict}")
+        than = "than the simulated phase's placement"
+        lines.append(f"the real phase's best is {describe_gain(gain, than)}")
     return "\n".join(lines)
+
+
+def describe_gain(gain: Mapping[str, Any], than: str = "") -> str:
+    """`_gain`'s result in words: ``13.6% slower than X (faster by -15.6% to -8.4%)``, and where the interval
+    holds 0, that no difference was measured."""
+    low, high = gain["interval"]
+    faster = 100 * gain["faster_by"]
+    verdict = "" if gain["significant"] else ", no difference measured"
+    return (f"{abs(faster):.1f}% {'faster' if faster >= 0 else 'slower'}{' ' + than if than else ''} "
+            f"(faster by {100 * low:+.1f}% to {100 * high:+.1f}%{verdict})")
 

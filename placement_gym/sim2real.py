@@ -185,4 +185,3 @@ def describe_gain(gain: Mapping[str, Any], than: str = "") -> str:
     verdict = "" if gain["significant"] else ", no difference measured"
     return (f"{abs(faster):.1f}% {'faster' if faster >= 0 else 'slower'}{' ' + than if than else ''} "
             f"(faster by {100 * low:+.1f}% to {100 * high:+.1f}%{verdict})")
-

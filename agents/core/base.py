@@ -35,8 +35,8 @@ from torch import nn
 from placement_gym.schema import MAX_DEVICES, MAX_OPS, Integer, ListOf, Optional, Record, Spec, Text, check
 
 from .checkpoint import (
-    CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state, saved_options,
-    write_checkpoint,
+    CheckpointError, check_tensor_shapes, read_checkpoint, rebuilding, resolve_agent_class, restore_run_state,
+    saved_options, write_checkpoint,
 )
 from .run import RunAgent, agent_predict
 

@@ -107,6 +107,18 @@ def load_benchmark(name: str):
     return importlib.import_module(f"benchmarks.{name}")
 
 
+def load_example(name: str):
+    """``examples/NAME.py`` as a module, so that a test calls its ``main(argv)`` in the test's own process (no second
+    interpreter importing torch and the agents again)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
 def break_device(backend, index: int = 1) -> None:
     """Make OpenVINO refuse to compile anything placed on device `index` of a real backend: give it a property
     value OpenVINO rejects (set after the checks made when the backend was created), so that placement failures

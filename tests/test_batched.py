@@ -6,11 +6,9 @@ Real parts only: the simulated backend prices every placement; the vector env's 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import multiprocessing
 import os
 import warnings
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -28,6 +26,7 @@ from placement_gym.vector_env import DevicePlacementVectorEnv
 
 from .test_baselines_optimal import mixed_profile, random_dag
 from agents.search.config import hybrid_options
+from .conftest import load_example
 
 
 def failing_profile(graph: ComputationGraph, schedule: str = "sequential") -> Profile:
@@ -496,11 +495,7 @@ def test_reinforce_bandit_on_a_vector_env_measures_in_batches_and_learns_the_sam
 
 def test_the_vector_env_example_runs_end_to_end(capsys):
     """examples/vector_env.py: random runs of ops priced K per step, then Post learning on a vector env."""
-    path = Path(__file__).resolve().parents[1] / "examples" / "vector_env.py"
-    spec = importlib.util.spec_from_file_location("vector_env_example", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    example.main(["--model", "tiny_branch", "--num-envs", "4", "--steps", "3", "--budget", "20"])
+    load_example("vector_env").main(["--model", "tiny_branch", "--num-envs", "4", "--steps", "3", "--budget", "20"])
     out = capsys.readouterr().out
     assert "4 sub-envs" in out and "part 1: 12 placements" in out
     assert "part 2: Post measured 20 placements" in out and "20 per vector step" in out

@@ -8,11 +8,9 @@ submodels) and compute what the original model computes; show, compile and expor
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -22,6 +20,7 @@ import placement_gym
 from placement_gym import cli, deploy
 from placement_gym.backends.openvino import OpenVINOBackend
 from placement_gym.models import example_inputs, load_graph, load_model
+from .conftest import load_example
 
 DEVICES = placement_gym.two_cpu_devices()
 #: Few timed runs: a tiny model's measurement takes a fraction of a second.
@@ -292,11 +291,7 @@ def test_a_bad_placement_json_is_refused_before_anything_is_built(placed, tmp_pa
 # ------------------------------------------------------------------------------------------------- the example
 def test_the_deploy_example_runs_end_to_end(tmp_path, capsys):
     """examples/deploy_placement.py: plan with cheapest, write the folder, compile it back, same outputs."""
-    path = Path(__file__).resolve().parents[1] / "examples" / "deploy_placement.py"
-    spec = importlib.util.spec_from_file_location("deploy_example", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    result = example.main(["--model", "tiny_chain", "--out", str(tmp_path / "placed")])
+    result = load_example("deploy_placement").main(["--model", "tiny_chain", "--out", str(tmp_path / "placed")])
     assert result["relative_error"] <= BF16_TOLERANCE
     assert (tmp_path / "placed" / "placement.json").is_file()
     assert "outputs within" in capsys.readouterr().out

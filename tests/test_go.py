@@ -13,6 +13,7 @@ from agents.go import GOAgent, GOPolicy, SegmentRecurrentAttention
 from placement_gym import cli
 from placement_gym.env import DevicePlacementEnv
 from agents.search.config import hybrid_options
+from .conftest import load_example
 
 SIM = ["--backend", "simulated", "--no-progress"]
 
@@ -129,15 +130,7 @@ def test_cli_trains_on_several_models_and_places_a_new_one_zero_shot(tmp_path, c
 
 
 def test_the_transfer_example_runs(capsys):
-    """examples/transfer.py with small budgets, run in this process as the other examples' tests run theirs (no
-    second interpreter importing torch and the agents again)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "examples" / "transfer.py"
-    spec = importlib.util.spec_from_file_location("transfer_example", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    example.main(["--train-budget", "16", "--finetune", "4", "--test", "unet-s"])
+    """examples/transfer.py with small budgets, run in this process (`load_example`)."""
+    load_example("transfer").main(["--train-budget", "16", "--finetune", "4", "--test", "unet-s"])
     out = capsys.readouterr().out
     assert "GO zero-shot" in out and "GO fine-tuned" in out

@@ -132,31 +132,11 @@ def break_device(backend, index: int = 1) -> None:
         device, spec=DeviceSpec(device.spec.base, (("PERFORMANCE_HINT", "NOT_A_HINT"),)))
 
 
-#: Tests whose expectations were measured on artifacts of cost model version 1 that this change did not regenerate:
-#: the imitation placer's shipped labels and checkpoints, trained on the spec-sheet presets. They run and report,
-#: expected to fail until those artifacts are rebuilt under version 2
-#: (benchmarks/learned_placer/train_learned_placer.py); an unexpected pass is reported too. Remove an entry when its
-#: artifact is rebuilt. (The search and learning tests once listed here, posed on a preset's mixed optimum that
-#: version 2 no longer has, were re-posed on problems that have one.)
-STALE_UNDER_COST_MODEL_2 = (
-    "tests/test_learned_placer.py::test_the_shipped_labels_cover_the_documented_training_and_test_graphs",
-    # its ai_pc cases (shipped_cases() is sorted): those checkpoints mix the NPU with other devices, which version 2
-    # refuses; the other presets' checkpoints still beat an untrained network and run as they are
-    *(f"tests/test_learned_placer.py::test_the_shipped_checkpoint_is_the_default_on_its_preset_and_places_better_than_"
-      f"an_untrained_network[case{i}]" for i in (0, 1)),
-    "tests/test_learned_placer.py::test_place_with_the_shipped_checkpoint_writes_a_folder_with_no_training",
-)
-
-
 def pytest_collection_modifyitems(config, items):
     """Leave the opt-in tests out of every run whose -m expression does not name their marker: `whole_dataset`
     (it builds all 39 dataset graphs, minutes with a cold cache) and `sanity` (every pure learned agent through the
     sanity suite: tens of minutes on 2 cores, and today's RNN placer and Placeto fail it), so neither `pytest -q`
     nor `-m "not slow"` pays for them."""
-    for item in items:
-        if item.nodeid.startswith(STALE_UNDER_COST_MODEL_2):
-            item.add_marker(pytest.mark.xfail(reason="expectation of cost model version 1, not regenerated: "
-                                                     "STALE_UNDER_COST_MODEL_2 in tests/conftest.py", strict=False))
     expression = config.getoption("-m") or ""
     opt_in = [marker for marker in ("whole_dataset", "sanity") if marker not in expression]
     kept = [item for item in items if not any(item.get_closest_marker(marker) for marker in opt_in)]

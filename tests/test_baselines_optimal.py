@@ -125,6 +125,26 @@ def test_time_limit_reports_a_valid_bound():
     assert record["simulated"] and record["placements_measured"] == 1
 
 
+def test_a_failing_mip_solver_ends_the_run_with_the_best_placement_found_not_a_crash(monkeypatch):
+    """HiGHS has raised from inside its search (``ValueError: vector::reserve``, while labelling 663 graphs): the
+    optimum then keeps its best start placement and its bound, says "solver_error", and the run goes on."""
+    import scipy.optimize
+
+    def failing_milp(*args, **kwargs):
+        raise ValueError("vector::reserve")
+
+    monkeypatch.setattr(scipy.optimize, "milp", failing_milp)
+    graph = random_dag(12, 3)
+    backend = SimulatedBackend(mixed_profile(2, "parallel"))
+    env = DevicePlacementEnv(graph, backend=backend)
+    agent = ExactOptimum(time_limit_s=5.0).learn(env, 1, 0)
+    info = agent.plan_info
+    assert info["status"] == "solver_error" and "vector::reserve" in " ".join(info["notes"])
+    assert info["iterations"] == 0 and info["latency_s"] == pytest.approx(agent.best_latency_s)
+    assert 0 <= info["lower_bound_s"] <= info["latency_s"]
+    assert info["latency_s"] <= min(SingleDevice(d).learn(env, 1, 0).best_latency_s for d in range(2))
+
+
 def test_cost_model_matches_the_simulator():
     graph = random_dag(8, 11)
     backend = SimulatedBackend(mixed_profile(2, "sequential"))

@@ -172,8 +172,9 @@ class OptimumResult:
         placement: (N,) int64, the best placement found (optimal when ``status == "optimal"``).
         latency_s: its simulated latency (an upper bound on the optimum).
         lower_bound_s: a proven lower bound on the optimum (equal to ``latency_s`` within `agents.baselines.optimal.REL_TOL` when optimal).
-        status: ``"optimal"``, ``"time_limit"`` or ``"size_limit"`` (too many ops for the MIP: the best start
-            placement and a closed-form bound, well within the time limit).
+        status: ``"optimal"``, ``"time_limit"``, ``"size_limit"`` (too many ops for the MIP: the best start
+            placement and a closed-form bound, well within the time limit) or ``"solver_error"`` (the MIP solver
+            raised: the best placement and bound found before it).
         iterations: MIP solves; simulator_calls: placements simulated; solve_s: wall time.
     """
 

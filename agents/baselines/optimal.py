@@ -23,8 +23,9 @@ How (an exact method with a certificate, not a heuristic):
    placement has ``sim >= L >= U``) or the time limit passes (then the optimum lies in ``[lower_bound, U]``).
    A cutoff ``L(p) <= U`` prunes the search; an infeasible MIP proves optimality.
 
-The agent records ``plan_info``: ``status`` ("optimal", "time_limit", or "size_limit" above `MAX_OPS_FOR_MIP`
-ops, where no MIP is built and the bound is closed-form), ``latency_s`` (U), ``lower_bound_s``,
+The agent records ``plan_info``: ``status`` ("optimal", "time_limit", "size_limit" above `MAX_OPS_FOR_MIP`
+ops, where no MIP is built and the bound is closed-form, or "solver_error" where HiGHS itself failed: the best
+placement and bound found before it), ``latency_s`` (U), ``lower_bound_s``,
 ``gap`` ((U - bound) / U), ``iterations``, ``solve_s`` and ``simulator_calls`` (simulator evaluations the
 certificate used; they are not env steps and do not count against the budget).
 Verified against brute-force enumeration of all placements on small graphs (tests/test_baselines_optimal.py).
@@ -276,7 +277,7 @@ def solve_optimum(
             within it, proven or labelled with its bound.
         constraints: op support and device memory (`Constraints`); objective: ``"latency"`` or ``"throughput"``.
     """
-    from scipy.optimize import Bounds, milp
+    from scipy.optimize import Bounds
 
     began = time.perf_counter()
     n, d = op_time.shape
@@ -316,9 +317,9 @@ def solve_optimum(
     n_vars = c.size
     # The LP relaxation's optimum is a valid lower bound even if the MIP finds nothing within the time limit.
     left = time_limit_s - (time.perf_counter() - began)
-    relaxed = milp(c, constraints=[rows.constraint(n_vars)], integrality=np.zeros(n_vars), bounds=Bounds(0, upper),
-                   options={"time_limit": max(0.1, min(0.1 * time_limit_s, left))})
-    if relaxed.status == 0:
+    relaxed = _milp(result, c, constraints=[rows.constraint(n_vars)], integrality=np.zeros(n_vars),
+                    bounds=Bounds(0, upper), options={"time_limit": max(0.1, min(0.1 * time_limit_s, left))})
+    if relaxed is not None and relaxed.status == 0:
         result.lower_bound_s = max(result.lower_bound_s, min(result.latency_s, float(relaxed.fun) + constant))
     cuts = ConstraintRows()
     while True:
@@ -332,8 +333,10 @@ def solve_optimum(
         constraints = [rows.constraint(n_vars), cutoff.constraint(n_vars)]
         if cuts.lower:
             constraints.append(cuts.constraint(n_vars))
-        solution = milp(c, constraints=constraints, integrality=integrality, bounds=Bounds(0, upper),
-                        options={"time_limit": max(remaining, 0.1), "mip_rel_gap": REL_TOL, "presolve": True})
+        solution = _milp(result, c, constraints=constraints, integrality=integrality, bounds=Bounds(0, upper),
+                         options={"time_limit": max(remaining, 0.1), "mip_rel_gap": REL_TOL, "presolve": True})
+        if solution is None:  # the solver failed: keep the best placement and the bound found so far
+            break
         result.iterations += 1
         if solution.status == 2:  # infeasible: no placement has L(p) <= U, so U is optimal
             result.lower_bound_s, result.status = result.latency_s, "optimal"
@@ -357,6 +360,20 @@ def solve_optimum(
         cuts.add({x0 + i * d + int(dev): 1.0 for i, dev in enumerate(placement)}, upper=n - 1)
     result.solve_s = time.perf_counter() - began
     return result
+
+
+def _milp(result: OptimumResult, c: np.ndarray, **problem):
+    """SciPy's ``milp(c, **problem)``, or None when HiGHS itself fails (seen: ``ValueError: vector::reserve``
+    raised from inside its branch and bound): `result` then takes status
+    ``"solver_error"`` and a note, and keeps the best placement and bound found so far, as a time limit would."""
+    from scipy.optimize import milp
+
+    try:
+        return milp(c, **problem)
+    except (ValueError, RuntimeError, MemoryError) as error:
+        result.status = "solver_error"
+        result.notes.append(f"the MIP solver failed ({type(error).__name__}: {error}); best placement found so far")
+        return None
 
 
 #: Solved optima per graph (weakly) and (profile, time limit): seeds of a comparison ask the same question.

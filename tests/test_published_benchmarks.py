@@ -152,6 +152,28 @@ def test_optimal_records_its_warm_starts_and_reuses_the_dp_and_the_backend(tmp_p
         tarnawski_optimum(graph, graph.costs, 5, backend=TarnawskiBackend(2, 1, "latency"))
 
 
+def test_their_optimum_keeps_the_dp_start_when_the_mip_solver_fails(monkeypatch):
+    """As `optimal`'s own solve: HiGHS raising from inside its search ends the max-load optimum with the start
+    placement (their DP's), status "solver_error" and the error in its notes, not an exception."""
+    import scipy.optimize
+
+    from agents.baselines.tarnawski_dp import tarnawski_dp
+    from agents.baselines.tarnawski_optimum import tarnawski_optimum
+
+    graph = _layer("bert24_inference")
+    start = tarnawski_dp(graph, graph.costs)[0]
+
+    def failing_milp(*args, **kwargs):
+        raise ValueError("vector::reserve")
+
+    monkeypatch.setattr(scipy.optimize, "milp", failing_milp)
+    result = tarnawski_optimum(graph, graph.costs, 5, start=start)
+    backend = TarnawskiBackend.for_graph(graph, objective="throughput")
+    assert result.status == "solver_error" and "vector::reserve" in result.notes[0]
+    assert np.array_equal(result.placement, start) and result.iterations == 0
+    assert result.latency_s == pytest.approx(backend.measure(graph, start).latency_s)
+
+
 def test_max_load_counts_communication_once_per_producer_and_receiving_device():
     graph = _layer("bert24_inference")
     c = graph.costs

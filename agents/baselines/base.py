@@ -164,6 +164,18 @@ class ConstraintRows:
         return LinearConstraint(matrix, np.array(self.lower), np.array(self.upper))
 
 
+def milp_or_failure(c: np.ndarray, **problem) -> tuple[Any, str | None]:
+    """SciPy's ``milp(c, **problem)`` and None, or None and a note saying how it failed when HiGHS itself raises
+    (seen: ``ValueError: vector::reserve`` from inside its branch and bound): the exact solvers then keep the best
+    placement and bound they have, with status ``"solver_error"``, instead of crashing the run."""
+    from scipy.optimize import milp
+
+    try:
+        return milp(c, **problem), None
+    except (ValueError, RuntimeError, MemoryError) as error:
+        return None, f"the MIP solver failed ({type(error).__name__}: {error}); best placement found so far"
+
+
 @dataclass
 class OptimumResult:
     """Outcome of an exact solve (`agents.baselines.optimal.solve_optimum`, `agents.baselines.tarnawski_optimum`).

@@ -42,7 +42,7 @@ import numpy as np
 
 from placement_gym.backends.published import TarnawskiBackend
 
-from .base import ConstraintRows, OptimumResult
+from .base import ConstraintRows, OptimumResult, milp_or_failure
 from .constraints import Constraints
 from .costs import CostPlanner, describe_cost_model
 
@@ -363,17 +363,13 @@ def solve_optimum(
 
 
 def _milp(result: OptimumResult, c: np.ndarray, **problem):
-    """SciPy's ``milp(c, **problem)``, or None when HiGHS itself fails (seen: ``ValueError: vector::reserve``
-    raised from inside its branch and bound): `result` then takes status
-    ``"solver_error"`` and a note, and keeps the best placement and bound found so far, as a time limit would."""
-    from scipy.optimize import milp
-
-    try:
-        return milp(c, **problem)
-    except (ValueError, RuntimeError, MemoryError) as error:
+    """`milp_or_failure`'s solution, or None when HiGHS failed: `result` then takes status ``"solver_error"`` and
+    the failure's note, and keeps the best placement and bound found so far, as a time limit would."""
+    solution, failure = milp_or_failure(c, **problem)
+    if failure:
         result.status = "solver_error"
-        result.notes.append(f"the MIP solver failed ({type(error).__name__}: {error}); best placement found so far")
-        return None
+        result.notes.append(failure)
+    return solution
 
 
 #: Solved optima per graph (weakly) and (profile, time limit): seeds of a comparison ask the same question.

@@ -20,12 +20,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.optimize import Bounds, milp
+from scipy.optimize import Bounds
 
 from placement_gym.backends.published import TarnawskiBackend
 from placement_gym.models.published import TarnawskiCosts
 
-from .base import ConstraintRows, OptimumResult
+from .base import ConstraintRows, OptimumResult, milp_or_failure
 
 
 def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
@@ -93,21 +93,22 @@ def tarnawski_optimum(graph, costs: TarnawskiCosts, time_limit_s: float = 60.0,
     integrality[:n_x] = 1
     objective = np.zeros(n_var)
     objective[L] = 1.0
-    result = milp(objective, integrality=integrality, bounds=Bounds(np.zeros(n_var), upper),
-                  constraints=rows.constraint(n_var),
-                  options={"time_limit": max(1.0, time_limit_s), "mip_rel_gap": 1e-9})
+    result, failure = milp_or_failure(objective, integrality=integrality, bounds=Bounds(np.zeros(n_var), upper),
+                                      constraints=rows.constraint(n_var),
+                                      options={"time_limit": max(1.0, time_limit_s), "mip_rel_gap": 1e-9})
     bound = getattr(result, "mip_dual_bound", None)  # none, or nan, when the solver stopped without one
     bound_ms = float(bound) if bound is not None and np.isfinite(bound) else 0.0
     placement = None
-    if result.x is not None:
+    if result is not None and result.x is not None:
         chosen = result.x[:n_x].reshape(k, d).argmax(axis=1)
         placement = chosen[cls].astype(np.int64)
-    return _result(graph, backend, placement, start, result, bound_ms, time.perf_counter() - began)
+    return _result(graph, backend, placement, start, result, bound_ms, time.perf_counter() - began, failure)
 
 
 def _result(graph, backend: TarnawskiBackend, placement, start, result, bound_ms: float,
-            solve_s: float) -> OptimumResult:
-    """The `OptimumResult` of the solve: the better of its placement and `start`, priced by `backend`."""
+            solve_s: float, failure: str | None = None) -> OptimumResult:
+    """The `OptimumResult` of the solve: the better of its placement and `start`, priced by `backend`
+    (`result`: SciPy's, None where the solver failed, `failure` saying how)."""
 
     def price(p):
         m = backend.measure(graph, p) if p is not None else None
@@ -115,12 +116,12 @@ def _result(graph, backend: TarnawskiBackend, placement, start, result, bound_ms
 
     found, shown = price(placement), price(start)
     calls = (placement is not None) + (start is not None)
-    notes = []
+    notes = [failure] if failure else []
     if shown < found:
         placement, found = start.copy(), shown
         notes.append("the solver found nothing better than the start placement")
-    proven = result.status == 0
+    proven = result is not None and result.status == 0
     lower = found if proven else max(0.0, bound_ms / 1e3)
-    return OptimumResult(placement=placement, latency_s=found, lower_bound_s=min(lower, found),
-                         status="optimal" if proven else "time_limit", iterations=1, simulator_calls=calls,
-                         solve_s=solve_s, notes=notes)
+    status = "solver_error" if failure else "optimal" if proven else "time_limit"
+    return OptimumResult(placement=placement, latency_s=found, lower_bound_s=min(lower, found), status=status,
+                         iterations=int(result is not None), simulator_calls=calls, solve_s=solve_s, notes=notes)

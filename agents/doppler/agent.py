@@ -227,7 +227,7 @@ class DopplerAgent(BaseAgent):
         The decisions are taken step by step without gradients; with `grad`, the log-probabilities the update reads
         are then computed again for all the decisions at once from the states recorded (`_score`): the same
         numbers as scoring each step as it is taken, with one autograd graph of a few dozen nodes instead of one
-        per step."""
+        per step, on the episode's one encoding of the graph per policy."""
         policy = self.policy
         sel_steps: list[int] = []  # SEL decisions: step, ready ops, taken index, teacher's index
         sel_ready: list[list[int]] = []
@@ -244,8 +244,12 @@ class DopplerAgent(BaseAgent):
         # (D,) the devices this episode may use: at first every HETERO device and each device outside HETERO that
         # runs every op; after the first placement, that device alone or the HETERO devices.
         usable = ~alone | graph.action_mask.all(axis=0)
+        # Each policy encodes the graph once per episode (DOPPLER's first step): with `grad`, the encodings keep
+        # their autograd graph for the scoring below, and the step-by-step decisions read them detached.
+        with torch.set_grad_enabled(grad):
+            encoded = policy.selection.encode(graph), policy.placement.encode(graph)
+        selection, placement = (e.detached() for e in encoded)
         with torch.no_grad():
-            selection, placement = policy.selection.encode(graph), policy.placement.encode(graph)
             schedule = ListSchedule(graph.edge_index, graph.costs)
             taught = None if teacher is None else teacher.start(graph.edge_index)
             placed = np.zeros((graph.n_devices, graph.n_ops), dtype=np.float32)  # which ops each device holds
@@ -303,20 +307,18 @@ class DopplerAgent(BaseAgent):
         if grad and (sel_steps or plc_steps):
             node_log_p = device_log_p = None
             if sel_steps:
-                encoded = policy.selection.encode(graph)
                 # The steps with as many ready ops are scored together; each row padded to the widest with -inf.
                 node_logits = torch.full((len(sel_ready), max(map(len, sel_ready))), float("-inf"))
                 for size in sorted({len(ready) for ready in sel_ready}):
                     rows = [k for k, ready in enumerate(sel_ready) if len(ready) == size]
-                    scores = policy.selection.batch_logits(graph, encoded,
+                    scores = policy.selection.batch_logits(graph, encoded[0],
                                                            torch.as_tensor([sel_ready[k] for k in rows]))
                     node_logits = node_logits.index_put(
                         (torch.as_tensor(rows).unsqueeze(1), torch.arange(size).unsqueeze(0)), scores)
                 node_log_p = torch.log_softmax(node_logits, dim=1)
             if plc_steps:
-                encoded = policy.placement.encode(graph)
                 device_logits = policy.placement.batch_logits(
-                    graph, encoded, torch.as_tensor(plc_ops), torch.from_numpy(np.stack(plc_states)),
+                    graph, encoded[1], torch.as_tensor(plc_ops), torch.from_numpy(np.stack(plc_states)),
                     torch.from_numpy(np.stack(plc_placed)), torch.from_numpy(np.stack(plc_masks)))
                 device_log_p = torch.log_softmax(device_logits, dim=1)
             self._score(episode, node_log_p, sel_steps, sel_taken, sel_wanted, device_log_p, plc_steps, plc_taken,

@@ -98,6 +98,11 @@ class Encoded:
     top: Tensor | None = None
     latent: Tensor | None = None
 
+    def detached(self) -> "Encoded":
+        """The same tensors outside autograd (what an episode's step-by-step decisions read)."""
+        return Encoded(*(None if t is None else t.detach() for t in (self.embedding, self.bottom, self.top,
+                                                                     self.latent)))
+
 
 class SelectionPolicy(nn.Module):
     """SEL: which ready op next (module docstring). Args: hidden_channels H, head_channels (DOPPLER: 64),

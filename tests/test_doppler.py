@@ -127,7 +127,7 @@ def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
     stepwise = (torch.stack(taken).sum(), torch.stack(wanted).sum(), neg_entropy)
     assert choices == len(episode.log_probs)
     for a, b in zip(batched, stepwise):
-        assert float(a) == pytest.approx(float(b), rel=1e-5, abs=1e-5)
+        assert float(a.detach()) == pytest.approx(float(b.detach()), rel=1e-5, abs=1e-5)
     grads = []
     for loss in (sum(batched), sum(stepwise)):
         policy.zero_grad()

@@ -266,12 +266,12 @@ EFFICIENCY_BUDGETS = (10, 50, 100, 200, 500, 1000)
 SEARCHING = ("random", "local-search")
 
 
-def sample_efficiency() -> str:
-    """Per leaderboard case: each searching agent's best-so-far gap after k placements, geometric mean of
-    (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
-    out = [_leaderboard_source()]
-    updates = _pure_reruns()
-    for name, paths in _leaderboard_cases().items():
+def sample_efficiency(board: str = LEADERBOARD) -> str:
+    """Per case of a leaderboard folder: each searching agent's best-so-far gap after k placements, geometric mean
+    of (1 + gap) over the models (`leaderboard_table.case_rows` at those budgets)."""
+    out = [_leaderboard_source(board=board)]
+    updates = _pure_reruns(board=board)
+    for name, paths in _leaderboard_cases(board=board).items():
         budget = leaderboard_table.case_records(paths)[1]
         budgets = tuple(b for b in EFFICIENCY_BUDGETS if b <= budget)
         case, rows = leaderboard_table.case_rows(paths, budgets, updates.get(name, ()))
@@ -285,6 +285,11 @@ def sample_efficiency() -> str:
                    "yet)\n\n" + md_table(["agent"] + [f"after {b}" for b in budgets],
                                           [[row[0]] + [format_gap(g) for g in row[1:]] for row in table]))
     return "\n\n".join(out)
+
+
+def sample_efficiency_v2() -> str:
+    """`sample_efficiency` of the version-2 leaderboard (seed 0 so far)."""
+    return sample_efficiency(LEADERBOARD_V2)
 
 
 # --- learning sanity (SIMULATED) ---------------------------------------------------------------------------------
@@ -891,7 +896,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
     "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,
     "leaderboard-test-cases": leaderboard_test_cases,
-    "main-job": main_job, "sample-efficiency": sample_efficiency, "transfer-today": transfer_today,
+    "main-job": main_job, "sample-efficiency": sample_efficiency,
+    "sample-efficiency-v2": sample_efficiency_v2, "transfer-today": transfer_today,
     "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

@@ -135,7 +135,9 @@ LEADERBOARD_V2_COMMANDS = {"zoo": (
 LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
     "placement-gym compare --models resnet inception bert --agents replicate --budget 1000 --seed 0 --profile P "
     "--objective throughput --unsupported repair --json benchmarks/results/leaderboard-v2-extra/"
-    "P_throughput_replicate_seed0.json.gz",))}
+    "P_throughput_replicate_seed0.json.gz",
+    'bash benchmarks/leaderboard/leaderboard.sh 1000 OUT 1 "P:O" local:2 "doppler hybrid:doppler" (its '
+    "OUT/P_O_seed0.json.gz moved to benchmarks/results/leaderboard-v2-extra/P_O_doppler_seed0.json.gz)"))}
 #: folder -> (its commands per graph set, per graph set the folder and commands of the runs that update or add
 #: rows: `leaderboard_table.case_records`)
 BOARDS = {LEADERBOARD: (LEADERBOARD_COMMANDS, PURE_RERUNS), LEADERBOARD_V2: (LEADERBOARD_V2_COMMANDS,

@@ -12,6 +12,7 @@ import sys
 import time
 
 from placement_gym import files
+from placement_gym.backends.simulated import COST_MODEL_VERSION
 
 
 def refuse_existing_outputs(parser: argparse.ArgumentParser, paths: Iterable["str | Path | None"],
@@ -48,12 +49,14 @@ def pin_to_one_core(enabled: bool = True) -> bool:
 
 def run_metadata(argv: "list[str] | None", note: str) -> dict:
     """What every results JSON of a benchmark records beside its numbers: the command that made it (`argv` as
-    ``main`` got it, None = this process's), a note on how to read it, when, the versions and the machine."""
+    ``main`` got it, None = this process's), a note on how to read it, when, the versions, the simulator's cost
+    model version (which its SIMULATED figures belong to) and the machine."""
     return {
         "command": "python " + " ".join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv))),
         "note": note,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "versions": files.versions(),
+        "cost_model_version": COST_MODEL_VERSION,
         "machine": files.machine(),
     }
 

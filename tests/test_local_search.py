@@ -211,8 +211,11 @@ def test_go_refuses_bad_search_settings():
         GOAgent(finetune_search_options={"temperature": 2.0})
 
 
-def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path):
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path, objective):
     import json
+
+    from placement_gym.backends.simulated import COST_MODEL_VERSION
 
     from .conftest import load_benchmark
 
@@ -225,13 +228,23 @@ def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tm
     assert transfer.main(["--train-models", "tiny_chain", "--test-models", "tiny_branch", "--train-budget", "8",
                           "--finetune", "4", "--scratch-budget", "8", "--optimal-time-limit", "5", "--profile",
                           str(profile), "--untrained-finetune", "--agent-option", "hidden_channels=16",
-                          "--agent-option", "heads=2", "--json", str(out)]) == 0
-    result = json.loads(out.read_text())["results"][0]
+                          "--agent-option", "heads=2", "--objective", objective, "--json", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert (written["objective"], written["cost_model_version"]) == (objective, COST_MODEL_VERSION)
+    result = written["results"][0]
     row = result["rows"][0]
     measured = [row[k] for k in ("optimal_s", "zero_shot_s", "finetune_4_s", "untrained_finetune_4_s", "scratch_s")]
     assert row["best_known_s"] == min(measured + [row["best_single_s"]])
     assert "untrained_finetune_4_within_2pct" in result["summary"]
     assert result["summary"]["zero_shot_gap_geomean_pct"] >= 0.0
+    # Under throughput, `replicate` (a deployment, not a placement) is reported beside the placements; on
+    # `free_transfers` tiny_branch's best placement (a pipeline over both devices) beats it.
+    if objective == "throughput":
+        assert row["best_known_s"] < row["replicate_s"]
+        assert result["summary"]["finetune_4_beats_replicate"] == int(row["finetune_4_s"] < row["replicate_s"])
+        assert "replicate" in transfer.markdown(result, [4]).splitlines()[0]
+    else:
+        assert "replicate_s" not in row and "finetune_4_beats_replicate" not in result["summary"]
 
 
 @pytest.mark.parametrize("agent_cls, options", [("post", dict(n_groups=4)), ("hsdag", dict(hidden_channels=16))])

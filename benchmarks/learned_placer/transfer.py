@@ -12,7 +12,9 @@ on an env that draws a training graph per reset (``--train-models``: several spe
 * fine-tuned: the trained agent (reloaded from its checkpoint each time) after ``--finetune`` placements (10
   and 50 by default), its best placement re-measured (distilled into ``predict`` as in any run);
 * the exact optimum of the cost model (``optimal``, with its label: proven, or best found with the bound) and
-  every single device;
+  every single device; under ``--objective throughput`` also ``replicate`` (the whole graph on every device,
+  requests spread over them: the data-parallel deployment a pipeline placement is compared with, not a placement,
+  so never the best known);
 * from scratch: a fresh agent of the same kind for ``--scratch-budget`` placements, and the placements it
   needed to reach the fine-tuned-50 latency (None: not within its budget; the issue's target is >= 4x 50);
 * with ``--untrained-finetune``: the fine-tuning procedure run by a fresh (untrained) agent, its own placement
@@ -131,7 +133,10 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
         row.update(scratch_s=scratch.best_latency_s, scratch_budget=args.scratch_budget,
                    scratch_to_finetuned=None if target is None else _placements_to_reach(scratch.run_summary.curve, target),
                    scratch_curve=scratch.run_summary.curve)
-        found = [v for key, v in row.items() if key.endswith("_s") and key not in ("single_device_s",)
+        if backend.objective == "throughput":
+            row["replicate_s"] = registry.make_agent(registry.load_agent_class("replicate"), {}).learn(
+                env, 1, seed=args.seed).best_latency_s
+        found = [v for key, v in row.items() if key.endswith("_s") and key not in ("single_device_s", "replicate_s")
                  and "agent" not in key and isinstance(v, float)]
         row["best_known_s"] = min(found)
         rows.append(row)
@@ -187,6 +192,9 @@ def summarize(rows: list[dict], finetune: list[int]) -> dict:
                                              else 100 * (_geomean_ratio(rows, f"finetune_{n}_s") - 1)) for n in finetune},
         f"finetune_{k}_within_2pct": sum(r[f"finetune_{k}_s"] is not None and r[f"finetune_{k}_s"] <= 1.02 * _reference(r) for r in rows),
         "scratch_reached_finetuned": sum(r["scratch_to_finetuned"] is not None for r in rows),
+        **({f"finetune_{k}_beats_replicate": sum(r[f"finetune_{k}_s"] is not None and
+                                                 r[f"finetune_{k}_s"] < r["replicate_s"] for r in rows)}
+           if rows and "replicate_s" in rows[0] else {}),
         # Where transfer can save anything: the graphs whose optimum beats the best single device by >= 5%.
         "scratch_to_finetuned_where_optimum_mixes": {r["model"]: r["scratch_to_finetuned"] for r in room},
         **({f"untrained_finetune_{k}_within_2pct": sum(r[f"untrained_finetune_{k}_s"] is not None and
@@ -202,14 +210,17 @@ def _fmt_gap(gap: float | None) -> str:
 def markdown(result: dict, finetune: list[int]) -> str:
     """The markdown table of one agent's run (gaps in % above the optimum)."""
     untrained = bool(result["rows"]) and f"untrained_finetune_{max(finetune)}_s" in result["rows"][0]
-    head = ["test graph", "ops", "optimum ms", "best single", "zero-shot"] + [f"fine-tuned {k}" for k in finetune] + \
+    replicate = bool(result["rows"]) and "replicate_s" in result["rows"][0]
+    head = ["test graph", "ops", "optimum ms", "best single"] + (["replicate"] if replicate else []) + ["zero-shot"] + [f"fine-tuned {k}" for k in finetune] + \
         ([f"untrained, fine-tuned {max(finetune)}"] if untrained else []) + \
         [f"scratch {result['rows'][0]['scratch_budget'] if result['rows'] else ''}", "scratch pl. to ft-" + str(max(finetune))]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in result["rows"]:
         opt = _reference(r)
         cells = [r["model"], str(r["n_ops"]), f"{r['optimal_s'] * 1e3:.3f} ({r['optimal_label'].split(',')[0]})",
-                 _fmt_gap(_gap(r["best_single_s"], opt)), _fmt_gap(_gap(r["zero_shot_s"], opt))]
+                 _fmt_gap(_gap(r["best_single_s"], opt))]
+        cells += [_fmt_gap(_gap(r["replicate_s"], opt))] if replicate else []
+        cells += [_fmt_gap(_gap(r["zero_shot_s"], opt))]
         cells += [_fmt_gap(_gap(r[f"finetune_{k}_s"], opt)) for k in finetune]
         cells += [_fmt_gap(_gap(r[f"untrained_finetune_{max(finetune)}_s"], opt))] if untrained else []
         cells += [_fmt_gap(_gap(r["scratch_s"], opt)),
@@ -223,7 +234,9 @@ def markdown(result: dict, finetune: list[int]) -> str:
                  f"{s['zero_shot_never_worse_than_worst_single']}; beats the best single device on "
                  f"{s['zero_shot_beats_best_single_there']}/{s['graphs_where_optimum_beats_best_single_by_5pct']} graphs "
                  f"where the optimum beats it by >= 5%; fine-tuned-{max(finetune)} within 2% on "
-                 f"{s[f'finetune_{max(finetune)}_within_2pct']}/{len(result['rows'])}")
+                 f"{s[f'finetune_{max(finetune)}_within_2pct']}/{len(result['rows'])}"
+                 + (f"; fine-tuned-{max(finetune)} faster than replicate on "
+                    f"{s[f'finetune_{max(finetune)}_beats_replicate']}/{len(result['rows'])}" if replicate else ""))
     return "\n".join(lines)
 
 
@@ -243,9 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent-option", action="append", metavar="KEY=VALUE", help="agent constructor argument")
     parser.add_argument("--untrained-finetune", action="store_true",
                         help="also run the fine-tuning procedure with a fresh (untrained) agent: what training adds")
+    parser.add_argument("--objective", choices=("latency", "throughput"), default="latency",
+                        help="what a placement is scored by (the env's objective)")
     parser.add_argument("--seed", type=int, default=0)
     args = parse_args_with_results_file(parser, argv, help="write the results here (benchmarks/results/...)")
-    backend = make_backend("simulated", profile=args.profile)
+    backend = make_backend("simulated", profile=args.profile, objective=args.objective)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.agents:
@@ -253,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
             out.append(result)
             print("\n" + markdown(result, args.finetune) + "\n", flush=True)
     if args.json:
-        meta = run_metadata(argv, "SIMULATED latencies (profile " + args.profile + "); gaps are % above the cost "
-                            "model's optimum; test graphs were not trained on")
-        path = files.write_json(args.json, {**meta, "profile": args.profile, "results": out}, overwrite=args.overwrite)
+        meta = run_metadata(argv, f"SIMULATED latencies (profile {args.profile}, objective {args.objective}); gaps "
+                            "are % above the best placement known; test graphs were not trained on")
+        path = files.write_json(args.json, {**meta, "profile": args.profile, "objective": args.objective,
+                                            "results": out}, overwrite=args.overwrite)
         print(f"wrote {path}")
     return 0
 

@@ -469,7 +469,9 @@ def option_sets() -> str:
 TRANSFER_PRESETS = ("paper", "ai_pc", "server", "edge")
 
 
-def _transfer_rows(files: list[str]) -> list[list[str]]:
+def _transfer_rows(files: list[str], replicate: bool = False) -> list[list[str]]:
+    """One row per (file, agent) of `TRANSFER_HEADER`; `replicate`: and how many fine-tuned-50 placements beat
+    `replicate` (throughput files)."""
     rows = []
     for f in files:
         data = load(f)
@@ -483,13 +485,41 @@ def _transfer_rows(files: list[str]) -> list[list[str]]:
                          transfer._fmt_gap(s["finetune_10_gap_geomean_pct"]),
                          transfer._fmt_gap(s["finetune_50_gap_geomean_pct"]),
                          f"{s['finetune_50_within_2pct']}/{n}", f"{s['scratch_reached_finetuned']}/{n}",
-                         f"{result['train_s']:.0f}"])
+                         f"{result['train_s']:.0f}"] + ([f"{s['finetune_50_beats_replicate']}/{n}"] if replicate else []))
     return rows
 
 
 TRANSFER_HEADER = ["agent", "preset", "zero-shot", "never worse than worst single",
                    "beats best single where the optimum is >= 5% better", "fine-tuned 10", "fine-tuned 50",
                    "fine-tuned 50 within 2%", "from scratch (200) reached fine-tuned 50", "train s"]
+
+
+#: Cost model version 2's transfer results: `transfer-v2/PRESET_OBJECTIVE_AGENTS.json`, AGENTS ``go`` (with the
+#: untrained agent's fine-tuning) or ``others`` (every other agent that transfers, in one run per preset).
+TRANSFER_V2 = "transfer-v2"
+TRANSFER_V2_OTHERS = "hsdag rnn placeto ppo ppo-node doppler"
+
+
+def _transfer_v2_command(agents: str, objective: str) -> str:
+    untrained = " --untrained-finetune" if agents == "go" else ""
+    names = "go" if agents == "go" else TRANSFER_V2_OTHERS
+    return (f"python benchmarks/learned_placer/transfer.py --agents {names} --train-models dataset:train "
+            f"--test-models dataset:test --train-budget 200 --profile P --objective {objective}{untrained} --json "
+            f"{RESULTS}/{TRANSFER_V2}/P_{objective}_{agents}.json")
+
+
+def transfer_v2(agents: str, objective: str) -> str:
+    """Cost model version 2: the summary of `agents` (``go`` or ``others``) under `objective` on every preset, and
+    (GO) each preset's table per test graph."""
+    files = [f"{TRANSFER_V2}/{p}_{objective}_{agents}.json" for p in TRANSFER_PRESETS]
+    replicate = objective == "throughput"
+    header = TRANSFER_HEADER + (["fine-tuned 50 faster than `replicate`"] if replicate else [])
+    text = (source(files, _transfer_v2_command(agents, objective)) + " P = " + ", ".join(TRANSFER_PRESETS)
+            + f". Objective: {objective}.\n\n" + md_table(header, _transfer_rows(files, replicate)))
+    if agents == "go":
+        text += "\n\n" + "\n\n".join(f"`{load(f)['profile']}`:\n\n" + transfer.markdown(r, [10, 50])
+                                      for f in files for r in load(f)["results"])
+    return text
 
 
 def transfer_today() -> str:
@@ -900,6 +930,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-test-cases": leaderboard_test_cases,
     "main-job": main_job, "sample-efficiency": sample_efficiency,
     "sample-efficiency-v2": sample_efficiency_v2, "transfer-today": transfer_today,
+    "transfer-v2-go-latency": lambda: transfer_v2("go", "latency"),
+    "transfer-v2-go-throughput": lambda: transfer_v2("go", "throughput"),
+    "transfer-v2-others-latency": lambda: transfer_v2("others", "latency"),
     "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

@@ -1,10 +1,11 @@
 """DOPPLER's imitation stage alone against the heuristic it imitates (SIMULATED): for each zoo model and preset,
-``DopplerAgent(seed=0)`` learns with budget 0 (its default imitation stage, nothing measured), and its own placement
+``DopplerAgent(seed=0)`` learns with budget 0 (its imitation stage alone, of its default length or
+``--imitation-episodes``: DOPPLER's own is 2,000; nothing measured), and its own placement
 (``predict``) is priced under each objective beside the ``critical-path`` baseline's result (its heuristic's
 placement, and the NPU alone where there is one), the heuristic's placement itself and ``dp``'s.
 
     python benchmarks/leaderboard/doppler_imitation.py [--models resnet inception bert]
-        [--presets paper ai_pc server edge] [--out rows.jsonl]
+        [--presets paper ai_pc server edge] [--imitation-episodes N] [--out rows.jsonl]
 
 The imitation stage reads neither the objective nor a measurement (the heuristic plans on the cost model, the policy
 on the observation, both the same under either objective), so it runs once per (model, preset) and its placement is
@@ -31,11 +32,12 @@ from placement_gym.env import DevicePlacementEnv  # noqa: E402
 OBJECTIVES = ("latency", "throughput")
 
 
-def rows_of(model: str, preset: str) -> list[dict]:
-    """The rows of one (model, preset): one per objective."""
+def rows_of(model: str, preset: str, imitation_episodes: "int | None" = None) -> list[dict]:
+    """The rows of one (model, preset): one per objective; `imitation_episodes` None: the agent's default."""
     env = DevicePlacementEnv(model, backend="simulated", profile=preset, objective="latency")
     began = time.time()
-    agent = DopplerAgent(seed=0).learn(env, budget=0, seed=0)
+    options = {} if imitation_episodes is None else {"imitation_episodes": imitation_episodes}
+    agent = DopplerAgent(seed=0, **options).learn(env, budget=0, seed=0)
     wall = time.time() - began
     placement = agent.predict(env.reset(seed=0)[0])
     heuristic, _, _ = critical_path_schedule(env.graph.edge_index, cost_model(env))
@@ -46,6 +48,7 @@ def rows_of(model: str, preset: str) -> list[dict]:
         measured = e.backend.measure(e.graph, placement)
         rows.append({
             "model": model, "preset": preset, "objective": objective, "n_ops": e.graph.n_ops,
+            "imitation_episodes": agent.imitation_episodes,
             "imitation_s": measured.latency_s if measured.ok else None,
             "imitation_error": None if measured.ok else measured.error,
             "critical_path_s": CriticalPath().learn(e, budget=10, seed=0).best_latency_s,
@@ -60,11 +63,13 @@ def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["resnet", "inception", "bert"])
     parser.add_argument("--presets", nargs="+", default=["paper", "ai_pc", "server", "edge"])
+    parser.add_argument("--imitation-episodes", type=int, help="episodes of the imitation stage (default: the "
+                        "agent's; DOPPLER's own: 2000)")
     parser.add_argument("--out", help="append the rows to this JSON-lines file")
     args = parser.parse_args(argv)
     for model in args.models:
         for preset in args.presets:
-            for row in rows_of(model, preset):
+            for row in rows_of(model, preset, args.imitation_episodes):
                 print(json.dumps(row), flush=True)
                 if args.out:
                     with open(args.out, "a", encoding="utf-8") as out:

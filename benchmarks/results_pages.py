@@ -47,7 +47,8 @@ from benchmarks.fidelity import simulator_fidelity as simulator_fidelity_script 
 
 RESULTS = "benchmarks/results"
 PAGES = (sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "results").glob("*.md"))
-         + ["docs/design-decisions.md", "docs/published-benchmarks.md", "docs/agents/learned-placer.md"])
+         + ["docs/design-decisions.md", "docs/published-benchmarks.md", "docs/agents/learned-placer.md",
+            "docs/agents/doppler.md"])
 MARKER = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 #: The commit that made the search a layer of its own: results measured before it ran each learned agent with the
 #: search around it, which is today's ``hybrid:NAME`` (tests/test_search_layer.py pins the seeded results).
@@ -124,7 +125,7 @@ PURE_RERUNS = {
 
 #: The leaderboard re-run under cost model version 2 (`placement_gym.backends.simulated.COST_MODEL_VERSION`), seed
 #: 0 of the zoo so far, every agent with its paper's defaults; the rows the script did not hold when it ran
-#: (`replicate` under throughput) come from the extra folder.
+#: (`replicate` under throughput, `doppler`, `hybrid:doppler`, `critical-path`) come from the extra folder.
 LEADERBOARD_V2 = "leaderboard-v2"
 LEADERBOARD_V2_COMMANDS = {"zoo": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "" local:2` (the ai_pc and '
@@ -137,7 +138,10 @@ LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
     "--objective throughput --unsupported repair --json benchmarks/results/leaderboard-v2-extra/"
     "P_throughput_replicate_seed0.json.gz",
     'bash benchmarks/leaderboard/leaderboard.sh 1000 OUT 1 "P:O" local:2 "doppler hybrid:doppler" (its '
-    "OUT/P_O_seed0.json.gz moved to benchmarks/results/leaderboard-v2-extra/P_O_doppler_seed0.json.gz)"))}
+    "OUT/P_O_seed0.json.gz moved to benchmarks/results/leaderboard-v2-extra/P_O_doppler_seed0.json.gz)",
+    "placement-gym compare --models resnet inception bert --agents critical-path --budget 1000 --seed 0 --profile P "
+    "--objective O --unsupported repair --json benchmarks/results/leaderboard-v2-extra/P_O_critical-path_seed0.json.gz"
+    ))}
 #: folder -> (its commands per graph set, per graph set the folder and commands of the runs that update or add
 #: rows: `leaderboard_table.case_records`)
 BOARDS = {LEADERBOARD: (LEADERBOARD_COMMANDS, PURE_RERUNS), LEADERBOARD_V2: (LEADERBOARD_V2_COMMANDS,
@@ -206,6 +210,46 @@ def leaderboard_v2_summary() -> str:
 
 def leaderboard_v2_cases() -> str:
     return _leaderboard_tables("zoo", summary=False, board=LEADERBOARD_V2)
+
+
+#: Zoo graphs by results name, as the tables name them.
+ZOO_NAMES = {"resnet": "ResNet-50", "inception": "Inception-V3", "bert": "BERT-base"}
+
+
+def doppler_leaderboard() -> str:
+    """DOPPLER's rows of the version-2 leaderboard (seed 0), one table per case that has them: `doppler` (best
+    measured, and its own `predict`), `hybrid:doppler`, the `critical-path` heuristic it imitates, the best placement
+    any agent of the case found, and (throughput) `replicate`; milliseconds (throughput: per inference)."""
+    cases, updates = _leaderboard_cases("zoo", LEADERBOARD_V2), _pure_reruns("zoo", LEADERBOARD_V2)
+    files, blocks = [], []
+    for name, paths in cases.items():
+        extra = updates.get(name, [])
+        if not any(r["agent"] == "doppler" for path in extra for r in leaderboard_table.read(path)["records"]):
+            continue
+        case, _, records = leaderboard_table.case_records(paths, extra)
+        files += [*paths, *extra]
+        by = {(r["agent"], r["model"]): r for r in records}
+        throughput = case.endswith("throughput")
+        lines = []
+        for model, label in ZOO_NAMES.items():
+            best = min(r["latency_s"] for r in records
+                       if r["model"] == model and r["ok"] and r["agent"] != "replicate")
+            ms = [by[(a, model)]["latency_s"] for a in ("doppler", "hybrid:doppler", "critical-path")]
+            row = [label, f"{1e3 * ms[0]:.3f}", f"{1e3 * by[('doppler', model)]['predict_latency_s']:.3f}",
+                   f"{1e3 * ms[1]:.3f}", f"{1e3 * ms[2]:.3f}", f"{1e3 * best:.3f}",
+                   *(f"{100 * (v / best - 1):+.1f}%" for v in (ms[0], ms[1]))]
+            if throughput:
+                row.append(f"{1e3 * by[('replicate', model)]['latency_s']:.3f}")
+            lines.append(row)
+        header = ["model", "`doppler`", "`doppler`'s `predict`", "`hybrid:doppler`", "`critical-path`",
+                  "best found (any agent)", "`doppler` vs best", "`hybrid:doppler` vs best"]
+        blocks.append(f"`{case}`:\n\n" + md_table(header + (["`replicate`"] if throughput else []), lines))
+    if not blocks:
+        return "No results file yet."
+    cited = ", ".join(f"`{path.relative_to(ROOT)}`" for path in files)
+    commands = "` and `".join(LEADERBOARD_V2_EXTRA["zoo"][1][1:])
+    return (f"Commands: `{commands}`  \nResults: {cited}  \n"
+            f"Machine: {_machine(leaderboard_table.read(files[0]))}.\n\n" + "\n\n".join(blocks))
 
 
 def leaderboard_summary() -> str:
@@ -495,9 +539,9 @@ TRANSFER_HEADER = ["agent", "preset", "zero-shot", "never worse than worst singl
 
 
 #: Cost model version 2's transfer results: `transfer-v2/PRESET_OBJECTIVE_AGENTS.json`, AGENTS ``go`` (with the
-#: untrained agent's fine-tuning) or ``others`` (every other agent that transfers, in one run per preset).
+#: untrained agent's fine-tuning) or ``others`` (the other learned agents of version 1's table, one run per preset).
 TRANSFER_V2 = "transfer-v2"
-TRANSFER_V2_OTHERS = "hsdag rnn placeto ppo ppo-node doppler"
+TRANSFER_V2_OTHERS = "hsdag rnn placeto ppo ppo-node"
 
 
 def _transfer_v2_command(agents: str, objective: str) -> str:
@@ -930,9 +974,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-test-cases": leaderboard_test_cases,
     "main-job": main_job, "sample-efficiency": sample_efficiency,
     "sample-efficiency-v2": sample_efficiency_v2, "transfer-today": transfer_today,
+    "doppler-leaderboard": doppler_leaderboard,
     "transfer-v2-go-latency": lambda: transfer_v2("go", "latency"),
-    "transfer-v2-go-throughput": lambda: transfer_v2("go", "throughput"),
-    "transfer-v2-others-latency": lambda: transfer_v2("others", "latency"),
     "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

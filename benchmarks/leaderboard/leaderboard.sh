@@ -32,7 +32,7 @@ seeds="${3:-3}"
 read -r -a cases <<< "${4:-ai_pc:latency ai_pc:throughput edge:latency edge:throughput server:latency server:throughput paper:latency paper:throughput}"
 ray=(); if [ -n "${5:-}" ]; then ray=(--ray "$5"); fi
 learned=(hsdag placeto rnn post go ppo ppo-node doppler)
-agents=(single-device openvino replicate random cheapest greedy topo metis dp local-search "${learned[@]}")
+agents=(single-device openvino replicate random cheapest greedy critical-path topo metis dp local-search "${learned[@]}")
 for a in "${learned[@]}"; do agents+=("hybrid:$a"); done
 agents+=(optimal)
 if [ -n "${6:-}" ]; then read -r -a agents <<< "$6"; fi

@@ -211,7 +211,8 @@ def markdown(result: dict, finetune: list[int]) -> str:
     """The markdown table of one agent's run (gaps in % above the optimum)."""
     untrained = bool(result["rows"]) and f"untrained_finetune_{max(finetune)}_s" in result["rows"][0]
     replicate = bool(result["rows"]) and "replicate_s" in result["rows"][0]
-    head = ["test graph", "ops", "optimum ms", "best single"] + (["replicate"] if replicate else []) + ["zero-shot"] + [f"fine-tuned {k}" for k in finetune] + \
+    head = ["test graph", "ops", "optimum ms", "best single"] + (["replicate"] if replicate else []) + \
+        ["zero-shot"] + [f"fine-tuned {k}" for k in finetune] + \
         ([f"untrained, fine-tuned {max(finetune)}"] if untrained else []) + \
         [f"scratch {result['rows'][0]['scratch_budget'] if result['rows'] else ''}", "scratch pl. to ft-" + str(max(finetune))]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -39,7 +39,7 @@ from .schema import (
     repeated,
 )
 
-__all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_within", "check_same_versions",
+__all__ = ["COST_MODEL_VERSION", "SUITES", "BenchmarkRun", "Suite", "best_known", "best_within", "check_same_versions",
            "estimate_seconds", "format_gap", "has_own_predict", "leaderboard", "leaderboard_markdown", "load_suite",
            "read_results", "reference_path", "reference_records", "run_suite", "score", "write_results"]
 
@@ -481,7 +481,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
-def _best_known(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+def best_known(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
     """(case, model) -> the lowest latency any placement reached (a record's best, a point of its curve or its
     predict); `REPLICATE_AGENT`'s records are no placement, so never the best known."""
     best: dict[tuple[str, str], float] = {}
@@ -524,7 +524,7 @@ def leaderboard(records: Sequence[Mapping[str, Any]], suite: "Suite | Sequence[i
     ("proven" where the exact optimum proved it, else the optimum's lower bound in seconds or None).
     """
     budgets = suite.budgets if isinstance(suite, Suite) else tuple(suite)
-    best = _best_known(records)
+    best = best_known(records)
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in records:
         groups.setdefault((r["case"], r["model"], r["agent"]), []).append(r)
@@ -588,7 +588,7 @@ def score(placements: Mapping[str, Any], suite: "Suite | str | Path", case: str 
     unknown = [m for m in placements if m not in suite.models]
     if unknown:
         raise ValueError(f"models {unknown} are not in suite {suite.name!r} (its models: {', '.join(suite.models)})")
-    best = _best_known(reference_records(suite) if reference is None else reference)
+    best = best_known(reference_records(suite) if reference is None else reference)
     scores = []
     pairs = suite.pairs()
     for case_ in cases:

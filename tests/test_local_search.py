@@ -212,7 +212,7 @@ def test_go_refuses_bad_search_settings():
 
 
 @pytest.mark.parametrize("objective", ["latency", "throughput"])
-def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path, objective):
+def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tmp_path, monkeypatch, objective):
     import json
 
     from placement_gym.backends.simulated import COST_MODEL_VERSION
@@ -225,12 +225,18 @@ def test_the_transfer_benchmark_reports_gaps_against_the_best_known_placement(tm
     # the learned agents' placements that mix the NPU with another device fail: no gap to take).
     profile = free_transfers().save(tmp_path / "free-transfers.json")
     out = tmp_path / "transfer.json"
-    assert transfer.main(["--train-models", "tiny_chain", "--test-models", "tiny_branch", "--train-budget", "8",
+    solved = []  # each test graph's reference (optimum, single devices, replicate) is solved once for all agents
+    monkeypatch.setattr(transfer, "graph_reference",
+                        lambda env, args, solve=transfer.graph_reference: solved.append(env) or solve(env, args))
+    assert transfer.main(["--agents", "go", "go", "--train-models", "tiny_chain", "--test-models", "tiny_branch",
+                          "--train-budget", "8",
                           "--finetune", "4", "--scratch-budget", "8", "--optimal-time-limit", "5", "--profile",
                           str(profile), "--untrained-finetune", "--agent-option", "hidden_channels=16",
                           "--agent-option", "heads=2", "--objective", objective, "--json", str(out)]) == 0
     written = json.loads(out.read_text())
     assert (written["objective"], written["cost_model_version"]) == (objective, COST_MODEL_VERSION)
+    assert len(solved) == 1 and len(written["results"]) == 2
+    assert written["results"][0]["rows"][0]["optimal_s"] == written["results"][1]["rows"][0]["optimal_s"]
     result = written["results"][0]
     row = result["rows"][0]
     measured = [row[k] for k in ("optimal_s", "zero_shot_s", "finetune_4_s", "untrained_finetune_4_s", "scratch_s")]

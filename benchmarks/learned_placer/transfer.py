@@ -99,8 +99,27 @@ def train_agent(name: str, args: argparse.Namespace, backend, seed: int):
     return agent
 
 
-def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> dict:
-    """Train `name` over the training graphs, then every test graph zero-shot, fine-tuned and from scratch."""
+def graph_reference(env: DevicePlacementEnv, args: argparse.Namespace) -> dict:
+    """What every agent of a run is compared with on one test graph, solved once per graph: every single device,
+    the exact optimum (``--optimal-time-limit``) with its label and, under throughput, ``replicate``."""
+    singles = evaluation.single_device_latencies(env)
+    feasible = [v for v in singles.values() if v is not None]
+    optimal = registry.make_agent(registry.load_agent_class("optimal"), {"time_limit_s": args.optimal_time_limit})
+    optimal.learn(env, 1, seed=args.seed)
+    reference = {"optimal_s": float(optimal.best_latency_s), "optimal_label": optimal.plan_info["label"],
+                 "single_device_s": singles, "best_single_s": min(feasible), "worst_single_s": max(feasible)}
+    if env.backend.objective == "throughput":
+        reference["replicate_s"] = registry.make_agent(registry.load_agent_class("replicate"), {}).learn(
+            env, 1, seed=args.seed).best_latency_s
+    return reference
+
+
+def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path,
+              references: dict[str, dict] | None = None) -> dict:
+    """Train `name` over the training graphs, then every test graph zero-shot, fine-tuned and from scratch.
+    `references`: each test graph's `graph_reference` by name, filled as the graphs are met (one dict shared by a
+    run's agents, so the optimum of a graph is solved once)."""
+    references = {} if references is None else references
     cls = registry.load_agent_class(name)
     options = evaluation_options(args)
     started = time.perf_counter()
@@ -111,15 +130,12 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
 
     rows = []
     for model, env in _test_graphs(args.test_models, backend, _features(agent)).items():
-        singles = evaluation.single_device_latencies(env)
-        feasible = [v for v in singles.values() if v is not None]
-        optimal = registry.make_agent(registry.load_agent_class("optimal"), {"time_limit_s": args.optimal_time_limit})
-        optimal.learn(env, 1, seed=args.seed)
-        optimum = float(optimal.best_latency_s)
+        if model not in references:
+            references[model] = graph_reference(env, args)
         zero = cls.load(checkpoint).learn(env, 0, seed=args.seed).run_summary
-        row = {"model": model, "n_ops": env.graph.n_ops, "optimal_s": optimum, "optimal_label": optimal.plan_info["label"],
-               "single_device_s": singles, "best_single_s": min(feasible), "worst_single_s": max(feasible),
+        row = {"model": model, "n_ops": env.graph.n_ops, **references[model],
                "zero_shot_s": zero.predict_latency_s, "zero_shot_agent_ms": 1e3 * zero.agent_s}
+        optimum = row["optimal_s"]
         for k in args.finetune:
             tuned = cls.load(checkpoint).learn(env, k, seed=args.seed)
             row[f"finetune_{k}_s"] = tuned.best_latency_s
@@ -133,9 +149,6 @@ def run_agent(name: str, args: argparse.Namespace, backend, workdir: Path) -> di
         row.update(scratch_s=scratch.best_latency_s, scratch_budget=args.scratch_budget,
                    scratch_to_finetuned=None if target is None else _placements_to_reach(scratch.run_summary.curve, target),
                    scratch_curve=scratch.run_summary.curve)
-        if backend.objective == "throughput":
-            row["replicate_s"] = registry.make_agent(registry.load_agent_class("replicate"), {}).learn(
-                env, 1, seed=args.seed).best_latency_s
         found = [v for key, v in row.items() if key.endswith("_s") and key not in ("single_device_s", "replicate_s")
                  and "agent" not in key and isinstance(v, float)]
         row["best_known_s"] = min(found)
@@ -262,10 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parse_args_with_results_file(parser, argv, help="write the results here (benchmarks/results/...)")
     backend = make_backend("simulated", profile=args.profile, objective=args.objective)
-    out = []
+    out, references = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.agents:
-            result = run_agent(name, args, backend, Path(tmp))
+            result = run_agent(name, args, backend, Path(tmp), references)
             out.append(result)
             print("\n" + markdown(result, args.finetune) + "\n", flush=True)
     if args.json:

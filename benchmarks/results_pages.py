@@ -132,7 +132,12 @@ LEADERBOARD_V2_COMMANDS = {"zoo": (
     'edge cases, stopped in server latency) and `bash benchmarks/leaderboard/leaderboard.sh 1000 '
     'benchmarks/results/leaderboard-v2 1 "paper:latency paper:throughput server:latency server:throughput" local:2 '
     '"single-device openvino replicate random cheapest greedy topo metis dp local-search hsdag placeto rnn post go ppo '
-    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"')}
+    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"'),
+    "test": (
+    'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "CASES" local:2 '
+    '"single-device openvino replicate random cheapest greedy critical-path topo metis dp local-search hsdag placeto '
+    'rnn post go ppo ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo '
+    'hybrid:ppo-node optimal" test')}
 LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
     "placement-gym compare --models resnet inception bert --agents replicate --budget 1000 --seed 0 --profile P "
     "--objective throughput --unsupported repair --json benchmarks/results/leaderboard-v2-extra/"
@@ -210,6 +215,14 @@ def leaderboard_v2_summary() -> str:
 
 def leaderboard_v2_cases() -> str:
     return _leaderboard_tables("zoo", summary=False, board=LEADERBOARD_V2)
+
+
+def leaderboard_v2_test_summary() -> str:
+    return _leaderboard_tables("test", summary=True, board=LEADERBOARD_V2)
+
+
+def leaderboard_v2_test_cases() -> str:
+    return _leaderboard_tables("test", summary=False, board=LEADERBOARD_V2)
 
 
 #: Zoo graphs by results name, as the tables name them.
@@ -649,6 +662,19 @@ def learned_transfer_shipped() -> str:
             + learned_transfer.format_seeds(val["cases"]))
 
 
+#: The shipped checkpoints (cost model version 2) fine-tuned on every test graph: seed 0's tables per graph.
+LEARNED_SHIPPED_FINETUNE = "learned_transfer_shipped_finetune.json"
+
+
+def learned_transfer_v2_cases() -> str:
+    """The shipped checkpoints' zero-shot and fine-tuning figures: per case the geometric means
+    (`learned_transfer.format_seeds`), then each case's table per graph (`learned_transfer.format_case`)."""
+    data = load(LEARNED_SHIPPED_FINETUNE)
+    return (source([LEARNED_SHIPPED_FINETUNE], data["command"]) + "\n\n"
+            + learned_transfer.format_seeds(data["cases"]) + "\n"
+            + "\n".join(learned_transfer.format_case(r) for r in data["cases"]))
+
+
 # --- simulator (SIMULATED) ---------------------------------------------------------------------------------------
 
 def simulator_speed() -> str:
@@ -973,6 +999,7 @@ def algorithm_ablation() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-v2-summary": leaderboard_v2_summary, "leaderboard-v2-cases": leaderboard_v2_cases,
+    "leaderboard-v2-test-summary": leaderboard_v2_test_summary, "leaderboard-v2-test-cases": leaderboard_v2_test_cases,
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
     "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,
     "leaderboard-test-cases": leaderboard_test_cases,
@@ -990,6 +1017,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "published-benchmarks": published, "learned-transfer-seeds": learned_transfer_seeds,
     "learned-transfer-cases": learned_transfer_cases, "learned-transfer-others": learned_transfer_others_table,
     "learned-transfer-shipped": learned_transfer_shipped,
+    "learned-transfer-v2-cases": learned_transfer_v2_cases,
     "sanity-verdict": sanity_verdict, "sanity-curves": sanity_curves,
     "sanity-holdout-verdict": lambda: sanity_verdict("sanity-holdout"),
     "sanity-holdout-curves": lambda: sanity_curves("sanity-holdout"),

@@ -136,6 +136,47 @@ def test_an_episodes_batched_scores_are_those_of_each_step_as_it_was_taken():
     assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("distinct, channels", [(3, 1), (40, 1), (3, 2)],
+                         ids=["few distinct edge features", "every edge its own", "two numbers per edge"])
+def test_the_encoder_gives_each_edge_the_message_of_its_own_matrix(distinct, channels):
+    """`MPNNEncoder` computes one matrix per distinct edge feature and multiplies the edges that share it together
+    (or, where most differ, each edge with its own): the embeddings and the gradients are those of DGL's NNConv,
+    each edge's message ``h_src @ Theta(e)`` summed at its destination, computed edge by edge here."""
+    import torch
+
+    from agents.doppler.policy import MPNNEncoder
+
+    torch.manual_seed(0)
+    n, e, width = 12, 40, 8
+    encoder = MPNNEncoder(5, width, channels, num_layers=3)
+    x = torch.randn(n, 5)
+    edge_index = torch.randint(0, n, (2, e))
+    edge_attr = torch.randn(distinct, channels)[torch.arange(e) % distinct]
+
+    def edge_by_edge() -> torch.Tensor:
+        h = encoder.project(x)
+        hidden = h.unsqueeze(0)
+        for _ in range(encoder.num_layers):
+            summed = torch.zeros(n, width)
+            for k in range(e):
+                theta = encoder.edge_network(edge_attr[k]).view(width, width)
+                summed = summed.index_add(0, edge_index[1, k:k + 1], (h[edge_index[0, k]] @ theta).unsqueeze(0))
+            h, hidden = encoder.gru(torch.relu(summed + encoder.bias).unsqueeze(0), hidden)
+            h = h.squeeze(0)
+        return h
+
+    grads = []
+    outputs = []
+    for forward in (lambda: encoder(x, edge_index, edge_attr), edge_by_edge):
+        encoder.zero_grad()
+        out = forward()
+        (out ** 2).sum().backward()
+        outputs.append(out.detach())
+        grads.append(torch.cat([p.grad.flatten() for p in encoder.parameters()]))
+    assert torch.allclose(outputs[0], outputs[1], rtol=1e-5, atol=1e-6)
+    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+
+
 def test_a_device_outside_hetero_takes_the_whole_graph_or_nothing_in_every_episode():
     # ai_pc's NPU cannot share a model with HETERO: an episode's first placement decides whether it takes every op.
     env = _env("tiny_branch", "ai_pc")
@@ -205,3 +246,25 @@ def test_an_unknown_setting_names_the_accepted_ones():
     with pytest.raises(TypeError) as caught:
         DopplerAgent(n_layers=3)
     assert "n_layers" in str(caught.value) and "num_layers" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_encoder_benchmark_times_both_ways_on_the_same_weights(tmp_path):
+    """benchmarks/performance/doppler_encoder.py: both ways give the same embeddings and gradients up to rounding,
+    and whole runs of each way are timed; the results file says how it was made."""
+    import json
+
+    from agents.doppler.policy import MPNNEncoder
+
+    from .conftest import load_benchmark
+
+    bench = load_benchmark("performance.doppler_encoder")
+    out = tmp_path / "encoder.json"
+    assert bench.main(["--models", "tiny_branch", "--rounds", "2", "--imitation-episodes", "2", "--budget", "2",
+                       "--no-pin", "--json", str(out)]) == 0
+    written = json.loads(out.read_text())
+    row = written["rows"][0]
+    assert row["distinct_edge_features"] < row["edges_both_ways"] * MPNNEncoder.GROUPED_BELOW  # the grouped path ran
+    assert row["max_rel_embedding_difference"] < 1e-5 and row["max_rel_gradient_difference"] < 1e-4
+    assert set(row["run_s"]) == {"grouped", "per_edge"} and row["encoder_speedup"] > 0
+    assert MPNNEncoder.GROUPED_BELOW > 0  # the per-edge runs gave the threshold back
+    assert written["command"].startswith("python") and "cost_model_version" in written

@@ -51,9 +51,12 @@ class MPNNEncoder(nn.Module):
     b)``, ``h = GRU(m, h)``, where ``Theta`` is a small network that turns an edge's features into an H x H matrix
     (an edge-conditioned convolution, DGL's ``NNConv`` with sum aggregation and no self term).
 
-    The convolution is shared by every step and an edge's features do not change, so each edge's matrix is computed
-    once per forward pass and used by every step (the same numbers as recomputing it per step, as DGL does, at a
-    sixth of the cost).
+    An edge's matrix depends on its features alone, and a graph's edges have few distinct features (DOPPLER's is
+    its tensor's transfer time: one value per tensor size), so the network turns each distinct feature into its
+    matrix once per forward pass, for every step, and each step multiplies the messages of all the edges that
+    share a matrix in one product: the same numbers as DGL's per-edge products up to float rounding, for a
+    fraction of the work (benchmarks/performance/doppler_encoder.py). Where most edges' features differ, each edge
+    takes its own matrix in one batched product (`GROUPED_BELOW`).
 
     Args:
         in_channels: F, node feature width; hidden_channels: H; edge_channels: edge feature width;
@@ -61,6 +64,10 @@ class MPNNEncoder(nn.Module):
 
     Shapes: x (N, F), edge_index (2, E), edge_attr (E, edge_channels) -> (N, H).
     """
+
+    #: The edges share matrices in groups while distinct features are fewer than this share of the edges; above
+    #: it, one matrix product per group costs more than one batched product over the edges' own matrices.
+    GROUPED_BELOW = 0.25
 
     def __init__(self, in_channels: int, hidden_channels: int, edge_channels: int = 1, num_layers: int = 6) -> None:
         super().__init__()
@@ -74,11 +81,26 @@ class MPNNEncoder(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
         h = self.project(x)
         n, width = h.shape
-        src, dst = edge_index
-        theta = self.edge_network(edge_attr).view(-1, width, width)  # (E, H, H), once for every step
+        if edge_attr.shape[1] == 1:  # one number per edge (DOPPLER's): unique values, far faster than unique rows
+            values, kind = torch.unique(edge_attr.view(-1), return_inverse=True)
+            features = values.unsqueeze(1)  # (U, 1)
+        else:
+            features, kind = torch.unique(edge_attr, dim=0, return_inverse=True)  # (U, edge_channels), (E,)
+        theta = self.edge_network(features).view(-1, width, width)  # (U, H, H), once for every step
+        grouped = features.shape[0] < self.GROUPED_BELOW * kind.numel()
+        if grouped:  # the edges in order of their matrix: group u is the next counts[u] edges
+            order = torch.argsort(kind, stable=True)
+            src, dst = edge_index[:, order]
+            counts = torch.bincount(kind, minlength=features.shape[0]).tolist()
+        else:
+            src, dst = edge_index
+            theta = theta[kind]  # (E, H, H)
         hidden = h.unsqueeze(0)
         for _ in range(self.num_layers):
-            message = torch.bmm(h[src].unsqueeze(1), theta).squeeze(1)  # (E, H)
+            if grouped:
+                message = torch.cat([h_u @ theta_u for h_u, theta_u in zip(h[src].split(counts), theta.unbind(0))])
+            else:
+                message = torch.bmm(h[src].unsqueeze(1), theta).squeeze(1)  # (E, H)
             summed = torch.zeros(n, width, dtype=h.dtype).index_add(0, dst, message) + self.bias
             h, hidden = self.gru(torch.relu(summed).unsqueeze(0), hidden)
             h = h.squeeze(0)

@@ -296,6 +296,28 @@ def test_finetuning_rows_read_pure_rl_and_hybrid_runs_at_each_budget(tmp_path):
     assert again["curve"] == pure["curve"]
 
 
+def test_a_throughput_case_sets_replicate_beside_the_placements_without_counting_it_as_best_known(tmp_path):
+    """Under throughput every graph's row has `replicate` (the whole graph on every device): its gap, whether the
+    zero-shot placement beats it, and the tables' columns; the best known stays the placements'."""
+    transfer = load_benchmark("learned_placer.learned_transfer")
+    agent = ImitationAgent(seed=0, **SMALL)
+    agent.learn(label_env(TRAIN[0], PRESET, "throughput", agent.feature_families), 2, seed=0)
+    path = agent.save(transfer.checkpoint_path(tmp_path, PRESET, "throughput", 0))
+    args = argparse.Namespace(checkpoints=tmp_path, search_budget=5, optimal_s=1.0, workers=1, ray=None,
+                              finetune=[], labels=tmp_path / "labels")
+    result = transfer.evaluate_case(PRESET, "throughput", 0, [UNSEEN], args)
+    [row] = result["rows"]
+    env = label_env(UNSEEN, PRESET, "throughput", agent.feature_families)
+    replicate = registry.make_agent("replicate").learn(env, 1, seed=0).best_latency_s
+    assert row["replicate_s"] == replicate and row["best_known_s"] <= row["zero_shot_s"]
+    assert row["replicate_gap"] == pytest.approx(100 * (replicate / row["best_known_s"] - 1))
+    assert row["beats_replicate"] == (row["zero_shot_s"] < replicate * (1 - transfer.TIE))
+    assert result["summary"]["beats_replicate"] == int(row["beats_replicate"])
+    assert "| replicate | beats classical | beats replicate |" in transfer.format_case(result)
+    assert "beats `replicate` |" in transfer.format_seeds([result]).splitlines()[0]
+    assert path.exists()
+
+
 def test_other_learned_agents_train_on_the_same_graphs_and_are_set_beside_it_against_one_best_known(tmp_path):
     transfer = load_benchmark("learned_placer.learned_transfer")
     others = load_benchmark("learned_placer.learned_transfer_others")

@@ -14,7 +14,9 @@ reference label (`agents.imitation.labels.compute_label` with ``--optimal-s`` an
 ``--labels``, the shipped ones by default, as the training labels are): `cheapest`,
 `dp`, `topo`, `metis`, every single device, `local-search` and `optimal`; the *best known* is the fastest of all
 of these and the zero-shot placement itself. Gaps are % above the best known. The table says per graph the
-zero-shot gap, the best classical planner's (best of dp / cheapest / topo / metis), the best single device's, and
+zero-shot gap, the best classical planner's (best of dp / cheapest / topo / metis), the best single device's (under
+throughput also ``replicate``'s: the whole graph on every device, a deployment beside the placements, never the best
+known, and whether the zero-shot placement beats it), and
 per case the geometric means, how many graphs the placer beats the best classical planner on, how many it is
 worse than the best single device on, and the wall times of predict, dp and optimal. All figures SIMULATED.
 
@@ -45,6 +47,7 @@ from agents.imitation import ImitationAgent
 from agents.imitation.labels import LabelCache, LabelSettings, label_env, labels_for, validation_graphs
 from agents.imitation.training import place_zero_shot
 from agents.search.hybrid import SearchAround
+from placement_gym import registry
 from placement_gym.benchmark import best_within
 from placement_gym.env import model_list
 from placement_gym.files import write_json
@@ -132,6 +135,9 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
         reference_best = min(feasible)
         runs = {mode: finetune(path, mode, reference.graph, preset, objective, budgets, seed)
                 for mode in FINETUNE_MODES} if budgets else {}
+        # Under throughput, the whole model on every device (a deployment, not a placement: never the best known)
+        replicate = registry.make_agent("replicate", {}).learn(env, 1, seed=seed).best_latency_s \
+            if objective == "throughput" else None
         best = min([reference_best] + [v for run in runs.values() for v in _measured(run)])
         singles = [v for k, v in planners.items() if k.startswith("single:") and v is not None]
         classical = [planners[k] for k in CLASSICAL if planners.get(k) is not None]
@@ -152,6 +158,9 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
             **{f"{k}_gap": gap(planners.get(k)) for k in (*CLASSICAL, "local-search", "optimal")},
             "best_classical_gap": gap(min(classical)), "best_single_gap": gap(min(singles)),
             "beats_best_classical": zero is not None and zero < min(classical) * (1 - TIE),
+            **({"replicate_s": replicate, "replicate_gap": gap(replicate),
+                "beats_replicate": zero is not None and (replicate is None or zero < replicate * (1 - TIE))}
+               if objective == "throughput" else {}),
             "worse_than_best_single": zero is None or zero > min(singles) * (1 + TIE),
             "dp_s": reference.planners["dp"]["seconds"],
             "optimal_s": reference.planners.get("optimal", {}).get("seconds"),
@@ -165,6 +174,8 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
                         for k in ("zero_shot", *CLASSICAL, "best_classical", "best_single")},
         "beats_best_classical": sum(r["beats_best_classical"] for r in rows),
         "worse_than_best_single": sum(r["worse_than_best_single"] for r in rows),
+        **({"replicate_geomean_gap": geomean_gap([r["replicate_gap"] for r in rows if r["replicate_gap"] is not None]),
+            "beats_replicate": sum(r["beats_replicate"] for r in rows)} if objective == "throughput" else {}),
         "predict_s_median": float(np.median([r["predict_s"] for r in rows])),
         "dp_s_median": float(np.median([r["dp_s"] for r in rows])),
         "optimal_s_median": float(np.median([r["optimal_s"] for r in rows if r["optimal_s"] is not None])),
@@ -207,22 +218,29 @@ def format_case(result: dict) -> str:
     """The markdown table of one case (with a column per fine-tuning mode and budget when it was fine-tuned)."""
     s = result["summary"]
     columns = _finetune_columns(s)
+    replicate = "beats_replicate" in s  # a throughput case measured since `replicate` was added
     extra = "".join(f" {FINETUNE_LABELS[mode]} @{b} |" for mode, b in columns)
     lines = [f"### {s['preset']} {s['objective']} (seed {s['seed']})", "",
              "| graph | ops | zero-shot |" + extra + "".join(f" {k} |" for k in CLASSICAL)
-             + " best classical | best single | beats classical |",
-             "|---|---:|---:|" + "---:|" * (len(columns) + len(CLASSICAL) + 2) + ":-:|"]
+             + " best classical | best single |" + (" replicate |" if replicate else "") + " beats classical |"
+             + (" beats replicate |" if replicate else ""),
+             "|---|---:|---:|" + "---:|" * (len(columns) + len(CLASSICAL) + 2 + replicate) + ":-:|"
+             + (":-:|" if replicate else "")]
     for r in result["rows"]:
         tuned = "".join(f" {_pct(r['finetune'][mode]['gap'][b])} |" for mode, b in columns)
         classical = "".join(f" {_pct(r[f'{k}_gap'])} |" for k in CLASSICAL)
         lines.append(f"| {r['model']} | {r['n_ops']} | {_pct(r['zero_shot_gap'])} |{tuned}{classical} "
-                     f"{_pct(r['best_classical_gap'])} | {_pct(r['best_single_gap'])} | "
-                     f"{'yes' if r['beats_best_classical'] else 'no'} |")
+                     f"{_pct(r['best_classical_gap'])} | {_pct(r['best_single_gap'])} |"
+                     + (f" {_pct(r['replicate_gap'])} |" if replicate else "")
+                     + f" {'yes' if r['beats_best_classical'] else 'no'} |"
+                     + (f" {'yes' if r['beats_replicate'] else 'no'} |" if replicate else ""))
     g = s["geomean_gap"]
     tuned = "".join(f" {_pct(s['finetune'][mode]['geomean_gap'][b])} |" for mode, b in columns)
     classical = "".join(f" {_pct(g[k])} |" for k in CLASSICAL)
     lines.append(f"| **geomean** | | **{_pct(g['zero_shot'])}** |{tuned}{classical} {_pct(g['best_classical'])} | "
-                 f"{_pct(g['best_single'])} | {s['beats_best_classical']}/{s['graphs']} |")
+                 f"{_pct(g['best_single'])} |" + (f" {_pct(s['replicate_geomean_gap'])} |" if replicate else "")
+                 + f" {s['beats_best_classical']}/{s['graphs']} |"
+                 + (f" {s['beats_replicate']}/{s['graphs']} |" if replicate else ""))
     lines += ["", f"Geometric means over the {s['graphs'] - s['zero_shot_failed']} graphs whose zero-shot placement "
               f"ran ({s['zero_shot_failed']} failed: out of memory or unsupported). "
               f"Worse than the best single device on {s['worse_than_best_single']}/{s['graphs']} graphs (a failure "
@@ -269,15 +287,23 @@ def format_seeds(results: list[dict]) -> str:
         cases.setdefault((s["preset"], s["objective"]), []).append(s)
         labels.setdefault((s["preset"], s["objective"]), []).append(
             geomean_gap([reference_gap(r) for r in result["rows"]]))
+    # Throughput cases measured since `replicate` was added say how often the zero-shot placement beats it
+    replicate = any("beats_replicate" in s for ss in cases.values() for s in ss)
     lines = ["| case | seeds | zero-shot geomean per seed | reference labels per seed | beats best classical | "
-             "worse than best single |", "|---|---:|---|---|---:|---:|"]
+             "worse than best single |" + (" `replicate` per seed | beats `replicate` |" if replicate else ""),
+             "|---|---:|---|---|---:|---:|" + ("---|---:|" if replicate else "")]
     for (preset, objective), summaries in cases.items():
         gaps = ", ".join(_pct(s["geomean_gap"]["zero_shot"]) for s in summaries)
         reference = ", ".join(_pct(g) for g in labels[(preset, objective)])
         graphs = sum(s["graphs"] for s in summaries)
-        lines.append(f"| {preset} {objective} | {len(summaries)} | {gaps} | {reference} | "
-                     f"{sum(s['beats_best_classical'] for s in summaries)}/{graphs} | "
-                     f"{sum(s['worse_than_best_single'] for s in summaries)}/{graphs} |")
+        row = (f"| {preset} {objective} | {len(summaries)} | {gaps} | {reference} | "
+               f"{sum(s['beats_best_classical'] for s in summaries)}/{graphs} | "
+               f"{sum(s['worse_than_best_single'] for s in summaries)}/{graphs} |")
+        if replicate:
+            row += (f" {', '.join(_pct(s['replicate_geomean_gap']) for s in summaries)} | "
+                    f"{sum(s['beats_replicate'] for s in summaries)}/{graphs} |"
+                    if all("beats_replicate" in s for s in summaries) else " - | - |")
+        lines.append(row)
     columns = next((_finetune_columns(s) for ss in cases.values() for s in ss if s.get("finetune")), [])
     if columns:
         lines += ["", "| case | seeds | "

@@ -1009,6 +1009,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "transfer-v2-go-latency": lambda: transfer_v2("go", "latency"),
     "transfer-v2-go-throughput": lambda: transfer_v2("go", "throughput"),
     "transfer-v2-others-latency": lambda: transfer_v2("others", "latency"),
+    "transfer-v2-others-throughput": lambda: transfer_v2("others", "throughput"),
     "transfer-all": transfer_all,
     "simulator-speed": simulator_speed, "simulator-batched": simulator_batched, "simulator-simpy": simulator_simpy,
     "simulator-fidelity": simulator_fidelity, "simulator-fidelity-v2": simulator_fidelity_v2, "real-noise": real_noise, "real-noise-variants": real_noise_variants,

@@ -32,7 +32,7 @@ listed on docs/agents/doppler.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -140,12 +140,13 @@ class Episode:
     matched: int = 0
 
 
-def _choose(logits: Tensor, epsilon: float, rng: np.random.Generator) -> int:
-    """Epsilon-greedy (DOPPLER): a uniformly random allowed index with probability `epsilon`, else the argmax."""
+def _choose(logits: Callable[[], Tensor], allowed: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
+    """Epsilon-greedy (DOPPLER): with probability `epsilon` a uniformly random index of `allowed` (the choices the
+    policy's scores do not forbid), else the argmax of the scores, which `logits` computes only then (a random
+    decision needs no network call; the update scores every decision afterwards, `DopplerAgent.episode`)."""
     if epsilon > 0 and rng.random() < epsilon:
-        allowed = torch.isfinite(logits).nonzero().view(-1).tolist()
         return int(allowed[int(rng.integers(len(allowed)))])
-    return int(torch.argmax(logits))
+    return int(torch.argmax(logits()))
 
 
 def _descend(optimizer: torch.optim.Optimizer, loss: "Tensor | float") -> float:
@@ -263,8 +264,8 @@ class DopplerAgent(BaseAgent):
                 if len(ready) == 1:
                     op = ready[0]
                 else:
-                    node_logits = policy.selection.logits(graph, selection, torch.as_tensor(ready))
-                    pick = _choose(node_logits, epsilon, rng)
+                    pick = _choose(lambda: policy.selection.logits(graph, selection, torch.as_tensor(ready)),
+                                   np.arange(len(ready)), epsilon, rng)
                     op = ready[pick]
                     if grad:
                         sel_steps.append(step)
@@ -284,9 +285,9 @@ class DopplerAgent(BaseAgent):
                     device = int(allowed[0])
                 else:
                     state = device_state(schedule, op)
-                    device_logits = policy.placement.logits(graph, placement, op, state, torch.from_numpy(placed),
-                                                            mask)
-                    device = _choose(device_logits, epsilon, rng)
+                    device = _choose(lambda: policy.placement.logits(graph, placement, op, state,
+                                                                     torch.from_numpy(placed), mask),
+                                     allowed, epsilon, rng)
                     if grad:
                         plc_steps.append(step)
                         plc_ops.append(op)

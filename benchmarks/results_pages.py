@@ -569,10 +569,13 @@ def _transfer_v2_command(agents: str, objective: str) -> str:
 def transfer_v2(agents: str, objective: str) -> str:
     """Cost model version 2: the summary of `agents` (``go`` or ``others``) under `objective` on every preset, and
     (GO) each preset's table per test graph."""
-    files = [f"{TRANSFER_V2}/{p}_{objective}_{agents}.json" for p in TRANSFER_PRESETS]
+    presets = [p for p in TRANSFER_PRESETS if (ROOT / RESULTS / TRANSFER_V2 / f"{p}_{objective}_{agents}.json").exists()]
+    if not presets:
+        return f"No results file yet: `{_transfer_v2_command(agents, objective)}` writes them."
+    files = [f"{TRANSFER_V2}/{p}_{objective}_{agents}.json" for p in presets]  # the presets run so far
     replicate = objective == "throughput"
     header = TRANSFER_HEADER + (["fine-tuned 50 faster than `replicate`"] if replicate else [])
-    text = (source(files, _transfer_v2_command(agents, objective)) + " P = " + ", ".join(TRANSFER_PRESETS)
+    text = (source(files, _transfer_v2_command(agents, objective)) + " P = " + ", ".join(presets)
             + f". Objective: {objective}.\n\n" + md_table(header, _transfer_rows(files, replicate)))
     if agents == "go":
         text += "\n\n" + "\n\n".join(_transfer_graph_tables(files))

@@ -523,6 +523,7 @@ def test_a_checkpoint_ships_for_every_preset_and_objective_with_its_record_and_m
         card = shipped.model_card(preset, objective)
         assert record["labels_sha256"] in card and shipped.REBUILD.format(preset=preset, objective=objective) in card
         assert "python benchmarks/learned_placer/learned_transfer.py" in card  # its val and test figures, by command
+        assert ("beats `replicate`" in card) == (objective == "throughput")  # every throughput table has it
 
 
 @pytest.mark.parametrize("case", shipped_cases())

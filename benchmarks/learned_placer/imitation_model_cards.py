@@ -64,18 +64,26 @@ def _figures(rows: list[dict]) -> dict:
             "best_classical": geomean_gap([r["best_classical_gap"] for r in ran]),
             "best_single": geomean_gap([r["best_single_gap"] for r in ran]),
             "beats": sum(r["beats_best_classical"] for r in rows),
-            "worse": sum(r["worse_than_best_single"] for r in rows)}
+            "worse": sum(r["worse_than_best_single"] for r in rows),
+            # throughput: the whole graph on every device, beside the placements (never the best known)
+            **({"replicate": geomean_gap([r["replicate_gap"] for r in rows if r["replicate_gap"] is not None]),
+                "beats_replicate": sum(r["beats_replicate"] for r in rows)}
+               if rows and "replicate_gap" in rows[0] else {})}
 
 
 def _figure_row(name: str, f: dict) -> str:
     failed = f" ({f['failed']} failed)" if f["failed"] else ""
     return (f"| {name} | {f['graphs']} | {_pct(f['zero_shot'])}{failed} | {_pct(f['reference'])} | {_pct(f['dp'])} | "
             f"{_pct(f['best_classical'])} | {_pct(f['best_single'])} | {f['beats']}/{f['graphs']} | "
-            f"{f['worse']}/{f['graphs']} |")
+            f"{f['worse']}/{f['graphs']} |"
+            + (f" {_pct(f['replicate'])} | {f['beats_replicate']}/{f['graphs']} |" if "replicate" in f else ""))
 
 
-FIGURE_HEADER = ("| graphs | n | zero-shot | reference label | dp | best classical | best single device | beats best "
-                 "classical | worse than best single |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+def figure_header(replicate: bool) -> str:
+    """The figures' table head; `replicate`: with `replicate`'s gap and how many graphs the placer beats it on."""
+    return ("| graphs | n | zero-shot | reference label | dp | best classical | best single device | beats best "
+            "classical | worse than best single |" + (" `replicate` | beats `replicate` |" if replicate else "")
+            + "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if replicate else ""))
 
 
 def _graphs_line(graphs: list[str]) -> str:
@@ -147,7 +155,7 @@ def card(preset: str, objective: str, record: dict, test: dict | None, val: dict
                       "(the commands of `benchmarks/learned_placer/imitation_model_cards.py` make it).", ""]
             continue
         rows = case["rows"]
-        lines.append(FIGURE_HEADER)
+        lines.append(figure_header(bool(rows) and "replicate_gap" in rows[0]))
         if validation:
             for part, graphs in validation_parts().items():
                 lines.append(_figure_row(part, _figures([r for r in rows if r["model"] in graphs])))

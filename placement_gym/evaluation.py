@@ -49,6 +49,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime
 import numpy as np
 
 from .backends.base import Measurement
+from .backends.replicate import replicated_measurement
 from .env import DevicePlacementEnv
 from .results import REQUIRED_KEYS
 from .schema import repeated
@@ -261,6 +262,16 @@ def single_device_latencies(env) -> dict[str, float | None]:
         m = base.measure(np.full(base.graph.n_ops, d, dtype=np.int64))
         out[name] = float(m.latency_s) if m.ok else None
     return out
+
+
+def replicate_latency(env) -> float | None:
+    """Seconds per inference of `env`'s current graph replicated whole on every device that runs it alone, requests
+    spread over them (what the ``replicate`` baseline reports; `placement_gym.backends.replicate`), or None where
+    no device runs it: the bar a placement is compared with under throughput. Measured afresh outside the episode,
+    not counted as a placement."""
+    base = env.unwrapped
+    m = replicated_measurement(base.backend, base.graph)
+    return float(m.latency_s) if m.ok else None
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -477,5 +488,5 @@ def compare(
 __all__ = [
     "AGENT_MEMBERS", "Agent", "RECORD_KEYS", "RunSummary", "SKIPPABLE", "TakesWarmStarts", "WITHIN_PCT", "add_placements_to_within",
     "agent_name", "check_budget", "compare", "evaluate", "make_record", "model_label",
-    "seed_list", "single_device_latencies", "skip_entry",
+    "replicate_latency", "seed_list", "single_device_latencies", "skip_entry",
 ]

@@ -47,9 +47,9 @@ from agents.imitation import ImitationAgent
 from agents.imitation.labels import LabelCache, LabelSettings, label_env, labels_for, validation_graphs
 from agents.imitation.training import place_zero_shot
 from agents.search.hybrid import SearchAround
-from placement_gym import registry
 from placement_gym.benchmark import best_within
 from placement_gym.env import model_list
+from placement_gym.evaluation import replicate_latency
 from placement_gym.files import write_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -136,8 +136,7 @@ def evaluate_case(preset: str, objective: str, seed: int, graphs: list[str], arg
         runs = {mode: finetune(path, mode, reference.graph, preset, objective, budgets, seed)
                 for mode in FINETUNE_MODES} if budgets else {}
         # Under throughput, the whole model on every device (a deployment, not a placement: never the best known)
-        replicate = registry.make_agent("replicate", {}).learn(env, 1, seed=seed).best_latency_s \
-            if objective == "throughput" else None
+        replicate = replicate_latency(env) if objective == "throughput" else None
         best = min([reference_best] + [v for run in runs.values() for v in _measured(run)])
         singles = [v for k, v in planners.items() if k.startswith("single:") and v is not None]
         classical = [planners[k] for k in CLASSICAL if planners.get(k) is not None]

@@ -109,8 +109,7 @@ def graph_reference(env: DevicePlacementEnv, args: argparse.Namespace) -> dict:
     reference = {"optimal_s": float(optimal.best_latency_s), "optimal_label": optimal.plan_info["label"],
                  "single_device_s": singles, "best_single_s": min(feasible), "worst_single_s": max(feasible)}
     if env.backend.objective == "throughput":
-        reference["replicate_s"] = registry.make_agent(registry.load_agent_class("replicate"), {}).learn(
-            env, 1, seed=args.seed).best_latency_s
+        reference["replicate_s"] = evaluation.replicate_latency(env)
     return reference
 
 

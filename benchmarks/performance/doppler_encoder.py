@@ -13,7 +13,6 @@ and ``--budget`` REINFORCE placements on the simulated ``--profile``), each way.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import time
 from contextlib import contextmanager
@@ -64,17 +63,14 @@ def bench_model(model: str, args: argparse.Namespace) -> dict:
     agent._setup(PolicySpec.from_env(env), args.seed)
     graph = agent.context(env.reset(seed=args.seed)[0])
     encoder = agent.policy.placement.encoder
-    per_edge = copy.deepcopy(encoder)
-    per_edge.GROUPED_BELOW = 0.0
     times = {way: [] for way in WAYS}
+    passes = {}  # way -> (embeddings, gradients) of its last pass
     for k in range(args.rounds):
         for way in (WAYS if k % 2 == 0 else WAYS[::-1]):  # alternate the order to cancel drift
-            seconds, out, grad = _encoder_pass(encoder if way == "grouped" else per_edge, graph)
+            with per_edge_products(way == "per_edge"):
+                seconds, *passes[way] = _encoder_pass(encoder, graph)
             times[way].append(seconds)
-            if way == "grouped":
-                grouped_out, grouped_grad = out, grad
-            else:
-                edge_out, edge_grad = out, grad
+    (grouped_out, grouped_grad), (edge_out, edge_grad) = passes["grouped"], passes["per_edge"]
     runs = {way: [] for way in WAYS}
     for k in range(args.run_rounds):
         for way in (WAYS if k % 2 == 0 else WAYS[::-1]):

@@ -33,6 +33,22 @@ def test_a_chain_goes_to_the_device_where_it_finishes_first():
     assert top_levels(chain, _costs([[3, 1], [3, 1], [3, 1]], 0.5, 2)).tolist() == [2.0, 4.5, 7.0]
 
 
+def test_a_device_change_pays_the_submodel_overhead_too():
+    # 0 -> 1 -> 2; op 0 takes 0.1 s on device 0 and 0.3 s on device 1, ops 1 and 2 take 0.1 s on device 0 and
+    # 0.05 s on device 1; a transfer costs 0.01 s. Without a submodel overhead, ops 1 and 2 move to device 1 (op 1
+    # finishes at 0.1 + 0.01 + 0.05 = 0.16 there against 0.2); with 0.1 s per extra submodel the move would finish
+    # at 0.26, so the chain stays on device 0 (makespan 0.3).
+    chain = np.array([[0, 1], [1, 2]])
+    free = _costs([[0.1, 0.3], [0.1, 0.05], [0.1, 0.05]], 0.01, 2)
+    placement, makespan, _ = critical_path_schedule(chain, free)
+    assert placement.tolist() == [0, 1, 1] and makespan == pytest.approx(0.21)
+    priced = CostModel(op_time_s=free.op_time_s, edge_time_s=free.edge_time_s, submodel_overhead_s=0.1)
+    placement, makespan, _ = critical_path_schedule(chain, priced)
+    assert placement.tolist() == [0, 0, 0] and makespan == pytest.approx(0.3)
+    # The overhead prices a device change, not a tensor: the bottom levels (the selection's priority) ignore it.
+    assert bottom_levels(chain, priced).tolist() == bottom_levels(chain, free).tolist()
+
+
 def test_the_longest_branch_is_scheduled_first_and_the_other_runs_beside_it():
     # 0 -> {1 (4 s), 2 (1 s)} -> 3 on two identical devices, transfers 0.5 s. Op 1 has the larger bottom level, so
     # it goes first, on op 0's device (no transfer: starts at 1); op 2 then starts earliest on the free device

@@ -9,7 +9,7 @@ at a time:
    path from the op to a sink, counting every op's compute time and every tensor's transfer time on the way;
 2. **place**: on the device where it can start (DOPPLER's identical devices) or, here, finish earliest: the device
    is free (the last op placed on it has finished, no back-filling) and its inputs have arrived (a producer on
-   another device adds its tensor's transfer time).
+   another device adds its tensor's transfer time and, here, the cost model's submodel overhead).
 
 Differences from DOPPLER's heuristic, for this project's devices, which are not identical:
 
@@ -19,6 +19,11 @@ Differences from DOPPLER's heuristic, for this project's devices, which are not 
 * the device is the one where the op **finishes** earliest (on identical devices this is the one where it starts
   earliest, DOPPLER's rule; with different speeds the earliest start would put a chain on whichever device is
   listed first);
+* a device change costs the tensor's transfer **plus the cost model's submodel overhead** (``submodel_overhead_s``:
+  the simulator's ``boundary_overhead_s``, what OpenVINO's HETERO pays per extra submodel). DOPPLER's engine has no such cost, so its heuristic prices the
+  transfer alone; here a schedule that ignored it would change devices for savings smaller than the price the env
+  charges for the change. The bottom levels (the selection's static priority) keep the mean transfer alone: the
+  overhead is a price of a device change in the schedule, not of a tensor;
 * ties go to the lowest op index and the lowest device index (DOPPLER draws among tied ops and devices at random);
 * a device outside HETERO (the NPU, ``hetero=False``) never shares the model (the cost model prices it out of every
   op, `agents.baselines.costs.cost_model`); its whole-model placement is a candidate of its own
@@ -123,6 +128,8 @@ class ListSchedule:
         n, d = costs.op_time_s.shape
         self.n_ops, self.n_devices = n, d
         self.usable = usable_devices(costs.op_time_s)
+        # (D, D) the submodel overhead a tensor from device a pays to reach device b (0 on the diagonal)
+        self.change_s = costs.submodel_overhead_s * (1.0 - np.eye(d))
         self.constraints = Constraints.none(n, d) if constraints is None else constraints
         self.preds: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # op -> [(producer, edge id)]
         self.succs: list[list[int]] = [[] for _ in range(n)]
@@ -146,10 +153,13 @@ class ListSchedule:
         return not self.ready
 
     def start_times(self, op: int) -> np.ndarray:
-        """(D,) seconds: the earliest `op` could start on each device (its inputs arrived and the device free)."""
+        """(D,) seconds: the earliest `op` could start on each device (its inputs arrived and the device free); an
+        input from another device arrives after its transfer and the cost model's submodel overhead."""
         arrival = np.zeros(self.n_devices)
         for u, e in self.preds[op]:
-            arrival = np.maximum(arrival, self.finish_s[u] + self.costs.edge_time_s[e, self.placement[u], :])
+            device = self.placement[u]
+            crossing = self.costs.edge_time_s[e, device, :] + self.change_s[device]
+            arrival = np.maximum(arrival, self.finish_s[u] + crossing)
         return np.maximum(arrival, self.device_free_s)
 
     def finish_times(self, op: int) -> np.ndarray:

@@ -11,7 +11,8 @@ heuristic averages them (`agents.baselines.critical_path`).
 The costs come from the observation alone (``node_device_cost``: each op's seconds on each device;
 ``edge_features``: each tensor's bytes; ``device_features``: each device's link bandwidth), so a trained policy
 places any graph from its observation. A tensor crossing from device ``a`` to ``b`` is priced ``bytes /
-min(link_a, link_b)`` (the observation has no per-pair latency); the critical-path teacher of the imitation stage
+min(link_a, link_b)`` (the observation has no per-pair latency), and a device change the observation's
+``submodel_overhead`` (HETERO's cost per extra submodel), as the heuristic prices it; the critical-path teacher of the imitation stage
 plans on the run's own cost model instead, the same tables the ``critical-path`` baseline plans on.
 """
 from __future__ import annotations
@@ -43,7 +44,8 @@ _LINK = DEVICE_FEATURES.index("log10_link_Bps")
 def observed_costs(obs: Mapping[str, Any]) -> CostModel:
     """The cost model an observation describes (module docstring): op seconds (N, D) from ``node_device_cost``
     (`UNSUPPORTED_COST_S` where ``action_mask`` forbids the device), transfer seconds (E, D, D) from the tensors'
-    bytes over the slower link of the two devices (0 on the diagonal)."""
+    bytes over the slower link of the two devices (0 on the diagonal), the submodel overhead from
+    ``submodel_overhead`` (0 where the observation has none)."""
     cost = np.asarray(obs["node_device_cost"], dtype=np.float64)
     mask = np.asarray(obs["action_mask"], dtype=bool) if "action_mask" in obs else np.ones(cost.shape, dtype=bool)
     op_time = np.where(mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S)
@@ -54,7 +56,9 @@ def observed_costs(obs: Mapping[str, Any]) -> CostModel:
     slower = np.minimum(link[:, None], link[None, :])  # (D, D)
     edge_time = edge_bytes[:, None, None] / slower[None]
     edge_time[:, np.arange(d), np.arange(d)] = 0.0
-    return CostModel(op_time_s=op_time, edge_time_s=edge_time, source="the observation")
+    overhead = float(np.asarray(obs["submodel_overhead"]).reshape(-1)[0]) if "submodel_overhead" in obs else 0.0
+    return CostModel(op_time_s=op_time, edge_time_s=edge_time, submodel_overhead_s=overhead,
+                     source="the observation")
 
 
 def _log_us(seconds: np.ndarray) -> np.ndarray:

@@ -146,6 +146,10 @@ LEADERBOARD_V2_EXTRA = {"zoo": ("leaderboard-v2-extra", (
     "OUT/P_O_seed0.json.gz moved to benchmarks/results/leaderboard-v2-extra/P_O_doppler_seed0.json.gz)",
     "placement-gym compare --models resnet inception bert --agents critical-path --budget 1000 --seed 0 --profile P "
     "--objective O --unsupported repair --json benchmarks/results/leaderboard-v2-extra/P_O_critical-path_seed0.json.gz"
+    )), "test": ("leaderboard-v2-test-extra", (
+    "placement-gym compare --models unet-s unet-m unet-l wavenet-s wavenet-m wavenet-l seq2seq-xs seq2seq-s seq2seq-m "
+    "--agents critical-path --budget 1000 --seed 0 --profile P --objective O --unsupported repair --json "
+    "benchmarks/results/leaderboard-v2-test-extra/P_O_test_critical-path_seed0.json.gz",
     ))}
 #: folder -> (its commands per graph set, per graph set the folder and commands of the runs that update or add
 #: rows: `leaderboard_table.case_records`)
@@ -229,10 +233,86 @@ def leaderboard_v2_test_cases() -> str:
 ZOO_NAMES = {"resnet": "ResNet-50", "inception": "Inception-V3", "bert": "BERT-base"}
 
 
+def doppler_sanity() -> str:
+    """DOPPLER's rows of both sanity suites (benchmarks/results/SUITE_doppler.json): per (case, model) the proven
+    optimum, each seed's gap to it, the seeds within 2%, the median beside `random`'s, its own `predict` and the
+    verdict."""
+    files = [f"{suite}_doppler.json" for suite in ("sanity", "sanity-holdout")]
+    files = [f for f in files if (ROOT / RESULTS / f).is_file()]
+    if not files:
+        return "No results file yet: `" + SANITY_COMMAND.format(suite="sanity", agent="doppler") + "` writes one."
+    rows = []
+    for f in files:
+        data = load(f)
+        predicts: dict[tuple, list] = {}
+        for r in data["records"]:
+            if r["agent"] == "doppler":
+                predicts.setdefault((r["case"], r["model"]), []).append(r["predict_latency_s"])
+        for v in data["sanity"]:
+            if v["agent"] != "doppler":
+                continue
+            ms = [f"{1e3 * s:.4f}" for s in predicts[(v["case"], v["model"])]]
+            rows.append(["sanity" if data["suite"] == "sanity" else "holdout", v["case"], v["model"],
+                         f"{1e3 * v['optimum_s']:.4f}", " / ".join(f"{g:+.1f}" for g in v["gap_pct"]),
+                         f"{v['within']}/{len(v['seeds'])}", f"{1e3 * v['median_s']:.4f}",
+                         f"{1e3 * v['random_median_s']:.4f}",
+                         f"{ms[0]} ({len(ms)} seeds)" if len(set(ms)) == 1 else ", ".join(ms),
+                         "pass" if v["passed"] else "fail"])
+    header = ["suite", "case", "model", "optimum ms", "gap % per seed", "seeds within 2%", "median ms",
+              "`random`'s median ms", "`predict` ms", "verdict"]
+    commands = "` and `".join(SANITY_COMMAND.format(suite=s, agent="doppler") for s in ("sanity", "sanity-holdout"))
+    return source(files, commands) + "\n\n" + md_table(header, rows)
+
+
+#: DOPPLER's imitation stage alone against the heuristic it imitates (`benchmarks/leaderboard/doppler_imitation.py`)
+DOPPLER_IMITATION = "doppler_imitation.jsonl"
+DOPPLER_IMITATION_COMMAND = ("python benchmarks/leaderboard/doppler_imitation.py --models resnet inception bert "
+                             f"--presets paper ai_pc server edge --out benchmarks/results/{DOPPLER_IMITATION}")
+ZOO_LABELS = {"resnet": "ResNet-50", "inception": "Inception-V3", "bert": "BERT-base"}
+
+
+def doppler_imitation() -> str:
+    """Per (model, preset, objective): the latency of DOPPLER's imitation stage's own placement beside the
+    `critical-path` baseline's, the heuristic's placement's and `dp`'s, and how many ops it places as the heuristic;
+    the count of rows within 2% of `critical-path` below."""
+    path = ROOT / RESULTS / DOPPLER_IMITATION
+    if not path.is_file():
+        return f"No results file yet: `{DOPPLER_IMITATION_COMMAND}` writes it."
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def ms(seconds: "float | None") -> str:
+        return "fails" if seconds is None else f"{1e3 * seconds:.3f}"
+
+    def versus(a: "float | None", b: float) -> str:
+        return "n/a" if a is None else f"{100 * (a / b - 1):+.1f}%"
+
+    rows, within = [], 0
+    for r in lines:
+        close = r["imitation_s"] is not None and abs(r["imitation_s"] / r["critical_path_s"] - 1) <= 0.02
+        within += close
+        rows.append([ZOO_LABELS.get(r["model"], r["model"]), r["preset"], r["objective"], ms(r["imitation_s"]),
+                     ms(r["critical_path_s"]), ms(r["heuristic_s"]), ms(r["dp_s"]),
+                     versus(r["imitation_s"], r["critical_path_s"]), versus(r["imitation_s"], r["heuristic_s"]),
+                     f"{100 * r['same_ops_as_heuristic']:.1f}%"])
+    header = ["model", "preset", "objective", "imitation ms", "`critical-path` ms", "heuristic's placement ms",
+              "`dp` ms", "imitation vs `critical-path`", "vs the heuristic's placement", "ops as the heuristic"]
+    episodes = sorted({r.get("imitation_episodes") for r in lines} - {None})
+    machine = "the project's 2-core AMD EPYC VM (beside other jobs)"
+    return (f"Command: `{DOPPLER_IMITATION_COMMAND}`  \nResults: `{RESULTS}/{DOPPLER_IMITATION}` "
+            f"({', '.join(map(str, episodes))} imitation episodes)  \nMachine: {machine}.\n\n"
+            + md_table(header, rows) + f"\n\n**Within 2% of `critical-path`: {within} of {len(rows)} rows.**")
+
+
+#: When the critical-path heuristic began to price a device change with the submodel overhead (commit 78aa54a): a
+#: DOPPLER run created before imitated the heuristic without it.
+DOPPLER_HEURISTIC_CHANGE = ("2026-11-28T20:17", "78aa54a")
+
+
 def doppler_leaderboard() -> str:
     """DOPPLER's rows of the version-2 leaderboard (seed 0), one table per case that has them: `doppler` (best
     measured, and its own `predict`), `hybrid:doppler`, the `critical-path` heuristic it imitates, the best placement
-    any agent of the case found, and (throughput) `replicate`; milliseconds (throughput: per inference)."""
+    any agent of the case found, and (throughput) `replicate`; milliseconds (throughput: per inference). Each case
+    says when its DOPPLER runs were made, and whether that was before `DOPPLER_HEURISTIC_CHANGE`."""
     cases, updates = _leaderboard_cases("zoo", LEADERBOARD_V2), _pure_reruns("zoo", LEADERBOARD_V2)
     files, blocks = [], []
     for name, paths in cases.items():
@@ -256,7 +336,13 @@ def doppler_leaderboard() -> str:
             lines.append(row)
         header = ["model", "`doppler`", "`doppler`'s `predict`", "`hybrid:doppler`", "`critical-path`",
                   "best found (any agent)", "`doppler` vs best", "`hybrid:doppler` vs best"]
-        blocks.append(f"`{case}`:\n\n" + md_table(header + (["`replicate`"] if throughput else []), lines))
+        created = max(leaderboard_table.read(p)["created"] for p in extra
+                      if any(r["agent"] == "doppler" for r in leaderboard_table.read(p)["records"]))
+        when, commit = DOPPLER_HEURISTIC_CHANGE
+        stale = (f" **before {commit}**: DOPPLER imitated the heuristic without the submodel overhead"
+                 if created < when else f" (after {commit})")
+        blocks.append(f"`{case}` (DOPPLER's runs: {created[:16].replace('T', ' ')} UTC{stale}):\n\n"
+                      + md_table(header + (["`replicate`"] if throughput else []), lines))
     if not blocks:
         return "No results file yet."
     cited = ", ".join(f"`{path.relative_to(ROOT)}`" for path in files)
@@ -1008,7 +1094,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-test-cases": leaderboard_test_cases,
     "main-job": main_job, "sample-efficiency": sample_efficiency,
     "sample-efficiency-v2": sample_efficiency_v2, "transfer-today": transfer_today,
-    "doppler-leaderboard": doppler_leaderboard,
+    "doppler-leaderboard": doppler_leaderboard, "doppler-sanity": doppler_sanity,
+    "doppler-imitation": doppler_imitation,
     "transfer-v2-go-latency": lambda: transfer_v2("go", "latency"),
     "transfer-v2-go-throughput": lambda: transfer_v2("go", "throughput"),
     "transfer-v2-others-latency": lambda: transfer_v2("others", "latency"),

@@ -268,9 +268,6 @@ def doppler_sanity() -> str:
 DOPPLER_IMITATION = "doppler_imitation.jsonl"
 DOPPLER_IMITATION_COMMAND = ("python benchmarks/leaderboard/doppler_imitation.py --models resnet inception bert "
                              f"--presets paper ai_pc server edge --out benchmarks/results/{DOPPLER_IMITATION}")
-ZOO_LABELS = {"resnet": "ResNet-50", "inception": "Inception-V3", "bert": "BERT-base"}
-
-
 def doppler_imitation() -> str:
     """Per (model, preset, objective): the latency of DOPPLER's imitation stage's own placement beside the
     `critical-path` baseline's, the heuristic's placement's and `dp`'s, and how many ops it places as the heuristic;
@@ -290,7 +287,7 @@ def doppler_imitation() -> str:
     for r in lines:
         close = r["imitation_s"] is not None and abs(r["imitation_s"] / r["critical_path_s"] - 1) <= 0.02
         within += close
-        rows.append([ZOO_LABELS.get(r["model"], r["model"]), r["preset"], r["objective"], ms(r["imitation_s"]),
+        rows.append([ZOO_NAMES.get(r["model"], r["model"]), r["preset"], r["objective"], ms(r["imitation_s"]),
                      ms(r["critical_path_s"]), ms(r["heuristic_s"]), ms(r["dp_s"]),
                      versus(r["imitation_s"], r["critical_path_s"]), versus(r["imitation_s"], r["heuristic_s"]),
                      f"{100 * r['same_ops_as_heuristic']:.1f}%"])

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from agents.baselines import cost_model, critical_path_schedule
+from agents.baselines.critical_path import ListSchedule
 from agents.doppler import DopplerAgent
+from agents.doppler.graph import DEVICE_STATE, GraphContext, device_state
 from placement_gym import DevicePlacementEnv, registry
 from placement_gym.backends.base import shareable_devices
 
@@ -191,6 +193,28 @@ def test_a_device_outside_hetero_takes_the_whole_graph_or_nothing_in_every_episo
         assert on_npu.all() or not on_npu.any()
         kinds.add(bool(on_npu.all()))
     assert kinds == {True, False}  # both kinds of episode happen
+
+
+def test_the_policys_device_state_prices_a_device_change_as_its_teacher_does():
+    # The observation's costs carry its submodel overhead, so the episode's schedule (the device state's earliest
+    # start) charges a change of device what the critical-path teacher charges on the run's cost model.
+    env = _env("tiny_chain", "paper")
+    obs = env.reset(seed=0)[0]
+    observed = GraphContext.of_observation(obs).costs
+    assert observed.submodel_overhead_s == pytest.approx(float(obs["submodel_overhead"][0]))
+    assert observed.submodel_overhead_s > 0
+    assert observed.submodel_overhead_s == pytest.approx(cost_model(env).submodel_overhead_s)
+    schedule = ListSchedule(np.asarray(obs["edge_index"]), observed)
+    first = 0
+    schedule.place(first, 0)
+    consumer = schedule.ready[0]
+    edge = int(np.flatnonzero((np.asarray(obs["edge_index"]) == [[first], [consumer]]).all(axis=0))[0])
+    state = device_state(schedule, consumer)
+    start = DEVICE_STATE.index("earliest_start")
+    # on the other device: the producer's finish, its tensor's transfer and one submodel's overhead
+    assert state[1, start] == pytest.approx(schedule.finish_s[first] + observed.edge_time_s[edge, 0, 1]
+                                            + observed.submodel_overhead_s)
+    assert state[0, start] == pytest.approx(schedule.finish_s[first])
 
 
 def test_the_imitation_stage_takes_the_npu_alone_where_critical_path_answers_with_it():

@@ -20,9 +20,9 @@ Differences from DOPPLER's heuristic, for this project's devices, which are not 
   earliest, DOPPLER's rule; with different speeds the earliest start would put a chain on whichever device is
   listed first);
 * a device change costs the tensor's transfer **plus the cost model's submodel overhead** (``submodel_overhead_s``:
-  the simulator's ``boundary_overhead_s``, what OpenVINO's HETERO pays per extra submodel). DOPPLER's engine has no such cost, so its heuristic prices the
-  transfer alone; here a schedule that ignored it would change devices for savings smaller than the price the env
-  charges for the change. The bottom levels (the selection's static priority) keep the mean transfer alone: the
+  the simulator's ``boundary_overhead_s``, what OpenVINO's HETERO pays per extra submodel). DOPPLER's engine has no
+  such cost, so its heuristic prices the transfer alone; here a schedule that ignored it would change devices for
+  savings smaller than the price the env charges for the change. The bottom levels (the selection's static priority) keep the mean transfer alone: the
   overhead is a price of a device change in the schedule, not of a tensor;
 * ties go to the lowest op index and the lowest device index (DOPPLER draws among tied ops and devices at random);
 * a device outside HETERO (the NPU, ``hetero=False``) never shares the model (the cost model prices it out of every

@@ -12,8 +12,9 @@ The costs come from the observation alone (``node_device_cost``: each op's secon
 ``edge_features``: each tensor's bytes; ``device_features``: each device's link bandwidth), so a trained policy
 places any graph from its observation. A tensor crossing from device ``a`` to ``b`` is priced ``bytes /
 min(link_a, link_b)`` (the observation has no per-pair latency), and a device change the observation's
-``submodel_overhead`` (HETERO's cost per extra submodel), as the heuristic prices it; the critical-path teacher of the imitation stage
-plans on the run's own cost model instead, the same tables the ``critical-path`` baseline plans on.
+``submodel_overhead`` (HETERO's cost per extra submodel), as the heuristic prices it; the critical-path teacher of
+the imitation stage plans on the run's own cost model instead, the same tables the ``critical-path`` baseline plans
+on.
 """
 from __future__ import annotations
 

@@ -297,7 +297,8 @@ def doppler_imitation(name: str = "doppler_imitation.jsonl") -> str:
 
     rows, within = [], 0
     for r in lines:
-        close = r["imitation_s"] is not None and 100 * abs(r["imitation_s"] / r["critical_path_s"] - 1) <= IMITATION_WITHIN_PCT
+        close = (r["imitation_s"] is not None
+                 and 100 * abs(r["imitation_s"] / r["critical_path_s"] - 1) <= IMITATION_WITHIN_PCT)
         within += close
         rows.append([ZOO_NAMES.get(r["model"], r["model"]), r["preset"], r["objective"], ms(r["imitation_s"]),
                      ms(r["critical_path_s"]), ms(r["heuristic_s"]), ms(r["dp_s"]),
@@ -309,7 +310,8 @@ def doppler_imitation(name: str = "doppler_imitation.jsonl") -> str:
     machine = "the project's 2-core AMD EPYC VM (beside other jobs)"
     return (f"Command: `{command}`  \nResults: `{RESULTS}/{name}` "
             f"({', '.join(map(str, episodes))} imitation episodes)  \nMachine: {machine}.\n\n"
-            + md_table(header, rows) + f"\n\n**Within {IMITATION_WITHIN_PCT:g}% of `critical-path`: {within} of {len(rows)} rows.**")
+            + md_table(header, rows)
+            + f"\n\n**Within {IMITATION_WITHIN_PCT:g}% of `critical-path`: {within} of {len(rows)} rows.**")
 
 
 #: When the critical-path heuristic began to price a device change with the submodel overhead (commit 78aa54a): a

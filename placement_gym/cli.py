@@ -188,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--agents", nargs="+",
                          help=f"agent names (default: every registered agent: {', '.join(registry.AGENTS)}); "
                               "prefix 'hybrid:' for an agent with the search layer around it (hybrid:hsdag)")
+    compare.add_argument("--resume", action="store_true",
+                         help="go on with the interrupted compare whose results --json names: its finished runs are "
+                              "kept, not run again, and the file is rewritten with every run (same settings only)")
     compare.add_argument("--ray", metavar="ADDRESS",
                          help="run the (agent, model, seed) runs as Ray tasks: local:N (N at once on this machine) or "
                               "a Ray cluster address whose measurement nodes offer the 'placement_bench' resource "

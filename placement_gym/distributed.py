@@ -459,7 +459,8 @@ def _run_group(run_job: Callable[[dict, list], dict], group: list[dict], warm: l
 
 def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address: str, *,
             warm_started: Callable[[dict], bool], failed: Callable[[dict, Exception], dict],
-            on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
+            on_record: Callable[[dict], None] | None = None,
+            done: Mapping[int, dict] | None = None) -> tuple[list[dict], list[dict]]:
     """Run compare's (agent, model, seed) jobs as Ray tasks: ``(records, skipped)``, records in job order.
 
     Args:
@@ -477,6 +478,9 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
             good: its worker died on every try Ray gave it, or it raised. Called on the driver; the other jobs go
             on (compare reports such a job as skipped, `placement_gym.evaluation.skip_entry`).
         on_record: called on the driver with each record as its task finishes.
+        done: the outcomes (``{"records", "skipped"}``) of jobs finished before, by job index (a resumed
+            ``compare``): not run again, in their place among the records, their best placements among the
+            warm starts of their model.
 
     Longest first, so that the workers finish together: the driver keeps one job more than the cluster runs at
     once in flight and picks each next one by its expected time: first a job of each (model, row) not yet timed
@@ -485,17 +489,23 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
     A model's warm-started groups go as soon as that model's other jobs are done, not after every model's.
     Simulated jobs take one CPU each; jobs on a real backend take one bench unit, so that no two time at once.
     """
+    outcomes: dict[int, dict] = dict(done or {})
+    todo = [job for job in jobs if job["index"] not in outcomes]
+
+    def in_order() -> tuple[list[dict], list[dict]]:
+        ordered = [outcomes[index] for index in sorted(outcomes)]
+        return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
+
+    if not todo:
+        return in_order()
     ray = _ray()
     connect(address)
-    if not jobs:
-        return [], []
     task = ray.remote(_run_group)
-    capacity = _capacity(jobs[0]["real"])
-    outcomes: dict[int, dict] = {}
+    capacity = _capacity(todo[0]["real"])
     took: dict[tuple, float] = {}  # (model, row) -> seconds per job, from its first finished task
-    ready = [[job] for job in jobs if not warm_started(job)]  # groups that may start now
+    ready = [[job] for job in todo if not warm_started(job)]  # groups that may start now
     warm: dict[tuple, list[dict]] = {}
-    for job in jobs:
+    for job in todo:
         if warm_started(job):
             warm.setdefault((job["model"], job["label"]), []).append(job)
     left = Counter(group[0]["model"] for group in ready)  # model -> its jobs not yet done (warm groups wait)
@@ -543,8 +553,7 @@ def compare(jobs: Sequence[dict], run_job: Callable[[dict, list], dict], address
         if id(group) not in starts:
             left[group[0]["model"]] -= 1
         release_warm_groups()
-    ordered = [outcomes[index] for index in sorted(outcomes)]
-    return [r for o in ordered for r in o["records"]], [o["skipped"] for o in ordered if o["skipped"]]
+    return in_order()
 
 
 __all__ = ["BENCH_RESOURCE", "FarmBackend", "GraphPayload", "MeasurementWorker", "compare", "connect", "map_unordered",

@@ -426,6 +426,7 @@ def compare(
     on_record: Callable[[dict], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
     on_skip: Callable[[dict], None] | None = None,
+    done: Mapping[tuple[str, str, int], dict] | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Evaluate every agent on every model: ``(records, skipped)``, ``placements_to_within`` filled over all.
 
@@ -441,6 +442,9 @@ def compare(
         on_plan: called with the number of (agent, seed) runs planned for each model once they are known.
         on_skip: called with ``{"model", "agent", "seeds", "reason"}`` when an agent cannot run on a model;
             the comparison goes on without it.
+        done: records of runs finished before (a resumed ``compare``), by ``(row label, model label, seed)``:
+            not run again, but taken in their place among the records, their best placements given as warm
+            starts as if they had run here.
 
     The envs are not closed here: `make_env` may share one backend between them; the caller owns it.
     """
@@ -466,6 +470,12 @@ def compare(
         found: list[tuple[str, np.ndarray]] = []  # (row label, best placement) of every run so far on this model
         for label, seed, agent in runs:
             if label in failed:  # the same error would repeat for the other seeds
+                continue
+            kept = (done or {}).get((label, label_, seed))
+            if kept is not None:
+                records.append(kept)
+                if kept.get("placement") is not None:  # as agent.best_placement is below
+                    found.append((label, np.asarray(kept["placement"], dtype=np.int64)))
                 continue
             env = envs[None if agent.feature_families is None else tuple(agent.feature_families)]
             if isinstance(agent, TakesWarmStarts):

@@ -23,8 +23,9 @@
 #           pure learned agents' long runs
 #   GRAPHS  zoo (default: ResNet / Inception / BERT) or test (the dataset's test split)
 # Existing results are kept (delete them to re-run); a .running marker keeps a second copy off a (case, seed). A
-# compare that fails or is stopped leaves NAME.partial.json.gz (the runs it finished) and stops the script; the case
-# is skipped until that file is deleted.
+# compare that fails or is stopped leaves NAME.partial.json.gz (the runs it finished) and stops the script; the next
+# start resumes that case (`compare --resume`: its finished runs are kept, not run again; delete the file to start
+# the case afresh).
 set -euo pipefail
 budget="${1:-1000}"
 out="${2:-benchmarks/results/leaderboard}"
@@ -50,16 +51,16 @@ for seed in $(seq 0 $((seeds - 1))); do
     preset="${case%%:*}"; objective="${case##*:}"
     name="$out/${preset}_${objective}${tag}_seed${seed}"; file="$name.json.gz"; part="$name.partial"
     if [ -e "$file" ] || [ -e "$name.json" ] || [ -e "$file.running" ]; then echo "skipped $file"; continue; fi
-    if [ -e "$part.json.gz" ]; then
-      echo "skipped $file: $part.json.gz holds an interrupted run (delete it to re-run)"; continue
-    fi
+    # the log of a resumed case goes on after the interrupted part's
+    resume=(); if [ -e "$part.json.gz" ]; then resume=(--resume); echo "resuming $file from $part.json.gz"
+    else : > "$name.txt"; fi
     marker="$file.running"; touch "$marker"
     # compare writes to NAME.partial.* and the files take their names only once it succeeded: an interrupted
     # compare (which writes the runs it finished) never passes for a finished case
     status=0
     placement-gym compare --models "${models[@]}" --agents "${run[@]}" --budget "$budget" --seed "$seed" \
       --profile "$preset" --objective "$objective" --unsupported repair --json "$part.json.gz" --no-progress \
-      "${ray[@]}" > "$name.txt" 2>&1 || status=$?
+      "${ray[@]}" "${resume[@]}" >> "$name.txt" 2>&1 || status=$?
     rm -f "$marker"
     if [ "$status" != 0 ]; then
       echo "compare exited $status for $file: see $name.txt; the runs it finished are in $part.json.gz" >&2

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import evaluation, registry
+from ..files import MAX_RESULTS_BYTES, versions
 from ..models import load_graph
+from ..schema import MAX_DEVICES, MAX_OPS, NAME, Integer, ListOf, Number, Optional, Plain, Record, Text, read_json
 from .report import check_outputs, interrupted, output_paths, report_results
 from .settings import agent_rows, compare_agent_options, env_factory, seeds_of
 from .signals import signal_handlers_kept
@@ -19,12 +22,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     paths = output_paths(args)
+    done = resumed_runs(args, paths)  # --resume: the runs the --json file holds, which its outputs then replace
     check_outputs(args, paths)
     names = args.agents or list(registry.AGENTS)
     _check_agent_names(names)
     options = compare_agent_options(args.agent_option, names)  # bad options: an error before any run
     make_env, backend = env_factory(args)
-    finished: list = []
+    finished: list = list(done.values())  # what an interruption keeps: the resumed runs too
     seeds = seeds_of(args)
     try:  # around the bar: it is closed, its line ended, before an interruption is reported
         with tqdm(total=0, desc="compare", unit="run", disable=args.no_progress) as bar:
@@ -32,7 +36,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 bar.total += n
                 bar.refresh()
 
-            def done(record: dict) -> None:
+            bar.update(len(done))
+
+            def ran(record: dict) -> None:
                 finished.append(record)
                 bar.set_postfix_str(f"{record['model']}/{record['agent']}")
                 bar.update(1)
@@ -47,12 +53,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 args.planned_runs = len(args.models) * len(rows) * len(seeds)
 
             if args.ray:  # the driver never imports the agents: the Ray workers do, each in parallel
-                records, skipped, missing = _compare_on_ray(args, names, backend, seeds, rows_known, planned, done)
+                records, skipped, missing = _compare_on_ray(args, names, backend, seeds, rows_known, planned, ran,
+                                                            done)
             else:
                 agents, rows, missing = agent_rows(names, backend.device_names, options)
                 rows_known(list(rows), missing)
                 records, skipped = evaluation.compare(args.models, agents, make_env, args.budget, seeds,
-                                                      on_record=done, on_plan=planned, on_skip=skipped_run)
+                                                      on_record=ran, on_plan=planned, on_skip=skipped_run, done=done)
     except KeyboardInterrupt:
         return interrupted(args, finished, paths)
     return report_results(args, records, missing + skipped, paths)
@@ -68,10 +75,10 @@ def _check_agent_names(names: Sequence[str]) -> None:
 
 
 def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, seeds: list[int], rows_known,
-                    on_plan, on_record) -> tuple[list[dict], list[dict], list[dict]]:
+                    on_plan, on_record, done: Mapping[tuple, dict]) -> tuple[list[dict], list[dict], list[dict]]:
     """compare's runs as Ray tasks (`placement_gym.distributed.compare`), records in the serial order:
     ``(records, skipped, missing)``. The table's rows come from `compare_plan` on the workers; the jobs are
-    `compare_jobs`, each run by `compare_job`."""
+    `compare_jobs`, each run by `compare_job`; those `done` holds (`resumed_runs`) are not run again."""
     from .. import distributed
 
     settings = {k: v for k, v in vars(args).items() if k != "func"}
@@ -82,9 +89,11 @@ def _compare_on_ray(args: argparse.Namespace, names: Sequence[str], backend, see
     on_plan(args.planned_runs)
     jobs = compare_jobs(settings, plan["rows"], seeds, real=real)
     warm = set(plan["warm"])
+    kept = {job["index"]: {"records": [done[key]], "skipped": None} for job in jobs
+            if (key := (job["label"], evaluation.model_label(job["model"])[0], job["seed"])) in done}
     records, skipped = distributed.compare(jobs, compare_job, args.ray,
                                            warm_started=lambda j: j["label"] in warm,
-                                           failed=failed_compare_job, on_record=on_record)
+                                           failed=failed_compare_job, on_record=on_record, done=kept)
     evaluation.add_placements_to_within(records)
     return records, skipped, plan["missing"]
 
@@ -159,3 +168,75 @@ def failed_compare_job(job: dict, exc: Exception) -> dict:
     label, _ = evaluation.model_label(job["model"])
     return {"records": [], "skipped": evaluation.skip_entry(label or str(job["model"]), job["label"], [job["seed"]],
                                                             exc)}
+
+
+# ----------------------------------------------------------------------- compare --resume
+#: The arguments that say where the results go or how the runs are spread, not what is measured: a resumed
+#: compare may change them (``planned_runs`` is the count compare itself adds).
+RESUME_FREE = frozenset({"command", "func", "json", "csv", "plot", "overwrite", "no_progress", "resume", "ray",
+                         "planned_runs"})
+#: A compare results file as far as --resume reads it before taking its runs: its settings, and each run's key,
+#: best placement and curve (the rest is plain data, written back as it is).
+_RESUMED_RUN = Record(
+    {"model": NAME, "agent": NAME, "seed": Integer(0, 2**64 - 1),
+     "curve": ListOf(ListOf(Number(0), min_len=2, max_len=2), max_len=10**7)},
+    {"placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
+     "backend_settings": Optional(Record({}, {"cost_model_version": Optional(Integer(0))}, others=Plain()))},
+    others=Plain(max_len=10**7), what="a compare run's record (model, agent, seed, curve, ...)")
+_RESUMED_FILE = Record({"command": Text(max_len=50), "arguments": Record({}, others=Plain()),
+                        "versions": Record({}, others=Text(max_len=500)),
+                        "records": ListOf(_RESUMED_RUN, max_len=1_000_000)})
+
+
+def resumed_runs(args: argparse.Namespace, paths: Mapping[str, Path]) -> dict[tuple[str, str, int], dict]:
+    """``compare --resume``: the records of the --json file (an interrupted compare's, marked incomplete, or a
+    finished one), by ``(row label, model label, seed)``, for `evaluation.compare`'s ``done``; {} without
+    --resume. The file must be a compare of the same settings (every argument but `RESUME_FREE`'s), package
+    versions and cost model; it is read and checked (`placement_gym.schema`) before anything is built, and its
+    outputs (the file itself, the CSV and pictures beside it) are then replaced by the resumed run's
+    (``args.overwrite``), which holds every run they held.
+
+    Raises:
+        ValueError: no --json, no file there, or a file of another command, setting or version (one line naming
+            the first difference)."""
+    if not getattr(args, "resume", False):
+        return {}
+    from ..backends.simulated import COST_MODEL_VERSION
+
+    if "json" not in paths:
+        raise ValueError("--resume goes on with the results file of --json: give --json the interrupted run's file")
+    path = paths["json"]
+    if not Path(path).is_file():
+        raise ValueError(f"--resume: no results file at {path} to go on with (without --resume, compare starts "
+                         "afresh)")
+    data = read_json(path, _RESUMED_FILE, max_bytes=MAX_RESULTS_BYTES, what="compare results file")
+    if data["command"] != "compare":
+        raise ValueError(f"--resume: {path} holds the results of {data['command']!r}, not of compare")
+    ours = json.loads(json.dumps({k: v for k, v in vars(args).items() if k not in RESUME_FREE}, default=str))
+    theirs = {k: v for k, v in data["arguments"].items() if k not in RESUME_FREE}
+    for key in sorted(set(ours) | set(theirs)):
+        if ours.get(key, "(not given)") != theirs.get(key, "(not given)"):
+            flag = "--" + key.replace("_", "-")
+            raise ValueError(f"--resume: {path} was run with {flag} {_shown(theirs.get(key))}, this command has "
+                             f"{flag} {_shown(ours.get(key))}; resume with the same settings")
+    now = versions()
+    for package in sorted(set(now) | set(data["versions"])):
+        if package != "platform" and now.get(package) != data["versions"].get(package):
+            raise ValueError(f"--resume: {path} was run with {package} {data['versions'].get(package)}, this is "
+                             f"{now.get(package)}; runs of different versions are not put in one file")
+    runs: dict[tuple[str, str, int], dict] = {}
+    for record in data["records"]:
+        version = (record.get("backend_settings") or {}).get("cost_model_version")
+        if version is not None and version != COST_MODEL_VERSION:
+            raise ValueError(f"--resume: {path} holds runs priced by cost model version {version}, this is version "
+                             f"{COST_MODEL_VERSION}; start afresh")
+        runs[(record["agent"], record["model"], record["seed"])] = record
+    args.overwrite = True  # the resumed run's outputs replace the file's, holding every run it held
+    return runs
+
+
+def _shown(value) -> str:
+    """An argument's value as a command line shows it: ``--seed 0 1``, ``--profile server``."""
+    if value is None:
+        return "(not given)"
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)

@@ -191,3 +191,35 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path, capsys, command):
     assert (tmp_path / "partial.csv").exists()
     if command == "train":  # the finished seed's checkpoint was written before the interruption
         assert (tmp_path / "partial.seed0.pt").exists() and not (tmp_path / "partial.seed1.pt").exists()
+    if command == "compare":  # resumed, and interrupted again at seed 1: the resumed run is kept as it was
+        assert cli.main(argv + ["--resume"]) == 130
+        again = json.loads(out.read_text())
+        assert again["records"] == data["records"] and again["interrupted"]["finished_runs"] == 1
+
+
+def test_compare_resume_runs_what_the_file_lacks_and_gives_the_uninterrupted_records(tmp_path, capsys):
+    """``compare --resume``: the runs the file holds are kept as they are (not run again), the others run, and the
+    records are those of an uninterrupted compare, the exact optimum's warm starts included; a file of other
+    settings, or none, is refused in one line before any run."""
+    argv = ["compare", "--models", "tiny_chain", "tiny_branch", "--agents", "random", "greedy", "optimal",
+            "--backend", "simulated", "--profile", "paper", "--budget", "5", "--seeds", "2", "--no-progress"]
+    assert cli.main([*argv, "--json", str(tmp_path / "full.json")]) == 0
+    full = json.loads((tmp_path / "full.json").read_text())
+    partial = dict(full, incomplete=True, records=full["records"][:3])  # tiny_chain's random and greedy seed 0
+    partial["records"][0] = dict(partial["records"][0], wall_s=12345.0)  # a run resumed is never run again
+    out = tmp_path / "partial.json"
+    out.write_text(json.dumps(partial))
+    capsys.readouterr()
+    assert cli.main([*argv, "--budget", "6", "--json", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "was run with --budget 5, this command has --budget 6" in err[0]
+    assert cli.main([*argv, "--json", str(tmp_path / "none.json"), "--resume"]) == 2
+    assert "no results file at" in capsys.readouterr().err
+    assert json.loads(out.read_text()) == partial  # the refusals left the file as it was
+
+    assert cli.main([*argv, "--json", str(out), "--resume"]) == 0
+    resumed = json.loads(out.read_text())
+    same = ("model", "agent", "seed", "latency_s", "placement", "curve", "placements_to_within")
+    assert [[r[k] for k in same] for r in resumed["records"]] == [[r[k] for k in same] for r in full["records"]]
+    assert resumed["records"][0]["wall_s"] == 12345.0 and "incomplete" not in resumed
+    assert (tmp_path / "partial.csv").read_text().count("\n") == len(full["records"]) + 1

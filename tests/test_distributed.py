@@ -94,6 +94,13 @@ def test_compare_on_ray_gives_the_serial_records(local_ray, tmp_path):
     same = ("model", "agent", "seed", "latency_s", "placement", "predict_latency_s", "curve", "placements_to_within")
     assert [[r[k] for k in same] for r in farmed] == [[r[k] for k in same] for r in serial]
     assert len(serial) == 2 * (3 + 1 + 1 + 1) * 2  # models x (3 single devices, random, post, optimal) x seeds
+    # resumed on Ray from the first half of the runs: the others run, the optimum warm-started as before
+    half = json.loads((tmp_path / "serial.json").read_text())
+    half = dict(half, incomplete=True, records=half["records"][:len(serial) // 2 + 1])
+    (tmp_path / "resumed.json").write_text(json.dumps(half))
+    assert cli.main([*common, "--json", str(tmp_path / "resumed.json"), "--ray", "local:2", "--resume"]) == 0
+    resumed = json.loads((tmp_path / "resumed.json").read_text())["records"]
+    assert [[r[k] for k in same] for r in resumed] == [[r[k] for k in same] for r in serial]
     for records in (serial, farmed):  # the workers build the agents with the same --agent-option settings
         post = [r for r in records if r["agent"] == "post"]
         assert post and all(r["extra"]["hyperparameters"]["n_groups"] == 4 and r["search"] == [] for r in post)

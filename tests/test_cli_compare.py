@@ -222,4 +222,7 @@ def test_compare_resume_runs_what_the_file_lacks_and_gives_the_uninterrupted_rec
     same = ("model", "agent", "seed", "latency_s", "placement", "curve", "placements_to_within")
     assert [[r[k] for k in same] for r in resumed["records"]] == [[r[k] for k in same] for r in full["records"]]
     assert resumed["records"][0]["wall_s"] == 12345.0 and "incomplete" not in resumed
+    [source] = resumed["resumed_from"]  # where the kept runs were made
+    assert source["runs"] == 3 and source["incomplete"] and source["created"] == full["created"]
+    assert "resumed_from" not in resumed["arguments"]
     assert (tmp_path / "partial.csv").read_text().count("\n") == len(full["records"]) + 1

@@ -174,7 +174,7 @@ def failed_compare_job(job: dict, exc: Exception) -> dict:
 #: The arguments that say where the results go or how the runs are spread, not what is measured: a resumed
 #: compare may change them (``planned_runs`` is the count compare itself adds).
 RESUME_FREE = frozenset({"command", "func", "json", "csv", "plot", "overwrite", "no_progress", "resume", "ray",
-                         "planned_runs"})
+                         "planned_runs", "resumed_from"})
 #: A compare results file as far as --resume reads it before taking its runs: its settings, and each run's key,
 #: best placement and curve (the rest is plain data, written back as it is).
 _RESUMED_RUN = Record(
@@ -185,7 +185,8 @@ _RESUMED_RUN = Record(
     others=Plain(max_len=10**7), what="a compare run's record (model, agent, seed, curve, ...)")
 _RESUMED_FILE = Record({"command": Text(max_len=50), "arguments": Record({}, others=Plain()),
                         "versions": Record({}, others=Text(max_len=500)),
-                        "records": ListOf(_RESUMED_RUN, max_len=1_000_000)})
+                        "records": ListOf(_RESUMED_RUN, max_len=1_000_000)},
+                       {"resumed_from": ListOf(Record({}, others=Plain()), max_len=10_000)})
 
 
 def resumed_runs(args: argparse.Namespace, paths: Mapping[str, Path]) -> dict[tuple[str, str, int], dict]:
@@ -194,7 +195,9 @@ def resumed_runs(args: argparse.Namespace, paths: Mapping[str, Path]) -> dict[tu
     --resume. The file must be a compare of the same settings (every argument but `RESUME_FREE`'s), package
     versions and cost model; it is read and checked (`placement_gym.schema`) before anything is built, and its
     outputs (the file itself, the CSV and pictures beside it) are then replaced by the resumed run's
-    (``args.overwrite``), which holds every run they held.
+    (``args.overwrite``), which holds every run they held. ``args.resumed_from`` says where the kept runs come
+    from (the file's creation, command line, machine and runs, after those it was itself resumed from), which
+    the results file records as ``resumed_from``.
 
     Raises:
         ValueError: no --json, no file there, or a file of another command, setting or version (one line naming
@@ -232,6 +235,10 @@ def resumed_runs(args: argparse.Namespace, paths: Mapping[str, Path]) -> dict[tu
                              f"{COST_MODEL_VERSION}; start afresh")
         runs[(record["agent"], record["model"], record["seed"])] = record
     args.overwrite = True  # the resumed run's outputs replace the file's, holding every run it held
+    args.resumed_from = [*data.get("resumed_from", []),
+                         {"created": data.get("created"), "command_line": data.get("command_line"),
+                          "machine": data.get("machine"), "runs": len(data["records"]),
+                          "incomplete": bool(data.get("incomplete", False))}]
     return runs
 
 

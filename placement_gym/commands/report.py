@@ -179,8 +179,11 @@ def write_results(args: argparse.Namespace, records: list[dict], paths: dict[str
     stop the others. Then `files.OutputError` says, in one line, the first that failed and why, and where the
     records are: the --json file, or, where that was not written, a file `files.keep_records` wrote elsewhere
     (nothing finished is lost to an output error)."""
-    metadata = {"command": args.command, "arguments": {k: v for k, v in vars(args).items() if k != "func"},
+    metadata = {"command": args.command,
+                "arguments": {k: v for k, v in vars(args).items() if k not in ("func", "resumed_from")},
                 "budget": args.budget, **metadata}
+    if getattr(args, "resumed_from", None):  # compare --resume: where the runs it kept were made
+        metadata["resumed_from"] = args.resumed_from
     if sys.argv and sys.argv[0].endswith("placement-gym"):  # run from the shell: keep the exact command line
         metadata["command_line"] = "placement-gym " + " ".join(sys.argv[1:])
     document = results.records_to_json(records, **metadata)

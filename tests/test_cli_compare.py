@@ -205,7 +205,7 @@ def test_compare_resume_runs_what_the_file_lacks_and_gives_the_uninterrupted_rec
             "--backend", "simulated", "--profile", "paper", "--budget", "5", "--seeds", "2", "--no-progress"]
     assert cli.main([*argv, "--json", str(tmp_path / "full.json")]) == 0
     full = json.loads((tmp_path / "full.json").read_text())
-    partial = dict(full, incomplete=True, records=full["records"][:3])  # tiny_chain's random and greedy seed 0
+    partial = dict(full, incomplete=True, records=full["records"][:3])  # tiny_chain's random (2 seeds), greedy seed 0
     partial["records"][0] = dict(partial["records"][0], wall_s=12345.0)  # a run resumed is never run again
     out = tmp_path / "partial.json"
     out.write_text(json.dumps(partial))
@@ -215,6 +215,8 @@ def test_compare_resume_runs_what_the_file_lacks_and_gives_the_uninterrupted_rec
     assert len(err) == 1 and "was run with --budget 5, this command has --budget 6" in err[0]
     assert cli.main([*argv, "--json", str(tmp_path / "none.json"), "--resume"]) == 2
     assert "no results file at" in capsys.readouterr().err
+    assert cli.main([*argv, "--json", str(out), "--csv", str(tmp_path / "full.json"), "--resume"]) == 2
+    assert "--resume replaces only the files beside --json; --csv" in capsys.readouterr().err
     assert json.loads(out.read_text()) == partial  # the refusals left the file as it was
 
     assert cli.main([*argv, "--json", str(out), "--resume"]) == 0

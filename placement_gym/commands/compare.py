@@ -184,7 +184,7 @@ _RESUMED_RUN = Record(
      "backend_settings": Optional(Record({}, {"cost_model_version": Optional(Integer(0))}, others=Plain()))},
     others=Plain(max_len=10**7), what="a compare run's record (model, agent, seed, curve, ...)")
 _RESUMED_FILE = Record({"command": Text(max_len=50), "arguments": Record({}, others=Plain()),
-                        "versions": Record({}, others=Text(max_len=500)),
+                        "versions": Record({}, others=Optional(Text(max_len=500))),
                         "records": ListOf(_RESUMED_RUN, max_len=1_000_000)},
                        {"resumed_from": ListOf(Record({}, others=Plain()), max_len=10_000)})
 
@@ -234,6 +234,10 @@ def resumed_runs(args: argparse.Namespace, paths: Mapping[str, Path]) -> dict[tu
             raise ValueError(f"--resume: {path} holds runs priced by cost model version {version}, this is version "
                              f"{COST_MODEL_VERSION}; start afresh")
         runs[(record["agent"], record["model"], record["seed"])] = record
+    for flag, given in (("--csv", args.csv), ("--plot", args.plot)):  # not beside --json: not the file's own outputs
+        if given and Path(given).exists() and not args.overwrite:
+            raise ValueError(f"--resume replaces only the files beside --json; {flag} {given} exists (add "
+                             "--overwrite to replace it too)")
     args.overwrite = True  # the resumed run's outputs replace the file's, holding every run it held
     args.resumed_from = [*data.get("resumed_from", []),
                          {"created": data.get("created"), "command_line": data.get("command_line"),

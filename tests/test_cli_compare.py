@@ -217,6 +217,10 @@ def test_compare_resume_runs_what_the_file_lacks_and_gives_the_uninterrupted_rec
     assert "no results file at" in capsys.readouterr().err
     assert cli.main([*argv, "--json", str(out), "--csv", str(tmp_path / "full.json"), "--resume"]) == 2
     assert "--resume replaces only the files beside --json; --csv" in capsys.readouterr().err
+    crafted = tmp_path / "crafted.json"  # a latency no run gives would become every row's best known
+    crafted.write_text(json.dumps(dict(partial, records=[dict(partial["records"][0], latency_s=1e-30)])))
+    assert cli.main([*argv, "--json", str(crafted), "--resume"]) == 2
+    assert "records[0].latency_s" in capsys.readouterr().err
     assert json.loads(out.read_text()) == partial  # the refusals left the file as it was
 
     assert cli.main([*argv, "--json", str(out), "--resume"]) == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import evaluation, registry
+from ..benchmark import _CURVE_POINT, MAX_LATENCY_S, MIN_LATENCY_S
 from ..files import MAX_RESULTS_BYTES, versions
 from ..models import load_graph
 from ..schema import MAX_DEVICES, MAX_OPS, NAME, Integer, ListOf, Number, Optional, Plain, Record, Text, read_json
@@ -174,13 +175,15 @@ def failed_compare_job(job: dict, exc: Exception) -> dict:
 #: The arguments that say where the results go or how the runs are spread, not what is measured: a resumed
 #: compare may change them (``planned_runs`` is the count compare itself adds).
 RESUME_FREE = frozenset({"command", "func", "json", "csv", "plot", "overwrite", "no_progress", "resume", "ray",
-                         "planned_runs", "resumed_from"})
+                         "planned_runs"})
 #: A compare results file as far as --resume reads it before taking its runs: its settings, and each run's key,
-#: best placement and curve (the rest is plain data, written back as it is).
+#: best placement, latencies and curve, bounded as a resumed benchmark's are (`placement_gym.benchmark.RUN_RECORD`:
+#: a crafted 1e-30 s would become every row's best known); the rest is plain data, written back as it is.
+_RESUMED_LATENCY = Optional(Number(MIN_LATENCY_S, MAX_LATENCY_S))
 _RESUMED_RUN = Record(
-    {"model": NAME, "agent": NAME, "seed": Integer(0, 2**64 - 1),
-     "curve": ListOf(ListOf(Number(0), min_len=2, max_len=2), max_len=10**7)},
-    {"placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
+    {"model": NAME, "agent": NAME, "seed": Integer(0, 2**64 - 1), "curve": ListOf(_CURVE_POINT, max_len=10**7)},
+    {"latency_s": _RESUMED_LATENCY, "predict_latency_s": _RESUMED_LATENCY,
+     "placement": Optional(ListOf(Integer(0, MAX_DEVICES - 1), max_len=MAX_OPS)),
      "backend_settings": Optional(Record({}, {"cost_model_version": Optional(Integer(0))}, others=Plain()))},
     others=Plain(max_len=10**7), what="a compare run's record (model, agent, seed, curve, ...)")
 _RESUMED_FILE = Record({"command": Text(max_len=50), "arguments": Record({}, others=Plain()),

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from agents.baselines import cost_model, critical_path_schedule
 from agents.baselines.critical_path import ListSchedule
+from agents.core.checkpoint import CheckpointError
 from agents.doppler import DopplerAgent
-from agents.doppler.graph import DEVICE_STATE, GraphContext, device_state
+from agents.doppler.graph import DEVICE_STATE, GraphContext, device_state, link_table
 from placement_gym import DevicePlacementEnv, registry
 from placement_gym.backends.base import shareable_devices
 
@@ -217,6 +219,20 @@ def test_the_policys_device_state_prices_a_device_change_as_its_teacher_does():
     assert state[0, start] == pytest.approx(schedule.finish_s[first])
 
 
+def test_the_policys_schedule_prices_each_link_as_its_teacher_does():
+    # `edge`'s links differ by pair (CPU <-> GPU.0 is faster than either's link to GPU.1); the observation describes
+    # each device's slowest link only, so the policy prices transfers with the link table of the backend it trained
+    # on, and its schedule then charges every tensor on every pair what the teacher's cost model charges.
+    env = _env("tiny_branch", "edge")
+    obs = env.reset(seed=0)[0]
+    teacher = cost_model(env).edge_time_s
+    agent = DopplerAgent(**SMALL, seed=0).learn(env, budget=1, seed=0)
+    assert np.array_equal(agent.links, link_table(env.unwrapped.backend))
+    assert np.allclose(agent.context(obs).costs.edge_time_s, teacher, rtol=1e-5, atol=1e-12)
+    # without the table, a crossing is priced over the slower of the two devices' slowest links
+    assert not np.allclose(GraphContext.of_observation(obs).costs.edge_time_s, teacher, rtol=1e-2, atol=0)
+
+
 def test_the_imitation_stage_takes_the_npu_alone_where_critical_path_answers_with_it():
     # On tiny_chain under ai_pc the critical-path baseline's answer is the NPU alone, a candidate of its own; the
     # teacher wants it at the episode's first placement, so the imitation stage alone places as the baseline does.
@@ -225,7 +241,8 @@ def test_the_imitation_stage_takes_the_npu_alone_where_critical_path_answers_wit
     heuristic.learn(env, budget=5, seed=0)
     npu = int(np.flatnonzero(~shareable_devices(env.unwrapped.backend))[0])
     assert (heuristic.best_placement == npu).all()
-    agent = registry.make_agent("doppler", {**SMALL, "seed": 0})
+    # 20 imitation episodes: 10 reach it on two seeds of three, 20 on all three
+    agent = registry.make_agent("doppler", {**SMALL, "imitation_episodes": 20, "seed": 0})
     agent.learn(env, budget=1, seed=0)
     assert agent.predict(env.reset(seed=0)[0]).tolist() == heuristic.best_placement.tolist()
 
@@ -239,6 +256,13 @@ def test_a_loaded_checkpoint_keeps_the_devices_outside_hetero_it_was_trained_wit
     obs = env.reset(seed=0)[0]
     loaded = DopplerAgent.load(agent.save(tmp_path / "doppler.pt"))
     assert loaded.alone.tolist() == agent.alone.tolist() and loaded.alone.any()
+    assert np.array_equal(loaded.links, agent.links) and agent.links is not None
+    # a link table that is not D x D pairs is refused in one line
+    payload = torch.load(tmp_path / "doppler.pt", weights_only=True)
+    payload["extra"]["links"] = payload["extra"]["links"][:-1]
+    torch.save(payload, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="link table is not square"):
+        DopplerAgent.load(tmp_path / "bad.pt")
     assert loaded.predict(obs).tolist() == agent.predict(obs).tolist()
     graph = loaded.context(obs)
     rng = np.random.default_rng(0)

@@ -43,6 +43,7 @@ from agents.baselines.constraints import Constraints
 from agents.baselines.costs import CostModel, cost_model, standalone_devices
 from agents.baselines.critical_path import ListSchedule, bottom_levels, critical_path_schedule
 from agents.core.base import BaseAgent, PolicySpec
+from agents.core.checkpoint import CheckpointError
 from agents.core.bounds import COEFFICIENT, DEPTH, LEARNING_RATE, SHARE, WIDTH, check_settings, setting
 from agents.core.loop import RunLoop
 from agents.core.run import agent_predict
@@ -52,9 +53,9 @@ from agents.search.node_by_node import graph_key
 from placement_gym.backends.base import shareable_devices
 from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import strip_padding
-from placement_gym.schema import MAX_DEVICES, Boolean, Integer, ListOf
+from placement_gym.schema import MAX_DEVICES, Boolean, Integer, ListOf, Number
 
-from .graph import GraphContext, device_state
+from .graph import GraphContext, device_state, link_table
 from .policy import DopplerPolicy
 
 __all__ = ["DopplerAgent", "DopplerSettings", "Episode", "Teacher"]
@@ -181,8 +182,11 @@ class DopplerAgent(BaseAgent):
     #: schedule (2,000 imitation, 2,000 simulated, 4,000 real episodes) scaled to a tenth, as ``imitation_episodes``
     #: (200) scales its first stage (docs/agents/doppler.md#sim-to-real: what the real phase costs here).
     SIM_TO_REAL_BUDGETS = (200, 400)
-    #: `alone`, kept with the weights: a loaded policy predicts with the devices outside HETERO it was trained with.
-    SAVED_STATE = {"alone": ListOf(Boolean(), max_len=MAX_DEVICES)}
+    #: `alone` and `links`, kept with the weights: a loaded policy predicts with the devices outside HETERO and the
+    #: link table it was trained with.
+    SAVED_STATE = {"alone": ListOf(Boolean(), max_len=MAX_DEVICES),
+                   "links": ListOf(ListOf(ListOf(Number(0.0, 1e3), max_len=2, min_len=2), max_len=MAX_DEVICES),
+                                   max_len=MAX_DEVICES)}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -190,13 +194,34 @@ class DopplerAgent(BaseAgent):
         #: (D,) bool: the devices of the last run's backend that HETERO cannot share (`shareable_devices`: the NPU),
         #: each of which takes the whole graph or nothing; None before a run (the observation does not say).
         self.alone: np.ndarray | None = None
+        #: (D, D, 2) the link table of the last simulated backend trained on (`agents.doppler.graph.link_table`):
+        #: the observation describes each device's slowest link, not each pair; None: price by the observation.
+        self.links: np.ndarray | None = None
 
     def _saved_state(self) -> dict[str, Any]:
-        return {} if self.alone is None else {"alone": [bool(v) for v in self.alone]}
+        saved: dict[str, Any] = {}
+        if self.alone is not None:
+            saved["alone"] = [bool(v) for v in self.alone]
+        if self.links is not None:
+            saved["links"] = self.links.tolist()
+        return saved
 
     def _restore_saved_state(self, saved: Mapping[str, Any]) -> None:
         if "alone" in saved:
             self.alone = np.asarray(saved["alone"], dtype=bool)
+        if "links" in saved:
+            rows = saved["links"]
+            if any(len(row) != len(rows) for row in rows):
+                raise CheckpointError(f"DOPPLER's saved link table is not square ({len(rows)} rows of "
+                                      f"{sorted({len(row) for row in rows})} pairs); expected D rows of D pairs")
+            self.use_links(np.asarray(rows, dtype=np.float64).reshape(len(rows), len(rows), 2))
+
+    def use_links(self, links: np.ndarray | None) -> None:
+        """Price the episodes' transfers with `links` (`link_table`; None: the observation's slowest links); the
+        graphs' contexts built with the former table are dropped."""
+        if (links is None) != (self.links is None) or (links is not None and not np.array_equal(links, self.links)):
+            self._contexts.clear()
+        self.links = links
 
     def alone_devices(self, graph: GraphContext) -> np.ndarray:
         """(D,) bool: `alone` where it describes `graph`'s devices; else none (every device shares the graph)."""
@@ -214,7 +239,7 @@ class DopplerAgent(BaseAgent):
         obs = strip_padding(obs)
         key = graph_key(obs) + (float(np.asarray(obs["node_device_cost"], dtype=np.float64).sum()),)
         if key not in self._contexts:
-            self._contexts[key] = GraphContext.of_observation(obs)
+            self._contexts[key] = GraphContext.of_observation(obs, self.links)
         return self._contexts[key]
 
     def episode(self, graph: GraphContext, rng: np.random.Generator, epsilon: float = 0.0,
@@ -378,8 +403,14 @@ class DopplerAgent(BaseAgent):
         rng = np.random.default_rng(seed)
         obs, _ = run.env.reset(seed=seed)
         fresh = self.policy is None
-        self._setup(PolicySpec.from_env(run.env), seed)
+        spec = PolicySpec.from_env(run.env)
+        self._setup(spec, seed)
         self.alone = ~shareable_devices(run.base.backend)
+        # The link table of a simulated backend; a backend without one (the real backend, after a simulated phase
+        # on a profile of the same devices) keeps the table trained with where it has the run's device count.
+        links = link_table(run.base.backend)
+        if links is not None or (self.links is not None and self.links.shape[0] != spec.n_devices):
+            self.use_links(links)
         self.policy.train()
         # The run loop's named point: a fine-tuning run measures the trained policy's own placement first where
         # ``finetune_from_predict`` asks (off by default: the paper's method measures nothing else).

@@ -8,13 +8,13 @@ identical; here they are not, so an op's cost is its mean time over the devices 
 time, a feature of ours), an edge's its mean transfer time over pairs of distinct devices, as the critical-path
 heuristic averages them (`agents.baselines.critical_path`).
 
-The costs come from the observation alone (``node_device_cost``: each op's seconds on each device;
-``edge_features``: each tensor's bytes; ``device_features``: each device's link bandwidth), so a trained policy
-places any graph from its observation. A tensor crossing from device ``a`` to ``b`` is priced ``bytes /
-min(link_a, link_b)`` (the observation has no per-pair latency), and a device change the observation's
-``submodel_overhead`` (HETERO's cost per extra submodel), as the heuristic prices it; the critical-path teacher of
-the imitation stage plans on the run's own cost model instead, the same tables the ``critical-path`` baseline plans
-on.
+The costs come from the observation (``node_device_cost``: each op's seconds on each device; ``edge_features``:
+each tensor's bytes; ``device_features``: each device's link bandwidth), so a trained policy places any graph from
+its observation. The observation describes each device's slowest link, not each pair of devices, so a tensor
+crossing from device ``a`` to ``b`` is priced with the link table of the devices the policy was trained on where
+there is one (`link_table`: the simulated profile's ``latency + bytes / bandwidth`` per directed pair, what the
+simulator and the critical-path teacher charge), else ``bytes / min(link_a, link_b)``; a device change adds the
+observation's ``submodel_overhead`` (HETERO's cost per extra submodel), as the heuristic prices it.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from placement_gym.backends.base import DEVICE_FEATURES
 from placement_gym.env import UNSUPPORTED_COST_S
 from placement_gym.features import bytes_from_edge_features
 
-__all__ = ["DEVICE_STATE", "GraphContext", "NODE_FEATURES", "device_state", "observed_costs"]
+__all__ = ["DEVICE_STATE", "GraphContext", "NODE_FEATURES", "device_state", "link_table", "observed_costs"]
 
 #: The node features of DOPPLER's ``get_rl_graph`` (with the fastest time added, ours), in log10(1 + microseconds).
 NODE_FEATURES = ("mean_op_time", "min_op_time", "bottom_level", "top_level", "input_transfer", "output_transfer")
@@ -42,20 +42,41 @@ DEVICE_STATE = ("compute_on_device", "input_compute_on_device", "inputs_first_st
 _LINK = DEVICE_FEATURES.index("log10_link_Bps")
 
 
-def observed_costs(obs: Mapping[str, Any]) -> CostModel:
+def link_table(backend: Any) -> np.ndarray | None:
+    """(D, D, 2) float64 per directed device pair ``[a, b]``: the link's fixed seconds per tensor and seconds per
+    byte (0 where unlimited), from a simulated backend's profile (``Profile.link_between``, what its simulator
+    charges); None for a backend without a profile (the real one), whose observation is all there is."""
+    profile = getattr(backend, "profile", None)
+    if profile is None or not hasattr(profile, "link_between"):
+        return None
+    names = [device.name for device in profile.devices]
+    table = np.zeros((len(names), len(names), 2))
+    for a, src in enumerate(names):
+        for b, dst in enumerate(names):
+            if a != b:
+                link = profile.link_between(src, dst)
+                table[a, b] = link.latency_s, 0.0 if link.bandwidth_Bps is None else 1.0 / link.bandwidth_Bps
+    return table
+
+
+def observed_costs(obs: Mapping[str, Any], links: np.ndarray | None = None) -> CostModel:
     """The cost model an observation describes (module docstring): op seconds (N, D) from ``node_device_cost``
     (`UNSUPPORTED_COST_S` where ``action_mask`` forbids the device), transfer seconds (E, D, D) from the tensors'
-    bytes over the slower link of the two devices (0 on the diagonal), the submodel overhead from
-    ``submodel_overhead`` (0 where the observation has none)."""
+    bytes, priced by `links` (`link_table`, used where it has the observation's device count) or else over the
+    slower link of the two devices (0 on the diagonal), the submodel overhead from ``submodel_overhead`` (0 where
+    the observation has none)."""
     cost = np.asarray(obs["node_device_cost"], dtype=np.float64)
     mask = np.asarray(obs["action_mask"], dtype=bool) if "action_mask" in obs else np.ones(cost.shape, dtype=bool)
     op_time = np.where(mask & np.isfinite(cost), cost, UNSUPPORTED_COST_S)
     d = cost.shape[1]
     edge_bytes = bytes_from_edge_features(np.asarray(obs["edge_features"])[:, 0]) if "edge_features" in obs \
         else np.zeros(np.shape(obs["edge_index"])[1])
-    link = 10.0 ** np.asarray(obs["device_features"], dtype=np.float64)[:, _LINK]
-    slower = np.minimum(link[:, None], link[None, :])  # (D, D)
-    edge_time = edge_bytes[:, None, None] / slower[None]
+    if links is not None and links.shape[:2] == (d, d):
+        edge_time = links[None, :, :, 0] + edge_bytes[:, None, None] * links[None, :, :, 1]
+    else:
+        link = 10.0 ** np.asarray(obs["device_features"], dtype=np.float64)[:, _LINK]
+        slower = np.minimum(link[:, None], link[None, :])  # (D, D)
+        edge_time = edge_bytes[:, None, None] / slower[None]
     edge_time[:, np.arange(d), np.arange(d)] = 0.0
     overhead = float(np.asarray(obs["submodel_overhead"]).reshape(-1)[0]) if "submodel_overhead" in obs else 0.0
     return CostModel(op_time_s=op_time, edge_time_s=edge_time, submodel_overhead_s=overhead,
@@ -126,9 +147,10 @@ class GraphContext:
         return int(self.costs.op_time_s.shape[1])
 
     @classmethod
-    def of_observation(cls, obs: Mapping[str, Any]) -> "GraphContext":
-        """The context of the graph of one (unpadded) `DevicePlacement-v0` observation."""
-        costs = observed_costs(obs)
+    def of_observation(cls, obs: Mapping[str, Any], links: np.ndarray | None = None) -> "GraphContext":
+        """The context of the graph of one (unpadded) `DevicePlacement-v0` observation, its transfers priced by
+        `links` (`observed_costs`)."""
+        costs = observed_costs(obs, links)
         edge_index = np.asarray(obs["edge_index"], dtype=np.int64)
         n = costs.op_time_s.shape[0]
         op_mean, edge_mean = mean_times(edge_index, costs)

@@ -1,9 +1,11 @@
 """What the benchmark scripts share before any work: refuse existing output files (unless ``--overwrite``) with
 argparse's usage error, so a long measurement never ends on a file it may not replace; and pin the timing
-process to one CPU core. After it: what every results JSON records beside its numbers, and writing it."""
+process to one CPU core. After it: what every results JSON records beside its numbers, and writing it (or, a row at
+a time, a JSON-lines file)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import Iterable
@@ -67,3 +69,13 @@ def write_results(path: "str | Path | None", data: dict, overwrite: bool = False
     if path:
         files.write_json(path, data, overwrite=overwrite)
         print(f"wrote {path}")
+
+
+def emit_row(row: dict, out: "str | Path | None") -> None:
+    """Print `row` as one JSON line and, with `out`, append it to that JSON-lines file (a long script's rows are
+    kept as they come)."""
+    line = json.dumps(row)
+    print(line, flush=True)
+    if out:
+        with open(out, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")

@@ -274,7 +274,7 @@ IMITATION_WITHIN_PCT = 2.0
 DOPPLER_IMITATION = {
     "doppler_imitation.jsonl": "python benchmarks/leaderboard/doppler_imitation.py --models resnet inception bert "
                                "--presets paper ai_pc server edge --out benchmarks/results/doppler_imitation.jsonl",
-    "doppler_imitation_2000.jsonl": "python benchmarks/leaderboard/doppler_imitation.py --models resnet inception "
+    "doppler_imitation_2000.jsonl": "python benchmarks/leaderboard/doppler_imitation.py --models inception "
                                     "--presets edge --imitation-episodes 2000 --out "
                                     "benchmarks/results/doppler_imitation_2000.jsonl"}
 
@@ -314,16 +314,53 @@ def doppler_imitation(name: str = "doppler_imitation.jsonl") -> str:
             + f"\n\n**Within {IMITATION_WITHIN_PCT:g}% of `critical-path`: {within} of {len(rows)} rows.**")
 
 
-#: When the critical-path heuristic began to price a device change with the submodel overhead (commit 78aa54a): a
-#: DOPPLER run created before imitated the heuristic without it.
-DOPPLER_HEURISTIC_CHANGE = ("2026-11-28T20:17", "78aa54a")
+HEURISTIC_TIES = ("heuristic_ties.jsonl", "python benchmarks/leaderboard/heuristic_ties.py --out "
+                  "benchmarks/results/heuristic_ties.jsonl")
+
+
+def heuristic_ties() -> str:
+    """Per (model, preset, objective) where drawing among ties moves the heuristic's latency at all: the
+    ``critical-path`` heuristic's latency (ties to the lowest index) and the gaps to it of the placements drawn
+    among exact ties (DOPPLER's rule) and among choices within 0.1% (`benchmarks/leaderboard/heuristic_ties.py`)."""
+    name, command = HEURISTIC_TIES
+    path = ROOT / RESULTS / name
+    if not path.is_file():
+        return f"No results file yet: `{command}` writes it."
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def spread(tie: dict) -> str:
+        low, median, high = tie["gap_pct"]
+        return f"{low:+.1f}% / {median:+.1f}% / {high:+.1f}%"
+
+    rows, still = [], 0
+    for r in lines:
+        exact, close = r["within_0"], r["within_0.001"]
+        if all(g == 0 for g in exact["gap_pct"] + close["gap_pct"]):
+            still += 1
+            continue
+        rows.append([ZOO_NAMES.get(r["model"], r["model"]), r["preset"], r["objective"],
+                     f"{1e3 * r['lowest_index_s']:.3f}", spread(exact), f"{exact['within_2pct']} of {r['draws']}",
+                     spread(close), f"{close['within_2pct']} of {r['draws']}"])
+    header = ["model", "preset", "objective", "`critical-path` ms (lowest index)", "exact ties drawn: min / median / max",
+              "within 2%", "ties within 0.1% drawn: min / median / max", "within 2%"]
+    return (f"Command: `{command}`  \nResults: `{RESULTS}/{name}` ({lines[0]['draws']} draws per tolerance, seed "
+            f"{lines[0]['seed']})\n\n" + md_table(header, rows)
+            + f"\n\nThe other {still} rows: every drawn placement prices as the lowest-index one (+0.0%).")
+
+
+#: The changes to DOPPLER's agent code that change its runs, oldest first: (when, commit, what a run created before
+#: it did). A DOPPLER run created before a change says so on its table.
+DOPPLER_CHANGES = (
+    ("2026-11-28T20:17", "78aa54a", "DOPPLER imitated the heuristic without the submodel overhead"),
+    ("2026-11-29T06:30", "db61306", "the policy priced transfers by the devices' slowest links, not the link table"),
+)
 
 
 def doppler_leaderboard() -> str:
     """DOPPLER's rows of the version-2 leaderboard (seed 0), one table per case that has them: `doppler` (best
     measured, and its own `predict`), `hybrid:doppler`, the `critical-path` heuristic it imitates, the best placement
     any agent of the case found, and (throughput) `replicate`; milliseconds (throughput: per inference). Each case
-    says when its DOPPLER runs were made, and whether that was before `DOPPLER_HEURISTIC_CHANGE`."""
+    says when its DOPPLER runs were made, and which of `DOPPLER_CHANGES` came after them."""
     cases, updates = _leaderboard_cases("zoo", LEADERBOARD_V2), _pure_reruns("zoo", LEADERBOARD_V2)
     files, blocks = [], []
     for name, paths in cases.items():
@@ -349,9 +386,8 @@ def doppler_leaderboard() -> str:
                   "best found (any agent)", "`doppler` vs best", "`hybrid:doppler` vs best"]
         created = max(leaderboard_table.read(p)["created"] for p in extra
                       if any(r["agent"] == "doppler" for r in leaderboard_table.read(p)["records"]))
-        when, commit = DOPPLER_HEURISTIC_CHANGE
-        stale = (f" **before {commit}**: DOPPLER imitated the heuristic without the submodel overhead"
-                 if created < when else f" (after {commit})")
+        missed = [f"**before {commit}**: {what}" for when, commit, what in DOPPLER_CHANGES if created < when]
+        stale = "; ".join([""] + missed) if missed else f" (after {DOPPLER_CHANGES[-1][1]})"
         blocks.append(f"`{case}` (DOPPLER's runs: {created[:16].replace('T', ' ')} UTC{stale}):\n\n"
                       + md_table(header + (["`replicate`"] if throughput else []), lines))
     if not blocks:
@@ -1108,6 +1144,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "doppler-leaderboard": doppler_leaderboard, "doppler-sanity": doppler_sanity,
     "doppler-imitation": doppler_imitation,
     "doppler-imitation-2000": lambda: doppler_imitation("doppler_imitation_2000.jsonl"),
+    "doppler-heuristic-ties": heuristic_ties,
     "transfer-v2-go-latency": lambda: transfer_v2("go", "latency"),
     "transfer-v2-go-throughput": lambda: transfer_v2("go", "throughput"),
     "transfer-v2-others-latency": lambda: transfer_v2("others", "latency"),

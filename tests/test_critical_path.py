@@ -8,7 +8,7 @@ import pytest
 
 from agents.baselines import CostModel, CriticalPath, critical_path_schedule
 from agents.baselines.constraints import Constraints
-from agents.baselines.critical_path import bottom_levels, top_levels
+from agents.baselines.critical_path import TieDraw, bottom_levels, top_levels
 from placement_gym import DevicePlacementEnv, registry
 from placement_gym.backends.base import shareable_devices
 
@@ -57,6 +57,24 @@ def test_the_longest_branch_is_scheduled_first_and_the_other_runs_beside_it():
     costs = _costs([[1, 1], [4, 4], [1, 1], [1, 1]], 0.5, 4)
     placement, makespan, order = critical_path_schedule(graph, costs)
     assert order == [0, 1, 2, 3] and placement.tolist() == [0, 0, 1, 0] and makespan == 6.0
+
+
+def test_drawn_ties_choose_among_the_tied_choices_only():
+    # Two identical devices: op 0 finishes as early on either (an exact tie), so DOPPLER's rule (`TieDraw`) puts it
+    # on each in some draws, where the lowest-index rule always takes device 0; ops 1 and 2 then follow op 0 (a
+    # transfer costs 0.5 s). With two devices of different speeds there is no tie: every draw is the plan.
+    chain = np.array([[0, 1], [1, 2]])
+    tied = _costs([[1, 1], [1, 1], [1, 1]], 0.5, 2)
+    assert critical_path_schedule(chain, tied)[0].tolist() == [0, 0, 0]
+    ties = TieDraw(np.random.default_rng(0))
+    drawn = {tuple(critical_path_schedule(chain, tied, ties=ties)[0].tolist()) for _ in range(20)}
+    assert drawn == {(0, 0, 0), (1, 1, 1)}
+    untied = _costs([[3, 1], [3, 1], [3, 1]], 0.5, 2)
+    assert {tuple(critical_path_schedule(chain, untied, ties=ties)[0].tolist()) for _ in range(5)} == {(1, 1, 1)}
+    # within 50%, a device that finishes op 0 at 1.2 s against 1 s is tied too; a slower one (2 s) is not
+    near = _costs([[1.2, 1, 2]] * 3, 0.5, 2)
+    wide = TieDraw(np.random.default_rng(0), within=0.5)
+    assert {critical_path_schedule(chain, near, ties=wide)[0][0] for _ in range(20)} == {0, 1}
 
 
 def test_a_device_without_room_takes_no_more_ops():

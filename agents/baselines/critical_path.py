@@ -39,6 +39,7 @@ and ask the heuristic what it would do at any step of its own episodes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -49,8 +50,8 @@ from placement_gym.env import UNSUPPORTED_COST_S
 from .constraints import Constraints
 from .costs import CostModel, CostPlanner
 
-__all__ = ["CriticalPath", "ListSchedule", "bottom_levels", "critical_path_schedule", "mean_times", "top_levels",
-           "usable_devices"]
+__all__ = ["CriticalPath", "ListSchedule", "TieDraw", "bottom_levels", "critical_path_schedule", "mean_times",
+           "top_levels", "usable_devices"]
 
 
 def usable_devices(op_time_s: np.ndarray) -> np.ndarray:
@@ -200,33 +201,55 @@ class ListSchedule:
                 self.ready.append(v)
 
     # ------------------------------------------------------------------ the heuristic's two choices
-    def critical_op(self, levels: np.ndarray) -> int:
-        """The ready op with the largest bottom level `levels` (N,) (the lowest index among ties)."""
+    def critical_op(self, levels: np.ndarray, ties: TieDraw | None = None) -> int:
+        """The ready op with the largest bottom level `levels` (N,): the lowest index among ties, or with `ties`
+        one drawn among those within its tolerance of the largest."""
         ready = sorted(self.ready)
-        return ready[int(np.argmax(levels[ready]))]
+        if ties is None:
+            return ready[int(np.argmax(levels[ready]))]
+        return ready[ties.draw(-levels[ready])]
 
-    def earliest_device(self, op: int) -> int:
+    def earliest_device(self, op: int, ties: TieDraw | None = None) -> int:
         """The device where `op` finishes earliest among those it fits (`fits`; every device that can run it when
-        none has room), ties to the earliest start, then the lowest index."""
+        none has room): ties to the earliest start, then the lowest index, or with `ties` one drawn among those
+        within its tolerance of the earliest finish."""
         allowed = self.fits(op)
         if not allowed.any():
             allowed = self.usable[op]
         start = self.start_times(op)
         finish = start + self.costs.op_time_s[op]
         candidates = np.flatnonzero(allowed)
+        if ties is not None:
+            return int(candidates[ties.draw(finish[candidates])])
         keys = [(finish[d], start[d], d) for d in candidates]
         return int(min(keys)[2])
 
 
-def critical_path_schedule(edge_index: np.ndarray, costs: CostModel,
-                           constraints: Constraints | None = None) -> tuple[np.ndarray, float, list[int]]:
+@dataclass
+class TieDraw:
+    """DOPPLER's heuristic draws at random among tied choices (`ListSchedule.critical_op` and `earliest_device`
+    take the lowest index instead): a choice is tied with the best when its key is within `within` (relative) of
+    the best key; 0: exactly equal."""
+
+    rng: np.random.Generator
+    within: float = 0.0
+
+    def draw(self, keys: np.ndarray) -> int:
+        """The index of one key drawn among those tied with the smallest of `keys` (K,) (the smaller the better)."""
+        best = float(keys.min())
+        tied = np.flatnonzero(keys <= best + abs(best) * self.within)
+        return int(self.rng.choice(tied))
+
+
+def critical_path_schedule(edge_index: np.ndarray, costs: CostModel, constraints: Constraints | None = None,
+                           ties: TieDraw | None = None) -> tuple[np.ndarray, float, list[int]]:
     """The heuristic of the module docstring: (placement (N,) int64, the makespan its own schedule predicts in
-    seconds, the ops in the order it placed them)."""
+    seconds, the ops in the order it placed them); `ties`: drawn at random (`TieDraw`), else the lowest index."""
     levels = bottom_levels(edge_index, costs)
     schedule = ListSchedule(edge_index, costs, constraints)
     while not schedule.done:
-        op = schedule.critical_op(levels)
-        schedule.place(op, schedule.earliest_device(op))
+        op = schedule.critical_op(levels, ties)
+        schedule.place(op, schedule.earliest_device(op, ties))
     return schedule.placement, float(np.nanmax(schedule.finish_s)) if schedule.n_ops else 0.0, schedule.order
 
 

@@ -14,7 +14,6 @@ priced under both objectives. One JSON line per (model, preset, objective), prin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ if str(REPOSITORY) not in sys.path:  # run as a file (python benchmarks/KIND/NAM
 
 from agents.baselines import ContiguousDP, CriticalPath, cost_model, critical_path_schedule  # noqa: E402
 from agents.doppler import DopplerAgent  # noqa: E402
+from benchmarks._outputs import emit_row  # noqa: E402
 from placement_gym.env import DevicePlacementEnv  # noqa: E402
 
 OBJECTIVES = ("latency", "throughput")
@@ -70,10 +70,7 @@ def main(argv: "list[str] | None" = None) -> None:
     for model in args.models:
         for preset in args.presets:
             for row in rows_of(model, preset, args.imitation_episodes):
-                print(json.dumps(row), flush=True)
-                if args.out:
-                    with open(args.out, "a", encoding="utf-8") as out:
-                        out.write(json.dumps(row) + "\n")
+                emit_row(row, args.out)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from torch import Tensor
 from agents.baselines.costs import CostModel
 from agents.baselines.critical_path import ListSchedule, mean_times, bottom_levels, top_levels
 from placement_gym.backends.base import DEVICE_FEATURES
+from placement_gym.backends.simulated import SimulatedBackend
 from placement_gym.env import UNSUPPORTED_COST_S
 from placement_gym.features import bytes_from_edge_features
 
@@ -46,9 +47,9 @@ def link_table(backend: Any) -> np.ndarray | None:
     """(D, D, 2) float64 per directed device pair ``[a, b]``: the link's fixed seconds per tensor and seconds per
     byte (0 where unlimited), from a simulated backend's profile (``Profile.link_between``, what its simulator
     charges); None for a backend without a profile (the real one), whose observation is all there is."""
-    profile = getattr(backend, "profile", None)
-    if profile is None or not hasattr(profile, "link_between"):
+    if not isinstance(backend, SimulatedBackend):
         return None
+    profile = backend.profile
     names = [device.name for device in profile.devices]
     table = np.zeros((len(names), len(names), 2))
     for a, src in enumerate(names):

@@ -65,6 +65,11 @@ def load(name: str) -> dict:
     return leaderboard_table.read(ROOT / RESULTS / name)
 
 
+def load_rows(name: str) -> list[dict]:
+    """The rows of JSON-lines results file `name` (under benchmarks/results/), one per non-blank line."""
+    return [json.loads(line) for line in (ROOT / RESULTS / name).read_text().splitlines() if line.strip()]
+
+
 def _machine(data: dict) -> str:
     """The machine line of a results file: its core count and CPU, and the openvino and torch versions it recorded
     (a file that recorded none, such as the Ray farm's, gets none)."""
@@ -288,7 +293,7 @@ def doppler_imitation(name: str = "doppler_imitation.jsonl") -> str:
     path = ROOT / RESULTS / name
     if not path.is_file():
         return f"No results file yet: `{command}` writes it."
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = load_rows(name)
 
     def ms(seconds: "float | None") -> str:
         return "fails" if seconds is None else f"{1e3 * seconds:.3f}"
@@ -327,7 +332,7 @@ def heuristic_ties() -> str:
     path = ROOT / RESULTS / name
     if not path.is_file():
         return f"No results file yet: `{command}` writes it."
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = load_rows(name)
 
     def spread(tie: dict) -> str:
         low, median, high = tie["gap_pct"]

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from placement_gym import results
-from placement_gym.benchmark import SUITES_DIR, best_known, format_gap
+from placement_gym.benchmark import SUITES_DIR, best_known, best_within, format_gap
 from placement_gym.models.dataset import dataset_names
 from placement_gym.sanity import SANITY_TOLERANCE_PCT
 from placement_gym.results import markdown_table as md_table
@@ -130,16 +130,21 @@ PURE_RERUNS = {
 }
 
 
-#: The leaderboard re-run under cost model version 2 (`placement_gym.backends.simulated.COST_MODEL_VERSION`), seed
-#: 0 of the zoo so far, every agent with its paper's defaults; the rows the script did not hold when it ran
-#: (`replicate` under throughput, `doppler`, `hybrid:doppler`, `critical-path`) come from the extra folder.
+#: The leaderboard re-run under cost model version 2 (`placement_gym.backends.simulated.COST_MODEL_VERSION`), seeds
+#: 0 and 1 of the zoo and seed 0 of the test split so far, every agent with its paper's defaults; the rows the
+#: script did not hold when it ran (`replicate` under throughput, `doppler`, `hybrid:doppler`, `critical-path`) come
+#: from the extra folder.
 LEADERBOARD_V2 = "leaderboard-v2"
 LEADERBOARD_V2_COMMANDS = {"zoo": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "" local:2` (the ai_pc and '
     'edge cases, stopped in server latency) and `bash benchmarks/leaderboard/leaderboard.sh 1000 '
     'benchmarks/results/leaderboard-v2 1 "paper:latency paper:throughput server:latency server:throughput" local:2 '
     '"single-device openvino replicate random cheapest greedy topo metis dp local-search hsdag placeto rnn post go ppo '
-    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"'),
+    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"` '
+    '(seed 0), then seed 1 case by case: `bash benchmarks/leaderboard/leaderboard.sh 1000 '
+    'benchmarks/results/leaderboard-v2 2 "P:O" "" "single-device openvino replicate random cheapest greedy topo metis '
+    'dp local-search hsdag placeto rnn post go ppo ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post '
+    'hybrid:go hybrid:ppo hybrid:ppo-node"'),
     "test": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "CASES" local:2 '
     '"single-device openvino replicate random cheapest greedy critical-path topo metis dp local-search hsdag placeto '
@@ -226,6 +231,44 @@ def leaderboard_v2_summary() -> str:
 
 def leaderboard_v2_cases() -> str:
     return _leaderboard_tables("zoo", summary=False, board=LEADERBOARD_V2)
+
+
+def leaderboard_v2_seeds() -> str:
+    """The version-2 zoo summary per seed: for every agent with more than one seed, each seed's gap at the runs'
+    budget to the case's best found (the same best as the summary's, over every seed's runs), geometric mean over
+    the models, ``seed 0 / seed 1 / ...``; the agents whose seeds ended alike in every case are named below."""
+    cases, updates = _leaderboard_cases("zoo", LEADERBOARD_V2), _pure_reruns("zoo", LEADERBOARD_V2)
+    columns, per_seed = [], {}  # per_seed: (agent, case) -> {seed: [gap per model]}
+    for name, paths in cases.items():
+        case, budget, records = leaderboard_table.case_records(paths, updates.get(name, ()))
+        columns.append(case)
+        known = best_known(records)
+        for r in records:
+            if r["agent"] == "replicate" or r["agent"].endswith(leaderboard_table.SINGLE_SUFFIX):
+                continue  # no placement of its own; a single device is the same run at every seed
+            best = best_within(r, budget) if r.get("ok", True) else None
+            gap = None if best is None else 100 * (best / known[(case, r["model"])] - 1)
+            per_seed.setdefault((r["agent"], case), {}).setdefault(r["seed"], []).append(gap)
+    agents = list(dict.fromkeys(agent for (agent, _), seeds in per_seed.items() if len(seeds) > 1))
+    if not agents:
+        return "Seed 0 only so far: no agent has run a second seed in this folder."
+    rows, alike = [], []
+    for agent in agents:
+        cells = []
+        for case in columns:
+            seeds = per_seed.get((agent, case), {})
+            cells.append(" / ".join(format_gap(leaderboard_table.geomean_gap(seeds[s]))
+                                    for s in sorted(seeds)) if seeds else "")
+        same = all(len({tuple(g) for g in per_seed.get((agent, case), {}).values()}) <= 1 for case in columns)
+        if same:
+            alike.append(agent)
+        else:
+            rows.append([agent] + cells)
+    single = [a for a in dict.fromkeys(agent for agent, _ in per_seed) if a not in agents]
+    note = "".join(f"\n\n{label}: " + ", ".join(f"`{a}`" for a in names) + "." for label, names in (
+        ("The same placement at every seed in every case", alike), ("Seed 0 only", single)) if names)
+    return (_leaderboard_source("zoo", LEADERBOARD_V2) + "\n\n"
+            + md_table(["agent"] + [c.replace(":", " ") for c in columns], rows) + note)
 
 
 def leaderboard_v2_test_summary() -> str:
@@ -1141,6 +1184,7 @@ def algorithm_ablation() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "leaderboard-v2-summary": leaderboard_v2_summary, "leaderboard-v2-cases": leaderboard_v2_cases,
+    "leaderboard-v2-seeds": leaderboard_v2_seeds,
     "leaderboard-v2-test-summary": leaderboard_v2_test_summary, "leaderboard-v2-test-cases": leaderboard_v2_test_cases,
     "leaderboard-summary": leaderboard_summary, "leaderboard-cases": leaderboard_cases,
     "leaderboard-long": leaderboard_long, "leaderboard-test-summary": leaderboard_test_summary,

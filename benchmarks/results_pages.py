@@ -135,16 +135,17 @@ PURE_RERUNS = {
 #: script did not hold when it ran (`replicate` under throughput, `doppler`, `hybrid:doppler`, `critical-path`) come
 #: from the extra folder.
 LEADERBOARD_V2 = "leaderboard-v2"
+#: The zoo agents of both version-2 runs (seed 0 adds ``optimal``, which runs with seed 0 only).
+LEADERBOARD_V2_ZOO_AGENTS = ("single-device openvino replicate random cheapest greedy topo metis dp local-search hsdag "
+                             "placeto rnn post go ppo ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post "
+                             "hybrid:go hybrid:ppo hybrid:ppo-node")
 LEADERBOARD_V2_COMMANDS = {"zoo": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "" local:2` (the ai_pc and '
     'edge cases, stopped in server latency) and `bash benchmarks/leaderboard/leaderboard.sh 1000 '
     'benchmarks/results/leaderboard-v2 1 "paper:latency paper:throughput server:latency server:throughput" local:2 '
-    '"single-device openvino replicate random cheapest greedy topo metis dp local-search hsdag placeto rnn post go ppo '
-    'ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post hybrid:go hybrid:ppo hybrid:ppo-node optimal"` '
-    '(seed 0), then seed 1 case by case: `bash benchmarks/leaderboard/leaderboard.sh 1000 '
-    'benchmarks/results/leaderboard-v2 2 "P:O" "" "single-device openvino replicate random cheapest greedy topo metis '
-    'dp local-search hsdag placeto rnn post go ppo ppo-node hybrid:hsdag hybrid:placeto hybrid:rnn hybrid:post '
-    'hybrid:go hybrid:ppo hybrid:ppo-node"'),
+    f'"{LEADERBOARD_V2_ZOO_AGENTS} optimal"` (seed 0), then seed 1 case by case: `bash '
+    'benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 2 "P:O" "" '
+    f'"{LEADERBOARD_V2_ZOO_AGENTS}"'),
     "test": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "CASES" local:2 '
     '"single-device openvino replicate random cheapest greedy critical-path topo metis dp local-search hsdag placeto '
@@ -236,7 +237,8 @@ def leaderboard_v2_cases() -> str:
 def leaderboard_v2_seeds() -> str:
     """The version-2 zoo summary per seed: for every agent with more than one seed, each seed's gap at the runs'
     budget to the case's best found (the same best as the summary's, over every seed's runs), geometric mean over
-    the models, ``seed 0 / seed 1 / ...``; the agents whose seeds ended alike in every case are named below."""
+    the models, ``seed 0 / seed 1 / ...``; the agents whose seeds ended alike in every case, and those with one
+    seed, are named below."""
     cases, updates = _leaderboard_cases("zoo", LEADERBOARD_V2), _pure_reruns("zoo", LEADERBOARD_V2)
     columns, per_seed = [], {}  # per_seed: (agent, case) -> {seed: [gap per model]}
     for name, paths in cases.items():
@@ -266,7 +268,7 @@ def leaderboard_v2_seeds() -> str:
             rows.append([agent] + cells)
     single = [a for a in dict.fromkeys(agent for agent, _ in per_seed) if a not in agents]
     note = "".join(f"\n\n{label}: " + ", ".join(f"`{a}`" for a in names) + "." for label, names in (
-        ("The same placement at every seed in every case", alike), ("Seed 0 only", single)) if names)
+        ("The same best latency at every seed in every case", alike), ("Seed 0 only", single)) if names)
     return (_leaderboard_source("zoo", LEADERBOARD_V2) + "\n\n"
             + md_table(["agent"] + [c.replace(":", " ") for c in columns], rows) + note)
 

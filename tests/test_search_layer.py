@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from agents.core.checkpoint import saved_options
 from agents.core.run import RunAgent
@@ -219,3 +220,27 @@ def test_compare_runs_a_hybrid_of_a_registered_agent_and_labels_it(tmp_path):
     records = {r["agent"]: r for r in json.loads(out.read_text())["records"]}
     assert set(records) == {"rnn", "hybrid:rnn", "local-search"}
     assert records["rnn"]["search"] == [] and records["hybrid:rnn"]["search"]
+
+
+def test_the_agents_share_of_a_hybrid_run_uses_the_agents_torch_threads():
+    # The layer's `learn` leaves torch's thread count alone; the agent's share is its own training, which pins
+    # torch to the agent's ``torch_threads`` as the agent's own `learn` would (on a busy machine, torch's default
+    # of one thread per core made every hybrid run several times slower than the agent alone).
+    class ThreadsAtEachStep(Proposer):
+        def train(self, run, seed):
+            self.threads = set()
+            rng = np.random.default_rng(seed)
+            run.env.reset(seed=seed)
+            while not run.done:
+                self.threads.add(torch.get_num_threads())
+                run.env.step(rng.integers(0, run.base.n_devices, run.base.graph.n_ops))
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for threads in (1, 2):
+            inner = ThreadsAtEachStep(torch_threads=threads)
+            SearchAround(inner).learn(ai_pc_env(inner), budget=20, seed=0)
+            assert inner.threads == {threads} and torch.get_num_threads() == 2  # and restored after the share
+    finally:
+        torch.set_num_threads(before)

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import gymnasium as gym
 import numpy as np
 
-from agents.core.loop import RunLoop
+from agents.core.loop import RunLoop, torch_threads
 from agents.core.run import RunAgent
 from placement_gym.registry import HYBRID_PREFIX
 
@@ -74,7 +74,9 @@ class SearchAround(RunAgent):
             measure_start_placements(run, obs, seed)
         reserved = int(round(config.local_search * run.remaining)) if self.agent is not None else run.remaining
         if self.agent is not None and not run.done:
-            with run.share(run.remaining - reserved):  # the agent's `run.done` comes when its share is spent
+            # The agent's share runs as its own `learn` would: its `run.done` comes when the share is spent, and
+            # torch uses the agent's thread count (the layer's `learn` leaves torch's setting alone).
+            with run.share(run.remaining - reserved), torch_threads(self.agent.torch_threads):
                 self.agent.train(run, seed)
         if reserved and not run.done:
             start = run.best_action if run.best_action is not None else self.predict(obs)

@@ -226,21 +226,17 @@ def test_the_agents_share_of_a_hybrid_run_uses_the_agents_torch_threads():
     # The layer's `learn` leaves torch's thread count alone; the agent's share is its own training, which pins
     # torch to the agent's ``torch_threads`` as the agent's own `learn` would (on a busy machine, torch's default
     # of one thread per core made every hybrid run several times slower than the agent alone).
-    class ThreadsAtEachStep(Proposer):
+    class ThreadsInTraining(Proposer):
         def train(self, run, seed):
-            self.threads = set()
-            rng = np.random.default_rng(seed)
-            run.env.reset(seed=seed)
-            while not run.done:
-                self.threads.add(torch.get_num_threads())
-                run.env.step(rng.integers(0, run.base.n_devices, run.base.graph.n_ops))
+            self.threads = torch.get_num_threads()
+            super().train(run, seed)
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
         for threads in (1, 2):
-            inner = ThreadsAtEachStep(torch_threads=threads)
+            inner = ThreadsInTraining(torch_threads=threads)
             SearchAround(inner).learn(ai_pc_env(inner), budget=20, seed=0)
-            assert inner.threads == {threads} and torch.get_num_threads() == 2  # and restored after the share
+            assert inner.threads == threads and torch.get_num_threads() == 2  # and restored after the share
     finally:
         torch.set_num_threads(before)

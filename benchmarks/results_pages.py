@@ -131,7 +131,7 @@ PURE_RERUNS = {
 
 
 #: The leaderboard re-run under cost model version 2 (`placement_gym.backends.simulated.COST_MODEL_VERSION`), seeds
-#: 0 and 1 of the zoo and seed 0 of the test split so far, every agent with its paper's defaults; the rows the
+#: 0 to 2 of the zoo and seed 0 of the test split so far, every agent with its paper's defaults; the rows the
 #: script did not hold when it ran (`replicate` under throughput, `doppler`, `hybrid:doppler`, `critical-path`) come
 #: from the extra folder.
 LEADERBOARD_V2 = "leaderboard-v2"
@@ -143,9 +143,9 @@ LEADERBOARD_V2_COMMANDS = {"zoo": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "" local:2` (the ai_pc and '
     'edge cases, stopped in server latency) and `bash benchmarks/leaderboard/leaderboard.sh 1000 '
     'benchmarks/results/leaderboard-v2 1 "paper:latency paper:throughput server:latency server:throughput" local:2 '
-    f'"{LEADERBOARD_V2_ZOO_AGENTS} optimal"` (seed 0), then seed 1 case by case: `bash '
-    'benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 2 "P:O" "" '
-    f'"{LEADERBOARD_V2_ZOO_AGENTS}"'),
+    f'"{LEADERBOARD_V2_ZOO_AGENTS} optimal"` (seed 0), then seeds 1 and 2 case by case: `bash '
+    'benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 SEEDS "P:O" "" '
+    f'"{LEADERBOARD_V2_ZOO_AGENTS}"` (SEEDS 2, then 3), server throughput with RAY `local:2'),
     "test": (
     'bash benchmarks/leaderboard/leaderboard.sh 1000 benchmarks/results/leaderboard-v2 1 "CASES" local:2 '
     '"single-device openvino replicate random cheapest greedy critical-path topo metis dp local-search hsdag placeto '
